@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ticketrush/ticketrush/internal/auth"
+	"github.com/ticketrush/ticketrush/internal/catalog"
+	"github.com/ticketrush/ticketrush/internal/config"
+	httpapi "github.com/ticketrush/ticketrush/internal/http"
+	"github.com/ticketrush/ticketrush/internal/postgres"
+	"github.com/ticketrush/ticketrush/internal/queue"
+	"github.com/ticketrush/ticketrush/internal/redis"
+)
+
+// keyPrefix is the prefix of every Redis key of the service.
+const keyPrefix = "tr"
+
+// serve runs the service until ctx ends, then stops accepting requests, drains the loops and closes
+// the pools in reverse order.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	reg := newRegistry()
+
+	rc, err := redis.Open(ctx, cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if applied, err := db.Migrate(ctx); err != nil {
+		return err
+	} else if len(applied) > 0 {
+		log.Info("migrated", "applied", applied)
+	}
+
+	store := redis.NewStore(rc, keyPrefix, reg)
+	cat := catalog.NewService(db, store, time.Now, log)
+	if err := cat.Refresh(ctx); err != nil {
+		return fmt.Errorf("load catalog: %w", err)
+	}
+	waitingRoom := queue.NewService(store, auth.NewQueueTokens(cfg.QueueTokenSecret), time.Now, log, reg)
+
+	loops, stopLoops := context.WithCancel(context.Background())
+	defer stopLoops()
+	var wg sync.WaitGroup
+	wg.Go(func() { cat.Run(loops, cfg.CatalogRefresh) })
+	if cfg.Has(config.RoleAPI) {
+		wg.Go(func() { waitingRoom.RunRefresher(loops, cfg.SnapshotRefresh) })
+	}
+	if cfg.Has(config.RoleScheduler) {
+		sched := waitingRoom.NewScheduler(store, cat.IDs)
+		wg.Go(func() { sched.Run(loops, cfg.AdmitTick) })
+	}
+
+	api := httpapi.NewServer(httpapi.Deps{
+		API:        cfg.Has(config.RoleAPI),
+		Queue:      waitingRoom,
+		Catalog:    cat,
+		Users:      auth.NewUsers(cfg.JWTSecret),
+		AdminToken: cfg.AdminToken,
+		Ready:      map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping},
+		Registry:   reg,
+		Log:        log,
+	})
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       60 * time.Second,
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "roles", cfg.Roles)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdown, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(shutdown); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	stopLoops()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	version := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "ticketrush_build_info",
+		Help:        "Always 1; the labels say which build runs.",
+		ConstLabels: prometheus.Labels{"version": version},
+	})
+	build.Set(1)
+	reg.MustRegister(build)
+	return reg
+}

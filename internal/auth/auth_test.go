@@ -1,0 +1,130 @@
+package auth
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+var secret = []byte(strings.Repeat("s", 32))
+
+func TestUsersVerify(t *testing.T) {
+	now := time.Now()
+	good, err := Mint(secret, "fan_1", time.Hour, now)
+	require.NoError(t, err)
+	expired, err := Mint(secret, "fan_1", -time.Hour, now)
+	require.NoError(t, err)
+	otherKey, err := Mint([]byte(strings.Repeat("x", 32)), "fan_1", time.Hour, now)
+	require.NoError(t, err)
+	noExp, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "fan_1"}).SignedString(secret)
+	require.NoError(t, err)
+	hs512, err := jwt.NewWithClaims(jwt.SigningMethodHS512, jwt.MapClaims{"sub": "fan_1", "exp": now.Add(time.Hour).Unix()}).SignedString(secret)
+	require.NoError(t, err)
+	none, err := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"sub": "fan_1", "exp": now.Add(time.Hour).Unix()}).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	require.NoError(t, err)
+	badSub, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "fan 1!", "exp": now.Add(time.Hour).Unix()}).SignedString(secret)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name string
+		give string
+		want string
+	}{
+		{"valid", good, "fan_1"},
+		{"expired", expired, ""},
+		{"other key", otherKey, ""},
+		{"no exp", noExp, ""},
+		{"hs512", hs512, ""},
+		{"alg none", none, ""},
+		{"bad sub", badSub, ""},
+		{"garbage", "abc.def.ghi", ""},
+		{"empty", "", ""},
+	}
+	u := NewUsers(secret)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := u.Verify(tt.give)
+			if tt.want == "" {
+				assert.ErrorIs(t, err, ticketrush.ErrUnauthenticated)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestMintRefusesBadUser(t *testing.T) {
+	_, err := Mint(secret, "", time.Hour, time.Now())
+	assert.Error(t, err)
+	_, err = Mint(secret, strings.Repeat("a", 65), time.Hour, time.Now())
+	assert.Error(t, err)
+}
+
+func TestQueueTokenRoundTrip(t *testing.T) {
+	q := NewQueueTokens(secret)
+	c := NewClaims("c1a2", "fan-9", 123456789)
+	tok := q.Sign(c)
+	got, err := q.Verify(tok)
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
+	assert.Equal(t, tok, q.Sign(NewClaims("c1a2", "fan-9", 123456789)), "same arrival, same token")
+	assert.NotEqual(t, tok, q.Sign(NewClaims("c1a2", "fan-9", 123456790)))
+	assert.Equal(t, 5, int(got.ID.Version()), "token ids are name-based UUIDs")
+}
+
+func TestQueueTokenRejects(t *testing.T) {
+	q := NewQueueTokens(secret)
+	tok := q.Sign(NewClaims("c1", "fan", 7))
+	other := NewQueueTokens([]byte(strings.Repeat("o", 32))).Sign(NewClaims("c1", "fan", 7))
+	body, sig, _ := strings.Cut(tok, ".")
+	flipped := []byte(body)
+	flipped[3] ^= 1
+	tests := []struct {
+		name string
+		give string
+	}{
+		{"other secret", other},
+		{"altered body", string(flipped) + "." + sig},
+		{"altered sig", body + "." + sig[:len(sig)-2] + "AA"},
+		{"no dot", body},
+		{"empty", ""},
+		{"not base64", "!!!.???"},
+		{"huge", strings.Repeat("a", 1000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := q.Verify(tt.give)
+			assert.ErrorIs(t, err, ticketrush.ErrQueueTokenInvalid)
+		})
+	}
+}
+
+func FuzzQueueTokenVerify(f *testing.F) {
+	q := NewQueueTokens(secret)
+	f.Add(q.Sign(NewClaims("c1", "fan", 7)))
+	f.Add("a.b")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := q.Verify(s)
+		if err == nil {
+			assert.Equal(t, s, q.Sign(c), "only tokens we signed verify")
+		}
+	})
+}
+
+func BenchmarkQueueTokenVerify(b *testing.B) {
+	q := NewQueueTokens(secret)
+	tok := q.Sign(NewClaims("c1a2b3c4d5e6", "fan-123456", 987654))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := q.Verify(tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+// Package config reads the service's environment into a typed Config, with the defaults and rules of
+// API.md's configuration table. Nothing else in the service reads the environment.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Roles a process can run.
+const (
+	RoleAPI         = "api"
+	RoleScheduler   = "scheduler"
+	RoleWriteBehind = "writebehind"
+)
+
+var allRoles = []string{RoleAPI, RoleScheduler, RoleWriteBehind}
+
+// Config is the whole of the service's configuration.
+type Config struct {
+	HTTPAddr         string
+	RedisURL         string
+	DatabaseURL      string
+	JWTSecret        []byte
+	QueueTokenSecret []byte
+	AdminToken       string
+	Roles            []string
+
+	// Timings that are not in the environment: fixed here so that every instance agrees.
+	AdmitTick       time.Duration // how often the scheduler runs the admission tick
+	SnapshotRefresh time.Duration // how often an api instance refreshes its per-concert queue view
+	CatalogRefresh  time.Duration // how often an instance re-reads the concert list from Postgres
+	ShutdownTimeout time.Duration
+}
+
+// Has reports whether the process runs role.
+func (c Config) Has(role string) bool { return slices.Contains(c.Roles, role) }
+
+// Load parses the environment. Every bad variable is reported, one line each.
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		HTTPAddr:        or(getenv("HTTP_ADDR"), ":8080"),
+		RedisURL:        or(getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"),
+		DatabaseURL:     DatabaseURL(getenv),
+		AdminToken:      getenv("ADMIN_TOKEN"),
+		AdmitTick:       100 * time.Millisecond,
+		SnapshotRefresh: 200 * time.Millisecond,
+		CatalogRefresh:  2 * time.Second,
+		ShutdownTimeout: 10 * time.Second,
+	}
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	if _, _, err := splitHostPort(c.HTTPAddr); err != nil {
+		bad("HTTP_ADDR", "want host:port, got %q", c.HTTPAddr)
+	}
+	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		bad("REDIS_URL", "want redis://host:port/db or rediss://..., got %q", c.RedisURL)
+	}
+	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		bad("DATABASE_URL", "want postgres://user@host:port/db, got a value that does not parse as one")
+	}
+	c.JWTSecret = []byte(getenv("JWT_SECRET"))
+	if len(c.JWTSecret) < 32 {
+		bad("JWT_SECRET", "required, at least 32 bytes (got %d)", len(c.JWTSecret))
+	}
+	c.QueueTokenSecret = []byte(getenv("QUEUE_TOKEN_SECRET"))
+	if len(c.QueueTokenSecret) < 32 {
+		bad("QUEUE_TOKEN_SECRET", "required, at least 32 bytes (got %d)", len(c.QueueTokenSecret))
+	}
+	if c.AdminToken == "" {
+		bad("ADMIN_TOKEN", "required")
+	}
+	roles, err := parseRoles(or(getenv("ROLES"), strings.Join(allRoles, ",")))
+	if err != nil {
+		bad("ROLES", "%v", err)
+	}
+	c.Roles = roles
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("configuration:\n%w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+func parseRoles(s string) ([]string, error) {
+	var roles []string
+	for _, r := range strings.Split(s, ",") {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		if !slices.Contains(allRoles, r) {
+			return nil, fmt.Errorf("unknown role %q (want some of %s)", r, strings.Join(allRoles, ","))
+		}
+		if !slices.Contains(roles, r) {
+			roles = append(roles, r)
+		}
+	}
+	if len(roles) == 0 {
+		return nil, fmt.Errorf("no role given (want some of %s)", strings.Join(allRoles, ","))
+	}
+	return roles, nil
+}
+
+func splitHostPort(addr string) (string, string, error) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 || i == len(addr)-1 {
+		return "", "", errors.New("missing port")
+	}
+	return addr[:i], addr[i+1:], nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// DatabaseURL reads DATABASE_URL alone, for commands that need nothing else.
+func DatabaseURL(getenv func(string) string) string {
+	return or(getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable")
+}
+
+// JWTSecret reads JWT_SECRET alone, for the token command.
+func JWTSecret(getenv func(string) string) ([]byte, error) {
+	s := []byte(getenv("JWT_SECRET"))
+	if len(s) < 32 {
+		return nil, fmt.Errorf("JWT_SECRET: required, at least 32 bytes (got %d)", len(s))
+	}
+	return s, nil
+}

@@ -1,0 +1,169 @@
+package http
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+type createConcertRequest struct {
+	Title     string      `json:"title"`
+	Venue     string      `json:"venue"`
+	Schedules []time.Time `json:"schedules"`
+	Sections  []struct {
+		Name  string `json:"name"`
+		Price int64  `json:"price"`
+		Seats int    `json:"seats"`
+	} `json:"sections"`
+	Queue *struct {
+		ActiveCapacity   *int  `json:"activeCapacity"`
+		AdmitPerSecond   *int  `json:"admitPerSecond"`
+		ActiveTTLSeconds *int  `json:"activeTtlSeconds"`
+		HoldTTLSeconds   *int  `json:"holdTtlSeconds"`
+		MaxHoldsPerUser  *int  `json:"maxHoldsPerUser"`
+		Paused           *bool `json:"paused"`
+	} `json:"queue"`
+}
+
+func (req createConcertRequest) concert() ticketrush.Concert {
+	c := ticketrush.Concert{Title: req.Title, Venue: req.Venue, Queue: ticketrush.DefaultQueueSettings()}
+	for _, at := range req.Schedules {
+		c.Schedules = append(c.Schedules, ticketrush.Schedule{StartsAt: at})
+	}
+	for _, s := range req.Sections {
+		c.Sections = append(c.Sections, ticketrush.Section{Name: s.Name, Price: s.Price, Seats: s.Seats})
+	}
+	if q := req.Queue; q != nil {
+		set(&c.Queue.ActiveCapacity, q.ActiveCapacity)
+		set(&c.Queue.AdmitPerSecond, q.AdmitPerSecond)
+		set(&c.Queue.MaxHoldsPerUser, q.MaxHoldsPerUser)
+		set(&c.Queue.Paused, q.Paused)
+		if q.ActiveTTLSeconds != nil {
+			c.Queue.ActiveTTL = time.Duration(*q.ActiveTTLSeconds) * time.Second
+		}
+		if q.HoldTTLSeconds != nil {
+			c.Queue.HoldTTL = time.Duration(*q.HoldTTLSeconds) * time.Second
+		}
+	}
+	return c
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+type queueSettingsJSON struct {
+	ActiveCapacity   int  `json:"activeCapacity"`
+	AdmitPerSecond   int  `json:"admitPerSecond"`
+	ActiveTTLSeconds int  `json:"activeTtlSeconds"`
+	HoldTTLSeconds   int  `json:"holdTtlSeconds"`
+	MaxHoldsPerUser  int  `json:"maxHoldsPerUser"`
+	Paused           bool `json:"paused"`
+}
+
+func toQueueSettingsJSON(q ticketrush.QueueSettings) queueSettingsJSON {
+	return queueSettingsJSON{
+		ActiveCapacity: q.ActiveCapacity, AdmitPerSecond: q.AdmitPerSecond,
+		ActiveTTLSeconds: int(q.ActiveTTL / time.Second), HoldTTLSeconds: int(q.HoldTTL / time.Second),
+		MaxHoldsPerUser: q.MaxHoldsPerUser, Paused: q.Paused,
+	}
+}
+
+type scheduleJSON struct {
+	ID       string    `json:"id"`
+	StartsAt time.Time `json:"startsAt"`
+}
+
+type sectionJSON struct {
+	Name  string `json:"name"`
+	Price int64  `json:"price"`
+	Seats int    `json:"seats"`
+}
+
+type adminConcertJSON struct {
+	ID        string            `json:"id"`
+	Title     string            `json:"title"`
+	Venue     string            `json:"venue"`
+	Schedules []scheduleJSON    `json:"schedules"`
+	Sections  []sectionJSON     `json:"sections"`
+	Queue     queueSettingsJSON `json:"queue"`
+}
+
+func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var req createConcertRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	c, err := s.Catalog.Create(r.Context(), req.concert())
+	if err != nil {
+		return err
+	}
+	out := adminConcertJSON{ID: c.ID, Title: c.Title, Venue: c.Venue, Queue: toQueueSettingsJSON(c.Queue),
+		Schedules: []scheduleJSON{}, Sections: []sectionJSON{}}
+	for _, sc := range c.Schedules {
+		out.Schedules = append(out.Schedules, scheduleJSON{ID: sc.ID, StartsAt: sc.StartsAt.UTC()})
+	}
+	for _, sec := range c.Sections {
+		out.Sections = append(out.Sections, sectionJSON{Name: sec.Name, Price: sec.Price, Seats: sec.Seats})
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+type queueStateJSON struct {
+	Waiting        int64 `json:"waiting"`
+	Active         int64 `json:"active"`
+	ActiveCapacity int   `json:"activeCapacity"`
+	AdmitPerSecond int   `json:"admitPerSecond"`
+	Paused         bool  `json:"paused"`
+	Seats          struct {
+		Available int64 `json:"available"`
+		Held      int64 `json:"held"`
+		Sold      int64 `json:"sold"`
+	} `json:"seats"`
+}
+
+func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	id, err := concertID(p)
+	if err != nil {
+		return err
+	}
+	st, err := s.Catalog.QueueState(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	out := queueStateJSON{Waiting: st.Waiting, Active: st.Active, ActiveCapacity: st.ActiveCapacity,
+		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused}
+	out.Seats.Available, out.Seats.Held, out.Seats.Sold = st.Seats.Available, st.Seats.Held, st.Seats.Sold
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type patchQueueRequest struct {
+	ActiveCapacity *int  `json:"activeCapacity"`
+	AdmitPerSecond *int  `json:"admitPerSecond"`
+	Paused         *bool `json:"paused"`
+}
+
+func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	id, err := concertID(p)
+	if err != nil {
+		return err
+	}
+	var req patchQueueRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	q, err := s.Catalog.PatchQueue(r.Context(), id, ticketrush.QueuePatch{
+		ActiveCapacity: req.ActiveCapacity, AdmitPerSecond: req.AdmitPerSecond, Paused: req.Paused})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toQueueSettingsJSON(q))
+	return nil
+}

@@ -1,0 +1,36 @@
+package http
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	labels := []string{"route", "method", "status"}
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_http_requests_total",
+			Help: "HTTP requests by route pattern, method and status.",
+		}, labels),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ticketrush_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern, method and status.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, labels),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+func (m *httpMetrics) observe(route, method string, status int, d time.Duration) {
+	code := strconv.Itoa(status)
+	m.requests.WithLabelValues(route, method, code).Inc()
+	m.duration.WithLabelValues(route, method, code).Observe(d.Seconds())
+}

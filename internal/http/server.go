@@ -1,0 +1,192 @@
+// Package http is the HTTP adapter: the API of ../shared/API.md over the domain services.
+package http
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// Queue is the waiting room.
+type Queue interface {
+	Join(ctx context.Context, userID, concertID string) (ticketrush.Ticket, bool, error)
+	Status(ctx context.Context, userID, token string) (ticketrush.Ticket, error)
+	Leave(ctx context.Context, userID, token string) error
+	Authorize(ctx context.Context, userID, concertID, token string) (ticketrush.QueueClaims, error)
+}
+
+// Catalog is the concert catalog and its queue settings.
+type Catalog interface {
+	Create(ctx context.Context, c ticketrush.Concert) (ticketrush.Concert, error)
+	List() []ticketrush.ConcertSummary
+	Concert(id string) (ticketrush.Concert, bool)
+	PatchQueue(ctx context.Context, concertID string, p ticketrush.QueuePatch) (ticketrush.QueueSettings, error)
+	QueueState(ctx context.Context, concertID string) (ticketrush.QueueState, error)
+}
+
+// Users verifies user JWTs.
+type Users interface {
+	Verify(token string) (string, error)
+}
+
+// Check is one dependency readyz asks: nil while it answers.
+type Check func(ctx context.Context) error
+
+// Deps is what the server serves.
+type Deps struct {
+	API        bool // serve the /v1 and /admin routes; without it only /healthz, /readyz and /metrics
+	Queue      Queue
+	Catalog    Catalog
+	Users      Users
+	AdminToken string
+	Ready      map[string]Check
+	Registry   *prometheus.Registry
+	Log        *slog.Logger
+}
+
+// Server routes the API.
+type Server struct {
+	Deps
+	router  *httprouter.Router
+	metrics *httpMetrics
+}
+
+// NewServer builds the router.
+func NewServer(d Deps) *Server {
+	s := &Server{Deps: d, router: httprouter.New(), metrics: newHTTPMetrics(d.Registry)}
+	s.router.HandleMethodNotAllowed = true
+	s.router.NotFound = s.fallback(ticketrush.ErrNotFound)
+	s.router.MethodNotAllowed = s.fallback(errMethod)
+	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		s.Log.Error("panic", "route", r.URL.Path, "panic", v)
+		writeError(w, errors.New("panic"))
+	}
+
+	s.handle("GET", "/healthz", s.healthz)
+	s.handle("GET", "/readyz", s.readyz)
+	s.router.Handler("GET", "/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{Registry: d.Registry}))
+
+	if !d.API {
+		return s
+	}
+	s.handle("GET", "/v1/concerts", s.listConcerts)
+	s.handle("POST", "/v1/concerts/:concertId/queue", s.joinQueue)
+	s.handle("GET", "/v1/queue", s.queueStatus)
+	s.handle("DELETE", "/v1/queue", s.leaveQueue)
+
+	s.handle("POST", "/admin/v1/concerts", s.admin(s.createConcert))
+	s.handle("GET", "/admin/v1/concerts/:concertId/queue", s.admin(s.getQueue))
+	s.handle("PATCH", "/admin/v1/concerts/:concertId/queue", s.admin(s.patchQueue))
+	return s
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// handlerFunc is a route's handler; a returned error is written as a problem document.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
+
+// Handle adds a route, instrumented under its pattern.
+func (s *Server) handle(method, pattern string, h handlerFunc) {
+	s.router.Handle(method, pattern, s.instrument(pattern, h))
+}
+
+func (s *Server) instrument(pattern string, h handlerFunc) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		if err := h(sw, r, p); err != nil {
+			if status := writeError(sw, err); status >= 500 {
+				s.Log.Error("request failed", "route", pattern, "method", r.Method, "status", status, "err", err)
+			}
+		}
+		s.metrics.observe(pattern, r.Method, sw.status, time.Since(start))
+	}
+}
+
+// fallback answers requests no route takes, counted under the route label "unmatched".
+func (s *Server) fallback(err error) http.Handler {
+	h := s.instrument("unmatched", func(http.ResponseWriter, *http.Request, httprouter.Params) error { return err })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, nil) })
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// user returns the user id of the request's bearer JWT.
+func (s *Server) user(r *http.Request) (string, error) {
+	token, ok := bearer(r)
+	if !ok {
+		return "", ticketrush.ErrUnauthenticated
+	}
+	return s.Users.Verify(token)
+}
+
+// admin guards a handler with the admin token.
+func (s *Server) admin(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+		token, ok := bearer(r)
+		if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.AdminToken)) != 1 {
+			return ticketrush.ErrUnauthenticated
+		}
+		return h(w, r, p)
+	}
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", false
+	}
+	return strings.TrimSpace(h[7:]), true
+}
+
+// concertID returns the route's concert id, or ErrNotFound for one that cannot exist.
+func concertID(p httprouter.Params) (string, error) {
+	id := p.ByName("concertId")
+	if !ticketrush.ValidID(id) {
+		return "", ticketrush.ErrNotFound
+	}
+	return id, nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	failing := map[string]string{}
+	for name, check := range s.Ready {
+		if err := check(ctx); err != nil {
+			failing[name] = "down"
+			s.Log.Warn("not ready", "check", name, "err", err)
+		}
+	}
+	if len(failing) > 0 {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": failing})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}

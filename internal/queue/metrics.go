@@ -1,0 +1,65 @@
+package queue
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+type metrics struct {
+	joined   *prometheus.CounterVec
+	admitted *prometheus.CounterVec
+	left     *prometheus.CounterVec
+	lapsed   *prometheus.CounterVec
+	polls    *prometheus.CounterVec
+	waiting  *prometheus.GaugeVec
+	active   *prometheus.GaugeVec
+	capacity *prometheus.GaugeVec
+	rate     *prometheus.GaugeVec
+	paused   *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	concert := []string{"concert"}
+	m := &metrics{
+		joined: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_queue_joined_total", Help: "New queue tokens issued."}, concert),
+		admitted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_queue_admitted_total", Help: "Fans admitted into the active set."}, concert),
+		left: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_queue_left_total", Help: "Tokens given back by their fan, by the state they left from."},
+			[]string{"concert", "from"}),
+		lapsed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_queue_lapsed_total", Help: "ACTIVE tokens that lapsed after activeTtlSeconds."}, concert),
+		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_queue_polls_total", Help: "Queue polls by what answered them: the instance's view or Redis."},
+			[]string{"source"}),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_queue_waiting", Help: "Fans waiting in line."}, concert),
+		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_queue_active", Help: "Fans in the active set."}, concert),
+		capacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_queue_active_capacity", Help: "Size of the active set."}, concert),
+		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_queue_admit_per_second", Help: "Configured admission rate."}, concert),
+		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_queue_paused", Help: "1 while admission is paused."}, concert),
+	}
+	reg.MustRegister(m.joined, m.admitted, m.left, m.lapsed, m.polls, m.waiting, m.active, m.capacity, m.rate, m.paused)
+	return m
+}
+
+func (m *metrics) observe(concertID string, s ticketrush.QueueSnapshot) {
+	if !s.Found {
+		return
+	}
+	m.waiting.WithLabelValues(concertID).Set(float64(s.Waiting))
+	m.active.WithLabelValues(concertID).Set(float64(s.Active))
+	m.capacity.WithLabelValues(concertID).Set(float64(s.ActiveCapacity))
+	m.rate.WithLabelValues(concertID).Set(float64(s.AdmitPerSecond))
+	paused := 0.0
+	if s.Paused {
+		paused = 1
+	}
+	m.paused.WithLabelValues(concertID).Set(paused)
+}

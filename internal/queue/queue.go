@@ -1,0 +1,261 @@
+// Package queue is the waiting room: joins, polls, leaves, the admission check of gated calls, and the
+// scheduler that admits the head of each concert's line. State lives in Redis behind Store; polls of
+// WAITING tokens are answered from per-concert views that every instance refreshes a few times a second.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ticketrush/ticketrush/internal/auth"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// Store is the queue state in Redis.
+type Store interface {
+	Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error)
+	Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error)
+	TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error)
+	Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error)
+}
+
+// Tokens signs and verifies queue tokens.
+type Tokens interface {
+	Sign(ticketrush.QueueClaims) string
+	Verify(string) (ticketrush.QueueClaims, error)
+}
+
+// leavesPerSnapshot bounds one snapshot reply; a refresh asks again while replies come back full.
+const leavesPerSnapshot = 5000
+
+// Service is the waiting room of every concert.
+type Service struct {
+	store   Store
+	tokens  Tokens
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *metrics
+
+	mu    sync.RWMutex
+	views map[string]*view
+}
+
+// NewService returns the waiting room over store.
+func NewService(store Store, tokens Tokens, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Service {
+	return &Service{store: store, tokens: tokens, now: now, log: log, metrics: newMetrics(reg), views: map[string]*view{}}
+}
+
+// Join puts the user in the concert's line, or returns their live token; created tells which.
+func (s *Service) Join(ctx context.Context, userID, concertID string) (ticketrush.Ticket, bool, error) {
+	r, err := s.store.Join(ctx, concertID, userID, s.now())
+	if err != nil {
+		return ticketrush.Ticket{}, false, err
+	}
+	if r.Created {
+		s.metrics.joined.WithLabelValues(concertID).Inc()
+		if r.Status == ticketrush.StatusActive {
+			s.metrics.admitted.WithLabelValues(concertID).Inc()
+		}
+	}
+	claims := auth.NewClaims(concertID, userID, r.Seq)
+	v, err := s.view(ctx, concertID)
+	if err != nil {
+		return ticketrush.Ticket{}, false, err
+	}
+	v.arrived(r)
+	state := ticketrush.TokenState{Status: r.Status, ActiveUntil: r.ActiveUntil}
+	if r.Status == ticketrush.StatusWaiting {
+		if _, pos, ok := v.lookup(r.Seq); ok {
+			state.Position = pos
+		} else if state, err = s.store.TokenStatus(ctx, claims, s.now()); err != nil {
+			return ticketrush.Ticket{}, false, err
+		}
+	}
+	return s.ticket(s.tokens.Sign(claims), claims, state, v), r.Created, nil
+}
+
+// Status returns the state of the user's token, whatever it is. It costs no Redis round trip for a
+// WAITING token the view can place.
+func (s *Service) Status(ctx context.Context, userID, token string) (ticketrush.Ticket, error) {
+	claims, err := s.claims(userID, token)
+	if err != nil {
+		return ticketrush.Ticket{}, err
+	}
+	v, err := s.view(ctx, claims.ConcertID)
+	if err != nil {
+		return ticketrush.Ticket{}, err
+	}
+	if st, pos, ok := v.lookup(claims.Seq); ok {
+		s.metrics.polls.WithLabelValues("view").Inc()
+		return s.ticket(token, claims, ticketrush.TokenState{Status: st, Position: pos}, v), nil
+	}
+	s.metrics.polls.WithLabelValues("redis").Inc()
+	state, err := s.store.TokenStatus(ctx, claims, s.now())
+	if err != nil {
+		return ticketrush.Ticket{}, err
+	}
+	return s.ticket(token, claims, state, v), nil
+}
+
+// Leave takes the user's token out of the line or gives back its active slot. Leaving a token that is
+// no longer live does nothing.
+func (s *Service) Leave(ctx context.Context, userID, token string) error {
+	claims, err := s.claims(userID, token)
+	if err != nil {
+		return err
+	}
+	from, err := s.store.Leave(ctx, claims.ConcertID, userID, claims.Seq, s.now())
+	if err != nil {
+		return err
+	}
+	if from == ticketrush.StatusWaiting {
+		if v, err := s.view(ctx, claims.ConcertID); err == nil {
+			v.leftLine(claims.Seq)
+		}
+	}
+	if from != "" {
+		s.metrics.left.WithLabelValues(claims.ConcertID, string(from)).Inc()
+	}
+	return nil
+}
+
+// Authorize checks a gated call: the token must be genuine, the user's, for concertID (when given)
+// and ACTIVE. It returns the token's claims.
+func (s *Service) Authorize(ctx context.Context, userID, concertID, token string) (ticketrush.QueueClaims, error) {
+	claims, err := s.claims(userID, token)
+	if err != nil {
+		return claims, err
+	}
+	if concertID != "" && claims.ConcertID != concertID {
+		return claims, fmt.Errorf("%w: token is for another concert", ticketrush.ErrQueueTokenInvalid)
+	}
+	if v, err := s.view(ctx, claims.ConcertID); err == nil {
+		if st, _, ok := v.lookup(claims.Seq); ok {
+			return claims, gateError(st)
+		}
+	}
+	state, err := s.store.TokenStatus(ctx, claims, s.now())
+	if err != nil {
+		return claims, err
+	}
+	return claims, gateError(state.Status)
+}
+
+func gateError(st ticketrush.QueueStatus) error {
+	switch st {
+	case ticketrush.StatusActive:
+		return nil
+	case ticketrush.StatusWaiting:
+		return ticketrush.ErrQueueNotActive
+	default:
+		return ticketrush.ErrQueueTokenExpired
+	}
+}
+
+func (s *Service) claims(userID, token string) (ticketrush.QueueClaims, error) {
+	if token == "" {
+		return ticketrush.QueueClaims{}, fmt.Errorf("%w: X-Queue-Token is missing", ticketrush.ErrQueueTokenInvalid)
+	}
+	c, err := s.tokens.Verify(token)
+	if err != nil {
+		return c, err
+	}
+	if c.UserID != userID {
+		return c, fmt.Errorf("%w: token belongs to another user", ticketrush.ErrQueueTokenInvalid)
+	}
+	return c, nil
+}
+
+func (s *Service) ticket(token string, c ticketrush.QueueClaims, st ticketrush.TokenState, v *view) ticketrush.Ticket {
+	t := ticketrush.Ticket{Token: token, ConcertID: c.ConcertID, Status: st.Status}
+	switch st.Status {
+	case ticketrush.StatusWaiting:
+		t.Position = st.Position
+		t.EstimatedWait, t.PollAfter = pacing(st.Position, v.rate())
+	case ticketrush.StatusActive:
+		t.ActiveUntil = st.ActiveUntil
+		t.PollAfter = 30 * time.Second
+	}
+	return t
+}
+
+// view returns the concert's view, reading a first snapshot when this instance has none yet.
+func (s *Service) view(ctx context.Context, concertID string) (*view, error) {
+	s.mu.RLock()
+	v := s.views[concertID]
+	s.mu.RUnlock()
+	if v != nil {
+		return v, nil
+	}
+	v = &view{}
+	if err := s.refreshView(ctx, concertID, v); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if existing := s.views[concertID]; existing != nil {
+		v = existing
+	} else {
+		s.views[concertID] = v
+	}
+	s.mu.Unlock()
+	return v, nil
+}
+
+// Refresh re-reads the snapshot of every concert this instance has a view of.
+func (s *Service) Refresh(ctx context.Context) error {
+	s.mu.RLock()
+	ids := make([]string, 0, len(s.views))
+	views := make([]*view, 0, len(s.views))
+	for id, v := range s.views {
+		ids = append(ids, id)
+		views = append(views, v)
+	}
+	s.mu.RUnlock()
+	var errs []error
+	for i, id := range ids {
+		if err := s.refreshView(ctx, id, views[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) refreshView(ctx context.Context, concertID string, v *view) error {
+	for {
+		v.mu.RLock()
+		after := v.lastLeave
+		v.mu.RUnlock()
+		now := s.now()
+		snap, err := s.store.Snapshot(ctx, concertID, after, leavesPerSnapshot, now)
+		if err != nil {
+			return err
+		}
+		v.apply(snap, now)
+		s.metrics.observe(concertID, snap)
+		if len(snap.Leaves) < leavesPerSnapshot {
+			return nil
+		}
+	}
+}
+
+// RunRefresher refreshes the views every interval until ctx ends.
+func (s *Service) RunRefresher(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("queue view refresh", "err", err)
+			}
+		}
+	}
+}

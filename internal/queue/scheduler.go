@@ -1,0 +1,69 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// TickStore runs the admission tick.
+type TickStore interface {
+	Tick(ctx context.Context, concertID string, now time.Time, batch int) (ticketrush.TickResult, error)
+}
+
+// tickBatch bounds the lapses and admissions of one tick of one concert, so one script call stays short.
+const tickBatch = 1000
+
+// Scheduler admits the head of every concert's line and lapses active tokens. Any number of schedulers
+// may run at once: each tick is one atomic script that checks capacity and the rate budget itself.
+type Scheduler struct {
+	store    TickStore
+	concerts func() []string
+	now      func() time.Time
+	log      *slog.Logger
+	metrics  *metrics
+}
+
+// NewScheduler returns a scheduler over the concerts that concerts lists; it counts into the
+// service's metrics.
+func (s *Service) NewScheduler(store TickStore, concerts func() []string) *Scheduler {
+	return &Scheduler{store: store, concerts: concerts, now: s.now, log: s.log, metrics: s.metrics}
+}
+
+// Tick runs one admission round over every concert.
+func (sc *Scheduler) Tick(ctx context.Context) error {
+	var errs []error
+	for _, id := range sc.concerts() {
+		r, err := sc.store.Tick(ctx, id, sc.now(), tickBatch)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if r.Admitted > 0 {
+			sc.metrics.admitted.WithLabelValues(id).Add(float64(r.Admitted))
+		}
+		if r.Lapsed > 0 {
+			sc.metrics.lapsed.WithLabelValues(id).Add(float64(r.Lapsed))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run ticks every interval until ctx ends.
+func (sc *Scheduler) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := sc.Tick(ctx); err != nil && ctx.Err() == nil {
+				sc.log.Warn("admission tick", "err", err)
+			}
+		}
+	}
+}

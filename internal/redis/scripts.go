@@ -1,0 +1,109 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+	"github.com/ticketrush/ticketrush/lua"
+)
+
+// replyErrors maps the error replies of the scripts (redis.error_reply) to domain errors: the one table
+// of it.
+var replyErrors = map[string]error{
+	"NOT_FOUND":            ticketrush.ErrNotFound,
+	"SEAT_UNAVAILABLE":     ticketrush.ErrSeatUnavailable,
+	"HOLD_LIMIT_REACHED":   ticketrush.ErrHoldLimitReached,
+	"INSUFFICIENT_BALANCE": ticketrush.ErrInsufficientBalance,
+	"RESERVATION_NOT_HELD": ticketrush.ErrReservationNotHeld,
+	"RESERVATION_EXPIRED":  ticketrush.ErrReservationExpired,
+	"IDEMPOTENCY_CONFLICT": ticketrush.ErrIdempotencyConflict,
+	"BALANCE_LIMIT":        ticketrush.ErrBalanceLimit,
+	"QUEUE_NOT_ACTIVE":     ticketrush.ErrQueueNotActive,
+	"QUEUE_TOKEN_EXPIRED":  ticketrush.ErrQueueTokenExpired,
+	"QUEUE_TOKEN_INVALID":  ticketrush.ErrQueueTokenInvalid,
+	"INVALID_AMOUNT":       ticketrush.ErrInvalidAmount,
+}
+
+// script is one Lua script with its metrics.
+type script struct {
+	name string
+	lua  *rueidis.Lua
+}
+
+// scriptMetrics counts every script call, its latency and its error replies by code.
+type scriptMetrics struct {
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	errors   *prometheus.CounterVec
+}
+
+func newScriptMetrics(reg prometheus.Registerer) *scriptMetrics {
+	m := &scriptMetrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_redis_script_calls_total",
+			Help: "Lua script calls by script.",
+		}, []string{"script"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ticketrush_redis_script_duration_seconds",
+			Help:    "Lua script call latency, round trip included.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+		}, []string{"script"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_redis_script_errors_total",
+			Help: "Lua script error replies by script and code; code is IO for a failed round trip.",
+		}, []string{"script", "code"}),
+	}
+	reg.MustRegister(m.calls, m.duration, m.errors)
+	return m
+}
+
+func (s *Store) newScript(name string, readOnly bool) *script {
+	src := lua.Source(name)
+	sc := &script{name: name, lua: rueidis.NewLuaScript(src)}
+	if readOnly {
+		sc.lua = rueidis.NewLuaScriptReadOnly(src)
+	}
+	// Touch the label sets so that every script shows in /metrics from the start.
+	s.metrics.calls.WithLabelValues(name)
+	s.metrics.duration.WithLabelValues(name)
+	return sc
+}
+
+// exec runs sc by EVALSHA (falling back to EVAL) and maps error replies to domain errors.
+func (s *Store) exec(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
+	start := time.Now()
+	res := sc.lua.Exec(ctx, s.client, keys, args)
+	s.metrics.duration.WithLabelValues(sc.name).Observe(time.Since(start).Seconds())
+	s.metrics.calls.WithLabelValues(sc.name).Inc()
+	msg, err := res.ToMessage()
+	if err == nil {
+		return msg, nil
+	}
+	code, mapped := mapError(err)
+	s.metrics.errors.WithLabelValues(sc.name, code).Inc()
+	return msg, mapped
+}
+
+// mapError turns a script's error reply into its domain error, and anything else (a dead connection,
+// a timeout) into ErrUnavailable. It returns the code for the error metric.
+func mapError(err error) (string, error) {
+	var rerr *rueidis.RedisError
+	if errors.As(err, &rerr) {
+		msg := rerr.Error()
+		code, _, _ := strings.Cut(msg, " ")
+		if e, ok := replyErrors[code]; ok {
+			return code, e
+		}
+		return "REDIS", errors.Join(ticketrush.ErrUnavailable, err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return "CANCELED", err
+	}
+	return "IO", errors.Join(ticketrush.ErrUnavailable, err)
+}

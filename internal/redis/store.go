@@ -1,0 +1,242 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// Open connects to REDIS_URL: redis://host:port/db, or several addr= for a cluster (rueidis finds out
+// which it is talking to).
+func Open(ctx context.Context, url string) (rueidis.Client, error) {
+	opt, err := rueidis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse redis url: %w", err)
+	}
+	opt.DisableCache = true // the service does not use client-side caching; miniredis has none either
+	opt.ConnWriteTimeout = 5 * time.Second
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("connect redis: %w", err)
+	}
+	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("ping redis: %w", err)
+	}
+	return c, nil
+}
+
+// Store runs the hot-path scripts.
+type Store struct {
+	client  rueidis.Client
+	keys    Keys
+	metrics *scriptMetrics
+
+	load, join, leave, status, tick, snapshot, configure *script
+}
+
+// NewStore returns a store over client with keys under prefix, registering its metrics with reg.
+func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *Store {
+	s := &Store{client: client, keys: NewKeys(prefix), metrics: newScriptMetrics(reg)}
+	s.load = s.newScript("concert_load", false)
+	s.join = s.newScript("queue_join", false)
+	s.leave = s.newScript("queue_leave", false)
+	s.status = s.newScript("queue_status", true)
+	s.tick = s.newScript("queue_tick", false)
+	s.snapshot = s.newScript("queue_snapshot", true)
+	s.configure = s.newScript("queue_configure", false)
+	return s
+}
+
+// Keys returns the key builder, for tools and tests that read state directly.
+func (s *Store) Keys() Keys { return s.keys }
+
+// Ping reports whether Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.client.Do(ctx, s.client.B().Ping().Build()).Error()
+}
+
+// LoadConcert writes a concert's catalog and settings unless Redis has them already; it reports
+// whether it wrote.
+func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.Time) (bool, error) {
+	k := s.keys.Concert(c.ID)
+	q := c.Queue
+	msg, err := s.exec(ctx, s.load, k.load(), []string{
+		c.Title, c.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
+		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now),
+	})
+	if err != nil {
+		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
+	}
+	n, err := msg.AsInt64()
+	return n == 1, err
+}
+
+// Join puts a fan in a concert's line, or returns their live token's arrival.
+func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error) {
+	msg, err := s.exec(ctx, s.join, s.keys.Concert(concertID).join(), []string{userID, millis(now)})
+	if err != nil {
+		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
+	}
+	r, err := reply(msg, 4)
+	if err != nil {
+		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
+	}
+	return ticketrush.JoinResult{
+		Status:      ticketrush.QueueStatus(r.str(0)),
+		Seq:         uint64(r.int(1)),
+		ActiveUntil: fromMillis(r.int(2)),
+		Created:     r.int(3) == 1,
+	}, r.err
+}
+
+// Leave takes the token of arrival seq out of the line or the active set. It returns where the token
+// was: WAITING, ACTIVE, or "" when it was no longer live.
+func (s *Store) Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
+	msg, err := s.exec(ctx, s.leave, s.keys.Concert(concertID).leave(), []string{userID, utoa(seq), millis(now)})
+	if err != nil {
+		return "", fmt.Errorf("leave %s: %w", concertID, err)
+	}
+	from, err := msg.ToString()
+	if from == "NONE" {
+		from = ""
+	}
+	return ticketrush.QueueStatus(from), err
+}
+
+// TokenStatus returns the exact state of a token.
+func (s *Store) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+	msg, err := s.exec(ctx, s.status, s.keys.Concert(c.ConcertID).status(), []string{c.UserID, utoa(c.Seq), millis(now)})
+	if err != nil {
+		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
+	}
+	r, err := reply(msg, 3)
+	if err != nil {
+		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
+	}
+	return ticketrush.TokenState{
+		Status:      ticketrush.QueueStatus(r.str(0)),
+		Position:    r.int(1),
+		ActiveUntil: fromMillis(r.int(2)),
+	}, r.err
+}
+
+// Tick runs one admission round for a concert.
+func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch int) (ticketrush.TickResult, error) {
+	msg, err := s.exec(ctx, s.tick, s.keys.Concert(concertID).tick(), []string{millis(now), itoa(batch)})
+	if err != nil {
+		return ticketrush.TickResult{}, fmt.Errorf("tick %s: %w", concertID, err)
+	}
+	r, err := reply(msg, 4)
+	if err != nil {
+		return ticketrush.TickResult{}, fmt.Errorf("tick %s: %w", concertID, err)
+	}
+	return ticketrush.TickResult{Admitted: int(r.int(0)), Lapsed: int(r.int(1)), Waiting: r.int(2), Active: r.int(3)}, r.err
+}
+
+// Snapshot reads the shared queue state and up to limit leaves after ordinal afterLeave.
+func (s *Store) Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error) {
+	msg, err := s.exec(ctx, s.snapshot, s.keys.Concert(concertID).snapshot(), []string{utoa(afterLeave), itoa(limit), millis(now)})
+	if err != nil {
+		return ticketrush.QueueSnapshot{}, fmt.Errorf("queue snapshot %s: %w", concertID, err)
+	}
+	r, err := reply(msg, 10)
+	if err != nil {
+		return ticketrush.QueueSnapshot{}, fmt.Errorf("queue snapshot %s: %w", concertID, err)
+	}
+	snap := ticketrush.QueueSnapshot{
+		Found:          r.int(0) == 1,
+		Head:           uint64(r.int(1)),
+		Tail:           uint64(r.int(2)),
+		Admitted:       uint64(r.int(3)),
+		Waiting:        r.int(4),
+		Active:         r.int(5),
+		ActiveCapacity: int(r.int(6)),
+		AdmitPerSecond: int(r.int(7)),
+		Paused:         r.int(8) == 1,
+	}
+	leaves, err := r.list(9).AsStrSlice()
+	if err != nil {
+		return snap, fmt.Errorf("queue snapshot %s: leaves: %w", concertID, err)
+	}
+	for i := 0; i+1 < len(leaves); i += 2 {
+		seq, err1 := strconv.ParseUint(leaves[i], 10, 64)
+		ord, err2 := strconv.ParseFloat(leaves[i+1], 64)
+		if err1 != nil || err2 != nil {
+			return snap, fmt.Errorf("queue snapshot %s: bad leave %q %q", concertID, leaves[i], leaves[i+1])
+		}
+		snap.Leaves = append(snap.Leaves, ticketrush.Leave{Seq: seq, Ordinal: uint64(ord)})
+	}
+	return snap, r.err
+}
+
+// Configure changes a concert's admission settings in Redis, where the tick reads them.
+func (s *Store) Configure(ctx context.Context, concertID string, q ticketrush.QueueSettings, now time.Time) error {
+	_, err := s.exec(ctx, s.configure, s.keys.Concert(concertID).configure(), []string{
+		itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), flag(q.Paused), millis(now),
+	})
+	if err != nil {
+		return fmt.Errorf("configure %s: %w", concertID, err)
+	}
+	return nil
+}
+
+// replyArray reads a script's array reply; the first conversion error sticks in err.
+type replyArray struct {
+	items []rueidis.RedisMessage
+	err   error
+}
+
+func reply(msg rueidis.RedisMessage, n int) (*replyArray, error) {
+	items, err := msg.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	if len(items) < n {
+		return nil, fmt.Errorf("script reply has %d items, want %d", len(items), n)
+	}
+	return &replyArray{items: items}, nil
+}
+
+func (r *replyArray) int(i int) int64 {
+	v, err := r.items[i].AsInt64()
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("reply item %d: %w", i, err)
+	}
+	return v
+}
+
+func (r *replyArray) str(i int) string {
+	v, err := r.items[i].ToString()
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("reply item %d: %w", i, err)
+	}
+	return v
+}
+
+func (r *replyArray) list(i int) *rueidis.RedisMessage { return &r.items[i] }
+
+func itoa(n int) string         { return strconv.Itoa(n) }
+func utoa(n uint64) string      { return strconv.FormatUint(n, 10) }
+func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func fromMillis(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}

@@ -1,0 +1,120 @@
+package ticketrush
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// QueueStatus is where a queue token stands.
+type QueueStatus string
+
+// The four states of API.md.
+const (
+	StatusWaiting QueueStatus = "WAITING"
+	StatusActive  QueueStatus = "ACTIVE"
+	StatusExpired QueueStatus = "EXPIRED"
+	StatusDone    QueueStatus = "DONE"
+)
+
+// QueueClaims is what a signed queue token carries. Seq is the arrival sequence: the token's place in
+// the concert's line, given by an INCR, so that FIFO order is the order of Seq.
+type QueueClaims struct {
+	ID        uuid.UUID
+	UserID    string
+	ConcertID string
+	Seq       uint64
+}
+
+// Ticket is a queue token's state as the queue API shows it.
+type Ticket struct {
+	Token         string
+	ConcertID     string
+	Status        QueueStatus
+	Position      int64
+	EstimatedWait time.Duration
+	PollAfter     time.Duration
+	ActiveUntil   time.Time // zero unless ACTIVE
+}
+
+// QueueState is a concert's live waiting-room figures as the admin API shows them.
+type QueueState struct {
+	Waiting        int64
+	Active         int64
+	ActiveCapacity int
+	AdmitPerSecond int
+	Paused         bool
+	Seats          SeatCounts
+}
+
+// SeatCounts counts a concert's seats by state over all its schedules.
+type SeatCounts struct {
+	Available int64
+	Held      int64
+	Sold      int64
+}
+
+// QueuePatch changes some of a concert's queue settings; nil fields stay as they are.
+type QueuePatch struct {
+	ActiveCapacity *int
+	AdmitPerSecond *int
+	Paused         *bool
+}
+
+// Apply returns s with the patch applied.
+func (p QueuePatch) Apply(s QueueSettings) QueueSettings {
+	if p.ActiveCapacity != nil {
+		s.ActiveCapacity = *p.ActiveCapacity
+	}
+	if p.AdmitPerSecond != nil {
+		s.AdmitPerSecond = *p.AdmitPerSecond
+	}
+	if p.Paused != nil {
+		s.Paused = *p.Paused
+	}
+	return s
+}
+
+// JoinResult is what a join did: the arrival it found or made.
+type JoinResult struct {
+	Status      QueueStatus // WAITING or ACTIVE
+	Seq         uint64
+	ActiveUntil time.Time
+	Created     bool // a new arrival, not the fan's existing live token
+}
+
+// TokenState is a queue token's exact state, as the store knows it.
+type TokenState struct {
+	Status      QueueStatus
+	Position    int64 // 1-based while WAITING
+	ActiveUntil time.Time
+}
+
+// QueueSnapshot is the shared state from which any instance answers polls of WAITING tokens on its own:
+// the line is every seq in (Head, Tail] except the leaves.
+type QueueSnapshot struct {
+	Found          bool
+	Head           uint64 // highest seq that left the line by admission
+	Tail           uint64 // newest arrival
+	Admitted       uint64 // admissions so far
+	Waiting        int64
+	Active         int64
+	ActiveCapacity int
+	AdmitPerSecond int
+	Paused         bool
+	Leaves         []Leave // leaves after the ordinal asked for, in ordinal order
+}
+
+// Leave is one fan leaving the line: their seq and the leave's ordinal in the concert's leave log.
+type Leave struct {
+	Seq     uint64
+	Ordinal uint64
+}
+
+// TickResult is what one admission tick did.
+type TickResult struct {
+	Admitted int
+	Lapsed   int
+	Waiting  int64
+	Active   int64
+}

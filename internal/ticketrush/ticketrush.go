@@ -1,0 +1,140 @@
+// Package ticketrush holds the domain: the nouns of a ticket sale and the rules that do not depend on
+// where state is kept. It imports no adapter; internal/redis, internal/postgres and internal/http speak
+// these types.
+package ticketrush
+
+import (
+	"regexp"
+	"time"
+)
+
+// Concert is one tour date set: its schedules share the seat layout given by its sections.
+type Concert struct {
+	ID        string
+	Title     string
+	Venue     string
+	Schedules []Schedule
+	Sections  []Section
+	Queue     QueueSettings
+}
+
+// Schedule is one performance of a concert.
+type Schedule struct {
+	ID       string
+	StartsAt time.Time
+}
+
+// Section is a price band: every schedule gets Seats seats named "<Name>-<n>" from 1.
+type Section struct {
+	Name  string
+	Price int64
+	Seats int
+}
+
+// TotalSeats is the number of seats of one schedule.
+func (c Concert) TotalSeats() int {
+	n := 0
+	for _, s := range c.Sections {
+		n += s.Seats
+	}
+	return n
+}
+
+// ConcertSummary is what the public concert list shows.
+type ConcertSummary struct {
+	ID    string
+	Title string
+	Venue string
+}
+
+// QueueSettings are a concert's waiting-room and hold rules.
+type QueueSettings struct {
+	ActiveCapacity  int
+	AdmitPerSecond  int
+	ActiveTTL       time.Duration
+	HoldTTL         time.Duration
+	MaxHoldsPerUser int
+	Paused          bool
+}
+
+// DefaultQueueSettings are the defaults of API.md's admin section.
+func DefaultQueueSettings() QueueSettings {
+	return QueueSettings{
+		ActiveCapacity:  1000,
+		AdmitPerSecond:  50,
+		ActiveTTL:       1800 * time.Second,
+		HoldTTL:         300 * time.Second,
+		MaxHoldsPerUser: 4,
+	}
+}
+
+// Limits on settings, so that a typo in an admin call cannot make a sale unusable.
+const (
+	MaxActiveCapacity = 10_000_000
+	MaxAdmitPerSecond = 1_000_000
+	MaxTTL            = 7 * 24 * time.Hour
+	MaxHoldsLimit     = 100
+	MaxSeatsPerSale   = 200_000
+)
+
+// Validate reports the first setting out of range.
+func (q QueueSettings) Validate() error {
+	switch {
+	case q.ActiveCapacity < 1 || q.ActiveCapacity > MaxActiveCapacity:
+		return Invalidf("activeCapacity must be between 1 and %d", MaxActiveCapacity)
+	case q.AdmitPerSecond < 1 || q.AdmitPerSecond > MaxAdmitPerSecond:
+		return Invalidf("admitPerSecond must be between 1 and %d", MaxAdmitPerSecond)
+	case q.ActiveTTL < time.Second || q.ActiveTTL > MaxTTL:
+		return Invalidf("activeTtlSeconds must be between 1 and %d", int(MaxTTL/time.Second))
+	case q.HoldTTL < time.Second || q.HoldTTL > MaxTTL:
+		return Invalidf("holdTtlSeconds must be between 1 and %d", int(MaxTTL/time.Second))
+	case q.MaxHoldsPerUser < 1 || q.MaxHoldsPerUser > MaxHoldsLimit:
+		return Invalidf("maxHoldsPerUser must be between 1 and %d", MaxHoldsLimit)
+	}
+	return nil
+}
+
+var (
+	userIDPattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	sectionPattern   = regexp.MustCompile(`^[A-Za-z0-9_]{1,16}$`)
+	resourceIDFormat = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+)
+
+// ValidUserID reports whether id is a user id as API.md defines it: 1-64 chars of [A-Za-z0-9_-].
+func ValidUserID(id string) bool { return userIDPattern.MatchString(id) }
+
+// ValidID reports whether id can be a concert or schedule id. Ids end up inside Redis hash tags and
+// queue tokens, so anything else is refused before it reaches either.
+func ValidID(id string) bool { return resourceIDFormat.MatchString(id) }
+
+// Validate checks a concert as the admin API receives it.
+func (c Concert) Validate() error {
+	switch {
+	case len(c.Title) == 0 || len(c.Title) > 200:
+		return Invalidf("title must be 1-200 characters")
+	case len(c.Venue) == 0 || len(c.Venue) > 200:
+		return Invalidf("venue must be 1-200 characters")
+	case len(c.Schedules) == 0 || len(c.Schedules) > 100:
+		return Invalidf("schedules must list 1-100 start times")
+	case len(c.Sections) == 0 || len(c.Sections) > 100:
+		return Invalidf("sections must list 1-100 sections")
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Sections {
+		switch {
+		case !sectionPattern.MatchString(s.Name):
+			return Invalidf("section name %q must be 1-16 characters of [A-Za-z0-9_]", s.Name)
+		case seen[s.Name]:
+			return Invalidf("section %q is listed twice", s.Name)
+		case s.Price < 0 || s.Price > 10_000_000:
+			return Invalidf("section %q: price must be between 0 and 10000000", s.Name)
+		case s.Seats < 1:
+			return Invalidf("section %q: seats must be at least 1", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	if c.TotalSeats() > MaxSeatsPerSale {
+		return Invalidf("a schedule may have at most %d seats", MaxSeatsPerSale)
+	}
+	return c.Queue.Validate()
+}

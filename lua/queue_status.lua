@@ -1,0 +1,26 @@
+-- queue_status: the exact state of one queue token (read only). Polls of WAITING tokens are answered
+-- from each instance's queue view instead; this runs when the view cannot answer.
+-- KEYS[1] wait    zset: member user, score seq
+-- KEYS[2] active  zset: member user, score activeUntil (ms)
+-- KEYS[3] aseq    hash: user -> seq of the ACTIVE token
+-- KEYS[4] done    set: seqs whose fan finished (paid their last hold)
+-- ARGV[1] user id
+-- ARGV[2] seq
+-- ARGV[3] now (ms)
+-- Reply: {status ('WAITING'|'ACTIVE'|'EXPIRED'|'DONE'), position (1-based, 0 unless WAITING),
+--         activeUntil (ms, 0 unless ACTIVE)}
+-- Errors: none.
+local user, seq, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+if tonumber(redis.call('HGET', KEYS[3], user)) == seq then
+  local till = tonumber(redis.call('ZSCORE', KEYS[2], user))
+  if till and till > now then
+    return {'ACTIVE', 0, till}
+  end
+end
+if tonumber(redis.call('ZSCORE', KEYS[1], user)) == seq then
+  return {'WAITING', redis.call('ZCOUNT', KEYS[1], '-inf', seq), 0}
+end
+if redis.call('SISMEMBER', KEYS[4], ARGV[2]) == 1 then
+  return {'DONE', 0, 0}
+end
+return {'EXPIRED', 0, 0}
