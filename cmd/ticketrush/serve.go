@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ticketrush/ticketrush/internal/auth"
+	"github.com/ticketrush/ticketrush/internal/booking"
 	"github.com/ticketrush/ticketrush/internal/catalog"
 	"github.com/ticketrush/ticketrush/internal/config"
 	httpapi "github.com/ticketrush/ticketrush/internal/http"
@@ -53,6 +54,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return fmt.Errorf("load catalog: %w", err)
 	}
 	waitingRoom := queue.NewService(store, auth.NewQueueTokens(cfg.QueueTokenSecret), time.Now, log, reg)
+	purchases := booking.NewService(store, cat, waitingRoom, time.Now, log, reg)
 
 	loops, stopLoops := context.WithCancel(context.Background())
 	defer stopLoops()
@@ -64,12 +66,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if cfg.Has(config.RoleScheduler) {
 		sched := waitingRoom.NewScheduler(store, cat.IDs)
 		wg.Go(func() { sched.Run(loops, cfg.AdmitTick) })
+		wg.Go(func() { purchases.RunSweeper(loops, cfg.SweepInterval) })
 	}
 
 	api := httpapi.NewServer(httpapi.Deps{
 		API:        cfg.Has(config.RoleAPI),
 		Queue:      waitingRoom,
 		Catalog:    cat,
+		Booking:    purchases,
 		Users:      auth.NewUsers(cfg.JWTSecret),
 		AdminToken: cfg.AdminToken,
 		Ready:      map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping},

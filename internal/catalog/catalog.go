@@ -25,6 +25,7 @@ type Live interface {
 	LoadConcert(ctx context.Context, c ticketrush.Concert, now time.Time) (bool, error)
 	Configure(ctx context.Context, concertID string, q ticketrush.QueueSettings, now time.Time) error
 	Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error)
+	ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error)
 }
 
 // Service is the catalog.
@@ -176,10 +177,19 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 	if !snap.Found {
 		return ticketrush.QueueState{}, fmt.Errorf("concert %s is not loaded in redis: %w", concertID, ticketrush.ErrUnavailable)
 	}
-	total := int64(c.TotalSeats() * len(c.Schedules))
+	counts, err := s.live.ScheduleCounts(ctx, concertID, c.ScheduleIDs(), s.now())
+	if err != nil {
+		return ticketrush.QueueState{}, err
+	}
+	seats := ticketrush.SeatCounts{Available: int64(c.TotalSeats() * len(c.Schedules))}
+	for _, n := range counts {
+		seats.Available -= n.Taken
+		seats.Held += n.Taken - n.Sold
+		seats.Sold += n.Sold
+	}
 	return ticketrush.QueueState{
 		Waiting: snap.Waiting, Active: snap.Active,
 		ActiveCapacity: snap.ActiveCapacity, AdmitPerSecond: snap.AdmitPerSecond, Paused: snap.Paused,
-		Seats: ticketrush.SeatCounts{Available: total},
+		Seats: seats,
 	}, nil
 }

@@ -34,6 +34,7 @@ type Config struct {
 	AdmitTick       time.Duration // how often the scheduler runs the admission tick
 	SnapshotRefresh time.Duration // how often an api instance refreshes its per-concert queue view
 	CatalogRefresh  time.Duration // how often an instance re-reads the concert list from Postgres
+	SweepInterval   time.Duration // how often the scheduler lapses expired holds and recovers stuck payments
 	ShutdownTimeout time.Duration
 }
 
@@ -50,6 +51,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AdmitTick:       100 * time.Millisecond,
 		SnapshotRefresh: 200 * time.Millisecond,
 		CatalogRefresh:  2 * time.Second,
+		SweepInterval:   250 * time.Millisecond,
 		ShutdownTimeout: 10 * time.Second,
 	}
 	var errs []error

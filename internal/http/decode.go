@@ -17,9 +17,6 @@ const maxBody = 64 << 10
 
 // decode reads a JSON body into v: at most 64 KiB, unknown fields refused, one value only.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return ticketrush.Invalidf("Content-Type must be application/json")
-	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

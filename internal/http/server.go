@@ -47,6 +47,7 @@ type Deps struct {
 	API        bool // serve the /v1 and /admin routes; without it only /healthz, /readyz and /metrics
 	Queue      Queue
 	Catalog    Catalog
+	Booking    Booking
 	Users      Users
 	AdminToken string
 	Ready      map[string]Check
@@ -83,6 +84,7 @@ func NewServer(d Deps) *Server {
 	s.handle("POST", "/v1/concerts/:concertId/queue", s.joinQueue)
 	s.handle("GET", "/v1/queue", s.queueStatus)
 	s.handle("DELETE", "/v1/queue", s.leaveQueue)
+	s.bookingRoutes()
 
 	s.handle("POST", "/admin/v1/concerts", s.admin(s.createConcert))
 	s.handle("GET", "/admin/v1/concerts/:concertId/queue", s.admin(s.getQueue))

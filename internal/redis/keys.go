@@ -3,6 +3,11 @@
 // domain types and errors.
 package redis
 
+import (
+	"hash/crc32"
+	"strconv"
+)
+
 // Keys builds key names. Concert state is tagged by concert, {c:<id>}, so that every script of a concert
 // touches one hash slot and the service runs unchanged on Redis Cluster.
 type Keys struct{ prefix string }
@@ -56,3 +61,86 @@ func (c ConcertKeys) snapshot() []string {
 }
 
 func (c ConcertKeys) configure() []string { return []string{c.Cfg(), c.Events()} }
+
+func (c ConcertKeys) Seats(scheduleID string) string { return c.base + "seats:" + scheduleID }
+func (c ConcertKeys) Holds() string                  { return c.base + "holds" }
+func (c ConcertKeys) Reservations() string           { return c.base + "res" }
+func (c ConcertKeys) UserHolds() string              { return c.base + "uholds" }
+func (c ConcertKeys) Paying() string                 { return c.base + "paying" }
+func (c ConcertKeys) Sold() string                   { return c.base + "sold" }
+
+func (c ConcertKeys) hold(scheduleID string) []string {
+	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events()}
+}
+
+func (c ConcertKeys) cancel(scheduleID string) []string {
+	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events()}
+}
+
+func (c ConcertKeys) sweep(scheduleIDs []string) []string {
+	keys := []string{c.Holds(), c.Reservations(), c.UserHolds(), c.Events()}
+	for _, s := range scheduleIDs {
+		keys = append(keys, c.Seats(s))
+	}
+	return keys
+}
+
+func (c ConcertKeys) counts(scheduleIDs []string) []string {
+	keys := []string{c.Holds(), c.Reservations(), c.Sold()}
+	for _, s := range scheduleIDs {
+		keys = append(keys, c.Seats(s))
+	}
+	return keys
+}
+
+func (c ConcertKeys) claim(scheduleID string) []string {
+	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.Events()}
+}
+
+func (c ConcertKeys) complete(scheduleID string) []string {
+	return []string{c.Seats(scheduleID), c.Reservations(), c.Paying(), c.UserHolds(), c.Sold(), c.Active(), c.ActiveSeq(), c.Done(), c.Events()}
+}
+
+func (c ConcertKeys) release(scheduleID string) []string {
+	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.UserHolds(), c.Events()}
+}
+
+// WalletShards is the fixed number of wallet shards. Changing it moves balances between keys: it is
+// part of the data layout, not a tuning knob.
+const WalletShards = 64
+
+// WalletShard is the shard of a user's wallet: a stable hash of the user id.
+func WalletShard(userID string) int { return int(crc32.ChecksumIEEE([]byte(userID)) % WalletShards) }
+
+// Wallet returns the keys of the wallet shard of userID.
+func (k Keys) Wallet(userID string) WalletKeys { return k.WalletShard(WalletShard(userID)) }
+
+// WalletShard returns the keys of wallet shard n.
+func (k Keys) WalletShard(n int) WalletKeys {
+	return WalletKeys{base: k.prefix + ":{w:" + strconv.Itoa(n) + "}:"}
+}
+
+// WalletKeys names the keys of one wallet shard; all share the hash tag {w:<n>}.
+type WalletKeys struct{ base string }
+
+func (w WalletKeys) Balances() string { return w.base + "bal" }
+func (w WalletKeys) Debits() string   { return w.base + "debits" }
+func (w WalletKeys) Refunds() string  { return w.base + "refunds" }
+func (w WalletKeys) Events() string   { return w.base + "events" }
+
+// Idempotency is the record of one user's Idempotency-Key; "" names the shard's placeholder key for
+// calls without one (scripts must declare every key they may touch).
+func (w WalletKeys) Idempotency(userID, key string) string {
+	if key == "" {
+		return w.base + "idem"
+	}
+	return w.base + "idem:" + userID + ":" + key
+}
+
+func (w WalletKeys) charge(userID, idemKey string) []string {
+	return []string{w.Balances(), w.Idempotency(userID, idemKey), w.Events()}
+}
+
+func (w WalletKeys) money() []string {
+	return []string{w.Balances(), w.Debits(), w.Refunds(), w.Events()}
+}

@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -32,8 +34,10 @@ var replyErrors = map[string]error{
 
 // script is one Lua script with its metrics.
 type script struct {
-	name string
-	lua  *rueidis.Lua
+	name     string
+	lua      *rueidis.Lua
+	sha      string // for pipelining EVALSHA with other commands
+	readOnly bool
 }
 
 // scriptMetrics counts every script call, its latency and its error replies by code.
@@ -65,7 +69,8 @@ func newScriptMetrics(reg prometheus.Registerer) *scriptMetrics {
 
 func (s *Store) newScript(name string, readOnly bool) *script {
 	src := lua.Source(name)
-	sc := &script{name: name, lua: rueidis.NewLuaScript(src)}
+	sum := sha1.Sum([]byte(src))
+	sc := &script{name: name, lua: rueidis.NewLuaScript(src), sha: hex.EncodeToString(sum[:]), readOnly: readOnly}
 	if readOnly {
 		sc.lua = rueidis.NewLuaScriptReadOnly(src)
 	}
@@ -88,6 +93,34 @@ func (s *Store) exec(ctx context.Context, sc *script, keys, args []string) (ruei
 	code, mapped := mapError(err)
 	s.metrics.errors.WithLabelValues(sc.name, code).Inc()
 	return msg, mapped
+}
+
+// evalsha builds sc's EVALSHA command, for a pipeline.
+func (s *Store) evalsha(sc *script, keys, args []string) rueidis.Completed {
+	if sc.readOnly {
+		return s.client.B().EvalshaRo().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
+	return s.client.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// execWith runs sc and then cmd in one round trip (one pipeline on one hash slot). When Redis does not
+// know the script yet (after a restart), it falls back to two round trips, which also loads it.
+func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, cmd rueidis.Completed) (rueidis.RedisMessage, rueidis.RedisResult, error) {
+	start := time.Now()
+	res := s.client.DoMulti(ctx, s.evalsha(sc, keys, args), cmd)
+	if rerr, ok := rueidis.IsRedisErr(res[0].Error()); ok && rerr.IsNoScript() {
+		msg, err := s.exec(ctx, sc, keys, args)
+		return msg, s.client.Do(ctx, cmd), err
+	}
+	s.metrics.duration.WithLabelValues(sc.name).Observe(time.Since(start).Seconds())
+	s.metrics.calls.WithLabelValues(sc.name).Inc()
+	msg, err := res[0].ToMessage()
+	if err != nil {
+		code, mapped := mapError(err)
+		s.metrics.errors.WithLabelValues(sc.name, code).Inc()
+		return msg, res[1], mapped
+	}
+	return msg, res[1], nil
 }
 
 // mapError turns a script's error reply into its domain error, and anything else (a dead connection,

@@ -39,6 +39,10 @@ type Store struct {
 	metrics *scriptMetrics
 
 	load, join, leave, status, tick, snapshot, configure *script
+
+	seatHold, holdCancel, holdSweep, scheduleCounts *script
+	paymentClaim, paymentComplete, paymentRelease   *script
+	pointsCharge, walletDebit, walletRefund         *script
 }
 
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
@@ -51,6 +55,16 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *
 	s.tick = s.newScript("queue_tick", false)
 	s.snapshot = s.newScript("queue_snapshot", true)
 	s.configure = s.newScript("queue_configure", false)
+	s.seatHold = s.newScript("seat_hold", false)
+	s.holdCancel = s.newScript("hold_cancel", false)
+	s.holdSweep = s.newScript("hold_sweep", false)
+	s.scheduleCounts = s.newScript("schedule_counts", true)
+	s.paymentClaim = s.newScript("payment_claim", false)
+	s.paymentComplete = s.newScript("payment_complete", false)
+	s.paymentRelease = s.newScript("payment_release", false)
+	s.pointsCharge = s.newScript("points_charge", false)
+	s.walletDebit = s.newScript("wallet_debit", false)
+	s.walletRefund = s.newScript("wallet_refund", false)
 	return s
 }
 
@@ -116,6 +130,10 @@ func (s *Store) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now t
 	if err != nil {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 	}
+	return tokenState(msg)
+}
+
+func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
 	r, err := reply(msg, 3)
 	if err != nil {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)

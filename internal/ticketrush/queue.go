@@ -17,6 +17,17 @@ const (
 	StatusDone    QueueStatus = "DONE"
 )
 
+// GateError is the refusal of a gated call whose token has status s: nil for ACTIVE.
+func (s QueueStatus) GateError() error {
+	switch s {
+	case StatusActive:
+		return nil
+	case StatusWaiting:
+		return ErrQueueNotActive
+	}
+	return ErrQueueTokenExpired
+}
+
 // QueueClaims is what a signed queue token carries. Seq is the arrival sequence: the token's place in
 // the concert's line, given by an INCR, so that FIFO order is the order of Seq.
 type QueueClaims struct {

@@ -1,0 +1,336 @@
+// Package booking is what an admitted fan does: list schedules and seats, hold a seat, charge points and
+// pay. State lives in Redis behind Store, one Lua script per state change; a payment crosses the
+// concert's and the wallet's hash slots as a short sequence of idempotent steps keyed by the
+// reservation id (claim, debit, complete), with a compensating refund, and the sweeper finishes or
+// undoes any payment a crash left in the middle.
+package booking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// Store is the purchase state in Redis.
+type Store interface {
+	GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error)
+	GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error)
+	ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error)
+	Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error)
+	Reservation(ctx context.Context, id string) (ticketrush.Reservation, error)
+	Cancel(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error)
+	Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error)
+	Claim(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error)
+	Debit(ctx context.Context, userID, resID string, amount int64, now time.Time) (ticketrush.Payment, error)
+	Debited(ctx context.Context, userID, resID string) (ticketrush.Payment, bool, error)
+	Complete(ctx context.Context, id string, d ticketrush.Payment, now time.Time) (ticketrush.Reservation, error)
+	Release(ctx context.Context, id string, now time.Time) (ticketrush.Reservation, error)
+	Refund(ctx context.Context, userID, resID string, now time.Time) (bool, error)
+	StuckPayments(ctx context.Context, concertID string, before time.Time, limit int) ([]string, error)
+	Balance(ctx context.Context, userID string) (int64, error)
+	Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error)
+	Remembered(ctx context.Context, userID, key string) (fingerprint, ref string, created, ok bool, err error)
+	Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool) error
+}
+
+// Catalog is the concert catalog.
+type Catalog interface {
+	Concert(id string) (ticketrush.Concert, bool)
+	IDs() []string
+}
+
+// Gate checks queue tokens without Redis: genuine, the user's, for the concert.
+type Gate interface {
+	Check(userID, concertID, token string) (ticketrush.QueueClaims, error)
+}
+
+// Step names a payment step boundary, for crash-injection tests.
+type Step string
+
+// The payment's step boundaries.
+const (
+	AfterClaim    Step = "claim"
+	AfterDebit    Step = "debit"
+	AfterComplete Step = "complete"
+)
+
+// Service is the purchase path.
+type Service struct {
+	store   Store
+	catalog Catalog
+	gate    Gate
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *metrics
+
+	// crash, when set, is called at each payment step boundary; an error stops the payment there as a
+	// crash would. Tests only.
+	crash func(Step) error
+}
+
+// NewService returns the purchase path.
+func NewService(store Store, catalog Catalog, gate Gate, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Service {
+	return &Service{store: store, catalog: catalog, gate: gate, now: now, log: log, metrics: newMetrics(reg)}
+}
+
+// Schedules lists a concert's schedules with their available seats, for an ACTIVE token.
+func (s *Service) Schedules(ctx context.Context, userID, concertID, token string) ([]ticketrush.ScheduleAvailability, error) {
+	c, claims, err := s.admit(userID, concertID, token)
+	if err != nil {
+		return nil, err
+	}
+	st, counts, err := s.store.GatedScheduleCounts(ctx, claims, c.ScheduleIDs(), s.now())
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Status.GateError(); err != nil {
+		return nil, err
+	}
+	total := int64(c.TotalSeats())
+	out := make([]ticketrush.ScheduleAvailability, len(c.Schedules))
+	for i, sc := range c.Schedules {
+		out[i] = ticketrush.ScheduleAvailability{Schedule: sc, Available: total - counts[i].Taken, Total: total}
+	}
+	return out, nil
+}
+
+// Seats returns the seat map of a schedule, for an ACTIVE token: one Redis round trip whatever its size.
+func (s *Service) Seats(ctx context.Context, userID, concertID, scheduleID, token string) ([]ticketrush.Seat, error) {
+	c, claims, err := s.admit(userID, concertID, token)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := c.Schedule(scheduleID); !ok {
+		return nil, ticketrush.ErrNotFound
+	}
+	st, taken, err := s.store.GatedSeats(ctx, claims, scheduleID, s.now())
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Status.GateError(); err != nil {
+		return nil, err
+	}
+	out := make([]ticketrush.Seat, 0, c.TotalSeats())
+	for _, sec := range c.Sections {
+		for n := 1; n <= sec.Seats; n++ {
+			id := seatID(sec.Name, n)
+			status, ok := taken[id]
+			if !ok {
+				status = ticketrush.SeatAvailable
+			}
+			out = append(out, ticketrush.Seat{ID: id, Section: sec.Name, Price: sec.Price, Status: status})
+		}
+	}
+	return out, nil
+}
+
+// Hold holds a seat for an ACTIVE token.
+func (s *Service) Hold(ctx context.Context, userID, token, scheduleID, seat string) (ticketrush.Reservation, error) {
+	c, claims, err := s.admit(userID, "", token)
+	if err != nil {
+		return ticketrush.Reservation{}, err
+	}
+	if _, ok := c.Schedule(scheduleID); !ok {
+		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+	}
+	sec, ok := c.Seat(seat)
+	if !ok {
+		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+	}
+	r, lapsed, err := s.store.Hold(ctx, claims, scheduleID, seat, sec.Price, s.now())
+	if err != nil {
+		if errors.Is(err, ticketrush.ErrSeatUnavailable) || errors.Is(err, ticketrush.ErrHoldLimitReached) {
+			s.metrics.holdsRefused.WithLabelValues(refusal(err)).Inc()
+		}
+		return r, err
+	}
+	s.metrics.held.WithLabelValues(c.ID).Inc()
+	if lapsed {
+		s.metrics.lapsed.WithLabelValues(c.ID).Inc()
+	}
+	return r, nil
+}
+
+// Reservation returns one of the user's reservations.
+func (s *Service) Reservation(ctx context.Context, userID, id string) (ticketrush.Reservation, error) {
+	r, err := s.store.Reservation(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	if r.UserID != userID {
+		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+	}
+	return r, nil
+}
+
+// Cancel gives back one of the user's HELD seats.
+func (s *Service) Cancel(ctx context.Context, userID, id string) error {
+	r, err := s.store.Cancel(ctx, userID, id, s.now())
+	if err != nil {
+		return err
+	}
+	s.metrics.cancelled.WithLabelValues(r.ConcertID).Inc()
+	return nil
+}
+
+// Balance returns the user's points.
+func (s *Service) Balance(ctx context.Context, userID string) (int64, error) {
+	return s.store.Balance(ctx, userID)
+}
+
+// Charge adds points. With an idempotency key, a retry with the same amount replies with the first
+// charge (replayed) and the same key with another amount is refused.
+func (s *Service) Charge(ctx context.Context, userID string, amount int64, idemKey string) (ticketrush.Charge, bool, error) {
+	if amount < 1 || amount > ticketrush.MaxChargeAmount {
+		return ticketrush.Charge{}, false, ticketrush.ErrInvalidAmount
+	}
+	c, replayed, err := s.store.Charge(ctx, userID, amount, idemKey, fmt.Sprintf("POST /v1/points/charges %d", amount), s.now())
+	if err != nil {
+		return c, false, err
+	}
+	if !replayed {
+		s.metrics.charged.Add(float64(amount))
+	}
+	return c, replayed, nil
+}
+
+// PayOnce is Pay with an optional Idempotency-Key: a retry with the same key and reservation answers as
+// the first request did without acting again; the same key with another request is refused. A request
+// that failed leaves no record, so its retry acts.
+func (s *Service) PayOnce(ctx context.Context, userID, resID, idemKey string) (ticketrush.Payment, bool, error) {
+	if idemKey == "" {
+		return s.Pay(ctx, userID, resID)
+	}
+	fingerprint := "POST /v1/payments " + resID
+	prior, ref, created, ok, err := s.store.Remembered(ctx, userID, idemKey)
+	if err != nil {
+		return ticketrush.Payment{}, false, err
+	}
+	if ok {
+		if prior != fingerprint {
+			return ticketrush.Payment{}, false, ticketrush.ErrIdempotencyConflict
+		}
+		p, err := s.Payment(ctx, userID, ref)
+		return p, created, err
+	}
+	p, created, err := s.Pay(ctx, userID, resID)
+	if err != nil {
+		return p, created, err
+	}
+	if err := s.store.Remember(ctx, userID, idemKey, fingerprint, p.ID, created); err != nil {
+		s.log.Warn("idempotency key not recorded", "err", err)
+	}
+	return p, created, nil
+}
+
+// Pay pays for a reservation from the user's points: claim the hold, debit the wallet once per
+// reservation, complete the sale. created is false when the reservation was PAID already (the same
+// payment is returned).
+func (s *Service) Pay(ctx context.Context, userID, resID string) (ticketrush.Payment, bool, error) {
+	r, err := s.store.Claim(ctx, userID, resID, s.now())
+	if err != nil {
+		s.refused(err)
+		return ticketrush.Payment{}, false, err
+	}
+	if r.Status == ticketrush.ReservationPaid {
+		return ticketrush.PaymentOf(r), false, nil
+	}
+	if err := s.step(AfterClaim); err != nil {
+		return ticketrush.Payment{}, false, err
+	}
+	debit, err := s.store.Debit(ctx, userID, resID, r.Price, s.now())
+	if errors.Is(err, ticketrush.ErrInsufficientBalance) || errors.Is(err, ticketrush.ErrReservationNotHeld) {
+		s.refused(err)
+		if _, rerr := s.store.Release(ctx, resID, s.now()); rerr != nil {
+			return ticketrush.Payment{}, false, errors.Join(err, rerr) // the sweeper releases it
+		}
+		return ticketrush.Payment{}, false, err
+	}
+	if err != nil {
+		return ticketrush.Payment{}, false, err
+	}
+	if err := s.step(AfterDebit); err != nil {
+		return ticketrush.Payment{}, false, err
+	}
+	done, err := s.complete(ctx, userID, resID, debit)
+	if err != nil {
+		return ticketrush.Payment{}, false, err
+	}
+	if err := s.step(AfterComplete); err != nil {
+		return ticketrush.Payment{}, false, err
+	}
+	// Two requests for one reservation at once may both get here: both answer 201 with the one payment.
+	return ticketrush.PaymentOf(done), true, nil
+}
+
+// complete is step 3, with the compensating refund when the sale can no longer happen (the sweeper
+// released the claim while this payment was debiting).
+func (s *Service) complete(ctx context.Context, userID, resID string, debit ticketrush.Payment) (ticketrush.Reservation, error) {
+	r, err := s.store.Complete(ctx, resID, debit, s.now())
+	if errors.Is(err, ticketrush.ErrReservationNotHeld) {
+		if _, rerr := s.store.Refund(ctx, userID, resID, s.now()); rerr != nil {
+			return r, fmt.Errorf("refund after a failed sale: %w", rerr)
+		}
+		s.metrics.refunded.Add(float64(debit.Amount))
+		s.refused(ticketrush.ErrReservationExpired)
+		return r, ticketrush.ErrReservationExpired
+	}
+	if err != nil {
+		return r, err
+	}
+	if r.PaymentID == debit.ID && r.Status == ticketrush.ReservationPaid {
+		s.metrics.paid.WithLabelValues(r.ConcertID).Inc()
+		s.metrics.debited.Add(float64(debit.Amount))
+	}
+	return r, nil
+}
+
+// Payment returns one of the user's payments.
+func (s *Service) Payment(ctx context.Context, userID, id string) (ticketrush.Payment, error) {
+	resID, ok := ticketrush.ReservationOfPayment(id)
+	if !ok {
+		return ticketrush.Payment{}, ticketrush.ErrNotFound
+	}
+	r, err := s.Reservation(ctx, userID, resID)
+	if err != nil {
+		return ticketrush.Payment{}, err
+	}
+	if r.Status != ticketrush.ReservationPaid {
+		return ticketrush.Payment{}, ticketrush.ErrNotFound
+	}
+	return ticketrush.PaymentOf(r), nil
+}
+
+func (s *Service) step(st Step) error {
+	if s.crash == nil {
+		return nil
+	}
+	return s.crash(st)
+}
+
+func (s *Service) refused(err error) {
+	if r := refusal(err); r != "" {
+		s.metrics.paymentsRefused.WithLabelValues(r).Inc()
+	}
+}
+
+// admit checks a gated call's token and returns its concert: the token's own when concertID is "".
+func (s *Service) admit(userID, concertID, token string) (ticketrush.Concert, ticketrush.QueueClaims, error) {
+	claims, err := s.gate.Check(userID, concertID, token)
+	if err != nil {
+		return ticketrush.Concert{}, claims, err
+	}
+	c, ok := s.catalog.Concert(claims.ConcertID)
+	if !ok {
+		return c, claims, ticketrush.ErrNotFound
+	}
+	return c, claims, nil
+}
+
+func seatID(section string, n int) string { return fmt.Sprintf("%s-%d", section, n) }

@@ -1,0 +1,84 @@
+package booking
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+type metrics struct {
+	held            *prometheus.CounterVec
+	lapsed          *prometheus.CounterVec
+	cancelled       *prometheus.CounterVec
+	holdsRefused    *prometheus.CounterVec
+	paid            *prometheus.CounterVec
+	paymentsRefused *prometheus.CounterVec
+	seats           *prometheus.GaugeVec
+	charged         prometheus.Counter
+	debited         prometheus.Counter
+	refunded        prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	concert := []string{"concert"}
+	m := &metrics{
+		held: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_holds_total", Help: "Seats held."}, concert),
+		lapsed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_holds_lapsed_total", Help: "Holds that lapsed unpaid."}, concert),
+		cancelled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_holds_cancelled_total", Help: "Holds cancelled by their fan."}, concert),
+		holdsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_holds_refused_total", Help: "Hold attempts refused, by reason."}, []string{"reason"}),
+		paid: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_payments_total", Help: "Seats paid (sales)."}, concert),
+		paymentsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_payments_refused_total", Help: "Payments refused, by reason."}, []string{"reason"}),
+		seats: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_seats", Help: "Seats per schedule by state (available, held, sold)."},
+			[]string{"concert", "schedule", "state"}),
+		charged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ticketrush_points_charged_total", Help: "Points charged (sum of amounts)."}),
+		debited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ticketrush_points_debited_total", Help: "Points debited by payments (sum of amounts)."}),
+		refunded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ticketrush_points_refunded_total", Help: "Points refunded by compensating refunds (sum of amounts)."}),
+	}
+	reg.MustRegister(m.held, m.lapsed, m.cancelled, m.holdsRefused, m.paid, m.paymentsRefused, m.seats,
+		m.charged, m.debited, m.refunded)
+	return m
+}
+
+func (m *metrics) observeSeats(c ticketrush.Concert, counts []ticketrush.ScheduleCount) {
+	total := float64(c.TotalSeats())
+	for _, n := range counts {
+		m.seats.WithLabelValues(c.ID, n.ScheduleID, "available").Set(total - float64(n.Taken))
+		m.seats.WithLabelValues(c.ID, n.ScheduleID, "held").Set(float64(n.Taken - n.Sold))
+		m.seats.WithLabelValues(c.ID, n.ScheduleID, "sold").Set(float64(n.Sold))
+	}
+}
+
+// refusals are the errors counted as refused holds or payments, with their reason label.
+var refusals = []struct {
+	err  error
+	code string
+}{
+	{ticketrush.ErrSeatUnavailable, "SEAT_UNAVAILABLE"},
+	{ticketrush.ErrHoldLimitReached, "HOLD_LIMIT_REACHED"},
+	{ticketrush.ErrInsufficientBalance, "INSUFFICIENT_BALANCE"},
+	{ticketrush.ErrReservationExpired, "RESERVATION_EXPIRED"},
+	{ticketrush.ErrReservationNotHeld, "RESERVATION_NOT_HELD"},
+	{ticketrush.ErrNotFound, "NOT_FOUND"},
+}
+
+// refusal is the reason label of a refused hold or payment, or "" for an error that is not a refusal.
+func refusal(err error) string {
+	for _, r := range refusals {
+		if errors.Is(err, r.err) {
+			return r.code
+		}
+	}
+	return ""
+}

@@ -1,0 +1,96 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+const (
+	// sweepBatch bounds the holds one sweep call lapses.
+	sweepBatch = 500
+	// stuckAfter is how long a payment may stay claimed before the sweeper finishes or undoes it:
+	// longer than any request can run (the server's write timeout is 15 s).
+	stuckAfter = 30 * time.Second
+)
+
+// Sweep runs one round over every concert: lapse expired holds (in bounded batches, until none is due),
+// finish or undo payments stuck in the middle, and refresh the seat gauges.
+func (s *Service) Sweep(ctx context.Context) error {
+	var errs []error
+	now := s.now()
+	for _, id := range s.catalog.IDs() {
+		c, ok := s.catalog.Concert(id)
+		if !ok {
+			continue
+		}
+		schedules := c.ScheduleIDs()
+		for {
+			n, err := s.store.Sweep(ctx, id, schedules, now, sweepBatch)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			s.metrics.lapsed.WithLabelValues(id).Add(float64(n))
+			if n < sweepBatch {
+				break
+			}
+		}
+		errs = append(errs, s.Recover(ctx, id, now.Add(-stuckAfter)))
+		if counts, err := s.store.ScheduleCounts(ctx, id, schedules, now); err == nil {
+			s.metrics.observeSeats(c, counts)
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Recover finishes or undoes every payment of a concert claimed before before: debited ones complete
+// (or are refunded when the sale can no longer happen), the others are released.
+func (s *Service) Recover(ctx context.Context, concertID string, before time.Time) error {
+	ids, err := s.store.StuckPayments(ctx, concertID, before, sweepBatch)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		r, err := s.store.Reservation(ctx, id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		debit, ok, err := s.store.Debited(ctx, r.UserID, id)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case ok:
+			if _, err := s.complete(ctx, r.UserID, id, debit); err != nil && !errors.Is(err, ticketrush.ErrReservationExpired) {
+				errs = append(errs, err)
+			}
+		default:
+			if _, err := s.store.Release(ctx, id, s.now()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunSweeper sweeps every interval until ctx ends.
+func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("sweep", "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,405 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+func isNil(err error) bool { return rueidis.IsRedisNil(err) }
+
+func isNoScript(err error) bool {
+	rerr, ok := rueidis.IsRedisErr(err)
+	return ok && rerr.IsNoScript()
+}
+
+// reservationJSON is a reservation as the scripts keep it (cjson); times are Unix ms.
+type reservationJSON struct {
+	ID        string  `json:"id"`
+	User      string  `json:"user"`
+	Seq       jsonInt `json:"seq"`
+	Schedule  string  `json:"schedule"`
+	Seat      string  `json:"seat"`
+	Price     jsonInt `json:"price"`
+	Status    string  `json:"status"`
+	ExpiresAt jsonInt `json:"expiresAt"`
+	CreatedAt jsonInt `json:"createdAt"`
+	Payment   string  `json:"payment"`
+	PaidAt    jsonInt `json:"paidAt"`
+	Balance   jsonInt `json:"balance"`
+}
+
+// jsonInt reads a JSON number that Lua may have written in float notation.
+type jsonInt int64
+
+func (j *jsonInt) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return err
+	}
+	*j = jsonInt(f)
+	return nil
+}
+
+func decodeReservation(concertID, raw string) (ticketrush.Reservation, error) {
+	var r reservationJSON
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return ticketrush.Reservation{}, fmt.Errorf("decode reservation: %w", err)
+	}
+	return ticketrush.Reservation{
+		ID: r.ID, UserID: r.User, ConcertID: concertID, ScheduleID: r.Schedule, SeatID: r.Seat, Seq: uint64(r.Seq),
+		Price: int64(r.Price), Status: ticketrush.ReservationStatus(r.Status),
+		ExpiresAt: fromMillis(int64(r.ExpiresAt)), CreatedAt: fromMillis(int64(r.CreatedAt)),
+		PaymentID: r.Payment, PaidAt: fromMillis(int64(r.PaidAt)), Balance: int64(r.Balance),
+	}, nil
+}
+
+// reservationReply decodes a script's reply of one reservation JSON.
+func reservationReply(concertID string, msg any, err error) (ticketrush.Reservation, error) {
+	if err != nil {
+		return ticketrush.Reservation{}, err
+	}
+	raw, ok := msg.(string)
+	if !ok {
+		return ticketrush.Reservation{}, fmt.Errorf("reservation reply is %T", msg)
+	}
+	return decodeReservation(concertID, raw)
+}
+
+func (s *Store) reservationScript(ctx context.Context, sc *script, concertID string, keys, args []string) (ticketrush.Reservation, error) {
+	msg, err := s.exec(ctx, sc, keys, args)
+	if err != nil {
+		return ticketrush.Reservation{}, err
+	}
+	raw, err := msg.ToString()
+	return reservationReply(concertID, raw, err)
+}
+
+// Hold holds a seat for the fan of claims: one script that checks the token is ACTIVE, the seat free
+// and the fan under the hold limit, then writes the reservation and its event. It reports whether it
+// lapsed another fan's expired hold of the seat on the way.
+func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
+	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
+	k := s.keys.Concert(c.ConcertID)
+	msg, err := s.exec(ctx, s.seatHold, k.hold(scheduleID), []string{
+		c.UserID, utoa(c.Seq), scheduleID, seatID, strconv.FormatInt(price, 10), id, millis(now)})
+	if err != nil {
+		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
+	}
+	r, err := reply(msg, 4)
+	if err != nil {
+		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
+	}
+	res := ticketrush.Reservation{
+		ID: r.str(0), UserID: c.UserID, ConcertID: c.ConcertID, ScheduleID: scheduleID, SeatID: seatID, Seq: c.Seq,
+		Price: price, Status: ticketrush.ReservationHeld, ExpiresAt: fromMillis(r.int(1)), CreatedAt: fromMillis(r.int(2)),
+	}
+	return res, r.int(3) == 1, r.err
+}
+
+// Reservation reads one reservation.
+func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservation, error) {
+	concertID, _, ok := ticketrush.ParseReservationID(id)
+	if !ok {
+		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+	}
+	raw, err := s.client.Do(ctx, s.client.B().Hget().Key(s.keys.Concert(concertID).Reservations()).Field(id).Build()).ToString()
+	if err != nil {
+		if isNil(err) {
+			return ticketrush.Reservation{}, ticketrush.ErrNotFound
+		}
+		_, err = mapError(err)
+		return ticketrush.Reservation{}, fmt.Errorf("read reservation: %w", err)
+	}
+	return decodeReservation(concertID, raw)
+}
+
+// Cancel gives back the user's HELD reservation.
+func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error) {
+	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
+	if !ok {
+		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+	}
+	return s.reservationScript(ctx, s.holdCancel, concertID, s.keys.Concert(concertID).cancel(scheduleID), []string{userID, id, millis(now)})
+}
+
+// Sweep lapses up to batch expired holds of a concert and returns how many it lapsed.
+func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error) {
+	args := append([]string{millis(now), itoa(batch)}, scheduleIDs...)
+	msg, err := s.exec(ctx, s.holdSweep, s.keys.Concert(concertID).sweep(scheduleIDs), args)
+	if err != nil {
+		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
+	}
+	n, err := msg.AsInt64()
+	return int(n), err
+}
+
+// ScheduleCounts returns the taken and sold seats of each schedule of a concert.
+func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
+	msg, err := s.exec(ctx, s.scheduleCounts, s.keys.Concert(concertID).counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+	if err != nil {
+		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
+	}
+	return countsReply(&msg, scheduleIDs)
+}
+
+func countsReply(msg interface{ AsIntSlice() ([]int64, error) }, scheduleIDs []string) ([]ticketrush.ScheduleCount, error) {
+	nums, err := msg.AsIntSlice()
+	if err != nil {
+		return nil, err
+	}
+	if len(nums) != 2*len(scheduleIDs) {
+		return nil, fmt.Errorf("schedule counts: %d numbers for %d schedules", len(nums), len(scheduleIDs))
+	}
+	out := make([]ticketrush.ScheduleCount, len(scheduleIDs))
+	for i, id := range scheduleIDs {
+		out[i] = ticketrush.ScheduleCount{ScheduleID: id, Taken: nums[2*i], Sold: nums[2*i+1]}
+	}
+	return out, nil
+}
+
+// GatedScheduleCounts returns the token's state and the schedule counts, in one round trip.
+func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
+	k := s.keys.Concert(c.ConcertID)
+	counts := s.evalsha(s.scheduleCounts, k.counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+	st, data, err := s.gated(ctx, c, now, counts)
+	if err != nil {
+		return st, nil, err
+	}
+	msg, err := data.ToMessage()
+	if isNoScript(err) {
+		msg, err = s.exec(ctx, s.scheduleCounts, k.counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+	}
+	if err != nil {
+		_, err = mapError(err)
+		return st, nil, fmt.Errorf("schedule counts: %w", err)
+	}
+	out, err := countsReply(&msg, scheduleIDs)
+	return st, out, err
+}
+
+// GatedSeats returns the token's state and the schedule's seat states (seat -> raw state, for the seats
+// that are not plainly available), in one round trip.
+func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error) {
+	read := s.client.B().Hgetall().Key(s.keys.Concert(c.ConcertID).Seats(scheduleID)).Build()
+	st, data, err := s.gated(ctx, c, now, read)
+	if err != nil {
+		return st, nil, err
+	}
+	raw, err := data.AsStrMap()
+	if err != nil {
+		_, err = mapError(err)
+		return st, nil, fmt.Errorf("seat map: %w", err)
+	}
+	ms := now.UnixMilli()
+	out := make(map[string]ticketrush.SeatStatus, len(raw))
+	for seat, state := range raw {
+		if status := seatStatus(state, ms); status != ticketrush.SeatAvailable {
+			out[seat] = status
+		}
+	}
+	return st, out, nil
+}
+
+// seatStatus reads a seat state: 'H|res|expires', 'P|res' or 'S|res'.
+func seatStatus(state string, nowMs int64) ticketrush.SeatStatus {
+	switch {
+	case strings.HasPrefix(state, "S|"):
+		return ticketrush.SeatSold
+	case strings.HasPrefix(state, "P|"):
+		return ticketrush.SeatHeld
+	case strings.HasPrefix(state, "H|"):
+		i := strings.LastIndexByte(state, '|')
+		if exp, err := strconv.ParseInt(state[i+1:], 10, 64); err == nil && exp <= nowMs {
+			return ticketrush.SeatAvailable // lapsed, not yet swept
+		}
+		return ticketrush.SeatHeld
+	}
+	return ticketrush.SeatAvailable
+}
+
+// gated runs the token status script and cmd in one round trip.
+func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, cmd rueidis.Completed) (ticketrush.TokenState, rueidis.RedisResult, error) {
+	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), []string{c.UserID, utoa(c.Seq), millis(now)}, cmd)
+	if err != nil {
+		return ticketrush.TokenState{}, data, fmt.Errorf("token status: %w", err)
+	}
+	st, err := tokenState(msg)
+	return st, data, err
+}
+
+// Claim is step 1 of a payment.
+func (s *Store) Claim(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error) {
+	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
+	if !ok {
+		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+	}
+	return s.reservationScript(ctx, s.paymentClaim, concertID, s.keys.Concert(concertID).claim(scheduleID), []string{userID, id, millis(now)})
+}
+
+// Complete is step 3 of a payment: the sale. It reports whether this call made it.
+func (s *Store) Complete(ctx context.Context, id string, d ticketrush.Payment, now time.Time) (ticketrush.Reservation, error) {
+	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
+	if !ok {
+		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+	}
+	return s.reservationScript(ctx, s.paymentComplete, concertID, s.keys.Concert(concertID).complete(scheduleID),
+		[]string{id, d.ID, strconv.FormatInt(d.Balance, 10), millis(d.PaidAt), millis(now)})
+}
+
+// Release undoes step 1 of a payment that was not debited.
+func (s *Store) Release(ctx context.Context, id string, now time.Time) (ticketrush.Reservation, error) {
+	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
+	if !ok {
+		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+	}
+	return s.reservationScript(ctx, s.paymentRelease, concertID, s.keys.Concert(concertID).release(scheduleID), []string{id, millis(now)})
+}
+
+// StuckPayments lists reservations of a concert claimed for payment before before: a crash may have
+// left them in the middle.
+func (s *Store) StuckPayments(ctx context.Context, concertID string, before time.Time, limit int) ([]string, error) {
+	cmd := s.client.B().Zrangebyscore().Key(s.keys.Concert(concertID).Paying()).Min("-inf").Max(millis(before)).
+		Limit(0, int64(limit)).Build()
+	ids, err := s.client.Do(ctx, cmd).AsStrSlice()
+	if err != nil {
+		_, err = mapError(err)
+		return nil, fmt.Errorf("stuck payments %s: %w", concertID, err)
+	}
+	return ids, nil
+}
+
+// debitJSON is a debit or refund as the wallet scripts keep it.
+type debitJSON struct {
+	ID      string  `json:"id"`
+	User    string  `json:"user"`
+	Amount  jsonInt `json:"amount"`
+	Balance jsonInt `json:"balance"`
+	At      jsonInt `json:"at"`
+}
+
+func decodeDebit(resID, raw string) (ticketrush.Payment, error) {
+	var d debitJSON
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		return ticketrush.Payment{}, fmt.Errorf("decode debit: %w", err)
+	}
+	return ticketrush.Payment{ID: d.ID, ReservationID: resID, UserID: d.User, Amount: int64(d.Amount),
+		Balance: int64(d.Balance), PaidAt: fromMillis(int64(d.At))}, nil
+}
+
+// Debit is step 2 of a payment: the reservation's price leaves the user's wallet, once per reservation.
+func (s *Store) Debit(ctx context.Context, userID, resID string, amount int64, now time.Time) (ticketrush.Payment, error) {
+	msg, err := s.exec(ctx, s.walletDebit, s.keys.Wallet(userID).money(), []string{
+		userID, resID, strconv.FormatInt(amount, 10), ticketrush.PaymentID(resID), millis(now)})
+	if err != nil {
+		return ticketrush.Payment{}, fmt.Errorf("debit %s: %w", resID, err)
+	}
+	raw, err := msg.ToString()
+	if err != nil {
+		return ticketrush.Payment{}, err
+	}
+	return decodeDebit(resID, raw)
+}
+
+// Debited returns the debit of a reservation, if there is one.
+func (s *Store) Debited(ctx context.Context, userID, resID string) (ticketrush.Payment, bool, error) {
+	raw, err := s.client.Do(ctx, s.client.B().Hget().Key(s.keys.Wallet(userID).Debits()).Field(resID).Build()).ToString()
+	if isNil(err) {
+		return ticketrush.Payment{}, false, nil
+	}
+	if err != nil {
+		_, err = mapError(err)
+		return ticketrush.Payment{}, false, fmt.Errorf("read debit %s: %w", resID, err)
+	}
+	p, err := decodeDebit(resID, raw)
+	return p, err == nil, err
+}
+
+// Refund gives a reservation's debit back, once; it reports whether there was a debit to refund.
+func (s *Store) Refund(ctx context.Context, userID, resID string, now time.Time) (bool, error) {
+	msg, err := s.exec(ctx, s.walletRefund, s.keys.Wallet(userID).money(), []string{userID, resID, ticketrush.RefundID(resID), millis(now)})
+	if err != nil {
+		return false, fmt.Errorf("refund %s: %w", resID, err)
+	}
+	raw, err := msg.ToString()
+	return raw != "", err
+}
+
+// Balance returns a user's balance (0 for a user never seen).
+func (s *Store) Balance(ctx context.Context, userID string) (int64, error) {
+	n, err := s.client.Do(ctx, s.client.B().Hget().Key(s.keys.Wallet(userID).Balances()).Field(userID).Build()).AsInt64()
+	if isNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		_, err = mapError(err)
+		return 0, fmt.Errorf("read balance: %w", err)
+	}
+	return n, nil
+}
+
+// Charge adds amount to a user's balance; with an idempotency key, a retry with the same fingerprint
+// replies with the first charge (replayed true).
+func (s *Store) Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error) {
+	w := s.keys.Wallet(userID)
+	msg, err := s.exec(ctx, s.pointsCharge, w.charge(userID, idemKey), []string{
+		userID, strconv.FormatInt(amount, 10), "c" + ticketrush.NewID() + ticketrush.NewID(), millis(now), idemKey, fingerprint,
+		strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), strconv.Itoa(ticketrush.MaxBalance)})
+	if err != nil {
+		return ticketrush.Charge{}, false, fmt.Errorf("charge: %w", err)
+	}
+	r, err := reply(msg, 5)
+	if err != nil {
+		return ticketrush.Charge{}, false, fmt.Errorf("charge: %w", err)
+	}
+	c := ticketrush.Charge{ID: r.str(0), Amount: r.int(1), Balance: r.int(2), CreatedAt: fromMillis(r.int(3))}
+	return c, r.int(4) == 1, r.err
+}
+
+// remembered is the record of an Idempotency-Key used on a payment: the request's fingerprint, the
+// payment it made and whether that first answer was a creation.
+type remembered struct {
+	Fingerprint string `json:"fingerprint"`
+	Ref         string `json:"ref"`
+	Created     bool   `json:"created"`
+}
+
+// Remembered returns the record of a user's idempotency key, if any. A key first used on a charge has
+// that charge's fingerprint and no ref.
+func (s *Store) Remembered(ctx context.Context, userID, key string) (fingerprint, ref string, created, ok bool, err error) {
+	raw, err := s.client.Do(ctx, s.client.B().Get().Key(s.keys.Wallet(userID).Idempotency(userID, key)).Build()).ToString()
+	if isNil(err) {
+		return "", "", false, false, nil
+	}
+	if err != nil {
+		_, err = mapError(err)
+		return "", "", false, false, fmt.Errorf("read idempotency key: %w", err)
+	}
+	var r remembered
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return "", "", false, false, fmt.Errorf("decode idempotency record: %w", err)
+	}
+	return r.Fingerprint, r.Ref, r.Created, true, nil
+}
+
+// Remember records a user's idempotency key for 24 h, unless it is recorded already.
+func (s *Store) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool) error {
+	raw, err := json.Marshal(remembered{Fingerprint: fingerprint, Ref: ref, Created: created})
+	if err != nil {
+		return err
+	}
+	cmd := s.client.B().Set().Key(s.keys.Wallet(userID).Idempotency(userID, key)).Value(string(raw)).Nx().
+		Ex(ticketrush.IdempotencyTTL).Build()
+	if err := s.client.Do(ctx, cmd).Error(); err != nil && !isNil(err) {
+		_, err = mapError(err)
+		return fmt.Errorf("store idempotency key: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+-- hold_sweep: lapses HELD reservations past their expiry, oldest first, at most batch of them: the
+-- reservation becomes EXPIRED and its seat AVAILABLE.
+-- KEYS[1] holds    zset: member res, score expires (ms)
+-- KEYS[2] res      hash: res -> reservation JSON
+-- KEYS[3] uholds   hash: user -> comma list of open reservations
+-- KEYS[4] events   stream: the concert's outbox
+-- KEYS[5..] seats  hash: seat -> state, one per schedule, in the order of ARGV[3..]
+-- ARGV[1] now (ms)  ARGV[2] batch  ARGV[3..] schedule ids, matching KEYS[5..]
+-- Reply: the number of holds lapsed
+-- Errors: none
+local now = tonumber(ARGV[1])
+local seats = {}
+for i = 3, #ARGV do
+  seats[ARGV[i]] = KEYS[i + 2]
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+for _, id in ipairs(due) do
+  redis.call('ZREM', KEYS[1], id)
+  local rec = cjson.decode(redis.call('HGET', KEYS[2], id))
+  if rec.status == 'HELD' then
+    rec.status = 'EXPIRED'
+    redis.call('HSET', KEYS[2], id, cjson.encode(rec))
+    if seats[rec.schedule] then
+      redis.call('HDEL', seats[rec.schedule], rec.seat)
+    end
+    local rest = {}
+    for rid in string.gmatch(redis.call('HGET', KEYS[3], rec.user) or '', '[^,]+') do
+      if rid ~= id then rest[#rest + 1] = rid end
+    end
+    redis.call('HSET', KEYS[3], rec.user, table.concat(rest, ','))
+    redis.call('XADD', KEYS[4], '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
+      'seat', rec.seat, 'at', ARGV[1])
+  end
+end
+return #due

@@ -1,0 +1,38 @@
+-- payment_claim: step 1 of a payment. Claims a HELD, unexpired reservation for payment: it becomes
+-- PAYING and can no longer lapse or be cancelled. Claiming a reservation that is PAYING already (a retry,
+-- or a second request at once) succeeds again; a PAID one replies with its payment.
+-- KEYS[1] seats    hash: seat -> state, of the reservation's schedule
+-- KEYS[2] holds    zset: member res, score expires (ms)
+-- KEYS[3] res      hash: res -> reservation JSON
+-- KEYS[4] paying   zset: member res, score claimed at (ms): what the sweeper finishes or undoes
+-- KEYS[5] events   stream: the concert's outbox
+-- ARGV[1] user  ARGV[2] res  ARGV[3] now (ms)
+-- Reply: the reservation JSON (status PAYING, or PAID with its payment)
+-- Errors: NOT_FOUND (no such reservation, or not the caller's), RESERVATION_EXPIRED (lapsed),
+--         RESERVATION_NOT_HELD (cancelled)
+local user, id, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local raw = redis.call('HGET', KEYS[3], id)
+if not raw then
+  return redis.error_reply('NOT_FOUND')
+end
+local rec = cjson.decode(raw)
+if rec.user ~= user then
+  return redis.error_reply('NOT_FOUND')
+end
+if rec.status == 'PAID' or rec.status == 'PAYING' then
+  return raw
+end
+if rec.status == 'CANCELLED' then
+  return redis.error_reply('RESERVATION_NOT_HELD')
+end
+if rec.status == 'EXPIRED' or rec.expiresAt <= now then
+  return redis.error_reply('RESERVATION_EXPIRED')
+end
+rec.status = 'PAYING'
+raw = cjson.encode(rec)
+redis.call('HSET', KEYS[3], id, raw)
+redis.call('ZREM', KEYS[2], id)
+redis.call('ZADD', KEYS[4], now, id)
+redis.call('HSET', KEYS[1], rec.seat, 'P|' .. id)
+redis.call('XADD', KEYS[5], '*', 'type', 'payment.claim', 'res', id, 'user', user, 'at', ARGV[3])
+return raw

@@ -1,0 +1,75 @@
+-- seat_hold: an ACTIVE fan holds one seat for holdTtl. The seat must be free (a hold past its expiry
+-- counts as free and is lapsed here), and the fan under maxHoldsPerUser open holds in this concert.
+-- KEYS[1] cfg      hash: hold (ms), maxholds
+-- KEYS[2] wait     zset: member user, score seq
+-- KEYS[3] active   zset: member user, score activeUntil (ms)
+-- KEYS[4] aseq     hash: user -> seq of the ACTIVE token
+-- KEYS[5] seats    hash: seat -> 'H|<res>|<expires ms>' | 'P|<res>' (being paid) | 'S|<res>' (sold), one schedule
+-- KEYS[6] holds    zset: member res, score expires (ms): every HELD reservation of the concert
+-- KEYS[7] res      hash: res -> reservation JSON
+-- KEYS[8] uholds   hash: user -> comma list of the user's open (HELD or being paid) reservations
+-- KEYS[9] events   stream: the concert's outbox
+-- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
+-- ARGV[6] new reservation id  ARGV[7] now (ms)
+-- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
+-- Errors: NOT_FOUND (no such concert), QUEUE_NOT_ACTIVE (token still WAITING), QUEUE_TOKEN_EXPIRED (token
+--         not live), SEAT_UNAVAILABLE, HOLD_LIMIT_REACHED
+local user, seq, schedule, seat, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[7])
+local cfg = redis.call('HMGET', KEYS[1], 'hold', 'maxholds')
+if not cfg[1] then
+  return redis.error_reply('NOT_FOUND')
+end
+if redis.call('HGET', KEYS[4], user) ~= seq or tonumber(redis.call('ZSCORE', KEYS[3], user) or 0) <= now then
+  if tonumber(redis.call('ZSCORE', KEYS[2], user)) == tonumber(seq) then
+    return redis.error_reply('QUEUE_NOT_ACTIVE')
+  end
+  return redis.error_reply('QUEUE_TOKEN_EXPIRED')
+end
+
+-- The seat: free, or held past its expiry.
+local state = redis.call('HGET', KEYS[5], seat)
+local stale
+if state then
+  local kind, rid, exp = string.match(state, '^(%a)|([^|]+)|?(%d*)$')
+  if kind ~= 'H' or tonumber(exp) > now then
+    return redis.error_reply('SEAT_UNAVAILABLE')
+  end
+  stale = cjson.decode(redis.call('HGET', KEYS[7], rid))
+end
+
+-- The fan's open holds: HELD and unexpired, or being paid.
+local open = {}
+for rid in string.gmatch(redis.call('HGET', KEYS[8], user) or '', '[^,]+') do
+  local r = cjson.decode(redis.call('HGET', KEYS[7], rid))
+  if r.status == 'PAYING' or (r.status == 'HELD' and r.expiresAt > now) then
+    open[#open + 1] = rid
+  end
+end
+if #open >= tonumber(cfg[2]) then
+  return redis.error_reply('HOLD_LIMIT_REACHED')
+end
+
+if stale then -- lapse the previous holder's expired hold of this seat
+  stale.status = 'EXPIRED'
+  redis.call('HSET', KEYS[7], stale.id, cjson.encode(stale))
+  redis.call('ZREM', KEYS[6], stale.id)
+  local rest = {}
+  for rid in string.gmatch(redis.call('HGET', KEYS[8], stale.user) or '', '[^,]+') do
+    if rid ~= stale.id then rest[#rest + 1] = rid end
+  end
+  redis.call('HSET', KEYS[8], stale.user, table.concat(rest, ','))
+  redis.call('XADD', KEYS[9], '*', 'type', 'hold.lapse', 'res', stale.id, 'user', stale.user,
+    'schedule', stale.schedule, 'seat', stale.seat, 'at', ARGV[7])
+end
+
+local id, expires = ARGV[6], now + tonumber(cfg[1])
+local rec = {id = id, user = user, seq = tonumber(seq), schedule = schedule, seat = seat, price = tonumber(ARGV[5]),
+  status = 'HELD', expiresAt = expires, createdAt = now}
+redis.call('HSET', KEYS[7], id, cjson.encode(rec))
+redis.call('HSET', KEYS[5], seat, 'H|' .. id .. '|' .. expires)
+redis.call('ZADD', KEYS[6], expires, id)
+open[#open + 1] = id
+redis.call('HSET', KEYS[8], user, table.concat(open, ','))
+redis.call('XADD', KEYS[9], '*', 'type', 'hold.create', 'res', id, 'user', user, 'schedule', schedule, 'seat', seat,
+  'price', ARGV[5], 'expires', expires, 'at', ARGV[7])
+return {id, expires, now, stale and 1 or 0}
