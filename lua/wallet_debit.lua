@@ -9,12 +9,12 @@
 -- Reply: the debit JSON
 -- Errors: INSUFFICIENT_BALANCE, RESERVATION_NOT_HELD (this reservation's payment was refunded)
 local user, id, amount = ARGV[1], ARGV[2], tonumber(ARGV[3])
+if redis.call('HEXISTS', KEYS[3], id) == 1 then
+  return redis.error_reply('RESERVATION_NOT_HELD')
+end
 local prior = redis.call('HGET', KEYS[2], id)
 if prior then
   return prior
-end
-if redis.call('HEXISTS', KEYS[3], id) == 1 then
-  return redis.error_reply('RESERVATION_NOT_HELD')
 end
 local balance = tonumber(redis.call('HGET', KEYS[1], user) or '0')
 if balance < amount then

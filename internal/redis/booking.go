@@ -168,7 +168,9 @@ func countsReply(msg interface{ AsIntSlice() ([]int64, error) }, scheduleIDs []s
 // GatedScheduleCounts returns the token's state and the schedule counts, in one round trip.
 func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
 	k := s.keys.Concert(c.ConcertID)
-	counts := s.evalsha(s.scheduleCounts, k.counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+	counts := func() rueidis.Completed {
+		return s.evalsha(s.scheduleCounts, k.counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+	}
 	st, data, err := s.gated(ctx, c, now, counts)
 	if err != nil {
 		return st, nil, err
@@ -188,7 +190,9 @@ func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaim
 // GatedSeats returns the token's state and the schedule's seat states (seat -> raw state, for the seats
 // that are not plainly available), in one round trip.
 func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error) {
-	read := s.client.B().Hgetall().Key(s.keys.Concert(c.ConcertID).Seats(scheduleID)).Build()
+	read := func() rueidis.Completed {
+		return s.client.B().Hgetall().Key(s.keys.Concert(c.ConcertID).Seats(scheduleID)).Build()
+	}
 	st, data, err := s.gated(ctx, c, now, read)
 	if err != nil {
 		return st, nil, err
@@ -226,7 +230,7 @@ func seatStatus(state string, nowMs int64) ticketrush.SeatStatus {
 }
 
 // gated runs the token status script and cmd in one round trip.
-func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, cmd rueidis.Completed) (ticketrush.TokenState, rueidis.RedisResult, error) {
+func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, cmd func() rueidis.Completed) (ticketrush.TokenState, rueidis.RedisResult, error) {
 	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), []string{c.UserID, utoa(c.Seq), millis(now)}, cmd)
 	if err != nil {
 		return ticketrush.TokenState{}, data, fmt.Errorf("token status: %w", err)

@@ -105,12 +105,13 @@ func (s *Store) evalsha(sc *script, keys, args []string) rueidis.Completed {
 
 // execWith runs sc and then cmd in one round trip (one pipeline on one hash slot). When Redis does not
 // know the script yet (after a restart), it falls back to two round trips, which also loads it.
-func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, cmd rueidis.Completed) (rueidis.RedisMessage, rueidis.RedisResult, error) {
+// cmd builds the command: rueidis commands are single-use, and the fallback sends it again.
+func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, cmd func() rueidis.Completed) (rueidis.RedisMessage, rueidis.RedisResult, error) {
 	start := time.Now()
-	res := s.client.DoMulti(ctx, s.evalsha(sc, keys, args), cmd)
+	res := s.client.DoMulti(ctx, s.evalsha(sc, keys, args), cmd())
 	if rerr, ok := rueidis.IsRedisErr(res[0].Error()); ok && rerr.IsNoScript() {
 		msg, err := s.exec(ctx, sc, keys, args)
-		return msg, s.client.Do(ctx, cmd), err
+		return msg, s.client.Do(ctx, cmd()), err
 	}
 	s.metrics.duration.WithLabelValues(sc.name).Observe(time.Since(start).Seconds())
 	s.metrics.calls.WithLabelValues(sc.name).Inc()

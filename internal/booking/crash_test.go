@@ -1,0 +1,190 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+var errCrash = errors.New("crashed")
+
+// outcome is where a payment ended: paid once, or not paid with the seat released.
+func outcome(t *testing.T, e *env, fan, resID string, charged int64) string {
+	t.Helper()
+	ctx := context.Background()
+	r, err := e.store.Reservation(ctx, resID)
+	require.NoError(t, err)
+	debits, refunds := e.walletEntries(t, fan, "debits"), e.walletEntries(t, fan, "refunds")
+	require.LessOrEqual(t, len(debits), 1, "never two debits")
+	balance, err := e.store.Balance(ctx, fan)
+	require.NoError(t, err)
+	seats, err := e.svc.Seats(ctx, "watcher", e.concert.ID, e.schedule(), "watcher")
+	require.NoError(t, err)
+	seat := seats[0].Status // every test here holds R-1
+	switch {
+	case r.Status == ticketrush.ReservationPaid:
+		assert.Len(t, debits, 1, "a sale has its debit")
+		assert.Empty(t, refunds, "and it was not refunded")
+		assert.Equal(t, charged-r.Price, balance)
+		assert.Equal(t, ticketrush.SeatSold, seat)
+		return "paid once"
+	default:
+		assert.Len(t, refunds, len(debits), "no debit without a sale: every debit refunded")
+		assert.Equal(t, charged, balance)
+		assert.Contains(t, []ticketrush.ReservationStatus{ticketrush.ReservationHeld, ticketrush.ReservationExpired}, r.Status)
+		if r.Status == ticketrush.ReservationExpired {
+			assert.Equal(t, ticketrush.SeatAvailable, seat, "the seat is released")
+		}
+		return "not paid, released"
+	}
+}
+
+// TestCrashAtEveryStep stops a payment after each step boundary (as a killed process would), then
+// lets either a retry of the payment or the sweeper finish the job, and checks it ends in exactly one
+// of {paid once, not paid and seat released}.
+func TestCrashAtEveryStep(t *testing.T) {
+	tests := []struct {
+		give    Step
+		recover string // "retry" or "sweeper"
+		want    string
+	}{
+		{AfterClaim, "retry", "paid once"},
+		{AfterClaim, "sweeper", "not paid, released"},
+		{AfterDebit, "retry", "paid once"},
+		{AfterDebit, "sweeper", "paid once"},
+		{AfterComplete, "retry", "paid once"},
+		{AfterComplete, "sweeper", "paid once"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s then %s", tt.give, tt.recover), func(t *testing.T) {
+			e := newEnv(t, 5, time.Minute)
+			ctx := context.Background()
+			fan, _ := e.fan(t, "fan"), e.fan(t, "watcher")
+			const charged = 5000
+			_, _, err := e.svc.Charge(ctx, fan, charged, "")
+			require.NoError(t, err)
+			r, err := e.svc.Hold(ctx, fan, fan, e.schedule(), "R-1")
+			require.NoError(t, err)
+
+			e.svc.crash = func(s Step) error {
+				if s == tt.give {
+					return errCrash
+				}
+				return nil
+			}
+			_, _, err = e.svc.Pay(ctx, fan, r.ID)
+			require.ErrorIs(t, err, errCrash)
+			e.svc.crash = nil
+
+			switch tt.recover {
+			case "retry":
+				p, _, err := e.svc.Pay(ctx, fan, r.ID)
+				require.NoError(t, err)
+				assert.Equal(t, ticketrush.PaymentID(r.ID), p.ID)
+				assert.Equal(t, int64(charged-1000), p.Balance)
+			case "sweeper":
+				// Past the hold's expiry and the stuck-payment grace, as the sweeper would find it.
+				e.clock.advance(2 * time.Minute)
+				require.NoError(t, e.svc.Sweep(ctx))
+			}
+			assert.Equal(t, tt.want, outcome(t, e, fan, r.ID, charged))
+
+			// Whatever happened, doing it all again changes nothing.
+			e.clock.advance(time.Minute)
+			require.NoError(t, e.svc.Recover(ctx, e.concert.ID, e.clock.now()))
+			require.NoError(t, e.svc.Sweep(ctx))
+			assert.Equal(t, tt.want, outcome(t, e, fan, r.ID, charged))
+		})
+	}
+}
+
+// TestSweeperRacesPayer has the sweeper release a claim while its payer is between claim and debit:
+// the payer's debit then finds no sale to complete and is refunded.
+func TestSweeperRacesPayer(t *testing.T) {
+	e := newEnv(t, 5, time.Minute)
+	ctx := context.Background()
+	fan, _ := e.fan(t, "fan"), e.fan(t, "watcher")
+	_, _, err := e.svc.Charge(ctx, fan, 5000, "")
+	require.NoError(t, err)
+	r, err := e.svc.Hold(ctx, fan, fan, e.schedule(), "R-1")
+	require.NoError(t, err)
+	e.svc.crash = func(s Step) error {
+		if s == AfterClaim {
+			e.clock.advance(2 * time.Minute) // the payer stalls past the hold's expiry ...
+			require.NoError(t, e.svc.Sweep(ctx))
+		}
+		return nil
+	}
+	_, _, err = e.svc.Pay(ctx, fan, r.ID)
+	assert.ErrorIs(t, err, ticketrush.ErrReservationExpired, "... so its sale cannot complete")
+	assert.Equal(t, "not paid, released", outcome(t, e, fan, r.ID, 5000))
+	assert.Len(t, e.walletEntries(t, fan, "refunds"), 1, "the debit was refunded: debit, then refund")
+}
+
+func TestPayErrors(t *testing.T) {
+	e := newEnv(t, 5, time.Minute)
+	ctx := context.Background()
+	alice, bob := e.fan(t, "alice"), e.fan(t, "bob")
+	r, err := e.svc.Hold(ctx, alice, alice, e.schedule(), "R-1")
+	require.NoError(t, err)
+
+	_, _, err = e.svc.Pay(ctx, bob, r.ID)
+	assert.ErrorIs(t, err, ticketrush.ErrNotFound, "not bob's")
+	_, _, err = e.svc.Pay(ctx, alice, "nope")
+	assert.ErrorIs(t, err, ticketrush.ErrNotFound)
+	_, _, err = e.svc.Pay(ctx, alice, r.ID)
+	assert.ErrorIs(t, err, ticketrush.ErrInsufficientBalance)
+	got, err := e.svc.Reservation(ctx, alice, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, ticketrush.ReservationHeld, got.Status, "a refused payment leaves the hold HELD")
+
+	c, err := e.svc.Hold(ctx, alice, alice, e.schedule(), "R-2")
+	require.NoError(t, err)
+	require.NoError(t, e.svc.Cancel(ctx, alice, c.ID))
+	_, _, err = e.svc.Pay(ctx, alice, c.ID)
+	assert.ErrorIs(t, err, ticketrush.ErrReservationNotHeld, "cancelled")
+
+	e.clock.advance(2 * time.Minute)
+	_, _, err = e.svc.Pay(ctx, alice, r.ID)
+	assert.ErrorIs(t, err, ticketrush.ErrReservationExpired)
+
+	_, _, err = e.svc.Charge(ctx, alice, 0, "")
+	assert.ErrorIs(t, err, ticketrush.ErrInvalidAmount)
+	_, _, err = e.svc.Charge(ctx, alice, ticketrush.MaxChargeAmount+1, "")
+	assert.ErrorIs(t, err, ticketrush.ErrInvalidAmount)
+}
+
+func TestPayOnceWithIdempotencyKey(t *testing.T) {
+	e := newEnv(t, 5, time.Minute)
+	ctx := context.Background()
+	alice := e.fan(t, "alice")
+	_, _, err := e.svc.Charge(ctx, alice, 5000, "")
+	require.NoError(t, err)
+	r1, err := e.svc.Hold(ctx, alice, alice, e.schedule(), "R-1")
+	require.NoError(t, err)
+	r2, err := e.svc.Hold(ctx, alice, alice, e.schedule(), "R-2")
+	require.NoError(t, err)
+
+	p, created, err := e.svc.PayOnce(ctx, alice, r1.ID, "pay-1")
+	require.NoError(t, err)
+	assert.True(t, created)
+	again, created, err := e.svc.PayOnce(ctx, alice, r1.ID, "pay-1")
+	require.NoError(t, err)
+	assert.True(t, created, "a retry with the key answers as the first request did")
+	assert.Equal(t, p, again)
+	_, _, err = e.svc.PayOnce(ctx, alice, r2.ID, "pay-1")
+	assert.ErrorIs(t, err, ticketrush.ErrIdempotencyConflict)
+	_, created, err = e.svc.PayOnce(ctx, alice, r1.ID, "")
+	require.NoError(t, err)
+	assert.False(t, created, "without a key, paying a PAID reservation answers 200")
+	balance, err := e.svc.Balance(ctx, alice)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4000), balance, "debited once")
+}
