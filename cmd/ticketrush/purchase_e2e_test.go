@@ -194,6 +194,8 @@ func TestPurchaseHoldsAndCancel(t *testing.T) {
 	requireProblem(t, s.hold(t, bob, bobToken, scheduleID, "VIP-1"), 409, "SEAT_UNAVAILABLE")
 	requireProblem(t, s.hold(t, bob, bobToken, scheduleID, "VIP-9"), 404, "NOT_FOUND")
 	requireProblem(t, s.hold(t, bob, bobToken, "nosuchsched1", "VIP-2"), 404, "NOT_FOUND")
+	_, otherSchedule := s.saleConcert(t, nil)
+	requireProblem(t, s.hold(t, bob, bobToken, otherSchedule, "VIP-2"), 401, "QUEUE_TOKEN_INVALID")
 	requireProblem(t, s.hold(t, bob, bobToken+"x", scheduleID, "VIP-2"), 401, "QUEUE_TOKEN_INVALID")
 	requireProblem(t, s.do(t, req{method: "POST", path: "/v1/reservations", headers: bob.auth(bobToken),
 		body: map[string]string{"scheduleId": scheduleID, "seatId": "VIP-2", "extra": "x"}}), 400, "INVALID_REQUEST")

@@ -42,6 +42,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
+	reg.MustRegister(db.Collector())
 	if applied, err := db.Migrate(ctx); err != nil {
 		return err
 	} else if len(applied) > 0 {

@@ -43,6 +43,7 @@ type Store interface {
 type Catalog interface {
 	Concert(id string) (ticketrush.Concert, bool)
 	IDs() []string
+	ScheduleConcert(scheduleID string) (string, bool)
 }
 
 // Gate checks queue tokens without Redis: genuine, the user's, for the concert.
@@ -137,6 +138,9 @@ func (s *Service) Hold(ctx context.Context, userID, token, scheduleID, seat stri
 		return ticketrush.Reservation{}, err
 	}
 	if _, ok := c.Schedule(scheduleID); !ok {
+		if _, elsewhere := s.catalog.ScheduleConcert(scheduleID); elsewhere {
+			return ticketrush.Reservation{}, fmt.Errorf("%w: token is for another concert", ticketrush.ErrQueueTokenInvalid)
+		}
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
 	sec, ok := c.Seat(seat)

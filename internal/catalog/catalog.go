@@ -35,14 +35,15 @@ type Service struct {
 	now    func() time.Time
 	log    *slog.Logger
 
-	mu       sync.RWMutex
-	concerts map[string]ticketrush.Concert
-	order    []string
+	mu        sync.RWMutex
+	concerts  map[string]ticketrush.Concert
+	order     []string
+	schedules map[string]string // schedule id -> concert id
 }
 
 // NewService returns an empty catalog; Refresh fills it.
 func NewService(record Record, live Live, now func() time.Time, log *slog.Logger) *Service {
-	return &Service{record: record, live: live, now: now, log: log, concerts: map[string]ticketrush.Concert{}}
+	return &Service{record: record, live: live, now: now, log: log, concerts: map[string]ticketrush.Concert{}, schedules: map[string]string{}}
 }
 
 // Create validates a concert, gives it and its schedules ids, writes it to Postgres in one transaction
@@ -113,6 +114,17 @@ func (s *Service) put(c ticketrush.Concert) {
 		s.order = append(s.order, c.ID)
 	}
 	s.concerts[c.ID] = c
+	for _, sc := range c.Schedules {
+		s.schedules[sc.ID] = c.ID
+	}
+}
+
+// ScheduleConcert returns the concert a schedule belongs to.
+func (s *Service) ScheduleConcert(scheduleID string) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	id, ok := s.schedules[scheduleID]
+	return id, ok
 }
 
 // List returns every concert, oldest first.

@@ -4,9 +4,11 @@ package http
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -177,17 +179,23 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ httprouter.Pa
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	failing := map[string]string{}
+	failing := []string{}
 	for name, check := range s.Ready {
 		if err := check(ctx); err != nil {
-			failing[name] = "down"
+			failing = append(failing, name)
 			s.Log.Warn("not ready", "check", name, "err", err)
 		}
 	}
 	if len(failing) > 0 {
+		sort.Strings(failing)
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": failing})
-		return nil
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return json.NewEncoder(w).Encode(struct {
+			problem
+			Failing []string `json:"failing"`
+		}{problem{Type: "about:blank", Title: "Not ready", Status: 503, Code: "UNAVAILABLE",
+			Detail: "a dependency does not answer"}, failing})
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	return nil

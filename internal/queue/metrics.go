@@ -17,6 +17,8 @@ type metrics struct {
 	capacity *prometheus.GaugeVec
 	rate     *prometheus.GaugeVec
 	paused   *prometheus.GaugeVec
+	measured *prometheus.GaugeVec
+	backWait *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,15 +46,24 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ticketrush_queue_admit_per_second", Help: "Configured admission rate."}, concert),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ticketrush_queue_paused", Help: "1 while admission is paused."}, concert),
+		measured: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_queue_admission_rate", Help: "Measured admissions per second over the last 30 s (the configured rate until measured)."}, concert),
+		backWait: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_queue_estimated_wait_seconds", Help: "Estimated wait of a fan joining the back of the line now."}, concert),
 	}
-	reg.MustRegister(m.joined, m.admitted, m.left, m.lapsed, m.polls, m.waiting, m.active, m.capacity, m.rate, m.paused)
+	reg.MustRegister(m.joined, m.admitted, m.left, m.lapsed, m.polls, m.waiting, m.active, m.capacity, m.rate, m.paused,
+		m.measured, m.backWait)
 	return m
 }
 
-func (m *metrics) observe(concertID string, s ticketrush.QueueSnapshot) {
+func (m *metrics) observe(concertID string, s ticketrush.QueueSnapshot, v *view) {
 	if !s.Found {
 		return
 	}
+	rate := v.rate()
+	wait, _ := pacing(s.Waiting, rate)
+	m.measured.WithLabelValues(concertID).Set(rate)
+	m.backWait.WithLabelValues(concertID).Set(wait.Seconds())
 	m.waiting.WithLabelValues(concertID).Set(float64(s.Waiting))
 	m.active.WithLabelValues(concertID).Set(float64(s.Active))
 	m.capacity.WithLabelValues(concertID).Set(float64(s.ActiveCapacity))

@@ -235,7 +235,7 @@ func (s *Service) refreshView(ctx context.Context, concertID string, v *view) er
 			return err
 		}
 		v.apply(snap, now)
-		s.metrics.observe(concertID, snap)
+		s.metrics.observe(concertID, snap, v)
 		if len(snap.Leaves) < leavesPerSnapshot {
 			return nil
 		}

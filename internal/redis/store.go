@@ -65,6 +65,17 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *
 	s.pointsCharge = s.newScript("points_charge", false)
 	s.walletDebit = s.newScript("wallet_debit", false)
 	s.walletRefund = s.newScript("wallet_refund", false)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ticketrush_redis_up",
+		Help: "1 when Redis answered a PING at the last scrape, else 0.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if s.Ping(ctx) != nil {
+			return 0
+		}
+		return 1
+	}))
 	return s
 }
 
