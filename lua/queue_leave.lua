@@ -18,8 +18,10 @@ local waiting = redis.call('ZSCORE', KEYS[1], user)
 if waiting and tonumber(waiting) == tonumber(seq) then
   redis.call('ZREM', KEYS[1], user)
   redis.call('ZADD', KEYS[4], seq, seq)
-  redis.call('ZADD', KEYS[5], redis.call('INCR', KEYS[6]), seq)
-  redis.call('XADD', KEYS[7], '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', 'WAITING', 'at', ARGV[3])
+  local ord = redis.call('INCR', KEYS[6])
+  redis.call('ZADD', KEYS[5], ord, seq)
+  redis.call('XADD', KEYS[7], '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', 'WAITING', 'ord', ord,
+    'at', ARGV[3])
   return 'WAITING'
 end
 if redis.call('HGET', KEYS[3], user) == seq then

@@ -71,5 +71,5 @@ redis.call('ZADD', KEYS[6], expires, id)
 open[#open + 1] = id
 redis.call('HSET', KEYS[8], user, table.concat(open, ','))
 redis.call('XADD', KEYS[9], '*', 'type', 'hold.create', 'res', id, 'user', user, 'schedule', schedule, 'seat', seat,
-  'price', ARGV[5], 'expires', expires, 'at', ARGV[7])
+  'price', ARGV[5], 'expires', expires, 'seq', seq, 'at', ARGV[7])
 return {id, expires, now, stale and 1 or 0}

@@ -393,16 +393,13 @@ func (s *Store) Remembered(ctx context.Context, userID, key string) (fingerprint
 	return r.Fingerprint, r.Ref, r.Created, true, nil
 }
 
-// Remember records a user's idempotency key for 24 h, unless it is recorded already.
+// Remember records a user's idempotency key for 24 h, unless it is recorded already: one script that
+// also appends the record to the wallet's outbox, so that it is durable (restore brings it back).
 func (s *Store) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool) error {
-	raw, err := json.Marshal(remembered{Fingerprint: fingerprint, Ref: ref, Created: created})
+	_, err := s.exec(ctx, s.paymentRemember, s.keys.Wallet(userID).remember(userID, key), []string{
+		userID, key, fingerprint, ref, flag(created), strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)),
+		millis(time.Now())})
 	if err != nil {
-		return err
-	}
-	cmd := s.client.B().Set().Key(s.keys.Wallet(userID).Idempotency(userID, key)).Value(string(raw)).Nx().
-		Ex(ticketrush.IdempotencyTTL).Build()
-	if err := s.client.Do(ctx, cmd).Error(); err != nil && !isNil(err) {
-		_, err = mapError(err)
 		return fmt.Errorf("store idempotency key: %w", err)
 	}
 	return nil

@@ -141,6 +141,10 @@ func (w WalletKeys) charge(userID, idemKey string) []string {
 	return []string{w.Balances(), w.Idempotency(userID, idemKey), w.Events()}
 }
 
+func (w WalletKeys) remember(userID, idemKey string) []string {
+	return []string{w.Idempotency(userID, idemKey), w.Events()}
+}
+
 func (w WalletKeys) money() []string {
 	return []string{w.Balances(), w.Debits(), w.Refunds(), w.Events()}
 }

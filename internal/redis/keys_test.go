@@ -67,6 +67,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"points_charge":    w.charge("fan-42", "key{with}braces"),
 		"wallet_debit":     w.money(),
 		"wallet_refund":    w.money(),
+		"payment_remember": w.remember("fan-42", "key{with}braces"),
 	}
 	for _, name := range lua.Names() {
 		keys, ok := scripts[name]

@@ -43,6 +43,7 @@ type Store struct {
 	seatHold, holdCancel, holdSweep, scheduleCounts *script
 	paymentClaim, paymentComplete, paymentRelease   *script
 	pointsCharge, walletDebit, walletRefund         *script
+	paymentRemember                                 *script
 }
 
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
@@ -65,6 +66,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *
 	s.pointsCharge = s.newScript("points_charge", false)
 	s.walletDebit = s.newScript("wallet_debit", false)
 	s.walletRefund = s.newScript("wallet_refund", false)
+	s.paymentRemember = s.newScript("payment_remember", false)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "ticketrush_redis_up",
 		Help: "1 when Redis answered a PING at the last scrape, else 0.",
