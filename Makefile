@@ -27,3 +27,51 @@ test: services
 
 clean:
 	rm -rf bin
+
+# --- Observability: dashboards, Prometheus rules, the compose stack (dashboards/README.md) -------------
+.PHONY: up down compose-check promcheck rules-check dashboards dashboards-check
+
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+
+# need COMMAND,PACKAGE: install the Debian package when the command is missing (as root; otherwise say how).
+define need
+@command -v $(1) >/dev/null || { \
+  if [ "$$(id -u)" -ne 0 ]; then echo "missing $(1): sudo apt-get install -y $(2)" >&2; exit 1; fi; \
+  echo "installing $(2) with apt-get" >&2; \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null 2>&1 || { apt-get update -qq && \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; }; }
+endef
+
+## up: the whole stack in Docker (Redis, Postgres, ticketrush, Prometheus, Grafana) with the dev secrets
+up:
+	$(COMPOSE) -f docker-compose.yml up --build -d
+	@echo "API http://127.0.0.1:8080  Prometheus http://127.0.0.1:9090  Grafana http://127.0.0.1:3000 (make down stops it)"
+
+down:
+	$(COMPOSE) -f docker-compose.yml down
+
+## compose-check: validate docker-compose.yml without a Docker engine (Debian's docker-compose)
+compose-check:
+	$(call need,docker-compose,docker-compose)
+	docker-compose -f docker-compose.yml config -q
+
+## rules-check: promtool checks the Prometheus config and alert rules and runs their unit tests
+rules-check:
+	$(call need,promtool,prometheus)
+	cd dashboards/prometheus && promtool check config prometheus.yml && promtool test rules alerts_test.yml
+
+## promcheck: ticketrush under a short load, Debian's Prometheus scraping it; every dashboard panel must
+## return data and every alert expression parse (dashboards/promcheck_test.go)
+promcheck: services
+	$(call need,prometheus,prometheus)
+	$(GO) test -tags promcheck -count=1 -timeout 5m -v -run 'TestPromQL' ./dashboards/
+
+## dashboards: regenerate dashboards/json from dashboards/generate.js (Grafana Foundation SDK)
+dashboards:
+	$(call need,npm,npm)
+	cd dashboards && npm ci --no-audit --no-fund --silent && node generate.js
+
+## dashboards-check: the committed dashboards/json is what generate.js generates
+dashboards-check:
+	$(call need,npm,npm)
+	cd dashboards && npm ci --no-audit --no-fund --silent && node --test generate.test.js
