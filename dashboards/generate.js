@@ -174,9 +174,9 @@ function saleOverview() {
     }))
     .withPanel(single({
       title: 'Admission rate',
-      description: 'Fans admitted per second, as measured by the scheduler (ticketrush_queue_admission_rate). Red at 0: nobody gets in (see paused and the active set).',
+      description: 'Fans admitted per second, as measured by the scheduler (ticketrush_queue_admission_rate). 0 is normal with nobody in line; with fans waiting see paused, the active set, and the TicketrushAdmissionStalled alert.',
       unit: units.CountsPerSecond,
-      thresholds: thresholds(RED, [0.001, GREEN]),
+      thresholds: thresholds(NEUTRAL),
       targets: [query(`sum(max by (concert) (ticketrush_queue_admission_rate{${concert}}))`, 'admitted/s')],
     }))
     .withPanel(single({
