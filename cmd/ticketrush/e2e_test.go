@@ -151,6 +151,16 @@ func TestQueueTokenRefused(t *testing.T) {
 		})
 	}
 
+	// At a gated endpoint of one concert, alice's genuine token of the other concert is refused; her
+	// token of this concert is genuine but still WAITING.
+	schedules := "/v1/concerts/" + concert + "/schedules"
+	requireProblem(t, s.do(t, req{method: "GET", path: schedules, headers: alice.auth(aOther.Token)}),
+		http.StatusUnauthorized, "QUEUE_TOKEN_INVALID")
+	requireProblem(t, s.do(t, req{method: "GET", path: schedules, headers: mallory.auth(a.Token)}),
+		http.StatusUnauthorized, "QUEUE_TOKEN_INVALID")
+	requireProblem(t, s.do(t, req{method: "GET", path: schedules, headers: alice.auth(a.Token)}),
+		http.StatusForbidden, "QUEUE_NOT_ACTIVE")
+
 	// None of that touched alice's place.
 	assert.Equal(t, "WAITING", s.poll(t, alice, a.Token).Status)
 	assert.Equal(t, "WAITING", s.poll(t, alice, aOther.Token).Status)
