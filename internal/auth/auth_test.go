@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,41 @@ func TestUsersVerify(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+}
+
+func TestUsersCacheHonoursExpiry(t *testing.T) {
+	start := time.Now()
+	u := NewUsers(secret)
+	tok, err := Mint(secret, "fan_1", time.Minute, start)
+	require.NoError(t, err)
+	for range 2 { // the second is a cache hit
+		got, err := u.Verify(tok)
+		require.NoError(t, err)
+		assert.Equal(t, "fan_1", got)
+	}
+	u.now = func() time.Time { return start.Add(time.Minute + leeway + time.Second) }
+	_, err = u.Verify(tok)
+	assert.ErrorIs(t, err, ticketrush.ErrUnauthenticated, "a cached token still expires")
+	bad := tok[:len(tok)-2] + "xx"
+	_, err = u.Verify(bad)
+	assert.ErrorIs(t, err, ticketrush.ErrUnauthenticated, "a token that shares a cached token's prefix is not a hit")
+}
+
+func TestUsersCacheIsBounded(t *testing.T) {
+	u := NewUsers(secret)
+	u.perShard = 8
+	for i := 0; i < cacheShards*u.perShard*4; i++ {
+		tok, err := Mint(secret, fmt.Sprintf("fan_%d", i), time.Hour, time.Now())
+		require.NoError(t, err)
+		_, err = u.Verify(tok)
+		require.NoError(t, err)
+	}
+	total := 0
+	for i := range u.shards {
+		assert.LessOrEqual(t, len(u.shards[i].entries), u.perShard)
+		total += len(u.shards[i].entries)
+	}
+	assert.Positive(t, total)
 }
 
 func TestMintRefusesBadUser(t *testing.T) {

@@ -4,6 +4,7 @@ package auth
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -11,35 +12,85 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// Users verifies user JWTs.
+// Users verifies user JWTs. A fan presents the same JWT on every poll, so verified tokens are kept in a
+// bounded cache (only tokens that verified; each hit still checks exp): parsing a JWT is most of the
+// cost of a poll otherwise.
 type Users struct {
-	secret []byte
-	parser *jwt.Parser
+	secret   []byte
+	parser   *jwt.Parser
+	now      func() time.Time
+	perShard int
+	shards   [cacheShards]cacheShard
+}
+
+const (
+	cacheShards   = 32
+	cachePerShard = 4096 // 131,072 tokens in all, about 30 MiB at most
+	leeway        = 5 * time.Second
+)
+
+type cacheShard struct {
+	mu      sync.Mutex
+	entries map[string]verified
+}
+
+type verified struct {
+	user string
+	exp  time.Time
 }
 
 // NewUsers returns a verifier for JWTs signed with secret.
 func NewUsers(secret []byte) *Users {
-	return &Users{
-		secret: secret,
-		parser: jwt.NewParser(
-			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-			jwt.WithExpirationRequired(),
-			jwt.WithLeeway(5*time.Second),
-		),
-	}
+	u := &Users{now: time.Now, perShard: cachePerShard, secret: secret}
+	u.parser = jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(leeway),
+		jwt.WithTimeFunc(func() time.Time { return u.now() }),
+	)
+	return u
 }
 
 // Verify returns the user id of a valid token, or ticketrush.ErrUnauthenticated.
 func (u *Users) Verify(token string) (string, error) {
+	shard := &u.shards[fnv32(token)%cacheShards]
+	shard.mu.Lock()
+	hit, ok := shard.entries[token]
+	shard.mu.Unlock()
+	if ok && u.now().Before(hit.exp.Add(leeway)) {
+		return hit.user, nil
+	}
+	user, exp, err := u.verify(token)
+	if err != nil {
+		return "", err
+	}
+	shard.mu.Lock()
+	if len(shard.entries) >= u.perShard || shard.entries == nil {
+		shard.entries = make(map[string]verified, u.perShard) // full: start the shard afresh
+	}
+	shard.entries[token] = verified{user: user, exp: exp}
+	shard.mu.Unlock()
+	return user, nil
+}
+
+func (u *Users) verify(token string) (string, time.Time, error) {
 	var claims jwt.RegisteredClaims
 	_, err := u.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return u.secret, nil })
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ticketrush.ErrUnauthenticated, err)
+		return "", time.Time{}, fmt.Errorf("%w: %v", ticketrush.ErrUnauthenticated, err)
 	}
 	if !ticketrush.ValidUserID(claims.Subject) {
-		return "", fmt.Errorf("%w: sub must be 1-64 chars of [A-Za-z0-9_-]", ticketrush.ErrUnauthenticated)
+		return "", time.Time{}, fmt.Errorf("%w: sub must be 1-64 chars of [A-Za-z0-9_-]", ticketrush.ErrUnauthenticated)
 	}
-	return claims.Subject, nil
+	return claims.Subject, claims.ExpiresAt.Time, nil
+}
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
 }
 
 // Mint signs a user JWT: for development and tests; production tokens come from the login service.

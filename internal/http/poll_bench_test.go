@@ -1,0 +1,76 @@
+package http
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ticketrush/ticketrush/internal/auth"
+	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/queue"
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// BenchmarkPoll prices a poll of a WAITING token through the real handler, queue service and token
+// checks (answered from the view, no Redis round trip), with and without the HTTP metrics, in one run:
+//
+//	go test -run '^$' -bench BenchmarkPoll -count 5 ./internal/http/
+func BenchmarkPoll(b *testing.B) {
+	client, _ := dbtest.MiniRedis(b)
+	store := redis.NewStore(client, "tr", prometheus.NewRegistry())
+	q := ticketrush.DefaultQueueSettings()
+	q.Paused = true
+	c := ticketrush.Concert{ID: "benchconcert", Title: "T", Venue: "V", Queue: q,
+		Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 1}}, Schedules: []ticketrush.Schedule{{ID: "s1"}}}
+	ctx := context.Background()
+	if _, err := store.LoadConcert(ctx, c, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	secret := []byte(strings.Repeat("s", 32))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	waiting := queue.NewService(store, auth.NewQueueTokens(secret), time.Now, log, prometheus.NewRegistry())
+	for i := 0; i < 100; i++ { // a line to stand in
+		if _, _, err := waiting.Join(ctx, "ahead-"+string(rune('a'+i%26))+strings.Repeat("x", i/26), c.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ticket, _, err := waiting.Join(ctx, "fan-1", c.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	jwt, err := auth.Mint(secret, "fan-1", time.Hour, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		metrics bool
+	}{{"with_metrics", true}, {"without_metrics", false}} {
+		b.Run(tt.name, func(b *testing.B) {
+			s := NewServer(Deps{API: true, Queue: waiting, Catalog: nil, Users: auth.NewUsers(secret),
+				Registry: prometheus.NewRegistry(), Log: log})
+			if !tt.metrics {
+				s.metrics = nil
+			}
+			r := httptest.NewRequest("GET", "/v1/queue", nil)
+			r.Header.Set("Authorization", "Bearer "+jwt)
+			r.Header.Set("X-Queue-Token", ticket.Token)
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, r)
+				if w.Code != http.StatusOK {
+					b.Fatalf("poll: %d %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
+}
