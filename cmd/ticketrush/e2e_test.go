@@ -305,17 +305,41 @@ func TestActiveTTLLapse(t *testing.T) {
 	require.Equal(t, "ACTIVE", a.Status)
 	require.NotNil(t, a.ActiveUntil)
 	assert.WithinRange(t, *a.ActiveUntil, before.Add(time.Second-time.Millisecond), after.Add(time.Second+time.Millisecond))
+
+	// Pause admission so that bob waits whatever the machine's speed (were alice's second over before
+	// bob joins, he would be admitted at once); lapses go on while paused.
+	res := s.do(t, req{method: "PATCH", path: "/admin/v1/concerts/" + concert + "/queue", headers: admin(),
+		body: map[string]any{"paused": true}})
+	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
 	_, b := s.join(t, bob, concert)
 	require.Equal(t, "WAITING", b.Status)
 
-	// Alice's second runs out: her token is EXPIRED and her slot goes to bob.
+	// Alice's second runs out: her token is EXPIRED and the scheduler takes it out of the active set.
 	require.Eventually(t, func() bool { return s.status(alice, a.Token) == "EXPIRED" }, waitFor, every)
+	lapsed := func() bool {
+		lines, _ := s.tryMetricLines("ticketrush_queue_lapsed_total")
+		for _, line := range lines {
+			if strings.Contains(line, `concert="`+concert+`"`) && !strings.HasSuffix(line, " 0") {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, lapsed, waitFor, every, "the scheduler lapses the token")
+	assert.Zero(t, s.queueState(t, concert).Active)
+	assert.Equal(t, "WAITING", s.status(bob, b.Token))
+
+	// On resume the freed slot goes to bob.
+	res = s.do(t, req{method: "PATCH", path: "/admin/v1/concerts/" + concert + "/queue", headers: admin(),
+		body: map[string]any{"paused": false}})
+	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
 	require.Eventually(t, func() bool { return s.status(bob, b.Token) == "ACTIVE" }, waitFor, every)
+
 	// An expired fan who joins again gets a new token at the back of the line.
 	status, a2 := s.join(t, alice, concert)
 	assert.Equal(t, http.StatusCreated, status)
 	assert.NotEqual(t, a.Token, a2.Token)
-	assert.Equal(t, "EXPIRED", s.poll(t, alice, a.Token).Status)
+	assert.Equal(t, "EXPIRED", s.status(alice, a.Token))
 }
 
 func TestAdminAuth(t *testing.T) {

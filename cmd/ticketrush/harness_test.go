@@ -409,25 +409,37 @@ func requireProblem(t testing.TB, res response, status int, code string) {
 // metricLines returns the sample lines of /metrics for the metric name.
 func (s *service) metricLines(t testing.TB, name string) []string {
 	t.Helper()
-	res := s.do(t, req{method: "GET", path: "/metrics"})
-	require.Equal(t, http.StatusOK, res.status)
+	lines, err := s.tryMetricLines(name)
+	require.NoError(t, err)
+	return lines
+}
+
+// tryMetricLines is metricLines for other goroutines and Eventually conditions.
+func (s *service) tryMetricLines(name string) ([]string, error) {
+	res, err := s.send(req{method: "GET", path: "/metrics"})
+	if err != nil {
+		return nil, err
+	}
+	if res.status != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: %d", res.status)
+	}
 	var out []string
 	for _, line := range strings.Split(string(res.body), "\n") {
 		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
 			out = append(out, line)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // scriptCalls reads ticketrush_redis_script_calls_total for one script from /metrics: how tests see
 // that the scheduler has ticked without sleeping. -1 when it cannot be read.
 func (s *service) scriptCalls(script string) float64 {
-	res, err := s.send(req{method: "GET", path: "/metrics"})
-	if err != nil || res.status != http.StatusOK {
+	lines, err := s.tryMetricLines("ticketrush_redis_script_calls_total")
+	if err != nil {
 		return -1
 	}
-	for _, line := range strings.Split(string(res.body), "\n") {
+	for _, line := range lines {
 		if strings.HasPrefix(line, `ticketrush_redis_script_calls_total{script="`+script+`"} `) {
 			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 			if err != nil {
