@@ -24,7 +24,6 @@ type Queue interface {
 	Join(ctx context.Context, userID, concertID string) (ticketrush.Ticket, bool, error)
 	Status(ctx context.Context, userID, token string) (ticketrush.Ticket, error)
 	Leave(ctx context.Context, userID, token string) error
-	Authorize(ctx context.Context, userID, concertID, token string) (ticketrush.QueueClaims, error)
 }
 
 // Catalog is the concert catalog and its queue settings.
@@ -52,6 +51,7 @@ type Deps struct {
 	Booking    Booking
 	Users      Users
 	AdminToken string
+	Ledger     Ledger // the durable point ledger, for GET /v1/points/history
 	Ready      map[string]Check
 	Registry   *prometheus.Registry
 	Log        *slog.Logger
@@ -87,6 +87,7 @@ func NewServer(d Deps) *Server {
 	s.handle("GET", "/v1/queue", s.queueStatus)
 	s.handle("DELETE", "/v1/queue", s.leaveQueue)
 	s.bookingRoutes()
+	s.handle("GET", "/v1/points/history", s.pointsHistory)
 
 	s.handle("POST", "/admin/v1/concerts", s.admin(s.createConcert))
 	s.handle("GET", "/admin/v1/concerts/:concertId/queue", s.admin(s.getQueue))

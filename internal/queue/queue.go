@@ -125,25 +125,6 @@ func (s *Service) Leave(ctx context.Context, userID, token string) error {
 	return nil
 }
 
-// Authorize checks a gated call: the token must be genuine, the user's, for concertID (when given)
-// and ACTIVE. It returns the token's claims.
-func (s *Service) Authorize(ctx context.Context, userID, concertID, token string) (ticketrush.QueueClaims, error) {
-	claims, err := s.Check(userID, concertID, token)
-	if err != nil {
-		return claims, err
-	}
-	if v, err := s.view(ctx, claims.ConcertID); err == nil {
-		if st, _, ok := v.lookup(claims.Seq); ok {
-			return claims, st.GateError()
-		}
-	}
-	state, err := s.store.TokenStatus(ctx, claims, s.now())
-	if err != nil {
-		return claims, err
-	}
-	return claims, state.Status.GateError()
-}
-
 // Check verifies a token without Redis: genuine, the user's, and for concertID when it is given.
 func (s *Service) Check(userID, concertID, token string) (ticketrush.QueueClaims, error) {
 	claims, err := s.claims(userID, token)

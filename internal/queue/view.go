@@ -40,6 +40,11 @@ type sample struct {
 func (v *view) apply(s ticketrush.QueueSnapshot, at time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if n := len(v.samples); s.Found && s.Tail < v.head && n > 0 && s.Admitted < v.samples[n-1].admitted {
+		// The line and the admissions went backwards, which Redis never does: it was emptied (and
+		// restored). Start the view afresh.
+		v.head, v.tail, v.lastLeave, v.left, v.samples = 0, 0, 0, nil, nil
+	}
 	v.found = s.Found
 	v.head = max(v.head, s.Head) // head and tail only grow; a local update may be ahead of the snapshot
 	v.tail = max(v.tail, s.Tail)

@@ -259,3 +259,16 @@ func TestViewRate(t *testing.T) {
 		assert.InDelta(t, 900.0/25, v.rate(), 1e-9, "from 20 s to 45 s")
 	})
 }
+
+func TestViewStartsAfreshWhenRedisLostTheLine(t *testing.T) {
+	before := snapshot(500, 1000, 1, 700)
+	before.Admitted = 500
+	v := newView(before)
+	assert.Equal(t, int64(1000-500-1), position(t, v, 1000))
+	// Redis emptied and restored: the line starts again from seq 1, with a leave of ordinal 1.
+	v.apply(snapshot(0, 3, 1, 2), t0.Add(time.Second))
+	assert.Equal(t, int64(1), position(t, v, 1))
+	assert.Equal(t, int64(2), position(t, v, 3), "seq 2 left: the new leave log is read from its start")
+	_, _, ok := v.lookup(700)
+	assert.False(t, ok, "arrivals of the old line are beyond the new tail: asked of Redis")
+}
