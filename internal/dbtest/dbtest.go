@@ -23,19 +23,26 @@ import (
 
 const howToStart = "run `make services` (or `make test`, which starts Redis and Postgres itself)"
 
-// RedisURL is the real Redis the tests use: TEST_REDIS_URL or the local default.
+// RedisURL is the real Redis the tests use: TEST_REDIS_URL, else REDIS_URL (what make test started),
+// else the local default.
 func RedisURL() string {
-	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
-		return u
+	for _, v := range []string{"TEST_REDIS_URL", "REDIS_URL"} {
+		if u := os.Getenv(v); u != "" {
+			return u
+		}
 	}
 	return "redis://127.0.0.1:6379/0"
 }
 
-// PostgresURL is the server the tests create their databases on: TEST_DATABASE_URL or the local
-// default; its database is only used to create and drop others.
+// PostgresURL is the server the tests create their databases on: TEST_DATABASE_URL, else the server of
+// DATABASE_URL, else the local default; its database (postgres) is only used to create and drop others.
 func PostgresURL() string {
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
 		return u
+	}
+	if u, err := url.Parse(os.Getenv("DATABASE_URL")); err == nil && u.Host != "" {
+		u.Path = "/postgres"
+		return u.String()
 	}
 	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 }
