@@ -23,6 +23,8 @@ commands:
   serve                       run the service (roles from ROLES)
   token --user U [--ttl 1h]   print a user JWT signed with JWT_SECRET, for development
   migrate                     apply the Postgres migrations to DATABASE_URL
+  reconcile [--wait 1m]       compare Redis with Postgres; print every difference, exit 1 on any
+  restore [--force]           rebuild Redis from Postgres after Redis lost its state
 `
 
 // run is the whole program: main only calls it and exits once. Tests call it too (HTTP_ADDR with
@@ -45,6 +47,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return token(args[1:], getenv, stdout)
 	case "migrate":
 		return migrate(ctx, getenv, log)
+	case "reconcile":
+		return reconcile(ctx, args[1:], getenv, stdout)
+	case "restore":
+		return restore(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":
 		_, err := io.WriteString(stdout, usage)
 		return err

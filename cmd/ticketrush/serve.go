@@ -22,6 +22,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
 
 // keyPrefix is the prefix of every Redis key of the service.
@@ -49,6 +50,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		log.Info("migrated", "applied", applied)
 	}
 
+	state := writebehind.NewState(rc, keyPrefix)
+	if err := state.Startup(ctx, db, time.Now()); errors.Is(err, writebehind.ErrRedisNotWhole) {
+		log.Error("redis is not whole: unready until `ticketrush restore`", "err", err)
+	} else if err != nil {
+		return err
+	}
+
 	store := redis.NewStore(rc, keyPrefix, reg)
 	cat := catalog.NewService(db, store, time.Now, log)
 	if err := cat.Refresh(ctx); err != nil {
@@ -69,6 +77,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		wg.Go(func() { sched.Run(loops, cfg.AdmitTick) })
 		wg.Go(func() { purchases.RunSweeper(loops, cfg.SweepInterval) })
 	}
+	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": state.Check}
+	if cfg.Has(config.RoleWriteBehind) {
+		worker := writebehind.New(rc, db, keyPrefix, cat.IDs, writebehind.Config{}, time.Now, log, reg)
+		wg.Go(func() { worker.Run(loops) })
+		ready["writebehind"] = worker.Check
+	}
 
 	api := httpapi.NewServer(httpapi.Deps{
 		API:        cfg.Has(config.RoleAPI),
@@ -77,7 +91,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Booking:    purchases,
 		Users:      auth.NewUsers(cfg.JWTSecret),
 		AdminToken: cfg.AdminToken,
-		Ready:      map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping},
+		Ledger:     db,
+		Ready:      ready,
 		Registry:   reg,
 		Log:        log,
 	})

@@ -45,7 +45,7 @@ func (c Config) Has(role string) bool { return slices.Contains(c.Roles, role) }
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		HTTPAddr:        or(getenv("HTTP_ADDR"), ":8080"),
-		RedisURL:        or(getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"),
+		RedisURL:        RedisURL(getenv),
 		DatabaseURL:     DatabaseURL(getenv),
 		AdminToken:      getenv("ADMIN_TOKEN"),
 		AdmitTick:       100 * time.Millisecond,
@@ -127,6 +127,11 @@ func or(v, def string) string {
 // DatabaseURL reads DATABASE_URL alone, for commands that need nothing else.
 func DatabaseURL(getenv func(string) string) string {
 	return or(getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable")
+}
+
+// RedisURL reads REDIS_URL alone, for commands that need nothing else.
+func RedisURL(getenv func(string) string) string {
+	return or(getenv("REDIS_URL"), "redis://127.0.0.1:6379/0")
 }
 
 // JWTSecret reads JWT_SECRET alone, for the token command.

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ticketrush/ticketrush/internal/config"
+	"github.com/ticketrush/ticketrush/internal/postgres"
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/writebehind"
+)
+
+// errDifferences is reconcile finding Redis and Postgres apart; main exits non-zero on it.
+type errDifferences int
+
+func (e errDifferences) Error() string {
+	return fmt.Sprintf("reconcile: %d difference(s) between redis and postgres", int(e))
+}
+
+// reconcile compares Redis with Postgres and prints every difference, one a line.
+func reconcile(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	wait := fs.Duration("wait", time.Minute, "how long to wait for the write-behind to write what Redis holds")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("reconcile: %w (usage: ticketrush reconcile [--wait 1m])", err)
+	}
+	rc, err := redis.Open(ctx, config.RedisURL(getenv))
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	db, err := postgres.Open(ctx, config.DatabaseURL(getenv))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	diffs, err := writebehind.Reconcile(ctx, rc, db, keyPrefix, "", *wait)
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	for _, d := range diffs {
+		fmt.Fprintln(stdout, d)
+	}
+	if len(diffs) > 0 {
+		return errDifferences(len(diffs))
+	}
+	_, err = fmt.Fprintln(stdout, "redis and postgres agree")
+	return err
+}

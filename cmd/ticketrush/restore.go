@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ticketrush/ticketrush/internal/config"
+	"github.com/ticketrush/ticketrush/internal/postgres"
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/writebehind"
+)
+
+// restore rebuilds Redis from Postgres after Redis lost its state.
+func restore(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	force := fs.Bool("force", false, "restore even though Redis looks whole (replaces its state with Postgres')")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("restore: %w (usage: ticketrush restore [--force])", err)
+	}
+	rc, err := redis.Open(ctx, config.RedisURL(getenv))
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	db, err := postgres.Open(ctx, config.DatabaseURL(getenv))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	rep, err := writebehind.Restore(ctx, rc, db, keyPrefix, *force, time.Now())
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	rep.Print(stdout)
+	return nil
+}

@@ -1,0 +1,200 @@
+package writebehind
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// source is what a stream belongs to: a concert, or a wallet shard.
+type source struct {
+	stream    string
+	concertID string // "" for a wallet shard
+	shard     int
+}
+
+// entry is one stream entry read for the group.
+type entry struct {
+	src    *source
+	id     string
+	fields map[string]string
+}
+
+// decodeError is an entry that is not an event this worker knows how to write: no retry can help.
+type decodeError struct{ msg string }
+
+func (e *decodeError) Error() string { return "decode: " + e.msg }
+
+func bad(format string, args ...any) error { return &decodeError{msg: fmt.Sprintf(format, args...)} }
+
+// fieldReader reads an entry's fields; the first missing or malformed one sticks in err.
+type fieldReader struct {
+	f   map[string]string
+	err error
+}
+
+func (r *fieldReader) str(name string) string {
+	v, ok := r.f[name]
+	if (!ok || v == "") && r.err == nil {
+		r.err = bad("field %q is missing", name)
+	}
+	return v
+}
+
+func (r *fieldReader) opt(name string) string { return r.f[name] }
+
+func (r *fieldReader) int(name string) int64 {
+	v := r.str(name)
+	if r.err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		// Lua may format a whole number as a float.
+		f, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil || f != float64(int64(f)) {
+			r.err = bad("field %q is not an integer: %q", name, v)
+			return 0
+		}
+		n = int64(f)
+	}
+	return n
+}
+
+func (r *fieldReader) optInt(name string) int64 {
+	if r.f[name] == "" {
+		return 0
+	}
+	return r.int(name)
+}
+
+func (r *fieldReader) time(name string) time.Time {
+	ms := r.int(name)
+	if ms <= 0 && r.err == nil {
+		r.err = bad("field %q is not a time: %q", name, r.f[name])
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// reservationStatus is the status each reservation event leaves its reservation in.
+var reservationStatus = map[string]ticketrush.ReservationStatus{
+	"hold.create":     ticketrush.ReservationHeld,
+	"hold.cancel":     ticketrush.ReservationCancelled,
+	"hold.lapse":      ticketrush.ReservationExpired,
+	"payment.claim":   ticketrush.ReservationPaying,
+	"payment.release": ticketrush.ReservationHeld,
+	"sale":            ticketrush.ReservationPaid,
+}
+
+// queueEvents are the concert events that change no reservation: their ids are recorded, and the
+// arrival seqs and leave ordinals they carry raise the concert's queue marks.
+var queueEvents = map[string]bool{
+	"concert.load": true, "queue.join": true, "queue.admit": true, "queue.lapse": true, "queue.leave": true,
+	"queue.configure": true, "queue.done": true,
+}
+
+// ledgerTypes maps the wallet's point events to their ledger type.
+var ledgerTypes = map[string]ticketrush.LedgerType{
+	"point.charge": ticketrush.LedgerCharge,
+	"point.debit":  ticketrush.LedgerPayment,
+	"point.refund": ticketrush.LedgerRefund,
+}
+
+// decode adds what e means to b. The shapes are those of the scripts' XADDs (lua/*.lua).
+func decode(e entry, b *ticketrush.RecordBatch) error {
+	ev, err := ticketrush.ParseEventID(e.src.stream, e.id)
+	if err != nil {
+		return bad("%v", err)
+	}
+	r := &fieldReader{f: e.fields}
+	typ := r.str("type")
+	if r.err != nil {
+		return r.err
+	}
+	if e.src.concertID != "" {
+		err = decodeConcert(e.src, ev, typ, r, b)
+	} else {
+		err = decodeWallet(e.src, ev, typ, r, b)
+	}
+	if err != nil {
+		return err
+	}
+	return r.err
+}
+
+func decodeConcert(src *source, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
+	if status, ok := reservationStatus[typ]; ok {
+		c := ticketrush.ReservationChange{Event: ev, Type: typ, Status: status, ID: r.str("res"), UserID: r.str("user"),
+			At: r.time("at"), Price: -1}
+		if r.err != nil {
+			return r.err
+		}
+		concertID, scheduleID, ok := ticketrush.ParseReservationID(c.ID)
+		if !ok || concertID != src.concertID {
+			return bad("reservation id %q is not one of concert %s", c.ID, src.concertID)
+		}
+		if s := r.opt("schedule"); s != "" && s != scheduleID {
+			return bad("reservation %s is of schedule %s, not %s", c.ID, scheduleID, s)
+		}
+		c.ConcertID, c.ScheduleID = concertID, scheduleID
+		switch typ {
+		case "hold.create":
+			c.SeatID, c.Price, c.ExpiresAt, c.Seq = r.str("seat"), r.int("price"), r.time("expires"), uint64(r.optInt("seq"))
+		case "hold.cancel", "hold.lapse":
+			c.SeatID = r.str("seat")
+		case "sale":
+			c.SeatID, c.Price, c.PaymentID = r.str("seat"), r.int("price"), r.str("payment")
+		}
+		if c.Price < -1 {
+			return bad("negative price %d", c.Price)
+		}
+		b.Reservations = append(b.Reservations, c)
+		return nil
+	}
+	if !queueEvents[typ] {
+		return bad("unknown concert event type %q", typ)
+	}
+	b.Processed = append(b.Processed, ticketrush.ProcessedEvent{Event: ev, Type: typ, At: r.time("at")})
+	if seq, leave := r.optInt("seq"), r.optInt("ord"); seq > 0 || leave > 0 {
+		b.QueueMarks = append(b.QueueMarks, ticketrush.QueueMark{ConcertID: src.concertID, MaxSeq: uint64(max(seq, 0)), MaxLeave: uint64(max(leave, 0))})
+	}
+	return nil
+}
+
+func decodeWallet(src *source, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
+	user := r.str("user")
+	if r.err != nil {
+		return r.err
+	}
+	if redis.WalletShard(user) != src.shard {
+		return bad("user %q is not of wallet shard %d", user, src.shard)
+	}
+	if typ == "idem.remember" {
+		rec := ticketrush.IdempotencyRecord{UserID: user, Key: r.str("key"), Kind: "payment", Fingerprint: r.str("fp"),
+			Ref: r.str("ref"), Created: r.opt("created") == "1", At: r.time("at")}
+		b.Processed = append(b.Processed, ticketrush.ProcessedEvent{Event: ev, Type: typ, At: rec.At})
+		b.Idempotency = append(b.Idempotency, rec)
+		return nil
+	}
+	lt, ok := ledgerTypes[typ]
+	if !ok {
+		return bad("unknown wallet event type %q", typ)
+	}
+	l := ticketrush.LedgerEntry{ID: r.str("id"), UserID: user, Type: lt, Amount: r.int("amount"),
+		BalanceAfter: r.int("balance"), CreatedAt: r.time("at"), Event: ev}
+	if lt != ticketrush.LedgerCharge {
+		l.ReservationID = r.str("res")
+	}
+	if r.err != nil {
+		return r.err
+	}
+	b.Ledger = append(b.Ledger, l)
+	if key := r.opt("idem"); lt == ticketrush.LedgerCharge && key != "" {
+		b.Idempotency = append(b.Idempotency, ticketrush.IdempotencyRecord{UserID: user, Key: key, Kind: "charge",
+			Fingerprint: r.opt("fp"), Ref: l.ID, Created: true, At: l.CreatedAt})
+	}
+	return nil
+}

@@ -1,0 +1,327 @@
+package writebehind
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// Ledger is the durable record as reconcile reads it: as of a point of a stream.
+type Ledger interface {
+	Concerts(ctx context.Context) ([]ticketrush.Concert, error)
+	BalancesAt(ctx context.Context, upTo ticketrush.EventID) (map[string]int64, error)
+	ReservationsAt(ctx context.Context, upTo ticketrush.EventID) (map[string]ticketrush.ReservationRecord, error)
+	LedgerAmounts(ctx context.Context, ids []string) (map[string]int64, error)
+}
+
+// Reconcile compares Redis with the durable record and returns every difference, in words: every
+// balance against its ledger, every reservation's state against its history, every SOLD seat against
+// its payment (and that payment against its debit).
+//
+// It works while the sale goes on. Each hash slot (a concert, a wallet shard) is read in one MULTI
+// together with the last id of its stream; reconcile then waits until the group has written every
+// event up to that id (at most wait), and reads the record as of that id. So the two sides describe
+// the same moment, and a difference is a real one, not write-behind lag. Concerts are read before
+// wallets, so the debit of every sale seen is in the wallet read.
+func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, group string, wait time.Duration) ([]string, error) {
+	if group == "" {
+		group = DefaultConfig().Group
+	}
+	keys := redis.NewKeys(prefix)
+	concerts, err := led.Concerts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var diffs []string
+	deadline := time.Now().Add(wait)
+	var debits []string         // payment ids of the sold seats
+	price := map[string]int64{} // payment id -> price
+	for _, c := range concerts {
+		k := keys.Concert(c.ID)
+		snap, err := readConcert(ctx, rdb, k, c)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitWritten(ctx, rdb, group, snap.last, deadline); err != nil {
+			diffs = append(diffs, err.Error())
+			continue
+		}
+		rec, err := led.ReservationsAt(ctx, snap.last)
+		if err != nil {
+			return nil, err
+		}
+		diffs = append(diffs, compareConcert(c.ID, snap, rec)...)
+		for _, r := range snap.reservations {
+			if r.Status == string(ticketrush.ReservationPaid) && r.Payment != "" {
+				debits = append(debits, r.Payment)
+				price[r.Payment] = r.Price
+			}
+		}
+	}
+	for i := range redis.WalletShards {
+		w := keys.WalletShard(i)
+		bal, last, err := readWallet(ctx, rdb, w)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitWritten(ctx, rdb, group, last, deadline); err != nil {
+			diffs = append(diffs, err.Error())
+			continue
+		}
+		rec, err := led.BalancesAt(ctx, last)
+		if err != nil {
+			return nil, err
+		}
+		diffs = append(diffs, compareBalances(bal, rec)...)
+	}
+	if len(debits) > 0 {
+		amounts, err := led.LedgerAmounts(ctx, debits)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range debits {
+			if a, ok := amounts[id]; !ok {
+				diffs = append(diffs, fmt.Sprintf("payment %s: sold in redis, no PAYMENT entry in the ledger", id))
+			} else if a != price[id] {
+				diffs = append(diffs, fmt.Sprintf("payment %s: the ledger debited %d for a seat of price %d", id, a, price[id]))
+			}
+		}
+	}
+	sort.Strings(diffs)
+	return diffs, nil
+}
+
+// concertSnapshot is one concert's slot read at one moment.
+type concertSnapshot struct {
+	reservations map[string]reservationJSON
+	seats        map[string]map[string]string // schedule -> seat -> state
+	last         ticketrush.EventID
+}
+
+func readConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c ticketrush.Concert) (concertSnapshot, error) {
+	snap := concertSnapshot{reservations: map[string]reservationJSON{}, seats: map[string]map[string]string{}}
+	var replies []rueidis.RedisMessage
+	err := rdb.Dedicated(func(d rueidis.DedicatedClient) error {
+		cmds := rueidis.Commands{d.B().Multi().Build(), d.B().Hgetall().Key(k.Reservations()).Build()}
+		for _, s := range c.Schedules {
+			cmds = append(cmds, d.B().Hgetall().Key(k.Seats(s.ID)).Build())
+		}
+		cmds = append(cmds, d.B().XinfoStream().Key(k.Events()).Build(), d.B().Exec().Build())
+		res := d.DoMulti(ctx, cmds...)
+		var err error
+		replies, err = res[len(res)-1].ToArray()
+		return err
+	})
+	if err != nil {
+		return snap, fmt.Errorf("read concert %s: %w", c.ID, err)
+	}
+	raw, err := replies[0].AsStrMap()
+	if err != nil {
+		return snap, fmt.Errorf("read reservations of %s: %w", c.ID, err)
+	}
+	for id, js := range raw {
+		r, err := parseReservation(js)
+		if err != nil {
+			return snap, fmt.Errorf("reservation %s: %w", id, err)
+		}
+		snap.reservations[id] = r
+	}
+	for i, s := range c.Schedules {
+		m, err := replies[1+i].AsStrMap()
+		if err != nil {
+			return snap, fmt.Errorf("read seats of %s: %w", s.ID, err)
+		}
+		snap.seats[s.ID] = m
+	}
+	snap.last = lastID(k.Events(), &replies[len(replies)-1])
+	return snap, nil
+}
+
+func readWallet(ctx context.Context, rdb rueidis.Client, w redis.WalletKeys) (map[string]int64, ticketrush.EventID, error) {
+	var replies []rueidis.RedisMessage
+	err := rdb.Dedicated(func(d rueidis.DedicatedClient) error {
+		res := d.DoMulti(ctx, d.B().Multi().Build(), d.B().Hgetall().Key(w.Balances()).Build(),
+			d.B().XinfoStream().Key(w.Events()).Build(), d.B().Exec().Build())
+		var err error
+		replies, err = res[len(res)-1].ToArray()
+		return err
+	})
+	if err != nil {
+		return nil, ticketrush.EventID{}, fmt.Errorf("read wallet %s: %w", w.Balances(), err)
+	}
+	raw, err := replies[0].AsStrMap()
+	if err != nil {
+		return nil, ticketrush.EventID{}, err
+	}
+	bal := make(map[string]int64, len(raw))
+	for user, v := range raw {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, ticketrush.EventID{}, fmt.Errorf("balance of %s: %w", user, err)
+		}
+		bal[user] = n
+	}
+	return bal, lastID(w.Events(), &replies[1]), nil
+}
+
+// lastID reads last-generated-id from an XINFO STREAM reply. Without a stream (none since Redis was
+// emptied or restored), it is the end of time: every event of the stream's name was written before.
+func lastID(stream string, r *rueidis.RedisMessage) ticketrush.EventID {
+	end := ticketrush.EventID{Stream: stream, Ms: 1<<62 - 1}
+	m, err := r.AsMap()
+	if err != nil {
+		return end
+	}
+	v, ok := m["last-generated-id"]
+	if !ok {
+		return end
+	}
+	s, _ := v.ToString()
+	id, err := ticketrush.ParseEventID(stream, s)
+	if err != nil {
+		return end
+	}
+	return id
+}
+
+// waitWritten waits until the group has written (acknowledged) every entry of the stream up to and
+// including upTo: delivered that far, and nothing pending at or below it.
+func waitWritten(ctx context.Context, rdb rueidis.Client, group string, upTo ticketrush.EventID, deadline time.Time) error {
+	if upTo.Ms == 1<<62-1 {
+		return nil // no stream: nothing to wait for
+	}
+	for {
+		done, err := written(ctx, rdb, group, upTo)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", upTo.Stream, err)
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("stream %s: the write-behind has not written its events up to %s yet", upTo.Stream, upTo.Entry())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func written(ctx context.Context, rdb rueidis.Client, group string, upTo ticketrush.EventID) (bool, error) {
+	res := rdb.DoMulti(ctx, rdb.B().XinfoGroups().Key(upTo.Stream).Build(),
+		rdb.B().Xpending().Key(upTo.Stream).Group(group).Start("-").End(upTo.Entry()).Count(1).Build())
+	msg, err := res[0].ToMessage()
+	if err != nil {
+		return false, err
+	}
+	groups, err := parseGroups(msg)
+	if err != nil {
+		return false, err
+	}
+	for _, g := range groups {
+		if g.name != group {
+			continue
+		}
+		last, err := ticketrush.ParseEventID(upTo.Stream, g.lastDelivered)
+		if err != nil || last.Before(upTo) {
+			return false, nil
+		}
+		pending, err := res[1].ToArray()
+		if err != nil {
+			return false, err
+		}
+		return len(pending) == 0, nil
+	}
+	return false, nil // no group yet: no worker has come by since the stream was made
+}
+
+// parseReservation reads a reservation JSON of the scripts (numbers may be in float notation).
+func parseReservation(js string) (reservationJSON, error) {
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(js), &raw); err != nil {
+		return reservationJSON{}, err
+	}
+	str := func(k string) string { s, _ := raw[k].(string); return s }
+	num := func(k string) int64 { f, _ := raw[k].(float64); return int64(f) }
+	return reservationJSON{ID: str("id"), User: str("user"), Seq: uint64(num("seq")), Schedule: str("schedule"),
+		Seat: str("seat"), Price: num("price"), Status: str("status"), ExpiresAt: num("expiresAt"),
+		CreatedAt: num("createdAt"), Payment: str("payment"), PaidAt: num("paidAt")}, nil
+}
+
+func compareConcert(concertID string, snap concertSnapshot, rec map[string]ticketrush.ReservationRecord) []string {
+	var diffs []string
+	for id, r := range snap.reservations {
+		p, ok := rec[id]
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("reservation %s (concert %s): %s in redis, not in postgres", id, concertID, r.Status))
+			continue
+		}
+		if string(p.Status) != r.Status {
+			diffs = append(diffs, fmt.Sprintf("reservation %s: %s in redis, %s in postgres", id, r.Status, p.Status))
+		}
+		if p.UserID != r.User || p.SeatID != r.Seat || p.Price != r.Price || p.ScheduleID != r.Schedule {
+			diffs = append(diffs, fmt.Sprintf("reservation %s: redis has %s/%s/%s at %d, postgres %s/%s/%s at %d", id,
+				r.User, r.Schedule, r.Seat, r.Price, p.UserID, p.ScheduleID, p.SeatID, p.Price))
+		}
+	}
+	for id, p := range rec {
+		if _, ok := snap.reservations[id]; !ok {
+			diffs = append(diffs, fmt.Sprintf("reservation %s (concert %s): %s in postgres, not in redis", id, concertID, p.Status))
+		}
+	}
+	// Every SOLD seat against its payment, both ways.
+	soldPG := map[string]ticketrush.ReservationRecord{} // schedule/seat -> reservation
+	for _, p := range rec {
+		if p.Status == ticketrush.ReservationPaid {
+			soldPG[p.ScheduleID+"/"+p.SeatID] = p
+		}
+	}
+	for sched, seats := range snap.seats {
+		for seat, state := range seats {
+			id, ok := strings.CutPrefix(state, "S|")
+			if !ok {
+				continue
+			}
+			p, found := soldPG[sched+"/"+seat]
+			switch {
+			case !found:
+				diffs = append(diffs, fmt.Sprintf("seat %s/%s: SOLD in redis (reservation %s), no payment in postgres", sched, seat, id))
+			case p.ID != id:
+				diffs = append(diffs, fmt.Sprintf("seat %s/%s: sold to reservation %s in redis, %s in postgres", sched, seat, id, p.ID))
+			case p.PaymentID == "" || p.PaidAmount != p.Price:
+				diffs = append(diffs, fmt.Sprintf("seat %s/%s: reservation %s is PAID in postgres without a payment of its price", sched, seat, id))
+			}
+			delete(soldPG, sched+"/"+seat)
+		}
+	}
+	for seat, p := range soldPG {
+		diffs = append(diffs, fmt.Sprintf("seat %s: sold to reservation %s in postgres, not SOLD in redis", seat, p.ID))
+	}
+	return diffs
+}
+
+func compareBalances(redisBal, rec map[string]int64) []string {
+	var diffs []string
+	for user, b := range redisBal {
+		if p := rec[user]; p != b {
+			diffs = append(diffs, fmt.Sprintf("balance of %s: %d in redis, %d by the ledger", user, b, p))
+		}
+	}
+	for user, p := range rec {
+		if _, ok := redisBal[user]; !ok && p != 0 {
+			diffs = append(diffs, fmt.Sprintf("balance of %s: none in redis, %d by the ledger", user, p))
+		}
+	}
+	return diffs
+}

@@ -1,0 +1,356 @@
+package writebehind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// Source is the durable record as restore reads it.
+type Source interface {
+	Concerts(ctx context.Context) ([]ticketrush.Concert, error)
+	Reservations(ctx context.Context, concertID string) ([]ticketrush.ReservationRecord, error)
+	Balances(ctx context.Context) (map[string]int64, error)
+	Movements(ctx context.Context, typ ticketrush.LedgerType) ([]ticketrush.LedgerEntry, error)
+	IdempotencySince(ctx context.Context, since time.Time) ([]ticketrush.IdempotencyRecord, error)
+	QueueMarks(ctx context.Context) (map[string]ticketrush.QueueMark, error)
+}
+
+// ErrRedisWhole is a restore refused because Redis holds the whole state already: restoring over a
+// live Redis would replace the newest changes with the record's older copy.
+var ErrRedisWhole = errors.New("redis holds the whole state (the state marker is there); restore refuses to overwrite it without --force")
+
+// RestoreReport says what a restore wrote.
+type RestoreReport struct {
+	Concerts, Reservations, Held, Sold, Users, IdempotencyKeys int
+	Skipped                                                    []string // reservations the record holds too little of
+}
+
+// Restore rebuilds the sale's state in Redis from the durable record: the catalog and queue settings,
+// every reservation with its seat (sold, held, being paid), every balance with the debits and refunds
+// that keep payments idempotent, the Idempotency-Key records still in their 24 h, and each queue's
+// arrival sequence above every token ever issued. Queue lines and active sets are not in the record:
+// fans join again. Each concert and each wallet shard is written in one MULTI, its old keys (and its
+// stream, with what an emptied Redis recorded meanwhile) deleted first. The state marker goes last.
+// Unless force, it refuses a Redis whose marker is there.
+func Restore(ctx context.Context, rdb rueidis.Client, src Source, prefix string, force bool, now time.Time) (RestoreReport, error) {
+	var rep RestoreReport
+	state := NewState(rdb, prefix)
+	whole, err := state.Whole(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if whole && !force {
+		return rep, ErrRedisWhole
+	}
+	keys := redis.NewKeys(prefix)
+	concerts, err := src.Concerts(ctx)
+	if err != nil {
+		return rep, err
+	}
+	marks, err := src.QueueMarks(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for _, c := range concerts {
+		res, err := src.Reservations(ctx, c.ID)
+		if err != nil {
+			return rep, err
+		}
+		if err := restoreConcert(ctx, rdb, keys.Concert(c.ID), c, res, marks[c.ID], now, &rep); err != nil {
+			return rep, fmt.Errorf("restore concert %s: %w", c.ID, err)
+		}
+		rep.Concerts++
+	}
+	if err := restoreWallets(ctx, rdb, keys, src, now, &rep); err != nil {
+		return rep, err
+	}
+	return rep, state.Mark(ctx, "restore", now)
+}
+
+// multi runs cmds in one MULTI/EXEC on one connection: they must share a hash slot.
+func multi(ctx context.Context, rdb rueidis.Client, cmds []func(rueidis.Builder) rueidis.Completed) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	return rdb.Dedicated(func(c rueidis.DedicatedClient) error {
+		all := make(rueidis.Commands, 0, len(cmds)+2)
+		all = append(all, c.B().Multi().Build())
+		for _, f := range cmds {
+			all = append(all, f(c.B()))
+		}
+		all = append(all, c.B().Exec().Build())
+		for _, r := range c.DoMulti(ctx, all...) {
+			if err := r.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// hset builds HSETs of at most 1000 fields each.
+func hset(key string, fields map[string]string) []func(rueidis.Builder) rueidis.Completed {
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var out []func(rueidis.Builder) rueidis.Completed
+	for start := 0; start < len(names); start += 1000 {
+		part := names[start:min(start+1000, len(names))]
+		out = append(out, func(b rueidis.Builder) rueidis.Completed {
+			fv := b.Hset().Key(key).FieldValue()
+			for _, k := range part {
+				fv = fv.FieldValue(k, fields[k])
+			}
+			return fv.Build()
+		})
+	}
+	return out
+}
+
+func zadd(key string, members map[string]int64) []func(rueidis.Builder) rueidis.Completed {
+	if len(members) == 0 {
+		return nil
+	}
+	return []func(rueidis.Builder) rueidis.Completed{func(b rueidis.Builder) rueidis.Completed {
+		sm := b.Zadd().Key(key).ScoreMember()
+		for m, s := range members {
+			sm = sm.ScoreMember(float64(s), m)
+		}
+		return sm.Build()
+	}}
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// reservationJSON is a reservation as the scripts keep it (see lua/seat_hold.lua, payment_complete.lua).
+type reservationJSON struct {
+	ID        string `json:"id"`
+	User      string `json:"user"`
+	Seq       uint64 `json:"seq"`
+	Schedule  string `json:"schedule"`
+	Seat      string `json:"seat"`
+	Price     int64  `json:"price"`
+	Status    string `json:"status"`
+	ExpiresAt int64  `json:"expiresAt"`
+	CreatedAt int64  `json:"createdAt"`
+	Payment   string `json:"payment,omitempty"`
+	PaidAt    int64  `json:"paidAt,omitempty"`
+	Balance   *int64 `json:"balance,omitempty"`
+}
+
+func restoreConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c ticketrush.Concert,
+	res []ticketrush.ReservationRecord, mark ticketrush.QueueMark, now time.Time, rep *RestoreReport) error {
+	q := c.Queue
+	gone := []string{k.Meta(), k.Cfg(), k.Events(), k.Seq(), k.Wait(), k.Active(), k.ActiveSeq(), k.Head(), k.Bucket(),
+		k.Admitted(), k.Done(), k.Left(), k.LeftLog(), k.LeftN(), k.Holds(), k.Reservations(), k.UserHolds(), k.Paying(), k.Sold()}
+	for _, s := range c.Schedules {
+		gone = append(gone, k.Seats(s.ID))
+	}
+	paused := "0"
+	if q.Paused {
+		paused = "1"
+	}
+	cmds := []func(rueidis.Builder) rueidis.Completed{
+		func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(gone...).Build() },
+		func(b rueidis.Builder) rueidis.Completed {
+			return b.Hset().Key(k.Meta()).FieldValue().FieldValue("title", c.Title).FieldValue("venue", c.Venue).Build()
+		},
+		func(b rueidis.Builder) rueidis.Completed {
+			return b.Hset().Key(k.Cfg()).FieldValue().FieldValue("cap", strconv.Itoa(q.ActiveCapacity)).
+				FieldValue("rate", strconv.Itoa(q.AdmitPerSecond)).FieldValue("ttl", strconv.FormatInt(q.ActiveTTL.Milliseconds(), 10)).
+				FieldValue("hold", strconv.FormatInt(q.HoldTTL.Milliseconds(), 10)).
+				FieldValue("maxholds", strconv.Itoa(q.MaxHoldsPerUser)).FieldValue("paused", paused).Build()
+		},
+	}
+	// The line restarts empty, above every arrival ever issued: no token is issued twice, and every
+	// instance's view (head and tail only grow) stays right.
+	if mark.MaxSeq > 0 {
+		seq := strconv.FormatUint(mark.MaxSeq, 10)
+		cmds = append(cmds,
+			func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.Seq()).Value(seq).Build() },
+			func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.Head()).Value(seq).Build() })
+	}
+	if mark.MaxLeave > 0 {
+		leave := strconv.FormatUint(mark.MaxLeave, 10)
+		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.LeftN()).Value(leave).Build() })
+	}
+
+	records := map[string]string{}
+	seats := map[string]map[string]string{} // schedule -> seat -> state
+	holds, paying := map[string]int64{}, map[string]int64{}
+	open := map[string][]string{}
+	sold := map[string]int{}
+	for _, r := range res {
+		if r.SeatID == "" || r.Price < 0 || r.CreatedAt.IsZero() {
+			rep.Skipped = append(rep.Skipped, r.ID)
+			continue
+		}
+		j := reservationJSON{ID: r.ID, User: r.UserID, Seq: r.Seq, Schedule: r.ScheduleID, Seat: r.SeatID, Price: r.Price,
+			Status: string(r.Status), ExpiresAt: ms(r.ExpiresAt), CreatedAt: ms(r.CreatedAt)}
+		if seats[r.ScheduleID] == nil {
+			seats[r.ScheduleID] = map[string]string{}
+		}
+		switch r.Status {
+		case ticketrush.ReservationPaid:
+			bal := r.Balance
+			j.Payment, j.PaidAt, j.Balance = r.PaymentID, ms(r.PaidAt), &bal
+			seats[r.ScheduleID][r.SeatID] = "S|" + r.ID
+			sold[r.ScheduleID]++
+			rep.Sold++
+		case ticketrush.ReservationHeld:
+			// Held, even past its expiry: the sweeper lapses it as it would have.
+			if _, taken := seats[r.ScheduleID][r.SeatID]; !taken {
+				seats[r.ScheduleID][r.SeatID] = "H|" + r.ID + "|" + strconv.FormatInt(j.ExpiresAt, 10)
+			}
+			holds[r.ID] = j.ExpiresAt
+			open[r.UserID] = append(open[r.UserID], r.ID)
+			rep.Held++
+		case ticketrush.ReservationPaying:
+			// Being paid: the sweeper finishes it (debited) or releases it.
+			seats[r.ScheduleID][r.SeatID] = "P|" + r.ID
+			paying[r.ID] = max(ms(r.ClaimedAt), j.CreatedAt)
+			open[r.UserID] = append(open[r.UserID], r.ID)
+			rep.Held++
+		}
+		raw, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		records[r.ID] = string(raw)
+		rep.Reservations++
+	}
+	cmds = append(cmds, hset(k.Reservations(), records)...)
+	for sched, m := range seats {
+		cmds = append(cmds, hset(k.Seats(sched), m)...)
+	}
+	cmds = append(cmds, zadd(k.Holds(), holds)...)
+	cmds = append(cmds, zadd(k.Paying(), paying)...)
+	uholds := map[string]string{}
+	for user, ids := range open {
+		sort.Strings(ids)
+		uholds[user] = strings.Join(ids, ",")
+	}
+	cmds = append(cmds, hset(k.UserHolds(), uholds)...)
+	soldCounts := map[string]string{}
+	for sched, n := range sold {
+		soldCounts[sched] = strconv.Itoa(n)
+	}
+	cmds = append(cmds, hset(k.Sold(), soldCounts)...)
+	return multi(ctx, rdb, cmds)
+}
+
+// debitJSON is a debit or a refund as the wallet scripts keep it.
+type debitJSON struct {
+	ID      string `json:"id"`
+	User    string `json:"user"`
+	Amount  int64  `json:"amount"`
+	Balance int64  `json:"balance"`
+	At      int64  `json:"at"`
+}
+
+func restoreWallets(ctx context.Context, rdb rueidis.Client, keys redis.Keys, src Source, now time.Time, rep *RestoreReport) error {
+	balances, err := src.Balances(ctx)
+	if err != nil {
+		return err
+	}
+	type shard struct{ bal, debits, refunds map[string]string }
+	shards := make([]shard, redis.WalletShards)
+	for i := range shards {
+		shards[i] = shard{map[string]string{}, map[string]string{}, map[string]string{}}
+	}
+	for user, b := range balances {
+		shards[redis.WalletShard(user)].bal[user] = strconv.FormatInt(b, 10)
+		rep.Users++
+	}
+	for _, typ := range []ticketrush.LedgerType{ticketrush.LedgerPayment, ticketrush.LedgerRefund} {
+		moves, err := src.Movements(ctx, typ)
+		if err != nil {
+			return err
+		}
+		for _, m := range moves {
+			raw, err := json.Marshal(debitJSON{ID: m.ID, User: m.UserID, Amount: m.Amount, Balance: m.BalanceAfter, At: ms(m.CreatedAt)})
+			if err != nil {
+				return err
+			}
+			sh := shards[redis.WalletShard(m.UserID)]
+			if typ == ticketrush.LedgerPayment {
+				sh.debits[m.ReservationID] = string(raw)
+			} else {
+				sh.refunds[m.ReservationID] = string(raw)
+			}
+		}
+	}
+	idem, err := src.IdempotencySince(ctx, now.Add(-ticketrush.IdempotencyTTL))
+	if err != nil {
+		return err
+	}
+	perShard := make([][]ticketrush.IdempotencyRecord, redis.WalletShards)
+	for _, r := range idem {
+		n := redis.WalletShard(r.UserID)
+		perShard[n] = append(perShard[n], r)
+	}
+	for i, sh := range shards {
+		w := keys.WalletShard(i)
+		cmds := []func(rueidis.Builder) rueidis.Completed{
+			func(b rueidis.Builder) rueidis.Completed {
+				return b.Unlink().Key(w.Balances(), w.Debits(), w.Refunds(), w.Events()).Build()
+			},
+		}
+		cmds = append(cmds, hset(w.Balances(), sh.bal)...)
+		cmds = append(cmds, hset(w.Debits(), sh.debits)...)
+		cmds = append(cmds, hset(w.Refunds(), sh.refunds)...)
+		for _, r := range perShard[i] {
+			var raw []byte
+			if r.Kind == "charge" {
+				raw, err = json.Marshal(map[string]any{"fingerprint": r.Fingerprint, "id": r.Ref, "amount": r.Amount,
+					"balance": r.Balance, "at": ms(r.At)})
+			} else {
+				raw, err = json.Marshal(map[string]any{"fingerprint": r.Fingerprint, "ref": r.Ref, "created": r.Created})
+			}
+			if err != nil {
+				return err
+			}
+			left := r.At.Add(ticketrush.IdempotencyTTL).Sub(now)
+			if left < time.Second {
+				continue
+			}
+			key, value := w.Idempotency(r.UserID, r.Key), string(raw)
+			cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed {
+				return b.Set().Key(key).Value(value).Ex(left.Truncate(time.Second)).Build()
+			})
+			rep.IdempotencyKeys++
+		}
+		if err := multi(ctx, rdb, cmds); err != nil {
+			return fmt.Errorf("restore wallet shard %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Print writes the report in words.
+func (r RestoreReport) Print(w io.Writer) {
+	fmt.Fprintf(w, "restored %d concerts, %d reservations (%d held or being paid, %d sold), %d balances, %d idempotency keys\n",
+		r.Concerts, r.Reservations, r.Held, r.Sold, r.Users, r.IdempotencyKeys)
+	for _, id := range r.Skipped {
+		fmt.Fprintf(w, "skipped reservation %s: the record lacks its hold (see the dead-letter streams)\n", id)
+	}
+}

@@ -1,0 +1,502 @@
+// Package writebehind makes Postgres the durable record of what the hot path does in Redis. Every Lua
+// script appends its change to a stream in its own hash slot (the outbox); the worker reads every stream
+// in one consumer group, writes batches to Postgres with idempotent inserts, commits, then acknowledges.
+// It also holds the tools that prove and repair the agreement of the two: reconcile and restore.
+package writebehind
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// Record is the durable record the worker writes to.
+type Record interface {
+	WriteRecords(ctx context.Context, b ticketrush.RecordBatch) error
+}
+
+// Config tunes the worker; zero fields take the defaults of DefaultConfig.
+type Config struct {
+	Group       string        // consumer group, shared by every worker process
+	Consumer    string        // this process's name in the group; unique per process
+	BatchSize   int           // most events per Postgres transaction
+	ReadCount   int           // most entries read from one stream per round
+	Idle        time.Duration // pause between rounds that found nothing
+	ClaimIdle   time.Duration // an entry pending this long with another consumer is claimed (XAUTOCLAIM)
+	ClaimEvery  time.Duration // how often pending entries are looked for
+	MaxFailures int           // an entry the database refuses this many times goes to the dead-letter stream
+	// MaxDeliveries: an entry claimed after this many deliveries goes to the dead-letter stream without
+	// another try (it keeps killing the workers that take it).
+	MaxDeliveries int
+	TrimEvery     time.Duration // how often acknowledged entries are trimmed
+	StatsEvery    time.Duration // how often backlog and lag are measured
+	StuckAfter    time.Duration // readiness fails when nothing was acknowledged for this long with a backlog
+	RetryMax      time.Duration // longest pause between two tries of a batch Postgres did not take
+}
+
+// DefaultConfig is the worker's configuration unless told otherwise.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{
+		Group:         "writebehind",
+		Consumer:      host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(rand.Uint64()%1e6, 36),
+		BatchSize:     4000,
+		ReadCount:     1000,
+		Idle:          50 * time.Millisecond,
+		ClaimIdle:     10 * time.Second,
+		ClaimEvery:    2 * time.Second,
+		MaxFailures:   5,
+		MaxDeliveries: 20,
+		TrimEvery:     5 * time.Second,
+		StatsEvery:    time.Second,
+		StuckAfter:    30 * time.Second,
+		RetryMax:      2 * time.Second,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Group == "" {
+		c.Group = d.Group
+	}
+	if c.Consumer == "" {
+		c.Consumer = d.Consumer
+	}
+	set := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setD := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&c.BatchSize, d.BatchSize)
+	set(&c.ReadCount, d.ReadCount)
+	set(&c.MaxFailures, d.MaxFailures)
+	set(&c.MaxDeliveries, d.MaxDeliveries)
+	setD(&c.Idle, d.Idle)
+	setD(&c.ClaimIdle, d.ClaimIdle)
+	setD(&c.ClaimEvery, d.ClaimEvery)
+	setD(&c.TrimEvery, d.TrimEvery)
+	setD(&c.StatsEvery, d.StatsEvery)
+	setD(&c.StuckAfter, d.StuckAfter)
+	setD(&c.RetryMax, d.RetryMax)
+	return c
+}
+
+// Worker is one write-behind consumer. Any number may run at once, in one process or many.
+type Worker struct {
+	rdb      rueidis.Client
+	record   Record
+	keys     redis.Keys
+	state    *State
+	concerts func() []string
+	cfg      Config
+	now      func() time.Time
+	log      *slog.Logger
+	metrics  *metrics
+
+	sources  map[string]*source // by stream
+	grouped  map[string]bool    // streams whose group this worker has made sure of
+	order    []*source
+	lastSync time.Time
+
+	mu          sync.Mutex
+	streams     []string  // every stream with its group, for the stats loop
+	lastAdvance time.Time // the last acknowledgement, or the last time there was nothing to do
+	backlog     int64
+}
+
+// New returns a worker over the streams of the keys under prefix: the 64 wallet shards and every
+// concert that concerts lists.
+func New(rdb rueidis.Client, record Record, prefix string, concerts func() []string, cfg Config, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Worker {
+	return &Worker{
+		rdb: rdb, record: record, keys: redis.NewKeys(prefix), state: NewState(rdb, prefix), concerts: concerts,
+		cfg: cfg.withDefaults(), now: now, log: log, metrics: newMetrics(reg),
+		sources: map[string]*source{}, grouped: map[string]bool{},
+	}
+}
+
+// Run consumes until ctx ends. Entries it holds when it stops stay pending in the group; another
+// worker (or this one's successor) claims them once they have been idle for ClaimIdle.
+func (w *Worker) Run(ctx context.Context) {
+	w.mu.Lock()
+	w.lastAdvance = w.now()
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() { w.runStats(ctx) })
+	defer wg.Wait()
+
+	var lastClaim, lastTrim time.Time
+	for ctx.Err() == nil {
+		if whole, err := w.state.Whole(ctx); err != nil || !whole {
+			if err != nil && ctx.Err() == nil {
+				w.log.Warn("writebehind: redis", "err", err)
+			}
+			w.grouped = map[string]bool{} // an emptied Redis lost the groups too
+			sleep(ctx, time.Second)
+			continue
+		}
+		w.syncStreams(ctx)
+		n := 0
+		if w.now().Sub(lastClaim) >= w.cfg.ClaimEvery {
+			lastClaim = w.now()
+			n += w.process(ctx, w.claim(ctx))
+		}
+		n += w.process(ctx, w.read(ctx))
+		if w.now().Sub(lastTrim) >= w.cfg.TrimEvery {
+			lastTrim = w.now()
+			w.trim(ctx)
+		}
+		if n == 0 {
+			sleep(ctx, w.cfg.Idle)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// syncStreams refreshes the list of streams (a new concert brings one) and makes sure the group
+// exists on each, reading from the stream's first entry: no event is ever skipped.
+func (w *Worker) syncStreams(ctx context.Context) {
+	if len(w.order) > 0 && w.now().Sub(w.lastSync) < 2*time.Second && len(w.grouped) == len(w.order) {
+		return
+	}
+	w.lastSync = w.now()
+	if len(w.sources) == 0 {
+		for i := range redis.WalletShards {
+			w.addSource(&source{stream: w.keys.WalletShard(i).Events(), shard: i})
+		}
+	}
+	for _, id := range w.concerts() {
+		w.addSource(&source{stream: w.keys.Concert(id).Events(), concertID: id})
+	}
+	var cmds rueidis.Commands
+	var streams []string
+	for _, s := range w.order {
+		if !w.grouped[s.stream] {
+			cmds = append(cmds, w.rdb.B().XgroupCreate().Key(s.stream).Group(w.cfg.Group).Id("0").Mkstream().Build())
+			streams = append(streams, s.stream)
+		}
+	}
+	for i, res := range w.rdb.DoMulti(ctx, cmds...) {
+		err := res.Error()
+		if rerr, ok := rueidis.IsRedisErr(err); ok && rerr.IsBusyGroup() {
+			err = nil
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("writebehind: create group", "stream", streams[i], "err", err)
+			}
+			continue
+		}
+		w.grouped[streams[i]] = true
+	}
+	list := w.groupedStreams()
+	w.mu.Lock()
+	w.streams = list
+	w.mu.Unlock()
+}
+
+func (w *Worker) addSource(s *source) {
+	if _, ok := w.sources[s.stream]; ok {
+		return
+	}
+	w.sources[s.stream] = s
+	w.order = append(w.order, s)
+}
+
+// read takes up to ReadCount new entries of every stream, in one pipeline.
+func (w *Worker) read(ctx context.Context) []entry {
+	cmds := make(rueidis.Commands, 0, len(w.order))
+	srcs := make([]*source, 0, len(w.order))
+	for _, s := range w.order {
+		if !w.grouped[s.stream] {
+			continue
+		}
+		cmds = append(cmds, w.rdb.B().Xreadgroup().Group(w.cfg.Group, w.cfg.Consumer).Count(int64(w.cfg.ReadCount)).
+			Streams().Key(s.stream).Id(">").Build())
+		srcs = append(srcs, s)
+	}
+	var out []entry
+	for i, res := range w.rdb.DoMulti(ctx, cmds...) {
+		streams, err := res.AsXRead()
+		if rueidis.IsRedisNil(err) {
+			continue
+		}
+		if err != nil {
+			w.readFailed(ctx, srcs[i], err)
+			continue
+		}
+		for _, xe := range streams[srcs[i].stream] {
+			out = append(out, entry{src: srcs[i], id: xe.ID, fields: xe.FieldValues})
+		}
+	}
+	return out
+}
+
+// readFailed handles a stream that could not be read: a missing group (Redis lost it) is made again.
+func (w *Worker) readFailed(ctx context.Context, s *source, err error) {
+	if rerr, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(rerr.Error(), "NOGROUP") {
+		delete(w.grouped, s.stream)
+		return
+	}
+	if ctx.Err() == nil {
+		w.log.Warn("writebehind: read stream", "stream", s.stream, "err", err)
+	}
+}
+
+// process writes entries in batches of BatchSize and returns how many it handled.
+func (w *Worker) process(ctx context.Context, entries []entry) int {
+	var ok []entry
+	for _, e := range entries {
+		var scratch ticketrush.RecordBatch
+		if err := decode(e, &scratch); err != nil {
+			w.deadLetter(ctx, e, err.Error())
+			continue
+		}
+		ok = append(ok, e)
+	}
+	for start := 0; start < len(ok) && ctx.Err() == nil; start += w.cfg.BatchSize {
+		w.flush(ctx, ok[start:min(start+w.cfg.BatchSize, len(ok))])
+	}
+	return len(entries)
+}
+
+// flush writes a batch and acknowledges it. A batch the database refuses is split in halves until the
+// entries it refuses are alone; such an entry is tried MaxFailures times and then dead-lettered, and
+// the others go through.
+func (w *Worker) flush(ctx context.Context, batch []entry) {
+	start := w.now()
+	err := w.write(ctx, batch)
+	if err == nil {
+		w.ack(ctx, batch)
+		w.metrics.batchSize.Observe(float64(len(batch)))
+		w.metrics.flush.Observe(w.now().Sub(start).Seconds())
+		return
+	}
+	if !errors.Is(err, ticketrush.ErrRecordRefused) {
+		return // ctx ended
+	}
+	if len(batch) > 1 {
+		half := len(batch) / 2
+		w.flush(ctx, batch[:half])
+		w.flush(ctx, batch[half:])
+		return
+	}
+	for fails := 1; fails < w.cfg.MaxFailures; fails++ {
+		if err = w.write(ctx, batch); err == nil {
+			w.ack(ctx, batch)
+			return
+		}
+		if !errors.Is(err, ticketrush.ErrRecordRefused) {
+			return
+		}
+	}
+	w.deadLetter(ctx, batch[0], fmt.Sprintf("refused %d times: %v", w.cfg.MaxFailures, err))
+}
+
+// write writes a batch, trying again while Postgres does not answer (not counted as failures: the
+// entries are not at fault) and keeping the entries claimed meanwhile. It returns nil, an error wrapping
+// ErrRecordRefused, or ctx's error.
+func (w *Worker) write(ctx context.Context, batch []entry) error {
+	var rb ticketrush.RecordBatch
+	for _, e := range batch {
+		_ = decode(e, &rb) // decoded once already: cannot fail
+	}
+	pause := 50 * time.Millisecond
+	lastKeep := w.now()
+	for {
+		err := w.record.WriteRecords(ctx, rb)
+		if err == nil || errors.Is(err, ticketrush.ErrRecordRefused) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.log.Warn("writebehind: postgres did not take a batch; trying again", "events", len(batch), "err", err)
+		sleep(ctx, pause)
+		pause = min(2*pause, w.cfg.RetryMax)
+		if w.now().Sub(lastKeep) > w.cfg.ClaimIdle/3 {
+			w.keep(ctx, batch)
+			lastKeep = w.now()
+		}
+	}
+}
+
+// keep resets the idle time of entries this worker is still trying to write, so that no other worker
+// claims them meanwhile (XCLAIM JUSTID does not count a delivery).
+func (w *Worker) keep(ctx context.Context, batch []entry) {
+	var cmds rueidis.Commands
+	for stream, ids := range byStream(batch) {
+		cmds = append(cmds, w.rdb.B().Xclaim().Key(stream).Group(w.cfg.Group).Consumer(w.cfg.Consumer).MinIdleTime("0").
+			Id(ids...).Justid().Build())
+	}
+	for _, res := range w.rdb.DoMulti(ctx, cmds...) {
+		if err := res.Error(); err != nil && ctx.Err() == nil {
+			w.log.Warn("writebehind: keep pending entries", "err", err)
+		}
+	}
+}
+
+func byStream(batch []entry) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range batch {
+		out[e.src.stream] = append(out[e.src.stream], e.id)
+	}
+	return out
+}
+
+// ack acknowledges a written batch. An acknowledgement that fails leaves the entries pending: they are
+// claimed and written again later, which changes nothing.
+func (w *Worker) ack(ctx context.Context, batch []entry) {
+	var cmds rueidis.Commands
+	for stream, ids := range byStream(batch) {
+		cmds = append(cmds, w.rdb.B().Xack().Key(stream).Group(w.cfg.Group).Id(ids...).Build())
+	}
+	failed := false
+	for _, res := range w.rdb.DoMulti(ctx, cmds...) {
+		if err := res.Error(); err != nil {
+			failed = true
+			if ctx.Err() == nil {
+				w.log.Warn("writebehind: acknowledge", "err", err)
+			}
+		}
+	}
+	w.metrics.events.Add(float64(len(batch)))
+	if !failed {
+		w.mu.Lock()
+		w.lastAdvance = w.now()
+		w.mu.Unlock()
+	}
+}
+
+// deadLetter moves an entry to its stream's dead-letter stream (same hash slot) with the reason, and
+// acknowledges it, in one MULTI.
+func (w *Worker) deadLetter(ctx context.Context, e entry, reason string) {
+	fv := w.rdb.B().Xadd().Key(DeadLetterStream(e.src.stream)).Id("*").FieldValue().
+		FieldValue("stream", e.src.stream).FieldValue("id", e.id).FieldValue("reason", reason)
+	for k, v := range e.fields {
+		fv = fv.FieldValue(k, v)
+	}
+	err := w.rdb.Dedicated(func(c rueidis.DedicatedClient) error {
+		res := c.DoMulti(ctx,
+			c.B().Multi().Build(),
+			fv.Build(),
+			c.B().Xack().Key(e.src.stream).Group(w.cfg.Group).Id(e.id).Build(),
+			c.B().Exec().Build())
+		for _, r := range res {
+			if err := r.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("writebehind: dead-letter", "stream", e.src.stream, "id", e.id, "err", err)
+		}
+		return
+	}
+	w.metrics.deadLetters.Inc()
+	w.log.Error("writebehind: event dead-lettered", "stream", e.src.stream, "id", e.id, "reason", reason)
+}
+
+// DeadLetterStream is the dead-letter stream of stream: same hash slot, "dead" for "events".
+func DeadLetterStream(stream string) string {
+	if len(stream) > len("events") && stream[len(stream)-len("events"):] == "events" {
+		return stream[:len(stream)-len("events")] + "dead"
+	}
+	return stream + ":dead"
+}
+
+// claim takes over entries other consumers left pending for ClaimIdle (crashed, or gone). An entry
+// delivered MaxDeliveries times already goes to the dead-letter stream.
+func (w *Worker) claim(ctx context.Context) []entry {
+	var out []entry
+	for _, s := range w.order {
+		if !w.grouped[s.stream] {
+			continue
+		}
+		start := "0-0"
+		for round := 0; round < 10; round++ {
+			res := w.rdb.Do(ctx, w.rdb.B().Xautoclaim().Key(s.stream).Group(w.cfg.Group).Consumer(w.cfg.Consumer).
+				MinIdleTime(strconv.FormatInt(w.cfg.ClaimIdle.Milliseconds(), 10)).Start(start).Count(int64(w.cfg.ReadCount)).Build())
+			parts, err := res.ToArray()
+			if err != nil || len(parts) < 2 {
+				if err != nil {
+					w.readFailed(ctx, s, err)
+				}
+				break
+			}
+			entries, err := parts[1].AsXRange()
+			if err != nil {
+				break
+			}
+			claimed := w.dropOverdelivered(ctx, s, entries)
+			out = append(out, claimed...)
+			if next, _ := parts[0].ToString(); next == "0-0" || next == "" || len(entries) == 0 {
+				break
+			} else {
+				start = next
+			}
+		}
+	}
+	if len(out) > 0 {
+		w.log.Info("writebehind: claimed pending entries", "entries", len(out))
+	}
+	return out
+}
+
+func (w *Worker) dropOverdelivered(ctx context.Context, s *source, xs []rueidis.XRangeEntry) []entry {
+	out := make([]entry, 0, len(xs))
+	if len(xs) == 0 {
+		return out
+	}
+	deliveries := map[string]int64{}
+	pend, err := w.rdb.Do(ctx, w.rdb.B().Xpending().Key(s.stream).Group(w.cfg.Group).Start(xs[0].ID).End(xs[len(xs)-1].ID).
+		Count(int64(len(xs))).Consumer(w.cfg.Consumer).Build()).ToArray()
+	if err == nil {
+		for _, p := range pend {
+			if row, err := p.ToArray(); err == nil && len(row) == 4 {
+				id, _ := row[0].ToString()
+				n, _ := row[3].AsInt64()
+				deliveries[id] = n
+			}
+		}
+	}
+	for _, x := range xs {
+		e := entry{src: s, id: x.ID, fields: x.FieldValues}
+		if x.FieldValues == nil {
+			continue // deleted from the stream meanwhile: XAUTOCLAIM dropped it from the pending list
+		}
+		if n := deliveries[x.ID]; n > int64(w.cfg.MaxDeliveries) {
+			w.deadLetter(ctx, e, fmt.Sprintf("delivered %d times without being written", n))
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
