@@ -235,7 +235,7 @@ func measure(ctx context.Context, rdb rueidis.Client, group string, streams []st
 	if err != nil {
 		return 0, 0, err
 	}
-	var firsts rueidis.Commands
+	var firsts, lengths rueidis.Commands
 	var unknown []bool // per command of firsts: Redis could not count the entries left to deliver
 	consider := func(id string) {
 		if ev, err := ticketrush.ParseEventID("", id); err == nil && (oldest == 0 || ev.Ms < oldest) {
@@ -244,7 +244,13 @@ func measure(ctx context.Context, rdb rueidis.Client, group string, streams []st
 	}
 	for _, s := range streams {
 		st := states[s]
-		if st == nil || st.ours == nil {
+		if st == nil {
+			continue // no stream
+		}
+		if st.ours == nil { // no group yet: every entry waits
+			firsts = append(firsts, rdb.B().Xrange().Key(s).Start("-").End("+").Count(1).Build())
+			unknown = append(unknown, false)
+			lengths = append(lengths, rdb.B().Xlen().Key(s).Build())
 			continue
 		}
 		g := st.ours
@@ -266,6 +272,12 @@ func measure(ctx context.Context, rdb rueidis.Client, group string, streams []st
 		consider(xs[0].ID)
 		if unknown[i] {
 			backlog++ // at least this one
+		}
+	}
+	for _, res := range rdb.DoMulti(ctx, lengths...) {
+		n, err := res.AsInt64()
+		if err == nil {
+			backlog += n
 		}
 	}
 	return backlog, oldest, nil

@@ -115,7 +115,7 @@ func readConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c
 		for _, s := range c.Schedules {
 			cmds = append(cmds, d.B().Hgetall().Key(k.Seats(s.ID)).Build())
 		}
-		cmds = append(cmds, d.B().XinfoStream().Key(k.Events()).Build(), d.B().Exec().Build())
+		cmds = append(cmds, d.B().XinfoStream().Key(k.Events()).Build(), d.B().Time().Build(), d.B().Exec().Build())
 		res := d.DoMulti(ctx, cmds...)
 		var err error
 		replies, err = res[len(res)-1].ToArray()
@@ -142,7 +142,7 @@ func readConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c
 		}
 		snap.seats[s.ID] = m
 	}
-	snap.last = lastID(k.Events(), &replies[len(replies)-1])
+	snap.last = cut(k.Events(), &replies[len(replies)-2], &replies[len(replies)-1])
 	return snap, nil
 }
 
@@ -150,7 +150,7 @@ func readWallet(ctx context.Context, rdb rueidis.Client, w redis.WalletKeys) (ma
 	var replies []rueidis.RedisMessage
 	err := rdb.Dedicated(func(d rueidis.DedicatedClient) error {
 		res := d.DoMulti(ctx, d.B().Multi().Build(), d.B().Hgetall().Key(w.Balances()).Build(),
-			d.B().XinfoStream().Key(w.Events()).Build(), d.B().Exec().Build())
+			d.B().XinfoStream().Key(w.Events()).Build(), d.B().Time().Build(), d.B().Exec().Build())
 		var err error
 		replies, err = res[len(res)-1].ToArray()
 		return err
@@ -170,34 +170,37 @@ func readWallet(ctx context.Context, rdb rueidis.Client, w redis.WalletKeys) (ma
 		}
 		bal[user] = n
 	}
-	return bal, lastID(w.Events(), &replies[1]), nil
+	return bal, cut(w.Events(), &replies[1], &replies[2]), nil
 }
 
-// lastID reads last-generated-id from an XINFO STREAM reply. Without a stream (none since Redis was
-// emptied or restored), it is the end of time: every event of the stream's name was written before.
-func lastID(stream string, r *rueidis.RedisMessage) ticketrush.EventID {
-	end := ticketrush.EventID{Stream: stream, Ms: 1<<62 - 1}
-	m, err := r.AsMap()
-	if err != nil {
-		return end
+// cut is the point of a stream a snapshot saw: its last-generated-id (from XINFO STREAM). A stream
+// without entries since it was made (or none at all) has none: then every event of the stream's name
+// the record holds came before, and the cut is just before Redis' clock at the snapshot (TIME), which
+// any later entry id is at or after.
+func cut(stream string, info, clock *rueidis.RedisMessage) ticketrush.EventID {
+	if m, err := info.AsMap(); err == nil {
+		if v, ok := m["last-generated-id"]; ok {
+			s, _ := v.ToString()
+			if id, err := ticketrush.ParseEventID(stream, s); err == nil && (id.Ms > 0 || id.Seq > 0) {
+				return id
+			}
+		}
 	}
-	v, ok := m["last-generated-id"]
-	if !ok {
-		return end
+	now := time.Now().UnixMilli()
+	if t, err := clock.AsStrSlice(); err == nil && len(t) == 2 {
+		if sec, err := strconv.ParseInt(t[0], 10, 64); err == nil {
+			usec, _ := strconv.ParseInt(t[1], 10, 64)
+			now = sec*1000 + usec/1000
+		}
 	}
-	s, _ := v.ToString()
-	id, err := ticketrush.ParseEventID(stream, s)
-	if err != nil {
-		return end
-	}
-	return id
+	return ticketrush.EventID{Stream: stream, Ms: now - 1, Seq: 1<<62 - 1}
 }
 
 // waitWritten waits until the group has written (acknowledged) every entry of the stream up to and
 // including upTo: delivered that far, and nothing pending at or below it.
 func waitWritten(ctx context.Context, rdb rueidis.Client, group string, upTo ticketrush.EventID, deadline time.Time) error {
-	if upTo.Ms == 1<<62-1 {
-		return nil // no stream: nothing to wait for
+	if upTo.Seq == 1<<62-1 {
+		return nil // no entry since the stream was made: nothing to wait for
 	}
 	for {
 		done, err := written(ctx, rdb, group, upTo)

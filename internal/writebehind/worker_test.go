@@ -2,12 +2,16 @@ package writebehind
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // Two workers at once over a sale: every event lands in Postgres once, the record agrees with what
@@ -24,7 +28,7 @@ func TestTwoWorkersWriteEveryEventOnce(t *testing.T) {
 	s.load(ctx, 8)
 	s.drain(30 * time.Second)
 
-	s.checkExactlyOnce()
+	s.checkExactlyOnce(nil)
 	s.checkClients()
 	s.reconcile()
 	assert.Positive(t, metric(t, reg, "ticketrush_writebehind_events_total"))
@@ -43,4 +47,74 @@ func metric(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// Poison entries end in the dead-letter stream of their stream with the reason, and the others are
+// written around them: one the database refuses (a balance below zero; a second sale of a sold seat)
+// after MaxFailures tries, one that is not an event at once.
+func TestPoisonEntriesAreDeadLettered(t *testing.T) {
+	t.Parallel()
+	s := sharedSale(t)
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	run(t, s.worker(Config{}, reg))
+
+	// A sold seat, for a second sale of it.
+	_, _, err := s.booking.Charge(ctx, "buyer", 10_000, "")
+	require.NoError(t, err)
+	tk, _, err := s.queue.Join(ctx, "buyer", s.concert.ID)
+	require.NoError(t, err)
+	sched := s.concert.Schedules[0].ID
+	r, err := s.booking.Hold(ctx, "buyer", tk.Token, sched, "VIP-1")
+	require.NoError(t, err)
+	_, _, err = s.booking.PayOnce(ctx, "buyer", r.ID, "")
+	require.NoError(t, err)
+
+	keys := redis.NewKeys(s.prefix)
+	concertStream := keys.Concert(s.concert.ID).Events()
+	walletStream := keys.Wallet("mallory").Events()
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	other := ticketrush.NewReservationID(s.concert.ID, sched)
+	poison := []struct {
+		stream string
+		fields []string
+		reason string
+	}{
+		{walletStream, []string{"type", "point.charge", "id", "cpoison", "user", "mallory", "amount", "5", "balance", "-5", "at", now}, "refused 5 times"},
+		{concertStream, []string{"type", "sale", "res", other, "user", "mallory", "schedule", sched, "seat", "VIP-1", "price", "1500",
+			"payment", ticketrush.PaymentID(other), "at", now}, "refused 5 times"},
+		{concertStream, []string{"type", "hold.teleport", "res", other, "at", now}, "unknown concert event type"},
+	}
+	load, stop := context.WithTimeout(ctx, 2*time.Second)
+	defer stop()
+	go func() {
+		for _, p := range poison {
+			fv := s.rdb.B().Xadd().Key(p.stream).Id("*").FieldValue()
+			for i := 0; i < len(p.fields); i += 2 {
+				fv = fv.FieldValue(p.fields[i], p.fields[i+1])
+			}
+			assert.NoError(t, s.rdb.Do(ctx, fv.Build()).Error())
+		}
+	}()
+	s.load(load, 6)
+	s.drain(30 * time.Second)
+
+	for _, p := range poison {
+		dead, err := s.rdb.Do(ctx, s.rdb.B().Xrange().Key(DeadLetterStream(p.stream)).Start("-").End("+").Build()).AsXRange()
+		require.NoError(t, err)
+		found := false
+		for _, d := range dead {
+			if d.FieldValues["type"] == p.fields[1] {
+				found = true
+				assert.Equal(t, p.stream, d.FieldValues["stream"])
+				assert.NotEmpty(t, d.FieldValues["id"])
+				assert.Contains(t, d.FieldValues["reason"], p.reason)
+			}
+		}
+		assert.True(t, found, "%s in the dead letters of %s", p.fields[1], p.stream)
+	}
+	assert.Equal(t, 3.0, metric(t, reg, "ticketrush_writebehind_dead_letters_total"))
+	s.checkExactlyOnce(map[string]int{walletStream: 1, concertStream: 2})
+	s.checkClients()
+	s.reconcile()
 }

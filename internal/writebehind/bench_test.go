@@ -1,0 +1,67 @@
+package writebehind
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/redis"
+)
+
+// fillCharges appends n point.charge events to the wallet streams under prefix, as points_charge.lua
+// writes them, spread over users of every shard.
+func fillCharges(tb testing.TB, rdb rueidis.Client, prefix string, n, round int) {
+	tb.Helper()
+	keys := redis.NewKeys(prefix)
+	at := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	cmds := make(rueidis.Commands, 0, 1000)
+	flush := func() {
+		for _, res := range rdb.DoMulti(context.Background(), cmds...) {
+			require.NoError(tb, res.Error())
+		}
+		cmds = cmds[:0]
+	}
+	for i := range n {
+		user := "user-" + strconv.Itoa(i%5000)
+		cmds = append(cmds, rdb.B().Xadd().Key(keys.Wallet(user).Events()).Id("*").FieldValue().
+			FieldValue("type", "point.charge").FieldValue("id", "c"+strconv.Itoa(round)+"x"+strconv.Itoa(i)).
+			FieldValue("user", user).FieldValue("amount", "1000").FieldValue("balance", strconv.Itoa(1000*(1+i/5000))).
+			FieldValue("at", at).Build())
+		if len(cmds) == cap(cmds) {
+			flush()
+		}
+	}
+	flush()
+}
+
+// BenchmarkWorkerWrite measures how many events a second one worker writes into Postgres: a backlog
+// of ledger events (point.charge, the bulk of a sale) is written, committed and acknowledged.
+func BenchmarkWorkerWrite(b *testing.B) {
+	s := sharedSale(b)
+	const perRound = 100_000
+	var events int
+	var spent time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		fillCharges(b, s.rdb, s.prefix, perRound, i)
+		b.StartTimer()
+		start := time.Now()
+		ctx, cancel := context.WithCancel(context.Background())
+		w := s.worker(Config{}, prometheus.NewRegistry())
+		done := make(chan struct{})
+		go func() { defer close(done); w.Run(ctx) }()
+		s.drain(5 * time.Minute)
+		spent += time.Since(start)
+		events += perRound
+		b.StopTimer()
+		cancel()
+		<-done
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(events)/spent.Seconds(), "events/s")
+}
