@@ -392,3 +392,56 @@ func TestPostgresUnreachable(t *testing.T) {
 	s.checkClients()
 	s.reconcile()
 }
+
+// readyz reads the process's /readyz: its status and body.
+func (p *proc) readyz() (int, string) {
+	resp, err := http.Get("http://" + p.addr + "/readyz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// An emptied Redis, seen by a running service and by one that starts: /readyz answers 503 (naming
+// redis_state) until `ticketrush restore` has run; then it is 200 and reconcile agrees.
+func TestReadyUntilRestored(t *testing.T) {
+	t.Parallel()
+	redisURL, dbURL := dbtest.PrivateRedis(t), dbtest.Postgres(t)
+	s := newSale(t, redisURL, "tr", dbURL, time.Minute)
+	p := startWorker(t, redisURL, dbURL)
+	load, stop := context.WithTimeout(context.Background(), time.Second)
+	defer stop()
+	s.load(load, 4)
+	s.drain(30 * time.Second)
+	status, body := p.readyz()
+	require.Equal(t, http.StatusOK, status, body)
+
+	ctx := context.Background()
+	require.NoError(t, s.rdb.Do(ctx, s.rdb.B().Flushall().Build()).Error())
+	status, body = p.readyz()
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Contains(t, body, "redis_state")
+	again := startWorker(t, redisURL, dbURL)
+	status, body = again.readyz()
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Contains(t, body, "redis_state")
+	assert.Contains(t, again.log(), "redis is not whole")
+
+	cmd := exec.Command(binary(t), "restore")
+	cmd.Env = serviceEnv(redisURL, dbURL)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "restored 1 concerts")
+	for _, w := range []*proc{p, again} {
+		eventually(t, 10*time.Second, "ready again", func() bool { status, _ := w.readyz(); return status == http.StatusOK })
+	}
+	out2, code := runReconcile(t, redisURL, dbURL)
+	assert.Equal(t, 0, code, out2)
+	cmd = exec.Command(binary(t), "restore")
+	cmd.Env = serviceEnv(redisURL, dbURL)
+	out, err = cmd.CombinedOutput()
+	assert.Error(t, err, "a second restore is refused")
+	assert.Contains(t, string(out), "--force")
+}
