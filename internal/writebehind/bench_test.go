@@ -2,6 +2,7 @@ package writebehind
 
 import (
 	"context"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -64,4 +65,60 @@ func BenchmarkWorkerWrite(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(events)/spent.Seconds(), "events/s")
+}
+
+// BenchmarkLagUnderPurchaseLoad measures the write-behind lag (age of the oldest event not yet
+// acknowledged, sampled every 50 ms) while fans charge, hold and pay as fast as they can on the real
+// purchase path, the worker running beside them on the same machine. It reports the lag's p50, p99
+// and max, and the events/s the load produced.
+func BenchmarkLagUnderPurchaseLoad(b *testing.B) {
+	s := sharedSale(b)
+	s.pace = -1
+	run(b, s.worker(Config{}, prometheus.NewRegistry()))
+	ctx := context.Background()
+	var lags []float64
+	for b.Loop() {
+		load, stop := context.WithTimeout(ctx, 10*time.Second)
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-load.Done():
+					return
+				case <-tick.C:
+				}
+				n, oldest, err := Backlog(ctx, s.rdb, s.prefix, "", []string{s.concert.ID})
+				if err != nil {
+					continue
+				}
+				lag := 0.0
+				if n > 0 && !oldest.IsZero() {
+					lag = max(0, time.Since(oldest).Seconds())
+				}
+				lags = append(lags, lag)
+			}
+		}()
+		s.load(load, 32)
+		stop()
+		<-sampled
+		s.drain(time.Minute)
+	}
+	sort.Float64s(lags)
+	pick := func(q float64) float64 { return lags[min(len(lags)-1, int(q*float64(len(lags))))] }
+	b.ReportMetric(pick(0.5), "lag-p50-s")
+	b.ReportMetric(pick(0.99), "lag-p99-s")
+	b.ReportMetric(lags[len(lags)-1], "lag-max-s")
+	var events int
+	for _, stream := range s.streams() {
+		n, err := s.rdb.Do(ctx, s.rdb.B().XinfoStream().Key(stream).Build()).AsMap()
+		if err == nil {
+			v := n["entries-added"]
+			added, _ := v.AsInt64()
+			events += int(added)
+		}
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 }

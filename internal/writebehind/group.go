@@ -117,15 +117,9 @@ func inspect(ctx context.Context, rdb rueidis.Client, group string, streams []st
 // trim removes from every stream the entries every group has acknowledged: below the oldest pending
 // entry of each group and below the first entry it has not been delivered yet. Streams without a group
 // are left alone.
-func (w *Worker) trim(ctx context.Context) {
-	streams := w.groupedStreams()
-	states, err := inspect(ctx, w.rdb, w.cfg.Group, streams)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("writebehind: inspect streams for trimming", "err", err)
-		}
-		return
-	}
+// The states may be a little old: acknowledgements only ever move forward, so an older state trims
+// less, never more.
+func (w *Worker) trim(ctx context.Context, streams []string, states map[string]*streamState) {
 	var cmds rueidis.Commands
 	for _, s := range streams {
 		st := states[s]
@@ -171,10 +165,11 @@ func (w *Worker) groupedStreams() []string {
 	return out
 }
 
-// runStats measures backlog and lag every StatsEvery.
+// runStats measures backlog and lag every StatsEvery, and trims every TrimEvery from the same reading.
 func (w *Worker) runStats(ctx context.Context) {
 	t := time.NewTicker(w.cfg.StatsEvery)
 	defer t.Stop()
+	var lastTrim time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -184,13 +179,14 @@ func (w *Worker) runStats(ctx context.Context) {
 		w.mu.Lock()
 		streams := w.streams
 		w.mu.Unlock()
-		backlog, oldest, err := measure(ctx, w.rdb, w.cfg.Group, streams)
+		states, err := inspect(ctx, w.rdb, w.cfg.Group, streams)
 		if err != nil {
 			if ctx.Err() == nil {
 				w.log.Warn("writebehind: measure backlog", "err", err)
 			}
 			continue
 		}
+		backlog, oldest := measureStates(ctx, w.rdb, streams, states)
 		now := w.now()
 		w.metrics.backlog.Set(float64(backlog))
 		lag := 0.0
@@ -204,6 +200,10 @@ func (w *Worker) runStats(ctx context.Context) {
 			w.lastAdvance = now
 		}
 		w.mu.Unlock()
+		if now.Sub(lastTrim) >= w.cfg.TrimEvery {
+			lastTrim = now
+			w.trim(ctx, streams, states)
+		}
 	}
 }
 
@@ -235,6 +235,11 @@ func measure(ctx context.Context, rdb rueidis.Client, group string, streams []st
 	if err != nil {
 		return 0, 0, err
 	}
+	backlog, oldest = measureStates(ctx, rdb, streams, states)
+	return backlog, oldest, nil
+}
+
+func measureStates(ctx context.Context, rdb rueidis.Client, streams []string, states map[string]*streamState) (backlog, oldest int64) {
 	var firsts, lengths rueidis.Commands
 	var unknown []bool // per command of firsts: Redis could not count the entries left to deliver
 	consider := func(id string) {
@@ -280,7 +285,7 @@ func measure(ctx context.Context, rdb rueidis.Client, group string, streams []st
 			backlog += n
 		}
 	}
-	return backlog, oldest, nil
+	return backlog, oldest
 }
 
 // Check is the readiness check of a worker: it fails when there is a backlog and this worker has

@@ -45,6 +45,8 @@ type sale struct {
 	concert  ticketrush.Concert
 	log      *slog.Logger
 
+	pace time.Duration // each fan's pause between two calls: 5-15 ms unless set; -1 for none
+
 	mu       sync.Mutex
 	charges  map[string]int64 // charge id -> amount, as answered
 	payments map[string]ticketrush.Payment
@@ -137,14 +139,24 @@ func (s *sale) load(ctx context.Context, fans int) {
 func (s *sale) fan(ctx context.Context, user string, seq *atomic.Int64) {
 	rng := rand.New(rand.NewPCG(uint64(seq.Add(1)), uint64(time.Now().UnixNano())))
 	token := ""
-	// Fans pace themselves: the load is a sale, not a benchmark.
-	pace := time.NewTicker(time.Duration(5+rng.IntN(10)) * time.Millisecond)
-	defer pace.Stop()
+	// Fans pace themselves: the load is a sale, not a benchmark (unless the sale says otherwise).
+	pace := s.pace
+	if pace == 0 {
+		pace = time.Duration(5+rng.IntN(10)) * time.Millisecond
+	}
+	var tick <-chan time.Time
+	if pace > 0 {
+		t := time.NewTicker(pace)
+		defer t.Stop()
+		tick = t.C
+	}
 	for ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-			return
-		case <-pace.C:
+		if tick != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick:
+			}
 		}
 		// Calls run to completion even when ctx ends meanwhile: a half-done payment would be the
 		// sweeper's, and the load stops with the sweeper.

@@ -142,7 +142,7 @@ func (w *Worker) Run(ctx context.Context) {
 	wg.Go(func() { w.runStats(ctx) })
 	defer wg.Wait()
 
-	var lastClaim, lastTrim time.Time
+	var lastClaim time.Time
 	for ctx.Err() == nil {
 		if whole, err := w.state.Whole(ctx); err != nil || !whole {
 			if err != nil && ctx.Err() == nil {
@@ -159,10 +159,6 @@ func (w *Worker) Run(ctx context.Context) {
 			n += w.process(ctx, w.claim(ctx))
 		}
 		n += w.process(ctx, w.read(ctx))
-		if w.now().Sub(lastTrim) >= w.cfg.TrimEvery {
-			lastTrim = w.now()
-			w.trim(ctx)
-		}
 		if n == 0 {
 			sleep(ctx, w.cfg.Idle)
 		}
@@ -436,31 +432,38 @@ func DeadLetterStream(stream string) string {
 // delivered MaxDeliveries times already goes to the dead-letter stream.
 func (w *Worker) claim(ctx context.Context) []entry {
 	var out []entry
+	cursors := map[*source]string{}
 	for _, s := range w.order {
-		if !w.grouped[s.stream] {
-			continue
+		if w.grouped[s.stream] {
+			cursors[s] = "0-0"
 		}
-		start := "0-0"
-		for round := 0; round < 10; round++ {
-			res := w.rdb.Do(ctx, w.rdb.B().Xautoclaim().Key(s.stream).Group(w.cfg.Group).Consumer(w.cfg.Consumer).
-				MinIdleTime(strconv.FormatInt(w.cfg.ClaimIdle.Milliseconds(), 10)).Start(start).Count(int64(w.cfg.ReadCount)).Build())
+	}
+	minIdle := strconv.FormatInt(w.cfg.ClaimIdle.Milliseconds(), 10)
+	for round := 0; round < 10 && len(cursors) > 0; round++ {
+		srcs := make([]*source, 0, len(cursors))
+		cmds := make(rueidis.Commands, 0, len(cursors))
+		for s, start := range cursors {
+			srcs = append(srcs, s)
+			cmds = append(cmds, w.rdb.B().Xautoclaim().Key(s.stream).Group(w.cfg.Group).Consumer(w.cfg.Consumer).
+				MinIdleTime(minIdle).Start(start).Count(int64(w.cfg.ReadCount)).Build())
+		}
+		for i, res := range w.rdb.DoMulti(ctx, cmds...) {
+			s := srcs[i]
+			delete(cursors, s)
 			parts, err := res.ToArray()
 			if err != nil || len(parts) < 2 {
 				if err != nil {
 					w.readFailed(ctx, s, err)
 				}
-				break
+				continue
 			}
 			entries, err := parts[1].AsXRange()
 			if err != nil {
-				break
+				continue
 			}
-			claimed := w.dropOverdelivered(ctx, s, entries)
-			out = append(out, claimed...)
-			if next, _ := parts[0].ToString(); next == "0-0" || next == "" || len(entries) == 0 {
-				break
-			} else {
-				start = next
+			out = append(out, w.dropOverdelivered(ctx, s, entries)...)
+			if next, _ := parts[0].ToString(); next != "0-0" && next != "" && len(entries) > 0 {
+				cursors[s] = next
 			}
 		}
 	}
