@@ -75,3 +75,26 @@ dashboards:
 dashboards-check:
 	$(call need,npm,npm)
 	cd dashboards && npm ci --no-audit --no-fund --silent && node --test generate.test.js
+
+# --- Load tests and the benchmark (loadtest/README.md) --------------------------------------------------
+.PHONY: loadtest bench k6
+
+PROFILE ?= short
+SCENARIO ?= onsale
+K6_VERSION := v1.8.1
+K6 ?= $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin/k6
+
+## k6: install k6 with go install when it is missing
+k6:
+	@test -x $(K6) || { echo "installing k6 $(K6_VERSION) with go install" >&2; $(GO) install go.k6.io/k6@$(K6_VERSION); }
+
+## loadtest: a short onsale (PROFILE=full: the long one; SCENARIO=poll-storm|hot-seat: the others) against
+## HTTP_ADDR, starting the service when nothing answers there, then the invariant check
+loadtest: services build k6
+	@PROFILE=$(PROFILE) GO=$(GO) loadtest/run.sh $(SCENARIO) $(BIN) $(ADDR) $(K6)
+
+## bench: one table of polls/s, joins/s, holds/s, payments/s against this machine's ceilings
+## (BENCH_FLAGS="-reps 5 -duration 10s" and the rest: go run ./loadtest/bench -h)
+bench: services build
+	$(GO) build -o bin/ticketrush-bench ./loadtest/bench
+	@bin/ticketrush-bench -ticketrush $(BIN) $(BENCH_FLAGS)

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/bits"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// job is one run of the load generator: workers send requests back to back on keep-alive
+// connections, either for a fixed duration or until count requests have been sent.
+type job struct {
+	workers  int
+	duration time.Duration // fixed duration when > 0
+	count    int           // otherwise a fixed number of requests, shared by the workers
+	// request builds request i (0-based, unique in the job) for worker w.
+	request func(w, i int) (*http.Request, error)
+	// answer sees each response and reports whether it is one the scenario expects (a 409 is an
+	// expected answer of a contended hold). Nil accepts every 2xx.
+	answer func(w, i, status int, body []byte) bool
+}
+
+// result is what a job measured.
+type result struct {
+	answered int64 // responses the scenario expects
+	failed   int64 // transport errors and unexpected statuses
+	statuses map[int]int64
+	elapsed  time.Duration
+	hist     histogram
+	firstErr error
+}
+
+func (r result) rate() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.answered) / r.elapsed.Seconds()
+}
+
+func (r result) failRatio() float64 {
+	if n := r.answered + r.failed; n > 0 {
+		return float64(r.failed) / float64(n)
+	}
+	return 0
+}
+
+// newClient returns an HTTP/1.1 client that keeps one idle connection per worker.
+func newClient(workers int) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			DialContext:         d.DialContext,
+			MaxIdleConns:        workers + 16,
+			MaxIdleConnsPerHost: workers + 16,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+			ForceAttemptHTTP2:   false,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// warm opens one keep-alive connection per worker (GET url concurrently), so that a measured run
+// does not pay for connection setup.
+func warm(ctx context.Context, c *http.Client, url string, workers int) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return
+			}
+			if resp, err := c.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// run executes j with client c.
+func (j job) run(ctx context.Context, c *http.Client) result {
+	type part struct {
+		answered, failed int64
+		statuses         map[int]int64
+		hist             histogram
+		err              error
+	}
+	parts := make([]part, j.workers)
+	var next atomic.Int64
+	var deadline time.Time
+	start := time.Now()
+	if j.duration > 0 {
+		deadline = start.Add(j.duration)
+	}
+	var wg sync.WaitGroup
+	for w := range j.workers {
+		wg.Go(func() {
+			p := &parts[w]
+			p.statuses = map[int]int64{}
+			var buf bytes.Buffer
+			for ctx.Err() == nil {
+				if j.duration > 0 && !time.Now().Before(deadline) {
+					return
+				}
+				i := int(next.Add(1) - 1)
+				if j.duration <= 0 && i >= j.count {
+					return
+				}
+				req, err := j.request(w, i)
+				if err != nil {
+					p.failed++
+					if p.err == nil {
+						p.err = err
+					}
+					continue
+				}
+				t0 := time.Now()
+				resp, err := c.Do(req.WithContext(ctx))
+				if err != nil {
+					p.failed++
+					if p.err == nil && ctx.Err() == nil {
+						p.err = err
+					}
+					continue
+				}
+				buf.Reset()
+				_, err = buf.ReadFrom(resp.Body)
+				resp.Body.Close()
+				p.hist.add(time.Since(t0))
+				p.statuses[resp.StatusCode]++
+				ok := err == nil
+				if ok {
+					if j.answer != nil {
+						ok = j.answer(w, i, resp.StatusCode, buf.Bytes())
+					} else {
+						ok = resp.StatusCode/100 == 2
+					}
+				}
+				if ok {
+					p.answered++
+				} else {
+					p.failed++
+					if p.err == nil {
+						p.err = fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, snippet(buf.Bytes()))
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r := result{elapsed: time.Since(start), statuses: map[int]int64{}}
+	for _, p := range parts {
+		r.answered += p.answered
+		r.failed += p.failed
+		r.hist.merge(&p.hist)
+		for s, n := range p.statuses {
+			r.statuses[s] += n
+		}
+		if r.firstErr == nil {
+			r.firstErr = p.err
+		}
+	}
+	return r
+}
+
+func snippet(b []byte) string {
+	if len(b) > 160 {
+		b = b[:160]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// histogram counts latencies in log-linear buckets of microseconds: exact below 128 µs, then 64
+// buckets per power of two (under 1.6% error), up to about 2^60 µs.
+type histogram struct {
+	counts [64 * 64]int64
+	n      int64
+}
+
+const subBuckets = 64
+
+func bucketOf(d time.Duration) int {
+	us := uint64(d / time.Microsecond)
+	if us < 2*subBuckets {
+		return int(us)
+	}
+	e := bits.Len64(us) - 7 // us>>e is in [64, 128)
+	return subBuckets*e + int(us>>e)
+}
+
+// lowerBound is the smallest latency of bucket i.
+func lowerBound(i int) time.Duration {
+	if i < 2*subBuckets {
+		return time.Duration(i) * time.Microsecond
+	}
+	e := i/subBuckets - 1
+	m := i - subBuckets*e
+	return time.Duration(uint64(m)<<e) * time.Microsecond
+}
+
+func (h *histogram) add(d time.Duration) {
+	i := bucketOf(d)
+	if i >= len(h.counts) {
+		i = len(h.counts) - 1
+	}
+	h.counts[i]++
+	h.n++
+}
+
+func (h *histogram) merge(o *histogram) {
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.n += o.n
+}
+
+// quantile returns the latency under which a fraction q of the samples fall (bucket midpoint).
+func (h *histogram) quantile(q float64) time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	rank := int64(q*float64(h.n) + 0.5)
+	if rank < 1 {
+		rank = 1
+	}
+	var seen int64
+	for i, c := range h.counts {
+		seen += c
+		if seen >= rank {
+			lo, hi := lowerBound(i), lowerBound(i+1)
+			return lo + (hi-lo)/2
+		}
+	}
+	return lowerBound(len(h.counts) - 1)
+}

@@ -1,0 +1,604 @@
+// Command check verifies the invariants of a sale after a load test, from k6's summary export (the
+// setup data names the run's concert and fans; the counters say what the fans were told):
+//
+//   - through the API: the seats the service counts as sold are the seats fans were told they bought;
+//   - in Redis, the hot truth: no seat sold twice; every SOLD seat has one PAID reservation and every PAID
+//     reservation its seat; every sale exactly one debit of its price; a debit without a sale refunded; no
+//     payment left half done; no balance negative; the fans' balances add up to what they were charged
+//     less what they paid plus refunds;
+//   - once the write-behind has drained (every consumer group of the concert's and the wallets' streams
+//     caught up), in Postgres: no seat sold twice, the sales Redis has, and for every fan
+//     balance = charges − payments + refunds by the ledger;
+//   - `ticketrush reconcile`, once the binary has that command (issue 4).
+//
+// Any failure exits 1. Usage: go run ./loadtest/check -summary loadtest/out/onsale-summary.json
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/redis"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "check:", err)
+		os.Exit(1)
+	}
+}
+
+// keyPrefix is the service's Redis key prefix (cmd/ticketrush).
+const keyPrefix = "tr"
+
+type config struct {
+	summary, redisURL, databaseURL, bin, adminToken string
+	drain                                           time.Duration
+}
+
+type summary struct {
+	Metrics   map[string]map[string]any `json:"metrics"`
+	SetupData *struct {
+		RunID      string   `json:"runId"`
+		Scenario   string   `json:"scenario"`
+		BaseURL    string   `json:"baseUrl"`
+		ConcertID  string   `json:"concertId"`
+		Schedules  []string `json:"schedules"`
+		UserPrefix string   `json:"userPrefix"`
+		Purchase   bool     `json:"purchase"`
+		Sections   []struct {
+			Seats int `json:"seats"`
+		} `json:"sections"`
+	} `json:"setup_data"`
+}
+
+// count returns a counter's total from the summary, and whether the run recorded it.
+func (s summary) count(name string) (int64, bool) {
+	m, ok := s.Metrics[name]
+	if !ok {
+		return 0, false
+	}
+	v, ok := m["count"].(float64)
+	return int64(v), ok
+}
+
+// report prints one line per check and remembers failures.
+type report struct {
+	w     io.Writer
+	fails int
+}
+
+func (r *report) pass(name, format string, args ...any) { r.line("PASS", name, format, args...) }
+func (r *report) skip(name, format string, args ...any) { r.line("SKIP", name, format, args...) }
+func (r *report) fail(name, format string, args ...any) {
+	r.fails++
+	r.line("FAIL", name, format, args...)
+}
+
+func (r *report) line(verdict, name, format string, args ...any) {
+	fmt.Fprintf(r.w, "  %s  %-28s %s\n", verdict, name, fmt.Sprintf(format, args...))
+}
+
+// expect passes when ok, fails otherwise.
+func (r *report) expect(ok bool, name, format string, args ...any) {
+	if ok {
+		r.pass(name, format, args...)
+	} else {
+		r.fail(name, format, args...)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	var cfg config
+	fs.StringVar(&cfg.summary, "summary", "", "k6 --summary-export file of the run (required)")
+	fs.StringVar(&cfg.redisURL, "redis", or(getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"), "the service's Redis")
+	fs.StringVar(&cfg.databaseURL, "database", or(getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable"), "the service's Postgres")
+	fs.StringVar(&cfg.bin, "ticketrush", "bin/ticketrush", "the service binary, for `ticketrush reconcile`")
+	fs.DurationVar(&cfg.drain, "drain", 60*time.Second, "how long to wait for the write-behind to drain")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.adminToken = or(getenv("ADMIN_TOKEN"), "dev-admin-token")
+	if cfg.summary == "" {
+		return errors.New("-summary is required")
+	}
+	raw, err := os.ReadFile(cfg.summary)
+	if err != nil {
+		return err
+	}
+	var s summary
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("%s: %w", cfg.summary, err)
+	}
+	if s.SetupData == nil || s.SetupData.ConcertID == "" {
+		return fmt.Errorf("%s has no setup data: the run's setup did not finish", cfg.summary)
+	}
+	d := s.SetupData
+	fans, _ := s.count("fans_started")
+	fmt.Fprintf(stdout, "invariant check: %s run %s, concert %s, %d fans (%s0..%d)\n",
+		d.Scenario, d.RunID, d.ConcertID, fans, d.UserPrefix, max(fans-1, 0))
+	r := &report{w: stdout}
+	c := &checker{cfg: cfg, s: s, r: r, http: &http.Client{Timeout: 10 * time.Second}}
+	for i := range fans {
+		c.users = append(c.users, d.UserPrefix+strconv.FormatInt(i, 10))
+	}
+	c.api(ctx)
+	opt, err := rueidis.ParseURL(cfg.redisURL)
+	var rc rueidis.Client
+	if err == nil {
+		opt.DisableCache = true
+		rc, err = rueidis.NewClient(opt)
+	}
+	if err != nil {
+		r.fail("redis", "cannot reach %s: %v", cfg.redisURL, err)
+	} else {
+		defer rc.Close()
+		c.rdb = rc
+		c.redis(ctx)
+		if c.drain(ctx) {
+			c.postgres(ctx)
+		}
+	}
+	c.reconcile(ctx)
+	if r.fails > 0 {
+		return fmt.Errorf("%d invariant(s) broken", r.fails)
+	}
+	fmt.Fprintln(stdout, "  all invariants hold")
+	return nil
+}
+
+type checker struct {
+	cfg   config
+	s     summary
+	r     *report
+	http  *http.Client
+	rdb   rueidis.Client
+	users []string
+
+	sold     int64 // what the admin API counts
+	paidRes  map[string]reservation
+	redisBal map[string]int64
+}
+
+// ---- API ----
+
+func (c *checker) api(ctx context.Context) {
+	d := c.s.SetupData
+	var q struct {
+		Seats struct{ Available, Held, Sold int64 } `json:"seats"`
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.BaseURL+"/admin/v1/concerts/"+d.ConcertID+"/queue", nil)
+	req.Header.Set("Authorization", "Bearer "+c.cfg.adminToken)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.r.fail("api: seat counts", "GET /admin/v1/concerts/{id}/queue: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&q) != nil {
+		c.r.fail("api: seat counts", "GET /admin/v1/concerts/{id}/queue: %d", resp.StatusCode)
+		return
+	}
+	c.sold = q.Seats.Sold
+	total := 0
+	for _, sec := range d.Sections {
+		total += sec.Seats * len(d.Schedules)
+	}
+	c.r.expect(q.Seats.Sold <= int64(total), "api: sold within the house", "%d sold of %d seats (%d held, %d available)",
+		q.Seats.Sold, total, q.Seats.Held, q.Seats.Available)
+	if paid, ok := c.s.count("seats_paid"); ok {
+		c.r.expect(paid == q.Seats.Sold, "api: sold = seats paid", "the service counts %d sold, fans were told they paid for %d", q.Seats.Sold, paid)
+	} else if !d.Purchase || d.Scenario == "poll-storm" {
+		c.r.expect(q.Seats.Sold == 0, "api: nothing sold", "%d sold by a run that buys nothing", q.Seats.Sold)
+	}
+}
+
+// ---- Redis ----
+
+type reservation struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Schedule string `json:"schedule"`
+	Seat     string `json:"seat"`
+	User     string `json:"user"`
+	Price    int64  `json:"price"`
+}
+
+type money struct {
+	ID     string `json:"id"`
+	User   string `json:"user"`
+	Amount int64  `json:"amount"`
+}
+
+func (c *checker) redis(ctx context.Context) {
+	d := c.s.SetupData
+	keys := redis.NewKeys(keyPrefix)
+	k := keys.Concert(d.ConcertID)
+	rawRes, err := c.rdb.Do(ctx, c.rdb.B().Hgetall().Key(k.Reservations()).Build()).AsStrMap()
+	if err != nil {
+		c.r.fail("redis: reservations", "HGETALL %s: %v", k.Reservations(), err)
+		return
+	}
+	res := map[string]reservation{}
+	for id, raw := range rawRes {
+		var v reservation
+		if err := json.Unmarshal([]byte(raw), &v); err != nil || v.Status == "" || v.Seat == "" {
+			c.r.fail("redis: reservations", "reservation %s does not read as {status, seat, schedule, user, price}: the layout changed, update loadtest/check (%v)", id, err)
+			return
+		}
+		v.ID = id
+		res[id] = v
+	}
+	statuses := map[string]int{}
+	paidBySeat := map[string][]string{}
+	c.paidRes = map[string]reservation{}
+	for id, v := range res {
+		statuses[v.Status]++
+		if v.Status == "PAID" {
+			seat := v.Schedule + "/" + v.Seat
+			paidBySeat[seat] = append(paidBySeat[seat], id)
+			c.paidRes[id] = v
+		}
+	}
+	var twice []string
+	for seat, ids := range paidBySeat {
+		if len(ids) > 1 {
+			twice = append(twice, fmt.Sprintf("%s by %s", seat, strings.Join(ids, ", ")))
+		}
+	}
+	sort.Strings(twice)
+	c.r.expect(len(twice) == 0, "redis: no seat sold twice", "%d reservations %v%s", len(res), statuses, list(twice))
+	c.r.expect(statuses["PAYING"] == 0, "redis: no payment half done", "%d reservations PAYING after the run", statuses["PAYING"])
+
+	// The seat maps: every SOLD seat names a PAID reservation of that seat, and every PAID one is SOLD.
+	var bad []string
+	soldSeats := 0
+	for _, sch := range d.Schedules {
+		seats, err := c.rdb.Do(ctx, c.rdb.B().Hgetall().Key(k.Seats(sch)).Build()).AsStrMap()
+		if err != nil {
+			c.r.fail("redis: seat maps", "HGETALL %s: %v", k.Seats(sch), err)
+			return
+		}
+		for seat, state := range seats {
+			if !strings.HasPrefix(state, "S|") {
+				continue
+			}
+			soldSeats++
+			id := strings.TrimPrefix(state, "S|")
+			if v, ok := c.paidRes[id]; !ok || v.Seat != seat || v.Schedule != sch {
+				bad = append(bad, fmt.Sprintf("%s/%s SOLD to %s (%s)", sch, seat, id, res[id].Status))
+			}
+		}
+	}
+	if soldSeats != len(c.paidRes) {
+		bad = append(bad, fmt.Sprintf("%d seats SOLD, %d reservations PAID", soldSeats, len(c.paidRes)))
+	}
+	c.r.expect(len(bad) == 0 && int64(soldSeats) == c.sold, "redis: SOLD seats = PAID", "%d SOLD seats, %d PAID reservations, the admin API counts %d%s",
+		soldSeats, len(c.paidRes), c.sold, list(bad))
+
+	// Money: each sale one debit of its price; a debit without a sale refunded.
+	var debits, refunds int64
+	var moneyBad []string
+	ids := make([]string, 0, len(res))
+	for id := range res {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	cmds := make(rueidis.Commands, 0, 2*len(ids))
+	for _, id := range ids {
+		w := keys.Wallet(res[id].User)
+		cmds = append(cmds, c.rdb.B().Hget().Key(w.Debits()).Field(id).Build(), c.rdb.B().Hget().Key(w.Refunds()).Field(id).Build())
+	}
+	replies := c.rdb.DoMulti(ctx, cmds...)
+	for i, id := range ids {
+		v := res[id]
+		debit, dErr := moneyOf(replies[2*i])
+		refund, rErr := moneyOf(replies[2*i+1])
+		if dErr != nil || rErr != nil {
+			c.r.fail("redis: debits", "reading the debit of %s: %v %v", id, dErr, rErr)
+			return
+		}
+		if debit != nil {
+			debits += debit.Amount
+		}
+		if refund != nil {
+			refunds += refund.Amount
+		}
+		switch {
+		case v.Status == "PAID" && (debit == nil || debit.Amount != v.Price || refund != nil):
+			moneyBad = append(moneyBad, fmt.Sprintf("%s PAID with debit %v refund %v", id, debit, refund))
+		case v.Status != "PAID" && v.Status != "PAYING" && debit != nil && refund == nil:
+			moneyBad = append(moneyBad, fmt.Sprintf("%s %s debited %d and not refunded", id, v.Status, debit.Amount))
+		}
+	}
+	c.r.expect(len(moneyBad) == 0, "redis: one debit per sale", "%d debited, %d refunded%s", debits, refunds, list(moneyBad))
+
+	// Balances of the run's fans.
+	c.redisBal = map[string]int64{}
+	var sum int64
+	var negative []string
+	for lo := 0; lo < len(c.users); lo += 1000 {
+		batch := c.users[lo:min(lo+1000, len(c.users))]
+		cmds := make(rueidis.Commands, len(batch))
+		for i, u := range batch {
+			cmds[i] = c.rdb.B().Hget().Key(keys.Wallet(u).Balances()).Field(u).Build()
+		}
+		for i, reply := range c.rdb.DoMulti(ctx, cmds...) {
+			n, err := reply.AsInt64()
+			if rueidis.IsRedisNil(err) {
+				n, err = 0, nil
+			}
+			if err != nil {
+				c.r.fail("redis: balances", "balance of %s: %v", batch[i], err)
+				return
+			}
+			c.redisBal[batch[i]] = n
+			sum += n
+			if n < 0 {
+				negative = append(negative, fmt.Sprintf("%s %d", batch[i], n))
+			}
+		}
+	}
+	c.r.expect(len(negative) == 0, "redis: no balance negative", "%d fans%s", len(c.users), list(negative))
+	charged, okC := c.s.count("points_charged")
+	paid, okP := c.s.count("points_paid")
+	if !okC && !okP {
+		c.r.expect(sum == 0 && debits == 0, "redis: money adds up", "no money moved in this run: balances sum to %d, debits %d", sum, debits)
+		return
+	}
+	c.r.expect(paid == debits, "redis: debits = payments", "the service debited %d, fans were told they paid %d", debits, paid)
+	c.r.expect(sum == charged-debits+refunds, "redis: money adds up", "balances sum to %d; charged %d − debited %d + refunded %d = %d",
+		sum, charged, debits, refunds, charged-debits+refunds)
+}
+
+func moneyOf(m rueidis.RedisResult) (*money, error) {
+	raw, err := m.ToString()
+	if rueidis.IsRedisNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v money
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// ---- write-behind drain ----
+
+// drain waits until every consumer group of the concert's stream and of every wallet shard's stream
+// has nothing pending and nothing unread. It reports whether Postgres can be checked.
+func (c *checker) drain(ctx context.Context) bool {
+	keys := redis.NewKeys(keyPrefix)
+	streams := []string{keys.Concert(c.s.SetupData.ConcertID).Events()}
+	for n := range redis.WalletShards {
+		streams = append(streams, keys.WalletShard(n).Events())
+	}
+	start := time.Now()
+	for {
+		behind, groups, err := c.behind(ctx, streams)
+		if err != nil {
+			c.r.fail("write-behind drained", "%v", err)
+			return false
+		}
+		if groups == 0 {
+			c.r.skip("write-behind drained", "no consumer group reads the streams: the write-behind is not running, Postgres not checked")
+			return false
+		}
+		if len(behind) == 0 {
+			c.r.pass("write-behind drained", "%d groups caught up after %s", groups, time.Since(start).Round(100*time.Millisecond))
+			return true
+		}
+		if time.Since(start) > c.cfg.drain {
+			c.r.fail("write-behind drained", "still behind after %s: %s", c.cfg.drain, strings.Join(behind, "; "))
+			return false
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func (c *checker) behind(ctx context.Context, streams []string) (behind []string, groups int, err error) {
+	cmds := make(rueidis.Commands, len(streams))
+	for i, s := range streams {
+		cmds[i] = c.rdb.B().XinfoGroups().Key(s).Build()
+	}
+	for i, reply := range c.rdb.DoMulti(ctx, cmds...) {
+		list, err := reply.ToArray()
+		if err != nil {
+			if strings.Contains(err.Error(), "no such key") {
+				continue
+			}
+			return nil, 0, fmt.Errorf("XINFO GROUPS %s: %w", streams[i], err)
+		}
+		for _, g := range list {
+			m, err := g.AsMap()
+			if err != nil {
+				return nil, 0, err
+			}
+			groups++
+			field := func(k string) *rueidis.RedisMessage { v := m[k]; return &v }
+			name, _ := field("name").ToString()
+			pending, _ := field("pending").AsInt64()
+			lag, lagErr := field("lag").AsInt64()
+			if lagErr != nil { // lag unknown (nil): compare the group's position with the stream's end
+				last, _ := field("last-delivered-id").ToString()
+				info, err := c.rdb.Do(ctx, c.rdb.B().XinfoStream().Key(streams[i]).Build()).AsMap()
+				if err != nil {
+					return nil, 0, err
+				}
+				end := info["last-generated-id"]
+				if id, _ := end.ToString(); id != last {
+					lag = 1
+				}
+			}
+			if pending > 0 || lag > 0 {
+				behind = append(behind, fmt.Sprintf("%s group %s: %d pending, %d unread", streams[i], name, pending, lag))
+			}
+		}
+	}
+	return behind, groups, nil
+}
+
+// ---- Postgres ----
+
+func (c *checker) postgres(ctx context.Context) {
+	d := c.s.SetupData
+	db, err := pgx.Connect(ctx, c.cfg.databaseURL)
+	if err != nil {
+		c.r.fail("postgres", "cannot reach %s: %v", c.cfg.databaseURL, err)
+		return
+	}
+	defer db.Close(ctx)
+	var present bool
+	if err := db.QueryRow(ctx, `SELECT to_regclass('ledger') IS NOT NULL AND to_regclass('reservations') IS NOT NULL
+		AND to_regclass('payments') IS NOT NULL`).Scan(&present); err != nil || !present {
+		c.r.skip("postgres", "no ledger, reservations and payments tables (%v): the durable record is not built yet", err)
+		return
+	}
+	q := func(name, sql string, args ...any) pgx.Rows {
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
+			c.r.fail(name, "%v (the schema changed? update loadtest/check)", err)
+			return nil
+		}
+		return rows
+	}
+
+	if rows := q("postgres: no seat sold twice", `SELECT schedule_id, seat_id, count(*) FROM reservations
+		WHERE concert_id = $1 AND status = 'PAID' GROUP BY 1, 2 HAVING count(*) > 1`, d.ConcertID); rows != nil {
+		var twice []string
+		for rows.Next() {
+			var sch, seat string
+			var n int
+			if err := rows.Scan(&sch, &seat, &n); err == nil {
+				twice = append(twice, fmt.Sprintf("%s/%s ×%d", sch, seat, n))
+			}
+		}
+		c.r.expect(rows.Err() == nil && len(twice) == 0, "postgres: no seat sold twice", "%d seats sold twice%s", len(twice), list(append(twice, errText(rows.Err())...)))
+	}
+
+	var paid, payments int
+	err = db.QueryRow(ctx, `SELECT (SELECT count(*) FROM reservations WHERE concert_id = $1 AND status = 'PAID'),
+		(SELECT count(*) FROM payments p JOIN reservations r ON r.id = p.reservation_id WHERE r.concert_id = $1)`, d.ConcertID).Scan(&paid, &payments)
+	if err != nil {
+		c.r.fail("postgres: sales", "%v (the schema changed? update loadtest/check)", err)
+	} else {
+		c.r.expect(paid == len(c.paidRes) && payments == paid, "postgres: sales = Redis", "%d PAID reservations and %d payments, Redis has %d sales", paid, payments, len(c.paidRes))
+	}
+
+	// Each reservation: payments − refunds in the ledger is 1 when PAID, else 0.
+	if rows := q("postgres: one debit per sale", `SELECT r.id, r.status,
+		coalesce(sum(CASE l.type WHEN 'PAYMENT' THEN 1 WHEN 'REFUND' THEN -1 ELSE 0 END), 0)
+		FROM reservations r LEFT JOIN ledger l ON l.reservation_id = r.id WHERE r.concert_id = $1 GROUP BY r.id, r.status`, d.ConcertID); rows != nil {
+		var bad []string
+		n := 0
+		for rows.Next() {
+			var id, status string
+			var net int
+			if err := rows.Scan(&id, &status, &net); err != nil {
+				continue
+			}
+			n++
+			if want := map[bool]int{true: 1, false: 0}[status == "PAID"]; net != want {
+				bad = append(bad, fmt.Sprintf("%s %s: %d net debits", id, status, net))
+			}
+		}
+		c.r.expect(rows.Err() == nil && len(bad) == 0, "postgres: one debit per sale", "%d reservations%s", n, list(append(bad, errText(rows.Err())...)))
+	}
+
+	// Every fan: balance (Redis) = charges − payments + refunds (ledger).
+	if rows := q("postgres: balances = ledger", `SELECT user_id, sum(delta), min(balance_after) FROM ledger
+		WHERE starts_with(user_id, $1) GROUP BY user_id`, d.UserPrefix); rows != nil {
+		ledger := map[string]int64{}
+		var bad []string
+		for rows.Next() {
+			var user string
+			var sum, minAfter int64
+			if err := rows.Scan(&user, &sum, &minAfter); err != nil {
+				continue
+			}
+			ledger[user] = sum
+			if minAfter < 0 {
+				bad = append(bad, fmt.Sprintf("%s went to %d", user, minAfter))
+			}
+		}
+		for _, u := range c.users {
+			if ledger[u] != c.redisBal[u] {
+				bad = append(bad, fmt.Sprintf("%s: balance %d, ledger %d", u, c.redisBal[u], ledger[u]))
+			}
+		}
+		c.r.expect(rows.Err() == nil && len(bad) == 0, "postgres: balances = ledger", "%d fans, %d in the ledger%s", len(c.users), len(ledger), list(append(bad, errText(rows.Err())...)))
+	}
+}
+
+// ---- reconcile (issue 4) ----
+
+// reconcile runs `ticketrush reconcile` when the binary has it. The lead wires its arguments here
+// once the command exists (for example: scope it to the run's concert with the flag it takes).
+func (c *checker) reconcile(ctx context.Context) {
+	help, _ := exec.CommandContext(ctx, c.cfg.bin, "help").CombinedOutput()
+	if !strings.Contains(string(help), "reconcile") {
+		c.r.skip("ticketrush reconcile", "%s has no reconcile command yet (issue 4)", c.cfg.bin)
+		return
+	}
+	cmd := exec.CommandContext(ctx, c.cfg.bin, "reconcile")
+	cmd.Env = append(os.Environ(), "REDIS_URL="+c.cfg.redisURL, "DATABASE_URL="+c.cfg.databaseURL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		c.r.fail("ticketrush reconcile", "%v\n%s", err, out)
+		return
+	}
+	c.r.pass("ticketrush reconcile", "%s", strings.TrimSpace(lastLine(string(out))))
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// ---- small helpers ----
+
+// list formats problems after a check's figures: ": a; b; c", at most ten of them.
+func list(items []string) string {
+	if len(items) == 0 {
+		return ""
+	}
+	if len(items) > 10 {
+		items = append(items[:10:10], fmt.Sprintf("and %d more", len(items)-10))
+	}
+	return ": " + strings.Join(items, "; ")
+}
+
+func errText(err error) []string {
+	if err == nil {
+		return nil
+	}
+	return []string{err.Error()}
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
