@@ -23,11 +23,8 @@ func TestRestoreAfterFlushAll(t *testing.T) {
 	run(t, s.worker(Config{}, prometheus.NewRegistry()))
 	state := NewState(s.rdb, s.prefix)
 
-	load, stop := context.WithTimeout(ctx, 2*time.Second)
-	defer stop()
-	s.load(load, 6)
-
 	// One fan holds a seat, another bought one; one charge and one payment have Idempotency-Keys.
+	// Then the load.
 	sched := s.concert.Schedules[1].ID
 	_, _, err := s.booking.Charge(ctx, "holder", 5_000, "")
 	require.NoError(t, err)
@@ -45,6 +42,9 @@ func TestRestoreAfterFlushAll(t *testing.T) {
 	paid, created, err := s.booking.PayOnce(ctx, "buyer", bought.ID, "pay-key")
 	require.NoError(t, err)
 	require.True(t, created)
+	load, stop := context.WithTimeout(ctx, 2*time.Second)
+	defer stop()
+	s.load(load, 6)
 
 	s.drain(30 * time.Second)
 	s.reconcile()

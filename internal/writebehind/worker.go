@@ -33,6 +33,7 @@ type Config struct {
 	Group       string        // consumer group, shared by every worker process
 	Consumer    string        // this process's name in the group; unique per process
 	BatchSize   int           // most events per Postgres transaction
+	Writers     int           // batches written at once
 	ReadCount   int           // most entries read from one stream per round
 	Idle        time.Duration // pause between rounds that found nothing
 	ClaimIdle   time.Duration // an entry pending this long with another consumer is claimed (XAUTOCLAIM)
@@ -54,6 +55,7 @@ func DefaultConfig() Config {
 		Group:         "writebehind",
 		Consumer:      host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(rand.Uint64()%1e6, 36),
 		BatchSize:     4000,
+		Writers:       2,
 		ReadCount:     1000,
 		Idle:          50 * time.Millisecond,
 		ClaimIdle:     10 * time.Second,
@@ -86,6 +88,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	set(&c.BatchSize, d.BatchSize)
+	set(&c.Writers, d.Writers)
 	set(&c.ReadCount, d.ReadCount)
 	set(&c.MaxFailures, d.MaxFailures)
 	set(&c.MaxDeliveries, d.MaxDeliveries)
@@ -275,9 +278,20 @@ func (w *Worker) process(ctx context.Context, entries []entry) int {
 		}
 		ok = append(ok, e)
 	}
+	// Batches go to Postgres over Writers connections at once: one transaction waits for its commit
+	// while the next is written. Their rows never deadlock: every statement takes its rows in key
+	// order, and the home rows of two batches are never the same.
+	sem := make(chan struct{}, w.cfg.Writers)
+	var wg sync.WaitGroup
 	for start := 0; start < len(ok) && ctx.Err() == nil; start += w.cfg.BatchSize {
-		w.flush(ctx, ok[start:min(start+w.cfg.BatchSize, len(ok))])
+		batch := ok[start:min(start+w.cfg.BatchSize, len(ok))]
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			w.flush(ctx, batch)
+		})
 	}
+	wg.Wait()
 	return len(entries)
 }
 
