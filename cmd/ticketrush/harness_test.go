@@ -45,6 +45,7 @@ func startService(t *testing.T, env map[string]string) *service {
 	vars := map[string]string{
 		"HTTP_ADDR":          "127.0.0.1:0",
 		"REDIS_URL":          dbtest.RedisURL(),
+		"REDIS_KEY_PREFIX":   dbtest.Name("e2e"), // its own keys, streams and consumer group on the shared Redis
 		"DATABASE_URL":       dbtest.Postgres(t),
 		"JWT_SECRET":         testJWTSecret,
 		"QUEUE_TOKEN_SECRET": testQueueSecret,
@@ -64,6 +65,7 @@ func startService(t *testing.T, env map[string]string) *service {
 		Timeout:   30 * time.Second, // a hung request fails the test instead of the whole binary
 		Transport: &http.Transport{MaxIdleConnsPerHost: 256},
 	}}
+	s.keys = []string{vars["REDIS_KEY_PREFIX"] + ":*"}
 	t.Cleanup(func() {
 		cancel()
 		err := <-done
@@ -87,8 +89,7 @@ func startService(t *testing.T, env map[string]string) *service {
 	return s
 }
 
-// deleteKeys removes the Redis keys of the concerts this test created: the service's prefix is fixed,
-// so dbtest's per-test prefix does not apply.
+// deleteKeys removes the Redis keys of the service under test: every key under its own prefix.
 func (s *service) deleteKeys(redisURL string) {
 	s.mu.Lock()
 	patterns := s.keys
@@ -278,9 +279,6 @@ func (s *service) createConcert(t testing.TB, q queueSettings) string {
 	}
 	require.NoError(t, json.Unmarshal(res.body, &c))
 	require.NotEmpty(t, c.ID)
-	s.mu.Lock()
-	s.keys = append(s.keys, "tr:{c:"+c.ID+"}:*")
-	s.mu.Unlock()
 	return c.ID
 }
 

@@ -31,9 +31,6 @@ func (s *service) saleConcert(t *testing.T, queue map[string]any) (concertID, sc
 		} `json:"schedules"`
 	}
 	require.NoError(t, json.Unmarshal(res.body, &c))
-	s.mu.Lock()
-	s.keys = append(s.keys, "tr:{c:"+c.ID+"}:*")
-	s.mu.Unlock()
 	return c.ID, c.Schedules[0].ID
 }
 

@@ -38,7 +38,7 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer db.Close()
-	diffs, err := writebehind.Reconcile(ctx, rc, db, keyPrefix, "", *wait)
+	diffs, err := writebehind.Reconcile(ctx, rc, db, config.KeyPrefix(getenv), "", *wait)
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}

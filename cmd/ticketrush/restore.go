@@ -34,7 +34,7 @@ func restore(ctx context.Context, args []string, getenv func(string) string, std
 	if _, err := db.Migrate(ctx); err != nil {
 		return err
 	}
-	rep, err := writebehind.Restore(ctx, rc, db, keyPrefix, *force, time.Now())
+	rep, err := writebehind.Restore(ctx, rc, db, config.KeyPrefix(getenv), *force, time.Now())
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

@@ -25,9 +25,6 @@ import (
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
 
-// keyPrefix is the prefix of every Redis key of the service.
-const keyPrefix = "tr"
-
 // serve runs the service until ctx ends, then stops accepting requests, drains the loops and closes
 // the pools in reverse order.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
@@ -50,14 +47,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		log.Info("migrated", "applied", applied)
 	}
 
-	state := writebehind.NewState(rc, keyPrefix)
+	state := writebehind.NewState(rc, cfg.RedisKeyPrefix)
 	if err := state.Startup(ctx, db, time.Now()); errors.Is(err, writebehind.ErrRedisNotWhole) {
 		log.Error("redis is not whole: unready until `ticketrush restore`", "err", err)
 	} else if err != nil {
 		return err
 	}
 
-	store := redis.NewStore(rc, keyPrefix, reg)
+	store := redis.NewStore(rc, cfg.RedisKeyPrefix, reg)
 	cat := catalog.NewService(db, store, time.Now, log)
 	if err := cat.Refresh(ctx); err != nil {
 		return fmt.Errorf("load catalog: %w", err)
@@ -79,7 +76,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": state.Check}
 	if cfg.Has(config.RoleWriteBehind) {
-		worker := writebehind.New(rc, db, keyPrefix, cat.IDs, writebehind.Config{}, time.Now, log, reg)
+		worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, cat.IDs, writebehind.Config{}, time.Now, log, reg)
 		wg.Go(func() { worker.Run(loops) })
 		ready["writebehind"] = worker.Check
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ var allRoles = []string{RoleAPI, RoleScheduler, RoleWriteBehind}
 type Config struct {
 	HTTPAddr         string
 	RedisURL         string
+	RedisKeyPrefix   string // every Redis key starts with it; services sharing one Redis need their own
 	DatabaseURL      string
 	JWTSecret        []byte
 	QueueTokenSecret []byte
@@ -47,6 +49,7 @@ func Load(getenv func(string) string) (Config, error) {
 		HTTPAddr:        or(getenv("HTTP_ADDR"), ":8080"),
 		RedisURL:        RedisURL(getenv),
 		DatabaseURL:     DatabaseURL(getenv),
+		RedisKeyPrefix:  KeyPrefix(getenv),
 		AdminToken:      getenv("ADMIN_TOKEN"),
 		AdmitTick:       100 * time.Millisecond,
 		SnapshotRefresh: 200 * time.Millisecond,
@@ -66,6 +69,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		bad("DATABASE_URL", "want postgres://user@host:port/db, got a value that does not parse as one")
+	}
+	if !prefixPattern.MatchString(c.RedisKeyPrefix) {
+		bad("REDIS_KEY_PREFIX", "want 1-32 chars of [A-Za-z0-9_-], got %q", c.RedisKeyPrefix)
 	}
 	c.JWTSecret = []byte(getenv("JWT_SECRET"))
 	if len(c.JWTSecret) < 32 {
@@ -133,6 +139,11 @@ func DatabaseURL(getenv func(string) string) string {
 func RedisURL(getenv func(string) string) string {
 	return or(getenv("REDIS_URL"), "redis://127.0.0.1:6379/0")
 }
+
+var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// KeyPrefix reads REDIS_KEY_PREFIX alone (default "tr"), for commands that need nothing else.
+func KeyPrefix(getenv func(string) string) string { return or(getenv("REDIS_KEY_PREFIX"), "tr") }
 
 // JWTSecret reads JWT_SECRET alone, for the token command.
 func JWTSecret(getenv func(string) string) ([]byte, error) {

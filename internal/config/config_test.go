@@ -27,6 +27,7 @@ func TestLoadDefaults(t *testing.T) {
 	assert.Equal(t, "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable", c.DatabaseURL)
 	assert.Equal(t, []string{"api", "scheduler", "writebehind"}, c.Roles)
 	assert.Equal(t, 100*time.Millisecond, c.AdmitTick)
+	assert.Equal(t, "tr", c.RedisKeyPrefix)
 	assert.True(t, c.Has(RoleScheduler))
 }
 
@@ -42,6 +43,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad redis", map[string]string{"REDIS_URL": "http://x"}, []string{"REDIS_URL: want redis://"}},
 		{"bad addr", map[string]string{"HTTP_ADDR": "8080"}, []string{"HTTP_ADDR: want host:port"}},
 		{"bad database", map[string]string{"DATABASE_URL": "mysql://x"}, []string{"DATABASE_URL: want postgres://"}},
+		{"bad key prefix", map[string]string{"REDIS_KEY_PREFIX": "a{b}"}, []string{"REDIS_KEY_PREFIX: want 1-32 chars"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
