@@ -74,6 +74,7 @@ type fakes struct {
 	Queue   *fakeQueue
 	Catalog *fakeCatalog
 	Booking *fakeBooking
+	Ledger  *fakeLedger
 	Ready   map[string]Check
 }
 
@@ -88,7 +89,26 @@ func newFakes() *fakes {
 		},
 	}
 	f.Booking = newFakeBooking(f.Queue, f.Catalog)
+	f.Ledger = &fakeLedger{entries: map[string][]ticketrush.LedgerEntry{userAlice: {
+		{ID: "pay-1", UserID: userAlice, Type: "PAYMENT", Amount: -165000, BalanceAfter: 35000,
+			ReservationID: "res-1", CreatedAt: testNow},
+		{ID: "chg-1", UserID: userAlice, Type: "CHARGE", Amount: 200000, BalanceAfter: 200000, CreatedAt: testNow.Add(-time.Minute)},
+	}}}
 	return f
+}
+
+// fakeLedger is the durable ledger: entries by user, newest first.
+type fakeLedger struct {
+	entries map[string][]ticketrush.LedgerEntry
+	Err     error
+}
+
+func (l *fakeLedger) History(_ context.Context, userID string, limit int) ([]ticketrush.LedgerEntry, error) {
+	if l.Err != nil {
+		return nil, l.Err
+	}
+	e := l.entries[userID]
+	return e[:min(limit, len(e))], nil
 }
 
 // deps returns the server's dependencies: the fakes, a fresh registry and a silent log.
@@ -98,6 +118,7 @@ func (f *fakes) deps() Deps {
 		Queue:      f.Queue,
 		Catalog:    f.Catalog,
 		Booking:    f.Booking,
+		Ledger:     f.Ledger,
 		Users:      f.Users,
 		AdminToken: testAdminToken,
 		Ready:      f.Ready,
