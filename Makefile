@@ -20,10 +20,13 @@ services:
 run: services build
 	@scripts/run.sh $(BIN) $(ADDR)
 
-## test: set up Redis and Postgres, then every unit and integration test with the race detector
+## test: set up Redis and Postgres, then every unit and integration test with the race detector, then
+## the observability checks: alert rules (promtool), the compose file, and every dashboard and alert
+## query against a real Prometheus scraping the service under load
 test: services
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 9m ./...
+	$(GO) test -race -count=1 -timeout 8m ./...
+	$(MAKE) --no-print-directory rules-check compose-check promcheck
 
 clean:
 	rm -rf bin
