@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/config"
-	"github.com/ticketrush/ticketrush/internal/postgres"
-	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
 
@@ -28,15 +26,11 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, s
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("reconcile: %w (usage: ticketrush reconcile [--wait 1m])", err)
 	}
-	rc, err := redis.Open(ctx, config.RedisURL(getenv))
+	rc, db, err := openStores(ctx, getenv)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	db, err := postgres.Open(ctx, config.DatabaseURL(getenv))
-	if err != nil {
-		return err
-	}
 	defer db.Close()
 	diffs, err := writebehind.Reconcile(ctx, rc, db, config.KeyPrefix(getenv), "", *wait)
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/config"
-	"github.com/ticketrush/ticketrush/internal/postgres"
-	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
 
@@ -21,15 +19,11 @@ func restore(ctx context.Context, args []string, getenv func(string) string, std
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("restore: %w (usage: ticketrush restore [--force])", err)
 	}
-	rc, err := redis.Open(ctx, config.RedisURL(getenv))
+	rc, db, err := openStores(ctx, getenv)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	db, err := postgres.Open(ctx, config.DatabaseURL(getenv))
-	if err != nil {
-		return err
-	}
 	defer db.Close()
 	if _, err := db.Migrate(ctx); err != nil {
 		return err

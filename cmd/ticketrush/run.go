@@ -12,9 +12,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/ticketrush/ticketrush/internal/auth"
 	"github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/postgres"
+	"github.com/ticketrush/ticketrush/internal/redis"
 )
 
 const usage = `usage: ticketrush <command> [flags]
@@ -96,4 +99,18 @@ func migrate(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	}
 	log.Info("migrated", "applied", applied)
 	return nil
+}
+
+// openStores connects to REDIS_URL and DATABASE_URL, for the commands that work on both.
+func openStores(ctx context.Context, getenv func(string) string) (rueidis.Client, *postgres.DB, error) {
+	rc, err := redis.Open(ctx, config.RedisURL(getenv))
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := postgres.Open(ctx, config.DatabaseURL(getenv))
+	if err != nil {
+		rc.Close()
+		return nil, nil, err
+	}
+	return rc, db, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -81,16 +82,5 @@ func (s *Service) Recover(ctx context.Context, concertID string, before time.Tim
 
 // RunSweeper sweeps every interval until ctx ends.
 func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("sweep", "err", err)
-			}
-		}
-	}
+	periodic.Run(ctx, interval, s.Sweep, s.log, "sweep")
 }

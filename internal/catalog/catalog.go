@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -93,18 +94,7 @@ func (s *Service) Refresh(ctx context.Context) error {
 
 // Run refreshes every interval until ctx ends.
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("catalog refresh", "err", err)
-			}
-		}
-	}
+	periodic.Run(ctx, interval, s.Refresh, s.log, "catalog refresh")
 }
 
 func (s *Service) put(c ticketrush.Concert) {

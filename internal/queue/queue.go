@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ticketrush/ticketrush/internal/auth"
+	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -225,16 +226,5 @@ func (s *Service) refreshView(ctx context.Context, concertID string, v *view) er
 
 // RunRefresher refreshes the views every interval until ctx ends.
 func (s *Service) RunRefresher(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("queue view refresh", "err", err)
-			}
-		}
-	}
+	periodic.Run(ctx, interval, s.Refresh, s.log, "queue view refresh")
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -54,16 +55,5 @@ func (sc *Scheduler) Tick(ctx context.Context) error {
 
 // Run ticks every interval until ctx ends.
 func (sc *Scheduler) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := sc.Tick(ctx); err != nil && ctx.Err() == nil {
-				sc.log.Warn("admission tick", "err", err)
-			}
-		}
-	}
+	periodic.Run(ctx, interval, sc.Tick, sc.log, "admission tick")
 }
