@@ -9,6 +9,7 @@
 -- KEYS[7] res      hash: res -> reservation JSON
 -- KEYS[8] uholds   hash: user -> comma list of the user's open (HELD or being paid) reservations
 -- KEYS[9] events   stream: the concert's outbox
+-- KEYS[10] paying  zset: member res, score claimed (ms): every reservation being paid (PAYING)
 -- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
 -- ARGV[6] new reservation id  ARGV[7] now (ms)
 -- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
@@ -37,11 +38,15 @@ if state then
   stale = cjson.decode(redis.call('HGET', KEYS[7], rid))
 end
 
--- The fan's open holds: HELD and unexpired, or being paid.
+-- The fan's open holds: HELD and unexpired, or being paid. Every script keeps a reservation in holds
+-- (score: its expiry) exactly while it is HELD and in paying exactly while it is PAYING, so the two
+-- zsets answer without decoding each record.
 local open = {}
 for rid in string.gmatch(redis.call('HGET', KEYS[8], user) or '', '[^,]+') do
-  local r = cjson.decode(redis.call('HGET', KEYS[7], rid))
-  if r.status == 'PAYING' or (r.status == 'HELD' and r.expiresAt > now) then
+  local exp = redis.call('ZSCORE', KEYS[6], rid)
+  if exp then
+    if tonumber(exp) > now then open[#open + 1] = rid end
+  elseif redis.call('ZSCORE', KEYS[10], rid) then
     open[#open + 1] = rid
   end
 end
@@ -63,13 +68,23 @@ if stale then -- lapse the previous holder's expired hold of this seat
 end
 
 local id, expires = ARGV[6], now + tonumber(cfg[1])
-local rec = {id = id, user = user, seq = tonumber(seq), schedule = schedule, seat = seat, price = tonumber(ARGV[5]),
-  status = 'HELD', expiresAt = expires, createdAt = now}
-redis.call('HSET', KEYS[7], id, cjson.encode(rec))
-redis.call('HSET', KEYS[5], seat, 'H|' .. id .. '|' .. expires)
-redis.call('ZADD', KEYS[6], expires, id)
+local exp = string.format('%d', expires) -- formatted once: a number in a string costs a %.14g each time
+-- The record as cjson.encode writes it, written out directly when every string is a plain id (as the
+-- service's are: [A-Za-z0-9_-]) so that nothing needs escaping.
+local rec
+if string.find(id .. user .. schedule .. seat, '^[%w_-]+$') then
+  rec = '{"id":"' .. id .. '","user":"' .. user .. '","seq":' .. string.format('%d', seq) .. ',"schedule":"' ..
+    schedule .. '","seat":"' .. seat .. '","price":' .. string.format('%d', ARGV[5]) ..
+    ',"status":"HELD","expiresAt":' .. exp .. ',"createdAt":' .. string.format('%d', now) .. '}'
+else
+  rec = cjson.encode({id = id, user = user, seq = tonumber(seq), schedule = schedule, seat = seat,
+    price = tonumber(ARGV[5]), status = 'HELD', expiresAt = expires, createdAt = now})
+end
+redis.call('HSET', KEYS[7], id, rec)
+redis.call('HSET', KEYS[5], seat, 'H|' .. id .. '|' .. exp)
+redis.call('ZADD', KEYS[6], exp, id)
 open[#open + 1] = id
 redis.call('HSET', KEYS[8], user, table.concat(open, ','))
 redis.call('XADD', KEYS[9], '*', 'type', 'hold.create', 'res', id, 'user', user, 'schedule', schedule, 'seat', seat,
-  'price', ARGV[5], 'expires', expires, 'seq', seq, 'at', ARGV[7])
+  'price', ARGV[5], 'expires', exp, 'seq', seq, 'at', ARGV[7])
 return {id, expires, now, stale and 1 or 0}

@@ -70,7 +70,7 @@ func (c ConcertKeys) Paying() string                 { return c.base + "paying" 
 func (c ConcertKeys) Sold() string                   { return c.base + "sold" }
 
 func (c ConcertKeys) hold(scheduleID string) []string {
-	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events()}
+	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Paying()}
 }
 
 func (c ConcertKeys) cancel(scheduleID string) []string {
