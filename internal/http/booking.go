@@ -212,16 +212,9 @@ type chargeJSON struct {
 }
 
 func (s *Server) charge(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	user, err := s.user(r)
-	if err != nil {
-		return err
-	}
-	key, err := idempotencyKey(r)
-	if err != nil {
-		return err
-	}
 	var req chargeRequest
-	if err := decode(w, r, &req); err != nil {
+	user, key, err := s.moneyRequest(w, r, &req)
+	if err != nil {
 		return err
 	}
 	// The amount must be a JSON integer literal: 1.5, "100", 1e3 and null are INVALID_AMOUNT.
@@ -254,16 +247,9 @@ func toPaymentJSON(p ticketrush.Payment) paymentJSON {
 }
 
 func (s *Server) pay(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	user, err := s.user(r)
-	if err != nil {
-		return err
-	}
-	key, err := idempotencyKey(r)
-	if err != nil {
-		return err
-	}
 	var req payRequest
-	if err := decode(w, r, &req); err != nil {
+	user, key, err := s.moneyRequest(w, r, &req)
+	if err != nil {
 		return err
 	}
 	if req.ReservationID == "" {
@@ -292,6 +278,18 @@ func (s *Server) getPayment(w http.ResponseWriter, r *http.Request, p httprouter
 	}
 	writeJSON(w, http.StatusOK, toPaymentJSON(pay))
 	return nil
+}
+
+// moneyRequest reads what the two money endpoints take: the user, the optional Idempotency-Key and the
+// JSON body into v.
+func (s *Server) moneyRequest(w http.ResponseWriter, r *http.Request, v any) (user, key string, err error) {
+	if user, err = s.user(r); err != nil {
+		return "", "", err
+	}
+	if key, err = idempotencyKey(r); err != nil {
+		return "", "", err
+	}
+	return user, key, decode(w, r, v)
 }
 
 // idempotencyKey reads the optional Idempotency-Key: 1-64 printable ASCII characters.
