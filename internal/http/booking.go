@@ -47,11 +47,7 @@ type scheduleJSONAvailability struct {
 }
 
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	user, err := s.user(r)
-	if err != nil {
-		return err
-	}
-	id, err := concertID(p)
+	user, id, err := s.userAndConcert(r, p)
 	if err != nil {
 		return err
 	}
@@ -68,11 +64,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p httprou
 }
 
 func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	user, err := s.user(r)
-	if err != nil {
-		return err
-	}
-	id, err := concertID(p)
+	user, id, err := s.userAndConcert(r, p)
 	if err != nil {
 		return err
 	}

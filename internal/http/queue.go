@@ -48,11 +48,7 @@ func toTicketJSON(t ticketrush.Ticket) ticketJSON {
 }
 
 func (s *Server) joinQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	user, err := s.user(r)
-	if err != nil {
-		return err
-	}
-	id, err := concertID(p)
+	user, id, err := s.userAndConcert(r, p)
 	if err != nil {
 		return err
 	}

@@ -165,6 +165,16 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(h[7:]), true
 }
 
+// userAndConcert reads the caller's user id and the route's concert id.
+func (s *Server) userAndConcert(r *http.Request, p httprouter.Params) (string, string, error) {
+	user, err := s.user(r)
+	if err != nil {
+		return "", "", err
+	}
+	id, err := concertID(p)
+	return user, id, err
+}
+
 // concertID returns the route's concert id, or ErrNotFound for one that cannot exist.
 func concertID(p httprouter.Params) (string, error) {
 	id := p.ByName("concertId")

@@ -49,7 +49,12 @@ func (db *DB) Reservations(ctx context.Context, concertID string) ([]ticketrush.
 
 // Balances returns every user's balance: the sum of their ledger.
 func (db *DB) Balances(ctx context.Context) (map[string]int64, error) {
-	rows, err := db.pool.Query(ctx, `SELECT user_id, sum(delta) FROM ledger GROUP BY user_id`)
+	return db.sumsByUser(ctx, `SELECT user_id, sum(delta) FROM ledger GROUP BY user_id`)
+}
+
+// sumsByUser runs a query of (user_id, sum) rows into a map.
+func (db *DB) sumsByUser(ctx context.Context, query string, args ...any) (map[string]int64, error) {
+	rows, err := db.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read balances: %w", err)
 	}
@@ -129,19 +134,8 @@ func (db *DB) QueueMarks(ctx context.Context) (map[string]ticketrush.QueueMark, 
 // BalancesAt returns the balance of every user of a wallet stream counting only its events up to and
 // including upTo: the record as of that point of the stream.
 func (db *DB) BalancesAt(ctx context.Context, upTo ticketrush.EventID) (map[string]int64, error) {
-	rows, err := db.pool.Query(ctx, `SELECT user_id, sum(delta) FROM ledger
+	return db.sumsByUser(ctx, `SELECT user_id, sum(delta) FROM ledger
 		WHERE stream = $1 AND (ev_ms, ev_seq) <= ($2, $3) GROUP BY user_id`, upTo.Stream, upTo.Ms, upTo.Seq)
-	if err != nil {
-		return nil, fmt.Errorf("read balances: %w", err)
-	}
-	out := map[string]int64{}
-	var user string
-	var sum int64
-	_, err = pgx.ForEachRow(rows, []any{&user, &sum}, func() error { out[user] = sum; return nil })
-	if err != nil {
-		return nil, fmt.Errorf("read balances: %w", err)
-	}
-	return out, nil
 }
 
 // ReservationsAt returns the reservations of a concert stream with the status its events up to and

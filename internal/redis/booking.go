@@ -61,25 +61,16 @@ func decodeReservation(concertID, raw string) (ticketrush.Reservation, error) {
 	}, nil
 }
 
-// reservationReply decodes a script's reply of one reservation JSON.
-func reservationReply(concertID string, msg any, err error) (ticketrush.Reservation, error) {
-	if err != nil {
-		return ticketrush.Reservation{}, err
-	}
-	raw, ok := msg.(string)
-	if !ok {
-		return ticketrush.Reservation{}, fmt.Errorf("reservation reply is %T", msg)
-	}
-	return decodeReservation(concertID, raw)
-}
-
 func (s *Store) reservationScript(ctx context.Context, sc *script, concertID string, keys, args []string) (ticketrush.Reservation, error) {
 	msg, err := s.exec(ctx, sc, keys, args)
 	if err != nil {
 		return ticketrush.Reservation{}, err
 	}
 	raw, err := msg.ToString()
-	return reservationReply(concertID, raw, err)
+	if err != nil {
+		return ticketrush.Reservation{}, err
+	}
+	return decodeReservation(concertID, raw)
 }
 
 // Hold holds a seat for the fan of claims: one script that checks the token is ACTIVE, the seat free
@@ -248,7 +239,7 @@ func (s *Store) Claim(ctx context.Context, userID, id string, now time.Time) (ti
 	return s.reservationScript(ctx, s.paymentClaim, concertID, s.keys.Concert(concertID).claim(scheduleID), []string{userID, id, millis(now)})
 }
 
-// Complete is step 3 of a payment: the sale. It reports whether this call made it.
+// Complete is step 3 of a payment: the sale. Completing a PAID reservation again returns it unchanged.
 func (s *Store) Complete(ctx context.Context, id string, d ticketrush.Payment, now time.Time) (ticketrush.Reservation, error) {
 	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
 	if !ok {
