@@ -161,11 +161,14 @@ func (s *Service) claims(userID, token string) (ticketrush.QueueClaims, error) {
 }
 
 func (s *Service) ticket(token string, c ticketrush.QueueClaims, st ticketrush.TokenState, v *view) ticketrush.Ticket {
-	t := ticketrush.Ticket{Token: token, ConcertID: c.ConcertID, Status: st.Status}
+	t := ticketrush.Ticket{Token: token, ConcertID: c.ConcertID, Status: st.Status, Paused: v.isPaused()}
 	switch st.Status {
 	case ticketrush.StatusWaiting:
 		t.Position = st.Position
 		t.EstimatedWait, t.PollAfter = pacing(st.Position, v.rate())
+		if t.Paused {
+			t.EstimatedWait = 0 // nobody is admitted: no wait can be estimated; the poll cadence stays
+		}
 	case ticketrush.StatusActive:
 		t.ActiveUntil = st.ActiveUntil
 		t.PollAfter = 30 * time.Second
