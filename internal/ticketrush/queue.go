@@ -45,7 +45,7 @@ type Ticket struct {
 	Position      int64
 	EstimatedWait time.Duration // unknown (zero) while Paused
 	PollAfter     time.Duration
-	Paused        bool // the concert's admission is paused: nobody is admitted until it resumes
+	Paused        bool      // the concert's admission is paused: nobody is admitted until it resumes
 	ActiveUntil   time.Time // zero unless ACTIVE
 }
 
