@@ -44,19 +44,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-for _ in $(seq 1 100); do
-  curl -fsS "$ADDR/readyz" >/dev/null 2>&1 && break
+# The service listens once Redis and Postgres answer and the migrations ran; `demo --setup` then checks
+# /readyz itself (no curl needed on a fresh machine).
+listening=""
+for _ in $(seq 1 300); do
+  (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null && { listening=1; break; }
   kill -0 "$pid" 2>/dev/null || break
   sleep 0.1
 done
-if ! curl -fsS "$ADDR/readyz" >/dev/null 2>&1; then
+echo
+if [ -z "$listening" ] || ! "$BIN" demo --setup --addr "$ADDR"; then
   say "the service did not become ready; the end of its log ($RUN/ticketrush.log):"
   tail -n 20 "$RUN/ticketrush.log" >&2
   exit 1
 fi
-
-echo
-"$BIN" demo --setup --addr "$ADDR"
 cat <<MSG
 
 the service logs to $RUN/ticketrush.log (tail -f it to watch).

@@ -102,6 +102,9 @@ type demoClient struct {
 
 // demoConcert returns the id of the demo concert, creating it when the service has none.
 func (c *demoClient) demoConcert(ctx context.Context, adminToken string) (string, bool, error) {
+	if _, err := c.call(ctx, "GET", "/readyz", nil, nil, nil, false); err != nil {
+		return "", false, fmt.Errorf("the service is not ready: %w", err)
+	}
 	var list []struct{ ID, Title, Venue string }
 	if _, err := c.call(ctx, "GET", "/v1/concerts", nil, nil, &list, false); err != nil {
 		return "", false, err
@@ -124,7 +127,7 @@ func (c *demoClient) demoConcert(ctx context.Context, adminToken string) (string
 
 // walk takes one fan from join to receipt, printing each step.
 func (c *demoClient) walk(ctx context.Context, concert, jwt, user string, wait time.Duration) error {
-	fmt.Fprintf(c.out, "fan %s at %s, demo concert %s; every step below runs as printed once JWT and QT are set:\n  JWT=%s\n", user, c.base, concert, jwt)
+	fmt.Fprintf(c.out, "fan %s at %s, demo concert %s; each request is shown as the curl line that makes it (set JWT and QT as printed to run one yourself):\n  JWT=%s\n", user, c.base, concert, jwt)
 	bearer := []string{"Authorization", "Bearer $JWT"}
 	step := func(n int, what string) { fmt.Fprintf(c.out, "\n%d. %s\n", n, what) }
 
