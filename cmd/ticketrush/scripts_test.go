@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,4 +134,50 @@ func TestMakeRunRefusesSecondStart(t *testing.T) {
 	require.Eventually(t, func() bool { _, code := check(); return code == 0 }, 10*time.Second, 20*time.Millisecond,
 		"the service gone and the address free: make run may start")
 	assert.NoFileExists(t, filepath.Join(root, ".data", "run", "ticketrush.pid"), "the stale pidfile is cleared")
+}
+
+// TestMakeHelp: `make help` lists every target of the Makefile, one line each, from its `##` comment.
+func TestMakeHelp(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	targets := regexp.MustCompile(`(?m)^([a-z0-9-]+):(?:[^=]|$)`).FindAllStringSubmatch(string(mk), -1)
+	require.NotEmpty(t, targets)
+
+	out, err := exec.Command("make", "-s", "-C", filepath.Join("..", ".."), "help").Output()
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	listed := map[string]string{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		require.GreaterOrEqual(t, len(f), 2, "a target and its description on one line: %q", l)
+		_, dup := listed[f[0]]
+		assert.False(t, dup, "%s listed twice", f[0])
+		listed[f[0]] = l
+	}
+	for _, m := range targets {
+		assert.Contains(t, listed, m[1], "make help lists %s", m[1])
+	}
+	assert.Len(t, lines, len(targets), "one line per target")
+}
+
+// TestMakeUpWithoutDocker: without a docker command, make up and make down say so in one line instead of
+// a traceback, and run nothing.
+func TestMakeUpWithoutDocker(t *testing.T) {
+	mk, err := exec.LookPath("make")
+	require.NoError(t, err)
+	for _, target := range []string{"up", "down"} {
+		t.Run(target, func(t *testing.T) {
+			cmd := exec.Command(mk, "-s", "-C", filepath.Join("..", ".."), target)
+			cmd.Env = []string{"PATH=" + t.TempDir()} // no docker, no docker-compose: nothing to run
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			require.Error(t, err)
+			msg := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			require.NotEmpty(t, msg)
+			assert.Equal(t, "make "+target+" needs Docker: the docker command is not installed (https://docs.docker.com/engine/install/); make run needs no Docker", msg[0])
+			assert.LessOrEqual(t, len(msg), 2, "our line and make's own error line, nothing more: %s", stderr.String())
+			assert.Empty(t, stdout.String())
+		})
+	}
 }
