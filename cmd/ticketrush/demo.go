@@ -32,7 +32,7 @@ const (
 
 func demo(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	addr := fs.String("addr", defaultAddr(getenv), "base URL of the running service (default from HTTP_ADDR)")
+	addr := fs.String("addr", defaultAddr(getenv), "base URL of the running service; the default follows HTTP_ADDR")
 	user := fs.String("user", "demo-fan", "the fan's user id")
 	setup := fs.Bool("setup", false, "only make sure the demo concert exists and print how to walk it")
 	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for the fan to be admitted")
