@@ -1,4 +1,5 @@
-# ticketrush: `make run` sets everything up and runs the service; `make test` runs every test.
+# ticketrush: `make run` sets everything up and runs the service; `make test` runs every test;
+# `make stop` stops what they started; `make help` lists the targets (from their `## target:` comments).
 SHELL := /bin/bash
 GO ?= go
 export JWT_SECRET ?= dev-jwt-secret-change-me-0123456789abcdef
@@ -8,17 +9,30 @@ export HTTP_ADDR ?= 127.0.0.1:8080
 ADDR := http://$(HTTP_ADDR)
 BIN := bin/ticketrush
 
-.PHONY: run test services build vet demo clean
+.PHONY: run stop help test services build vet demo clean
 
+## help: list the targets, one line each
+help:
+	@awk '/^## [a-z0-9-]+:/ { if (t) print t; t = sprintf("  %-17s %s", substr($$2, 1, length($$2)-1), substr($$0, length($$2)+5)); next } \
+	  /^## / && t { t = t " " substr($$0, 4); next } { if (t) print t; t = "" }' $(MAKEFILE_LIST)
+
+## build: build bin/ticketrush (the commit it was built from shows in `bin/ticketrush version`)
 build:
-	$(GO) build -o $(BIN) ./cmd/ticketrush
+	$(GO) build -ldflags "-X main.commit=$$(git rev-parse HEAD 2>/dev/null)" -o $(BIN) ./cmd/ticketrush
 
+## services: install (when missing) and start Redis and Postgres at REDIS_URL and DATABASE_URL, data under .data/
 services:
 	@scripts/services.sh
 
-## run: set up Redis and Postgres, start the service, create a demo concert and print how to use it
-run: services build
+## run: set up Redis and Postgres, start the service, create (or reuse) the demo concert and print the walk
+run:
+	@scripts/run.sh --check $(BIN) $(ADDR)
+	@$(MAKE) --no-print-directory services build
 	@scripts/run.sh $(BIN) $(ADDR)
+
+## stop: stop what make run and make services started (the pids recorded under .data/), nothing else
+stop:
+	@scripts/stop.sh
 
 ## test: set up Redis and Postgres, then every unit and integration test with the race detector, then
 ## the observability checks: alert rules (promtool), the compose file, and every dashboard and alert
@@ -28,6 +42,7 @@ test: services
 	$(GO) test -race -count=1 -timeout 8m ./...
 	$(MAKE) --no-print-directory rules-check compose-check promcheck
 
+## clean: remove bin/ (not .data/: make stop first, then rm -rf .data to start afresh)
 clean:
 	rm -rf bin
 
@@ -45,12 +60,22 @@ define need
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; }; }
 endef
 
+# docker_engine: fail in one line unless a Docker engine and Compose answer.
+define docker_engine
+@command -v docker >/dev/null || { echo "make $@ needs Docker: the docker command is not installed (https://docs.docker.com/engine/install/); make run needs no Docker" >&2; exit 1; }
+@docker info >/dev/null 2>&1 || { echo "make $@ needs a running Docker engine: the docker command is here but no engine answers (start dockerd, or check DOCKER_HOST); make run needs no Docker" >&2; exit 1; }
+@$(COMPOSE) version >/dev/null 2>&1 || { echo "make $@ needs Docker Compose: neither 'docker compose' nor docker-compose works" >&2; exit 1; }
+endef
+
 ## up: the whole stack in Docker (Redis, Postgres, ticketrush, Prometheus, Grafana) with the dev secrets
 up:
+	$(call docker_engine)
 	$(COMPOSE) -f docker-compose.yml up --build -d
 	@echo "API http://127.0.0.1:8080  Prometheus http://127.0.0.1:9090  Grafana http://127.0.0.1:3000 (make down stops it)"
 
+## down: stop and remove the Docker stack of make up
 down:
+	$(call docker_engine)
 	$(COMPOSE) -f docker-compose.yml down
 
 ## compose-check: validate docker-compose.yml without a Docker engine (Debian's docker-compose)

@@ -23,8 +23,34 @@ say() { printf 'loadtest: %s\n' "$*" >&2; }
 [ -f "loadtest/$SCENARIO.js" ] || { say "no scenario loadtest/$SCENARIO.js (onsale, poll-storm, hot-seat)"; exit 2; }
 "$GO" build -o bin/loadtest-check ./loadtest/check
 
-pid=""
+# progress prints, every 5 s while k6 runs (-q keeps k6 itself quiet), what the service has done since the
+# run began, from its /metrics: requests, joins, admissions, holds, payments.
+metric_sum() { # METRICS-TEXT NAME: the sum of NAME over its series
+  awk -v m="$2" 'index($1, m) == 1 && (length($1) == length(m) || substr($1, length(m) + 1, 1) == "{") { s += $2 }
+    END { printf "%d", s }' <<<"$1"
+}
+progress() {
+  local start=$SECONDS base now line m
+  base=$(curl -fsS --max-time 2 "$ADDR/metrics" 2>/dev/null || true)
+  while sleep 5; do
+    if ! now=$(curl -fsS --max-time 2 "$ADDR/metrics" 2>/dev/null); then
+      say "$((SECONDS - start))s: /metrics does not answer"
+      continue
+    fi
+    line="$((SECONDS - start))s:"
+    for m in http_requests queue_joined queue_admitted holds payments; do
+      line+=" ${m#queue_} $(($(metric_sum "$now" "ticketrush_${m}_total") - $(metric_sum "$base" "ticketrush_${m}_total")))"
+    done
+    say "$line"
+  done
+}
+
+pid="" progress_pid=""
 stop() {
+  if [ -n "$progress_pid" ]; then
+    kill "$progress_pid" 2>/dev/null || true
+    wait "$progress_pid" 2>/dev/null || true
+  fi
   if [ -n "$pid" ]; then
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
@@ -46,10 +72,15 @@ fi
 
 summary="$OUT/$SCENARIO-summary.json"
 rm -f "$summary"
-say "k6 run loadtest/$SCENARIO.js (PROFILE=${PROFILE:-short})"
+say "k6 run loadtest/$SCENARIO.js (PROFILE=${PROFILE:-short}); progress every 5 s, counted since the start"
+progress &
+progress_pid=$!
 set +e
 BASE_URL="$ADDR" "$K6" run -q ${K6_FLAGS:-} --summary-export "$summary" "loadtest/$SCENARIO.js"
 k6rc=$?
+kill "$progress_pid" 2>/dev/null
+wait "$progress_pid" 2>/dev/null
+progress_pid=""
 checkrc=1
 if [ -s "$summary" ]; then
   echo

@@ -1,30 +1,67 @@
 #!/usr/bin/env bash
-# Starts the service, waits for it, creates a demo concert, prints a dev token and curl lines that walk
-# the queue, then stays in the foreground until Ctrl-C.
+# `make run`: starts the service (its pid in .data/run/ticketrush.pid, so that `make stop` can stop it;
+# its log in .data/run/ticketrush.log), waits for it, makes sure the demo concert exists (reused on
+# every run) and prints how to walk one fan from join to receipt, then stays until Ctrl-C or `make stop`.
+# Refuses to start a second time: one service per address.
+# usage: scripts/run.sh [--check] BIN ADDR   (--check: only refuse when one runs, before the set-up)
 set -euo pipefail
+cd "$(dirname "$0")/.."
+check=""
+[ "$1" = --check ] && { check=1; shift; }
 BIN=$1 ADDR=$2
-"$BIN" serve &
+RUN=.data/run
+PIDFILE=$RUN/ticketrush.pid
+say() { printf 'run: %s\n' "$*" >&2; }
+hostport=${ADDR#*://}
+host=${hostport%:*} port=${hostport##*:}
+
+mkdir -p "$RUN"
+if [ -f "$PIDFILE" ]; then
+  old=$(head -n1 "$PIDFILE" | tr -dc 0-9)
+  if [ -n "$old" ] && kill -0 "$old" 2>/dev/null && [ "$(cat "/proc/$old/comm" 2>/dev/null)" = ticketrush ]; then
+    say "ticketrush is already running at $(cat "$RUN/ticketrush.addr" 2>/dev/null || echo "$ADDR") (pid $old, started by make run; log in $RUN/ticketrush.log)."
+    say "make stop stops it (and the Redis and Postgres the set-up started); Ctrl-C in its terminal stops only the service."
+    exit 1
+  fi
+  rm -f "$PIDFILE" # left by a service that is gone
+fi
+if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+  say "something not started by make run already listens on $host:$port; stop it, or run on another address: make run HTTP_ADDR=127.0.0.1:8081"
+  exit 1
+fi
+[ -z "$check" ] || exit 0
+
+"$BIN" serve >"$RUN/ticketrush.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid' INT TERM EXIT
-for _ in $(seq 1 100); do curl -fsS "$ADDR/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fsS "$ADDR/readyz" >/dev/null || { echo "the service did not become ready" >&2; exit 1; }
-concert=$(curl -fsS -X POST "$ADDR/admin/v1/concerts" -H "Authorization: Bearer $ADMIN_TOKEN" \
-  -H 'Content-Type: application/json' -d '{"title":"IU 2026","venue":"KSPO Dome",
-  "schedules":["2026-12-24T10:00:00Z","2026-12-25T10:00:00Z"],
-  "sections":[{"name":"VIP","price":165000,"seats":100},{"name":"R","price":143000,"seats":400}]}')
-id=$(sed -E 's/^\{"id":"([a-z0-9]+)".*/\1/' <<<"$concert")
-token=$("$BIN" token --user demo-fan --ttl 24h)
+echo "$pid" >"$PIDFILE"
+echo "$ADDR" >"$RUN/ticketrush.addr"
+cleanup() {
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  [ "$(cat "$PIDFILE" 2>/dev/null)" = "$pid" ] && rm -f "$PIDFILE" "$RUN/ticketrush.addr"
+  return 0
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The service listens once Redis and Postgres answer and the migrations ran; `demo --setup` then checks
+# /readyz itself (no curl needed on a fresh machine).
+listening=""
+for _ in $(seq 1 300); do
+  (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null && { listening=1; break; }
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+echo
+if [ -z "$listening" ] || ! "$BIN" demo --setup --addr "$ADDR"; then
+  say "the service did not become ready; the end of its log ($RUN/ticketrush.log):"
+  tail -n 20 "$RUN/ticketrush.log" >&2
+  exit 1
+fi
 cat <<MSG
 
-ticketrush is running at $ADDR (demo concert $id)
-dev token for user demo-fan:
-  export TOKEN=$token
-
-walk the queue:
-  curl -s -X POST $ADDR/v1/concerts/$id/queue -H "Authorization: Bearer \$TOKEN"
-  curl -s $ADDR/v1/queue -H "Authorization: Bearer \$TOKEN" -H "X-Queue-Token: <token from the join>"
-  curl -s -X DELETE $ADDR/v1/queue -H "Authorization: Bearer \$TOKEN" -H "X-Queue-Token: <token from the join>"
-
-Ctrl-C stops it.
+the service logs to $RUN/ticketrush.log (tail -f it to watch).
+Ctrl-C stops the service; make stop (from another shell) stops it and the Redis and Postgres the set-up
+started.
 MSG
-wait $pid
+wait "$pid"

@@ -291,6 +291,7 @@ type ticket struct {
 	EstimatedWaitSeconds int64      `json:"estimatedWaitSeconds"`
 	PollAfterSeconds     int64      `json:"pollAfterSeconds"`
 	ActiveUntil          *time.Time `json:"activeUntil"`
+	Paused               bool       `json:"paused"`
 }
 
 func decodeTicket(t testing.TB, res response) ticket {

@@ -3,13 +3,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "ticketrush:", err)
-		os.Exit(1)
+	err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout)
+	if err == nil {
+		return
 	}
+	fmt.Fprintln(os.Stderr, "ticketrush:", err)
+	if errors.As(err, new(usageError)) {
+		os.Exit(2)
+	}
+	os.Exit(1)
 }

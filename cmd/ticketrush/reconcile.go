@@ -18,13 +18,16 @@ func (e errDifferences) Error() string {
 	return fmt.Sprintf("reconcile: %d difference(s) between redis and postgres", int(e))
 }
 
+var reconcileHelp = help{"ticketrush reconcile [--wait 1m]", `Compares Redis (REDIS_URL, REDIS_KEY_PREFIX) with Postgres (DATABASE_URL) as of one stream position,
+waiting until the write-behind has written that far, and prints every difference, one a line. Exits 1
+on any difference. Safe during a sale: it only reads.`}
+
 // reconcile compares Redis with Postgres and prints every difference, one a line.
 func reconcile(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	wait := fs.Duration("wait", time.Minute, "how long to wait for the write-behind to write what Redis holds")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("reconcile: %w (usage: ticketrush reconcile [--wait 1m])", err)
+	if ok, err := parse(fs, args, stdout, reconcileHelp); !ok {
+		return err
 	}
 	rc, db, err := openStores(ctx, getenv)
 	if err != nil {

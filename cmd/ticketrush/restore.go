@@ -11,13 +11,16 @@ import (
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
 
+var restoreHelp = help{"ticketrush restore [--force]", `Rebuilds Redis (REDIS_URL, REDIS_KEY_PREFIX) from Postgres (DATABASE_URL) after Redis lost its state:
+catalog, queue settings, reservations, balances and Idempotency-Keys; queue lines are not kept. Refuses
+when Redis looks whole unless --force. Applies the migrations first.`}
+
 // restore rebuilds Redis from Postgres after Redis lost its state.
 func restore(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	force := fs.Bool("force", false, "restore even though Redis looks whole (replaces its state with Postgres')")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("restore: %w (usage: ticketrush restore [--force])", err)
+	if ok, err := parse(fs, args, stdout, restoreHelp); !ok {
+		return err
 	}
 	rc, db, err := openStores(ctx, getenv)
 	if err != nil {

@@ -3,6 +3,7 @@
 package auth
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -77,12 +78,33 @@ func (u *Users) verify(token string) (string, time.Time, error) {
 	var claims jwt.RegisteredClaims
 	_, err := u.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return u.secret, nil })
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: %v", ticketrush.ErrUnauthenticated, err)
+		return "", time.Time{}, ticketrush.WithDetail(ticketrush.ErrUnauthenticated, jwtProblem(err, claims))
 	}
 	if !ticketrush.ValidUserID(claims.Subject) {
-		return "", time.Time{}, fmt.Errorf("%w: sub must be 1-64 chars of [A-Za-z0-9_-]", ticketrush.ErrUnauthenticated)
+		return "", time.Time{}, ticketrush.WithDetail(ticketrush.ErrUnauthenticated, "the JWT's sub must be a user id of 1-64 chars of [A-Za-z0-9_-]")
 	}
 	return claims.Subject, claims.ExpiresAt.Time, nil
+}
+
+// jwtProblem says why a JWT was refused, in words a client can act on.
+func jwtProblem(err error, claims jwt.RegisteredClaims) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "the bearer token is not a JWT"
+	case errors.Is(err, jwt.ErrTokenUnverifiable), errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return "the JWT's signature does not verify: it must be HS256, signed with the service's JWT_SECRET"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "the JWT has no exp claim; tokens must expire"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		at := "its exp"
+		if claims.ExpiresAt != nil {
+			at = claims.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		return fmt.Sprintf("the JWT expired at %s (%s leeway for clock skew); get a new one", at, leeway)
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "the JWT is not valid yet (nbf or iat in the future)"
+	}
+	return "the JWT is not valid: " + err.Error()
 }
 
 func fnv32(s string) uint32 {

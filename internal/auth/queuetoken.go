@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash"
 	"strconv"
 	"strings"
@@ -60,13 +59,21 @@ func (q *QueueTokens) Sign(c ticketrush.QueueClaims) string {
 	return enc.EncodeToString(p) + "." + enc.EncodeToString(q.mac(p))
 }
 
-var errMalformed = errors.New("malformed")
+var (
+	errMalformed    = errors.New("malformed")
+	errBadSignature = errors.New("bad signature")
+)
 
 // Verify checks the signature in constant time and returns the claims, or ErrQueueTokenInvalid.
 func (q *QueueTokens) Verify(token string) (ticketrush.QueueClaims, error) {
 	c, err := q.verify(token)
 	if err != nil {
-		return ticketrush.QueueClaims{}, fmt.Errorf("%w: %v", ticketrush.ErrQueueTokenInvalid, err)
+		if errors.Is(err, errMalformed) {
+			return ticketrush.QueueClaims{}, ticketrush.WithDetail(ticketrush.ErrQueueTokenInvalid,
+				"the queue token is malformed: send X-Queue-Token exactly as the join returned it")
+		}
+		return ticketrush.QueueClaims{}, ticketrush.WithDetail(ticketrush.ErrQueueTokenInvalid,
+			"the queue token's signature does not verify: it was altered, or not issued by this service")
 	}
 	return c, nil
 }
@@ -90,7 +97,7 @@ func (q *QueueTokens) verify(token string) (ticketrush.QueueClaims, error) {
 		return c, errMalformed
 	}
 	if !hmac.Equal(got, q.mac(p)) {
-		return c, errors.New("bad signature")
+		return c, errBadSignature
 	}
 	// The payload is ours from here on; parse defensively all the same.
 	if len(p) < 1+16+1 || p[0] != tokenVersion {

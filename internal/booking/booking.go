@@ -139,7 +139,8 @@ func (s *Service) Hold(ctx context.Context, userID, token, scheduleID, seat stri
 	}
 	if _, ok := c.Schedule(scheduleID); !ok {
 		if _, elsewhere := s.catalog.ScheduleConcert(scheduleID); elsewhere {
-			return ticketrush.Reservation{}, fmt.Errorf("%w: token is for another concert", ticketrush.ErrQueueTokenInvalid)
+			return ticketrush.Reservation{}, ticketrush.WithDetail(ticketrush.ErrQueueTokenInvalid,
+				"the queue token is for another concert; join this concert's line for a token of its own")
 		}
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
+		return decodeError(err, v)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
 		var tooLarge *http.MaxBytesError
@@ -32,7 +33,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-func decodeError(err error) error {
+func decodeError(err error, v any) error {
 	var (
 		tooLarge  *http.MaxBytesError
 		syntax    *json.SyntaxError
@@ -48,7 +49,8 @@ func decodeError(err error) error {
 	case errors.As(err, &unmarshal):
 		return ticketrush.Invalidf("field %q must be %s", unmarshal.Field, jsonKind(unmarshal.Type.Kind().String()))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return ticketrush.Invalidf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return ticketrush.Invalidf("unknown field %s; the fields of this request are %s",
+			strings.TrimPrefix(err.Error(), "json: unknown field "), fieldNames(reflect.TypeOf(v)))
 	default:
 		var perr *time.ParseError
 		if errors.As(err, &perr) {
@@ -56,6 +58,37 @@ func decodeError(err error) error {
 		}
 		return ticketrush.Invalidf("the body does not match the request schema: %s", fmt.Sprint(err))
 	}
+}
+
+// fieldNames lists the JSON fields of a request type, with the fields of nested objects in braces:
+// "scheduleId, seatId", "title, venue, schedules, sections {name, price, seats}, queue {...}".
+func fieldNames(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return "none"
+	}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		inner := f.Type
+		for inner.Kind() == reflect.Pointer || inner.Kind() == reflect.Slice {
+			inner = inner.Elem()
+		}
+		if inner.Kind() == reflect.Struct && inner != reflect.TypeOf(time.Time{}) {
+			name += " {" + fieldNames(inner) + "}"
+		}
+		names = append(names, name)
+	}
+	return strings.Join(names, ", ")
 }
 
 func jsonKind(kind string) string {

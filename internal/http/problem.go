@@ -65,6 +65,10 @@ func writeError(w http.ResponseWriter, err error) (status int) {
 		for _, c := range codes {
 			if errors.Is(err, c.err) {
 				p.Status, p.Code, p.Title, p.Detail = c.status, c.code, c.title, c.detail
+				var d interface{ Detail() string } // ticketrush.WithDetail: what exactly is wrong
+				if errors.As(err, &d) {
+					p.Detail = d.Detail()
+				}
 				break
 			}
 		}

@@ -30,15 +30,20 @@ type ticketJSON struct {
 	ConcertID            string     `json:"concertId"`
 	Status               string     `json:"status"`
 	Position             int64      `json:"position"`
-	EstimatedWaitSeconds int64      `json:"estimatedWaitSeconds"`
+	EstimatedWaitSeconds *int64     `json:"estimatedWaitSeconds"` // null while paused and WAITING: unknown
 	PollAfterSeconds     int64      `json:"pollAfterSeconds"`
 	ActiveUntil          *time.Time `json:"activeUntil"`
+	Paused               bool       `json:"paused"`
 }
 
 func toTicketJSON(t ticketrush.Ticket) ticketJSON {
 	out := ticketJSON{
 		Token: t.Token, ConcertID: t.ConcertID, Status: string(t.Status), Position: t.Position,
-		EstimatedWaitSeconds: int64(t.EstimatedWait / time.Second), PollAfterSeconds: int64(t.PollAfter / time.Second),
+		PollAfterSeconds: int64(t.PollAfter / time.Second), Paused: t.Paused,
+	}
+	if !(t.Paused && t.Status == ticketrush.StatusWaiting) {
+		wait := int64(t.EstimatedWait / time.Second)
+		out.EstimatedWaitSeconds = &wait
 	}
 	if !t.ActiveUntil.IsZero() {
 		u := t.ActiveUntil.UTC()

@@ -141,7 +141,10 @@ func (w *statusWriter) WriteHeader(code int) {
 func (s *Server) user(r *http.Request) (string, error) {
 	token, ok := bearer(r)
 	if !ok {
-		return "", ticketrush.ErrUnauthenticated
+		if r.Header.Get("Authorization") == "" {
+			return "", ticketrush.WithDetail(ticketrush.ErrUnauthenticated, "the Authorization header is missing; send Authorization: Bearer <JWT>")
+		}
+		return "", ticketrush.WithDetail(ticketrush.ErrUnauthenticated, "the Authorization header must be Bearer <JWT>")
 	}
 	return s.Users.Verify(token)
 }

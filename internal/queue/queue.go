@@ -6,7 +6,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -126,6 +125,15 @@ func (s *Service) Leave(ctx context.Context, userID, token string) error {
 	return nil
 }
 
+// The refusals of a genuine-looking request with the wrong queue token, each saying what is wrong.
+var (
+	errNoQueueToken = ticketrush.WithDetail(ticketrush.ErrQueueTokenInvalid,
+		"the X-Queue-Token header is missing; send the token that joining the concert's line (POST /v1/concerts/{id}/queue) returned")
+	errOtherUser    = ticketrush.WithDetail(ticketrush.ErrQueueTokenInvalid, "the queue token belongs to another user")
+	errOtherConcert = ticketrush.WithDetail(ticketrush.ErrQueueTokenInvalid,
+		"the queue token is for another concert; join this concert's line for a token of its own")
+)
+
 // Check verifies a token without Redis: genuine, the user's, and for concertID when it is given.
 func (s *Service) Check(userID, concertID, token string) (ticketrush.QueueClaims, error) {
 	claims, err := s.claims(userID, token)
@@ -133,31 +141,34 @@ func (s *Service) Check(userID, concertID, token string) (ticketrush.QueueClaims
 		return claims, err
 	}
 	if concertID != "" && claims.ConcertID != concertID {
-		return claims, fmt.Errorf("%w: token is for another concert", ticketrush.ErrQueueTokenInvalid)
+		return claims, errOtherConcert
 	}
 	return claims, nil
 }
 
 func (s *Service) claims(userID, token string) (ticketrush.QueueClaims, error) {
 	if token == "" {
-		return ticketrush.QueueClaims{}, fmt.Errorf("%w: X-Queue-Token is missing", ticketrush.ErrQueueTokenInvalid)
+		return ticketrush.QueueClaims{}, errNoQueueToken
 	}
 	c, err := s.tokens.Verify(token)
 	if err != nil {
 		return c, err
 	}
 	if c.UserID != userID {
-		return c, fmt.Errorf("%w: token belongs to another user", ticketrush.ErrQueueTokenInvalid)
+		return c, errOtherUser
 	}
 	return c, nil
 }
 
 func (s *Service) ticket(token string, c ticketrush.QueueClaims, st ticketrush.TokenState, v *view) ticketrush.Ticket {
-	t := ticketrush.Ticket{Token: token, ConcertID: c.ConcertID, Status: st.Status}
+	t := ticketrush.Ticket{Token: token, ConcertID: c.ConcertID, Status: st.Status, Paused: v.isPaused()}
 	switch st.Status {
 	case ticketrush.StatusWaiting:
 		t.Position = st.Position
 		t.EstimatedWait, t.PollAfter = pacing(st.Position, v.rate())
+		if t.Paused {
+			t.EstimatedWait = 0 // nobody is admitted: no wait can be estimated; the poll cadence stays
+		}
 	case ticketrush.StatusActive:
 		t.ActiveUntil = st.ActiveUntil
 		t.PollAfter = 30 * time.Second

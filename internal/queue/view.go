@@ -115,6 +115,13 @@ func (v *view) lookup(seq uint64) (ticketrush.QueueStatus, int64, bool) {
 	return ticketrush.StatusWaiting, int64(seq-v.head) - int64(i), true
 }
 
+// isPaused reports whether the concert's admission was paused at the last refresh.
+func (v *view) isPaused() bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.paused
+}
+
 // rate is the measured admission rate over the window, in fans per second, or the configured rate
 // while there is not yet a measurement.
 func (v *view) rate() float64 {

@@ -33,3 +33,19 @@ func (e *InvalidError) Error() string { return "invalid request: " + e.Detail }
 func Invalidf(format string, args ...any) error {
 	return &InvalidError{Detail: fmt.Sprintf(format, args...)}
 }
+
+// WithDetail returns err with a detail that says what exactly is wrong, in words a client can show
+// (the missing header, the expired JWT): the result is still errors.Is err, and the HTTP adapter shows
+// the detail in place of the code's general one.
+func WithDetail(err error, detail string) error { return &detailedError{err: err, detail: detail} }
+
+type detailedError struct {
+	err    error
+	detail string
+}
+
+func (e *detailedError) Error() string { return e.err.Error() + ": " + e.detail }
+func (e *detailedError) Unwrap() error { return e.err }
+
+// Detail is what the client is told.
+func (e *detailedError) Detail() string { return e.detail }

@@ -43,8 +43,9 @@ type Ticket struct {
 	ConcertID     string
 	Status        QueueStatus
 	Position      int64
-	EstimatedWait time.Duration
+	EstimatedWait time.Duration // unknown (zero) while Paused
 	PollAfter     time.Duration
+	Paused        bool      // the concert's admission is paused: nobody is admitted until it resumes
 	ActiveUntil   time.Time // zero unless ACTIVE
 }
 
