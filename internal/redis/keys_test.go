@@ -83,7 +83,21 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 }
 
 func TestWalletShardIsStable(t *testing.T) {
-	assert.Equal(t, WalletShard("fan-42"), WalletShard("fan-42"))
+	// Golden values: the shard of a user is part of the data layout (a balance lives on its shard's
+	// key), so a change of hash or of shard count, which would strand every balance, fails here.
+	golden := []struct {
+		give string
+		want int
+	}{
+		{"fan-42", 45},
+		{"u1", 54},
+		{"", 0},
+		{"user-7", 33},
+		{"a-very-long-user-id-0123456789", 17},
+	}
+	for _, tt := range golden {
+		assert.Equal(t, tt.want, WalletShard(tt.give), "shard of %q", tt.give)
+	}
 	seen := map[int]bool{}
 	for i := 0; i < 1000; i++ {
 		n := WalletShard("fan-" + string(rune('a'+i%26)) + strings.Repeat("x", i%7))
