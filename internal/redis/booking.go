@@ -84,15 +84,24 @@ func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, 
 	if err != nil {
 		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
 	}
-	r, err := reply(msg, 4)
+	res := ticketrush.Reservation{UserID: c.UserID, ConcertID: c.ConcertID, ScheduleID: scheduleID, SeatID: seatID,
+		Seq: c.Seq, Price: price, Status: ticketrush.ReservationHeld}
+	lapsed, err := holdReply(msg, &res)
 	if err != nil {
 		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
 	}
-	res := ticketrush.Reservation{
-		ID: r.str(0), UserID: c.UserID, ConcertID: c.ConcertID, ScheduleID: scheduleID, SeatID: seatID, Seq: c.Seq,
-		Price: price, Status: ticketrush.ReservationHeld, ExpiresAt: fromMillis(r.int(1)), CreatedAt: fromMillis(r.int(2)),
+	return res, lapsed, nil
+}
+
+// holdReply reads seat_hold's {res, expires, created, lapsed} into res.
+func holdReply(msg rueidis.RedisMessage, res *ticketrush.Reservation) (lapsed bool, err error) {
+	r, err := reply(msg, 4)
+	if err != nil {
+		return false, err
 	}
-	return res, r.int(3) == 1, r.err
+	res.ID, res.ExpiresAt, res.CreatedAt = r.str(0), fromMillis(r.int(1)), fromMillis(r.int(2))
+	lapsed = r.flag(3)
+	return lapsed, r.err
 }
 
 // Reservation reads one reservation.
@@ -350,12 +359,22 @@ func (s *Store) Charge(ctx context.Context, userID string, amount int64, idemKey
 	if err != nil {
 		return ticketrush.Charge{}, false, fmt.Errorf("charge: %w", err)
 	}
-	r, err := reply(msg, 5)
+	c, replayed, err := chargeReply(msg)
 	if err != nil {
 		return ticketrush.Charge{}, false, fmt.Errorf("charge: %w", err)
 	}
+	return c, replayed, nil
+}
+
+// chargeReply reads points_charge's {charge id, amount, balance, created at, replayed}.
+func chargeReply(msg rueidis.RedisMessage) (ticketrush.Charge, bool, error) {
+	r, err := reply(msg, 5)
+	if err != nil {
+		return ticketrush.Charge{}, false, err
+	}
 	c := ticketrush.Charge{ID: r.str(0), Amount: r.int(1), Balance: r.int(2), CreatedAt: fromMillis(r.int(3))}
-	return c, r.int(4) == 1, r.err
+	replayed := r.flag(4)
+	return c, replayed, r.err
 }
 
 // remembered is the record of an Idempotency-Key used on a payment: the request's fingerprint, the
