@@ -79,8 +79,7 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
 	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
 	k := s.keys.Concert(c.ConcertID)
-	msg, err := s.exec(ctx, s.seatHold, k.hold(scheduleID), []string{
-		c.UserID, utoa(c.Seq), scheduleID, seatID, strconv.FormatInt(price, 10), id, millis(now)})
+	msg, err := s.exec(ctx, s.seatHold, k.hold(scheduleID), holdArgs(c, scheduleID, seatID, price, id, now))
 	if err != nil {
 		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
 	}
@@ -127,13 +126,12 @@ func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (t
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.holdCancel, concertID, s.keys.Concert(concertID).cancel(scheduleID), []string{userID, id, millis(now)})
+	return s.reservationScript(ctx, s.holdCancel, concertID, s.keys.Concert(concertID).cancel(scheduleID), cancelArgs(userID, id, now))
 }
 
 // Sweep lapses up to batch expired holds of a concert and returns how many it lapsed.
 func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error) {
-	args := append([]string{millis(now), itoa(batch)}, scheduleIDs...)
-	msg, err := s.exec(ctx, s.holdSweep, s.keys.Concert(concertID).sweep(scheduleIDs), args)
+	msg, err := s.exec(ctx, s.holdSweep, s.keys.Concert(concertID).sweep(scheduleIDs), sweepArgs(now, batch, scheduleIDs))
 	if err != nil {
 		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
 	}
@@ -143,7 +141,7 @@ func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []strin
 
 // ScheduleCounts returns the taken and sold seats of each schedule of a concert.
 func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
-	msg, err := s.exec(ctx, s.scheduleCounts, s.keys.Concert(concertID).counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+	msg, err := s.exec(ctx, s.scheduleCounts, s.keys.Concert(concertID).counts(scheduleIDs), countsArgs(now, scheduleIDs))
 	if err != nil {
 		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
 	}
@@ -169,7 +167,7 @@ func countsReply(msg interface{ AsIntSlice() ([]int64, error) }, scheduleIDs []s
 func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
 	k := s.keys.Concert(c.ConcertID)
 	counts := func() rueidis.Completed {
-		return s.evalsha(s.scheduleCounts, k.counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+		return s.evalsha(s.scheduleCounts, k.counts(scheduleIDs), countsArgs(now, scheduleIDs))
 	}
 	st, data, err := s.gated(ctx, c, now, counts)
 	if err != nil {
@@ -177,7 +175,7 @@ func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaim
 	}
 	msg, err := data.ToMessage()
 	if isNoScript(err) {
-		msg, err = s.exec(ctx, s.scheduleCounts, k.counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+		msg, err = s.exec(ctx, s.scheduleCounts, k.counts(scheduleIDs), countsArgs(now, scheduleIDs))
 	}
 	if err != nil {
 		_, err = mapError(err)
@@ -231,7 +229,7 @@ func seatStatus(state string, nowMs int64) ticketrush.SeatStatus {
 
 // gated runs the token status script and cmd in one round trip.
 func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, cmd func() rueidis.Completed) (ticketrush.TokenState, rueidis.RedisResult, error) {
-	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), []string{c.UserID, utoa(c.Seq), millis(now)}, cmd)
+	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now), cmd)
 	if err != nil {
 		return ticketrush.TokenState{}, data, fmt.Errorf("token status: %w", err)
 	}
@@ -245,7 +243,7 @@ func (s *Store) Claim(ctx context.Context, userID, id string, now time.Time) (ti
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.paymentClaim, concertID, s.keys.Concert(concertID).claim(scheduleID), []string{userID, id, millis(now)})
+	return s.reservationScript(ctx, s.paymentClaim, concertID, s.keys.Concert(concertID).claim(scheduleID), claimArgs(userID, id, now))
 }
 
 // Complete is step 3 of a payment: the sale. Completing a PAID reservation again returns it unchanged.
@@ -254,8 +252,7 @@ func (s *Store) Complete(ctx context.Context, id string, d ticketrush.Payment, n
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.paymentComplete, concertID, s.keys.Concert(concertID).complete(scheduleID),
-		[]string{id, d.ID, strconv.FormatInt(d.Balance, 10), millis(d.PaidAt), millis(now)})
+	return s.reservationScript(ctx, s.paymentComplete, concertID, s.keys.Concert(concertID).complete(scheduleID), completeArgs(id, d, now))
 }
 
 // Release undoes step 1 of a payment that was not debited.
@@ -264,7 +261,7 @@ func (s *Store) Release(ctx context.Context, id string, now time.Time) (ticketru
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.paymentRelease, concertID, s.keys.Concert(concertID).release(scheduleID), []string{id, millis(now)})
+	return s.reservationScript(ctx, s.paymentRelease, concertID, s.keys.Concert(concertID).release(scheduleID), releaseArgs(id, now))
 }
 
 // StuckPayments lists reservations of a concert claimed for payment before before: a crash may have
@@ -300,8 +297,7 @@ func decodeDebit(resID, raw string) (ticketrush.Payment, error) {
 
 // Debit is step 2 of a payment: the reservation's price leaves the user's wallet, once per reservation.
 func (s *Store) Debit(ctx context.Context, userID, resID string, amount int64, now time.Time) (ticketrush.Payment, error) {
-	msg, err := s.exec(ctx, s.walletDebit, s.keys.Wallet(userID).money(), []string{
-		userID, resID, strconv.FormatInt(amount, 10), ticketrush.PaymentID(resID), millis(now)})
+	msg, err := s.exec(ctx, s.walletDebit, s.keys.Wallet(userID).money(), debitArgs(userID, resID, amount, now))
 	if err != nil {
 		return ticketrush.Payment{}, fmt.Errorf("debit %s: %w", resID, err)
 	}
@@ -328,7 +324,7 @@ func (s *Store) Debited(ctx context.Context, userID, resID string) (ticketrush.P
 
 // Refund gives a reservation's debit back, once; it reports whether there was a debit to refund.
 func (s *Store) Refund(ctx context.Context, userID, resID string, now time.Time) (bool, error) {
-	msg, err := s.exec(ctx, s.walletRefund, s.keys.Wallet(userID).money(), []string{userID, resID, ticketrush.RefundID(resID), millis(now)})
+	msg, err := s.exec(ctx, s.walletRefund, s.keys.Wallet(userID).money(), refundArgs(userID, resID, now))
 	if err != nil {
 		return false, fmt.Errorf("refund %s: %w", resID, err)
 	}
@@ -353,9 +349,8 @@ func (s *Store) Balance(ctx context.Context, userID string) (int64, error) {
 // replies with the first charge (replayed true).
 func (s *Store) Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error) {
 	w := s.keys.Wallet(userID)
-	msg, err := s.exec(ctx, s.pointsCharge, w.charge(userID, idemKey), []string{
-		userID, strconv.FormatInt(amount, 10), "c" + ticketrush.NewID() + ticketrush.NewID(), millis(now), idemKey, fingerprint,
-		strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), strconv.Itoa(ticketrush.MaxBalance)})
+	id := "c" + ticketrush.NewID() + ticketrush.NewID()
+	msg, err := s.exec(ctx, s.pointsCharge, w.charge(userID, idemKey), chargeArgs(userID, amount, id, now, idemKey, fingerprint))
 	if err != nil {
 		return ticketrush.Charge{}, false, fmt.Errorf("charge: %w", err)
 	}
@@ -406,9 +401,8 @@ func (s *Store) Remembered(ctx context.Context, userID, key string) (fingerprint
 // Remember records a user's idempotency key for 24 h, unless it is recorded already: one script that
 // also appends the record to the wallet's outbox, so that it is durable (restore brings it back).
 func (s *Store) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool) error {
-	_, err := s.exec(ctx, s.paymentRemember, s.keys.Wallet(userID).remember(userID, key), []string{
-		userID, key, fingerprint, ref, flag(created), strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)),
-		millis(time.Now())})
+	_, err := s.exec(ctx, s.paymentRemember, s.keys.Wallet(userID).remember(userID, key),
+		rememberArgs(userID, key, fingerprint, ref, created, time.Now()))
 	if err != nil {
 		return fmt.Errorf("store idempotency key: %w", err)
 	}

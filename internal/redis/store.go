@@ -93,12 +93,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // LoadConcert writes a concert's catalog and settings unless Redis has them already; it reports
 // whether it wrote.
 func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.Time) (bool, error) {
-	k := s.keys.Concert(c.ID)
-	q := c.Queue
-	msg, err := s.exec(ctx, s.load, k.load(), []string{
-		c.Title, c.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
-		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now),
-	})
+	msg, err := s.exec(ctx, s.load, s.keys.Concert(c.ID).load(), loadArgs(c, now))
 	if err != nil {
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 	}
@@ -108,7 +103,7 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 
 // Join puts a fan in a concert's line, or returns their live token's arrival.
 func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error) {
-	msg, err := s.exec(ctx, s.join, s.keys.Concert(concertID).join(), []string{userID, millis(now)})
+	msg, err := s.exec(ctx, s.join, s.keys.Concert(concertID).join(), joinArgs(userID, now))
 	if err != nil {
 		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
 	}
@@ -137,7 +132,7 @@ func joinReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, error) {
 // Leave takes the token of arrival seq out of the line or the active set. It returns where the token
 // was: WAITING, ACTIVE, or "" when it was no longer live.
 func (s *Store) Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
-	msg, err := s.exec(ctx, s.leave, s.keys.Concert(concertID).leave(), []string{userID, utoa(seq), millis(now)})
+	msg, err := s.exec(ctx, s.leave, s.keys.Concert(concertID).leave(), leaveArgs(userID, seq, now))
 	if err != nil {
 		return "", fmt.Errorf("leave %s: %w", concertID, err)
 	}
@@ -160,7 +155,7 @@ func leaveReply(msg rueidis.RedisMessage) (ticketrush.QueueStatus, error) {
 
 // TokenStatus returns the exact state of a token.
 func (s *Store) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
-	msg, err := s.exec(ctx, s.status, s.keys.Concert(c.ConcertID).status(), []string{c.UserID, utoa(c.Seq), millis(now)})
+	msg, err := s.exec(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now))
 	if err != nil {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 	}
@@ -185,7 +180,7 @@ func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
 
 // Tick runs one admission round for a concert.
 func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch int) (ticketrush.TickResult, error) {
-	msg, err := s.exec(ctx, s.tick, s.keys.Concert(concertID).tick(), []string{millis(now), itoa(batch)})
+	msg, err := s.exec(ctx, s.tick, s.keys.Concert(concertID).tick(), tickArgs(now, batch))
 	if err != nil {
 		return ticketrush.TickResult{}, fmt.Errorf("tick %s: %w", concertID, err)
 	}
@@ -208,7 +203,7 @@ func tickReply(msg rueidis.RedisMessage) (ticketrush.TickResult, error) {
 
 // Snapshot reads the shared queue state and up to limit leaves after ordinal afterLeave.
 func (s *Store) Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error) {
-	msg, err := s.exec(ctx, s.snapshot, s.keys.Concert(concertID).snapshot(), []string{utoa(afterLeave), itoa(limit), millis(now)})
+	msg, err := s.exec(ctx, s.snapshot, s.keys.Concert(concertID).snapshot(), snapshotArgs(afterLeave, limit, now))
 	if err != nil {
 		return ticketrush.QueueSnapshot{}, fmt.Errorf("queue snapshot %s: %w", concertID, err)
 	}
@@ -260,9 +255,7 @@ func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
 
 // Configure changes a concert's admission settings in Redis, where the tick reads them.
 func (s *Store) Configure(ctx context.Context, concertID string, q ticketrush.QueueSettings, now time.Time) error {
-	_, err := s.exec(ctx, s.configure, s.keys.Concert(concertID).configure(), []string{
-		itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), flag(q.Paused), millis(now),
-	})
+	_, err := s.exec(ctx, s.configure, s.keys.Concert(concertID).configure(), configureArgs(q, now))
 	if err != nil {
 		return fmt.Errorf("configure %s: %w", concertID, err)
 	}
