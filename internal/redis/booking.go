@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -20,47 +18,6 @@ func isNoScript(err error) bool {
 	return ok && rerr.IsNoScript()
 }
 
-// reservationJSON is a reservation as the scripts keep it (cjson); times are Unix ms.
-type reservationJSON struct {
-	ID        string  `json:"id"`
-	User      string  `json:"user"`
-	Seq       jsonInt `json:"seq"`
-	Schedule  string  `json:"schedule"`
-	Seat      string  `json:"seat"`
-	Price     jsonInt `json:"price"`
-	Status    string  `json:"status"`
-	ExpiresAt jsonInt `json:"expiresAt"`
-	CreatedAt jsonInt `json:"createdAt"`
-	Payment   string  `json:"payment"`
-	PaidAt    jsonInt `json:"paidAt"`
-	Balance   jsonInt `json:"balance"`
-}
-
-// jsonInt reads a JSON number that Lua may have written in float notation.
-type jsonInt int64
-
-func (j *jsonInt) UnmarshalJSON(b []byte) error {
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return err
-	}
-	*j = jsonInt(f)
-	return nil
-}
-
-func decodeReservation(concertID, raw string) (ticketrush.Reservation, error) {
-	var r reservationJSON
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return ticketrush.Reservation{}, fmt.Errorf("decode reservation: %w", err)
-	}
-	return ticketrush.Reservation{
-		ID: r.ID, UserID: r.User, ConcertID: concertID, ScheduleID: r.Schedule, SeatID: r.Seat, Seq: uint64(r.Seq),
-		Price: int64(r.Price), Status: ticketrush.ReservationStatus(r.Status),
-		ExpiresAt: fromMillis(int64(r.ExpiresAt)), CreatedAt: fromMillis(int64(r.CreatedAt)),
-		PaymentID: r.Payment, PaidAt: fromMillis(int64(r.PaidAt)), Balance: int64(r.Balance),
-	}, nil
-}
-
 func (s *Store) reservationScript(ctx context.Context, sc *script, concertID string, keys, args []string) (ticketrush.Reservation, error) {
 	msg, err := s.exec(ctx, sc, keys, args)
 	if err != nil {
@@ -70,7 +27,7 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 	if err != nil {
 		return ticketrush.Reservation{}, err
 	}
-	return decodeReservation(concertID, raw)
+	return DecodeReservation(concertID, raw)
 }
 
 // Hold holds a seat for the fan of claims: one script that checks the token is ACTIVE, the seat free
@@ -117,7 +74,7 @@ func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservat
 		_, err = mapError(err)
 		return ticketrush.Reservation{}, fmt.Errorf("read reservation: %w", err)
 	}
-	return decodeReservation(concertID, raw)
+	return DecodeReservation(concertID, raw)
 }
 
 // Cancel gives back the user's HELD reservation.
@@ -210,21 +167,18 @@ func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, schedu
 	return st, out, nil
 }
 
-// seatStatus reads a seat state: 'H|res|expires', 'P|res' or 'S|res'.
+// seatStatus is what a seat state means at nowMs.
 func seatStatus(state string, nowMs int64) ticketrush.SeatStatus {
+	st, ok := ParseSeatState(state)
 	switch {
-	case strings.HasPrefix(state, "S|"):
+	case !ok:
+		return ticketrush.SeatAvailable
+	case st.Kind == SeatSold:
 		return ticketrush.SeatSold
-	case strings.HasPrefix(state, "P|"):
-		return ticketrush.SeatHeld
-	case strings.HasPrefix(state, "H|"):
-		i := strings.LastIndexByte(state, '|')
-		if exp, err := strconv.ParseInt(state[i+1:], 10, 64); err == nil && exp <= nowMs {
-			return ticketrush.SeatAvailable // lapsed, not yet swept
-		}
-		return ticketrush.SeatHeld
+	case st.Kind == SeatHeld && st.Expires <= nowMs:
+		return ticketrush.SeatAvailable // lapsed, not yet swept
 	}
-	return ticketrush.SeatAvailable
+	return ticketrush.SeatHeld
 }
 
 // gated runs the token status script and cmd in one round trip.
@@ -277,24 +231,6 @@ func (s *Store) StuckPayments(ctx context.Context, concertID string, before time
 	return ids, nil
 }
 
-// debitJSON is a debit or refund as the wallet scripts keep it.
-type debitJSON struct {
-	ID      string  `json:"id"`
-	User    string  `json:"user"`
-	Amount  jsonInt `json:"amount"`
-	Balance jsonInt `json:"balance"`
-	At      jsonInt `json:"at"`
-}
-
-func decodeDebit(resID, raw string) (ticketrush.Payment, error) {
-	var d debitJSON
-	if err := json.Unmarshal([]byte(raw), &d); err != nil {
-		return ticketrush.Payment{}, fmt.Errorf("decode debit: %w", err)
-	}
-	return ticketrush.Payment{ID: d.ID, ReservationID: resID, UserID: d.User, Amount: int64(d.Amount),
-		Balance: int64(d.Balance), PaidAt: fromMillis(int64(d.At))}, nil
-}
-
 // Debit is step 2 of a payment: the reservation's price leaves the user's wallet, once per reservation.
 func (s *Store) Debit(ctx context.Context, userID, resID string, amount int64, now time.Time) (ticketrush.Payment, error) {
 	msg, err := s.exec(ctx, s.walletDebit, s.keys.Wallet(userID).money(), debitArgs(userID, resID, amount, now))
@@ -305,7 +241,7 @@ func (s *Store) Debit(ctx context.Context, userID, resID string, amount int64, n
 	if err != nil {
 		return ticketrush.Payment{}, err
 	}
-	return decodeDebit(resID, raw)
+	return DecodeMovement(resID, raw)
 }
 
 // Debited returns the debit of a reservation, if there is one.
@@ -318,7 +254,7 @@ func (s *Store) Debited(ctx context.Context, userID, resID string) (ticketrush.P
 		_, err = mapError(err)
 		return ticketrush.Payment{}, false, fmt.Errorf("read debit %s: %w", resID, err)
 	}
-	p, err := decodeDebit(resID, raw)
+	p, err := DecodeMovement(resID, raw)
 	return p, err == nil, err
 }
 
@@ -372,14 +308,6 @@ func chargeReply(msg rueidis.RedisMessage) (ticketrush.Charge, bool, error) {
 	return c, replayed, r.err
 }
 
-// remembered is the record of an Idempotency-Key used on a payment: the request's fingerprint, the
-// payment it made and whether that first answer was a creation.
-type remembered struct {
-	Fingerprint string `json:"fingerprint"`
-	Ref         string `json:"ref"`
-	Created     bool   `json:"created"`
-}
-
 // Remembered returns the record of a user's idempotency key, if any. A key first used on a charge has
 // that charge's fingerprint and no ref.
 func (s *Store) Remembered(ctx context.Context, userID, key string) (fingerprint, ref string, created, ok bool, err error) {
@@ -391,7 +319,7 @@ func (s *Store) Remembered(ctx context.Context, userID, key string) (fingerprint
 		_, err = mapError(err)
 		return "", "", false, false, fmt.Errorf("read idempotency key: %w", err)
 	}
-	var r remembered
+	var r idempotencyRecord
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return "", "", false, false, fmt.Errorf("decode idempotency record: %w", err)
 	}

@@ -36,6 +36,16 @@ func (c ConcertKeys) Left() string      { return c.base + "q:left" }
 func (c ConcertKeys) LeftLog() string   { return c.base + "q:leftlog" }
 func (c ConcertKeys) LeftN() string     { return c.base + "q:leftn" }
 
+// All returns every key of the concert, its seat maps of scheduleIDs included.
+func (c ConcertKeys) All(scheduleIDs []string) []string {
+	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
+		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold()}
+	for _, s := range scheduleIDs {
+		keys = append(keys, c.Seats(s))
+	}
+	return keys
+}
+
 // The KEYS of each script, in the order of its header.
 
 func (c ConcertKeys) load() []string { return []string{c.Meta(), c.Cfg(), c.Events()} }
@@ -135,6 +145,11 @@ func (w WalletKeys) Idempotency(userID, key string) string {
 		return w.base + "idem"
 	}
 	return w.base + "idem:" + userID + ":" + key
+}
+
+// All returns the shard's keys but its idempotency records (which expire on their own).
+func (w WalletKeys) All() []string {
+	return []string{w.Balances(), w.Debits(), w.Refunds(), w.Events()}
 }
 
 func (w WalletKeys) charge(userID, idemKey string) []string {
