@@ -126,8 +126,8 @@ func (s *Service) Leave(ctx context.Context, userID, token string) error {
 	return nil
 }
 
-// Check verifies a token without Redis: genuine, the user's, and for concertID when it is given.
-func (s *Service) Check(userID, concertID, token string) (ticketrush.QueueClaims, error) {
+// Verify verifies a token without Redis: genuine, the user's, and for concertID when it is given.
+func (s *Service) Verify(userID, concertID, token string) (ticketrush.QueueClaims, error) {
 	claims, err := s.claims(userID, token)
 	if err != nil {
 		return claims, err
