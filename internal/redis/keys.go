@@ -1,6 +1,8 @@
 // Package redis is the adapter for the hot path: every state change is one Lua script (see lua/) on
 // keys of one hash slot, and this package turns domain calls into script calls and replies back into
-// domain types and errors.
+// domain types and errors. With lua/ it is the one home of the data layout: key names (keys.go), script
+// arguments (args.go) and record encodings (layout.go); restore, reconcile and the load-test checker
+// read and write the state through it.
 package redis
 
 import (
@@ -14,6 +16,10 @@ type Keys struct{ prefix string }
 
 // NewKeys returns the key builder for prefix ("tr" in production; tests use a fresh prefix each).
 func NewKeys(prefix string) Keys { return Keys{prefix: prefix} }
+
+// State is the state marker's key: present while Redis holds the whole of the sale's state (see
+// writebehind.State). It has no hash tag; only restore and the readiness check touch it.
+func (k Keys) State() string { return k.prefix + ":state" }
 
 // Concert returns the keys of one concert.
 func (k Keys) Concert(id string) ConcertKeys { return ConcertKeys{base: k.prefix + ":{c:" + id + "}:"} }

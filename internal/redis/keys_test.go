@@ -106,3 +106,15 @@ func TestWalletShardIsStable(t *testing.T) {
 	}
 	assert.Greater(t, len(seen), 20, "users spread over the shards")
 }
+
+// TestKeyNames pins key names that outlive a deploy: renaming one strands the state under the old name
+// (a renamed state marker makes every live Redis look emptied).
+func TestKeyNames(t *testing.T) {
+	k := NewKeys("tr")
+	assert.Equal(t, "tr:state", k.State())
+	assert.Equal(t, "tr:{c:c1}:res", k.Concert("c1").Reservations())
+	assert.Equal(t, "tr:{c:c1}:seats:s1", k.Concert("c1").Seats("s1"))
+	assert.Equal(t, "tr:{c:c1}:q:wait", k.Concert("c1").Wait())
+	assert.Equal(t, "tr:{w:45}:bal", k.Wallet("fan-42").Balances())
+	assert.Equal(t, "tr:{w:45}:idem:fan-42:k1", k.Wallet("fan-42").Idempotency("fan-42", "k1"))
+}
