@@ -55,18 +55,21 @@ type options struct {
 
 type summary struct {
 	Metrics   map[string]map[string]any `json:"metrics"`
-	SetupData *struct {
-		RunID      string   `json:"runId"`
-		Scenario   string   `json:"scenario"`
-		BaseURL    string   `json:"baseUrl"`
-		ConcertID  string   `json:"concertId"`
-		Schedules  []string `json:"schedules"`
-		UserPrefix string   `json:"userPrefix"`
-		Purchase   bool     `json:"purchase"`
-		Sections   []struct {
-			Seats int `json:"seats"`
-		} `json:"sections"`
-	} `json:"setup_data"`
+	SetupData *setupData                `json:"setup_data"`
+}
+
+// setupData is what the k6 scenario's setup returned: the run's concert and fans.
+type setupData struct {
+	RunID      string   `json:"runId"`
+	Scenario   string   `json:"scenario"`
+	BaseURL    string   `json:"baseUrl"`
+	ConcertID  string   `json:"concertId"`
+	Schedules  []string `json:"schedules"`
+	UserPrefix string   `json:"userPrefix"`
+	Purchase   bool     `json:"purchase"`
+	Sections   []struct {
+		Seats int `json:"seats"`
+	} `json:"sections"`
 }
 
 // count returns a counter's total from the summary, and whether the run recorded it.

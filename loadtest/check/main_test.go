@@ -16,19 +16,7 @@ import (
 )
 
 func newChecker(prefix string, out *bytes.Buffer) *checker {
-	s := summary{}
-	s.SetupData = &struct {
-		RunID      string   `json:"runId"`
-		Scenario   string   `json:"scenario"`
-		BaseURL    string   `json:"baseUrl"`
-		ConcertID  string   `json:"concertId"`
-		Schedules  []string `json:"schedules"`
-		UserPrefix string   `json:"userPrefix"`
-		Purchase   bool     `json:"purchase"`
-		Sections   []struct {
-			Seats int `json:"seats"`
-		} `json:"sections"`
-	}{ConcertID: "concert00001", Schedules: []string{"schedule000a"}, UserPrefix: "fan-"}
+	s := summary{SetupData: &setupData{ConcertID: "concert00001", Schedules: []string{"schedule000a"}, UserPrefix: "fan-"}}
 	return &checker{cfg: options{prefix: prefix, bin: "true", drain: time.Second}, s: s, r: &report{w: out},
 		users: []string{"fan-0"}}
 }
