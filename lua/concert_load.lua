@@ -2,15 +2,17 @@
 -- KEYS[1] meta    hash: title, venue
 -- KEYS[2] cfg     hash: cap, rate, ttl (ms), hold (ms), maxholds, paused ('0'|'1')
 -- KEYS[3] events  stream: the concert's outbox
--- ARGV[1] title  ARGV[2] venue  ARGV[3] cap  ARGV[4] rate  ARGV[5] ttl ms  ARGV[6] hold ms
+-- ARGV[1] title  ARGV[2] venue  ARGV[3] cap  ARGV[4] rate  ARGV[5] ttl (ms)  ARGV[6] hold (ms)
 -- ARGV[7] maxholds  ARGV[8] paused ('0'|'1')  ARGV[9] now (ms)
 -- Reply: 1 when loaded, 0 when the concert was already there (nothing written).
 -- Errors: none.
-if redis.call('EXISTS', KEYS[2]) == 1 then
+local meta, cfg, events = KEYS[1], KEYS[2], KEYS[3]
+local title, venue, cap, rate, ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local hold, maxholds, paused, now = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+if redis.call('EXISTS', cfg) == 1 then
   return 0
 end
-redis.call('HSET', KEYS[1], 'title', ARGV[1], 'venue', ARGV[2])
-redis.call('HSET', KEYS[2], 'cap', ARGV[3], 'rate', ARGV[4], 'ttl', ARGV[5], 'hold', ARGV[6],
-  'maxholds', ARGV[7], 'paused', ARGV[8])
-redis.call('XADD', KEYS[3], '*', 'type', 'concert.load', 'at', ARGV[9])
+redis.call('HSET', meta, 'title', title, 'venue', venue)
+redis.call('HSET', cfg, 'cap', cap, 'rate', rate, 'ttl', ttl, 'hold', hold, 'maxholds', maxholds, 'paused', paused)
+redis.call('XADD', events, '*', 'type', 'concert.load', 'at', now)
 return 1

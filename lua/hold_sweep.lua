@@ -8,28 +8,29 @@
 -- ARGV[1] now (ms)  ARGV[2] batch  ARGV[3..] schedule ids, matching KEYS[5..]
 -- Reply: the number of holds lapsed
 -- Errors: none
-local now = tonumber(ARGV[1])
+local holds, res, uholds, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local now, batch = ARGV[1], tonumber(ARGV[2])
 local seats = {}
 for i = 3, #ARGV do
   seats[ARGV[i]] = KEYS[i + 2]
 end
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local due = redis.call('ZRANGEBYSCORE', holds, '-inf', now, 'LIMIT', 0, batch)
 for _, id in ipairs(due) do
-  redis.call('ZREM', KEYS[1], id)
-  local rec = cjson.decode(redis.call('HGET', KEYS[2], id))
+  redis.call('ZREM', holds, id)
+  local rec = cjson.decode(redis.call('HGET', res, id))
   if rec.status == 'HELD' then
     rec.status = 'EXPIRED'
-    redis.call('HSET', KEYS[2], id, cjson.encode(rec))
+    redis.call('HSET', res, id, cjson.encode(rec))
     if seats[rec.schedule] then
       redis.call('HDEL', seats[rec.schedule], rec.seat)
     end
     local rest = {}
-    for rid in string.gmatch(redis.call('HGET', KEYS[3], rec.user) or '', '[^,]+') do
+    for rid in string.gmatch(redis.call('HGET', uholds, rec.user) or '', '[^,]+') do
       if rid ~= id then rest[#rest + 1] = rid end
     end
-    redis.call('HSET', KEYS[3], rec.user, table.concat(rest, ','))
-    redis.call('XADD', KEYS[4], '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
-      'seat', rec.seat, 'at', ARGV[1])
+    redis.call('HSET', uholds, rec.user, table.concat(rest, ','))
+    redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
+      'seat', rec.seat, 'at', now)
   end
 end
 return #due

@@ -1,5 +1,8 @@
 // Package lua embeds the Redis scripts of the hot path: one file per operation, named
-// <noun>_<verb>.lua, each with a header naming its KEYS, ARGV, reply and error replies.
+// <noun>_<verb>.lua, each with a header naming its KEYS, ARGV, reply and error replies. A script names
+// its KEYS and ARGV once, at the top, with the header's names (local seats, holds = KEYS[1], KEYS[2]);
+// internal/redis's TestScriptHeaders holds each header against the keys and arguments Go builds, and
+// TestScriptErrorCodes its error replies against the error table (ticketrush.Codes).
 package lua
 
 import (

@@ -6,12 +6,13 @@
 -- KEYS[3] res      hash: res -> reservation JSON
 -- KEYS[4] paying   zset: member res, score claimed at (ms): what the sweeper finishes or undoes
 -- KEYS[5] events   stream: the concert's outbox
--- ARGV[1] user  ARGV[2] res  ARGV[3] now (ms)
+-- ARGV[1] user  ARGV[2] id (the reservation)  ARGV[3] now (ms)
 -- Reply: the reservation JSON (status PAYING, or PAID with its payment)
 -- Errors: NOT_FOUND (no such reservation, or not the caller's), RESERVATION_EXPIRED (lapsed),
 --         RESERVATION_NOT_HELD (cancelled)
-local user, id, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local raw = redis.call('HGET', KEYS[3], id)
+local seats, holds, res, paying, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local user, id, now = ARGV[1], ARGV[2], ARGV[3]
+local raw = redis.call('HGET', res, id)
 if not raw then
   return redis.error_reply('NOT_FOUND')
 end
@@ -25,14 +26,14 @@ end
 if rec.status == 'CANCELLED' then
   return redis.error_reply('RESERVATION_NOT_HELD')
 end
-if rec.status == 'EXPIRED' or rec.expiresAt <= now then
+if rec.status == 'EXPIRED' or rec.expiresAt <= tonumber(now) then
   return redis.error_reply('RESERVATION_EXPIRED')
 end
 rec.status = 'PAYING'
 raw = cjson.encode(rec)
-redis.call('HSET', KEYS[3], id, raw)
-redis.call('ZREM', KEYS[2], id)
-redis.call('ZADD', KEYS[4], now, id)
-redis.call('HSET', KEYS[1], rec.seat, 'P|' .. id)
-redis.call('XADD', KEYS[5], '*', 'type', 'payment.claim', 'res', id, 'user', user, 'at', ARGV[3])
+redis.call('HSET', res, id, raw)
+redis.call('ZREM', holds, id)
+redis.call('ZADD', paying, now, id)
+redis.call('HSET', seats, rec.seat, 'P|' .. id)
+redis.call('XADD', events, '*', 'type', 'payment.claim', 'res', id, 'user', user, 'at', now)
 return raw

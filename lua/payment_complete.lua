@@ -10,11 +10,14 @@
 -- KEYS[7] aseq     hash: user -> seq of the ACTIVE token
 -- KEYS[8] done     set: seqs whose fan finished
 -- KEYS[9] events   stream: the concert's outbox
--- ARGV[1] res  ARGV[2] payment id  ARGV[3] balance after the debit  ARGV[4] paid at (ms)  ARGV[5] now (ms)
+-- ARGV[1] id (the reservation)  ARGV[2] payment id  ARGV[3] balance after the debit  ARGV[4] paid at (ms)
+-- ARGV[5] now (ms)
 -- Reply: the reservation JSON (status PAID)
 -- Errors: NOT_FOUND (no such reservation), RESERVATION_NOT_HELD (not being paid: the caller refunds)
-local id, now = ARGV[1], tonumber(ARGV[5])
-local raw = redis.call('HGET', KEYS[2], id)
+local seats, res, paying, uholds, sold = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local active, aseq, done, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local id, payment, balance, paid, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local raw = redis.call('HGET', res, id)
 if not raw then
   return redis.error_reply('NOT_FOUND')
 end
@@ -25,28 +28,28 @@ end
 if rec.status ~= 'PAYING' then
   return redis.error_reply('RESERVATION_NOT_HELD')
 end
-rec.status, rec.payment, rec.balance, rec.paidAt = 'PAID', ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+rec.status, rec.payment, rec.balance, rec.paidAt = 'PAID', payment, tonumber(balance), tonumber(paid)
 raw = cjson.encode(rec)
-redis.call('HSET', KEYS[2], id, raw)
-redis.call('ZREM', KEYS[3], id)
-redis.call('HSET', KEYS[1], rec.seat, 'S|' .. id)
-redis.call('HINCRBY', KEYS[5], rec.schedule, 1)
+redis.call('HSET', res, id, raw)
+redis.call('ZREM', paying, id)
+redis.call('HSET', seats, rec.seat, 'S|' .. id)
+redis.call('HINCRBY', sold, rec.schedule, 1)
 local open = {}
-for rid in string.gmatch(redis.call('HGET', KEYS[4], rec.user) or '', '[^,]+') do
+for rid in string.gmatch(redis.call('HGET', uholds, rec.user) or '', '[^,]+') do
   if rid ~= id then
-    local r = cjson.decode(redis.call('HGET', KEYS[2], rid))
-    if r.status == 'PAYING' or (r.status == 'HELD' and r.expiresAt > now) then
+    local r = cjson.decode(redis.call('HGET', res, rid))
+    if r.status == 'PAYING' or (r.status == 'HELD' and r.expiresAt > tonumber(now)) then
       open[#open + 1] = rid
     end
   end
 end
-redis.call('HSET', KEYS[4], rec.user, table.concat(open, ','))
-redis.call('XADD', KEYS[9], '*', 'type', 'sale', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
-  'seat', rec.seat, 'price', rec.price, 'payment', ARGV[2], 'at', ARGV[4])
-if #open == 0 and tonumber(redis.call('HGET', KEYS[7], rec.user)) == rec.seq then
-  redis.call('ZREM', KEYS[6], rec.user)
-  redis.call('HDEL', KEYS[7], rec.user)
-  redis.call('SADD', KEYS[8], rec.seq)
-  redis.call('XADD', KEYS[9], '*', 'type', 'queue.done', 'user', rec.user, 'seq', rec.seq, 'at', ARGV[5])
+redis.call('HSET', uholds, rec.user, table.concat(open, ','))
+redis.call('XADD', events, '*', 'type', 'sale', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
+  'seat', rec.seat, 'price', rec.price, 'payment', payment, 'at', paid)
+if #open == 0 and tonumber(redis.call('HGET', aseq, rec.user)) == rec.seq then
+  redis.call('ZREM', active, rec.user)
+  redis.call('HDEL', aseq, rec.user)
+  redis.call('SADD', done, rec.seq)
+  redis.call('XADD', events, '*', 'type', 'queue.done', 'user', rec.user, 'seq', rec.seq, 'at', now)
 end
 return raw

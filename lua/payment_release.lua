@@ -7,11 +7,12 @@
 -- KEYS[4] paying   zset: member res, score claimed at (ms)
 -- KEYS[5] uholds   hash: user -> comma list of open reservations
 -- KEYS[6] events   stream: the concert's outbox
--- ARGV[1] res  ARGV[2] now (ms)
+-- ARGV[1] id (the reservation)  ARGV[2] now (ms)
 -- Reply: the reservation JSON after the change (unchanged when it was not PAYING)
 -- Errors: NOT_FOUND
-local id, now = ARGV[1], tonumber(ARGV[2])
-local raw = redis.call('HGET', KEYS[3], id)
+local seats, holds, res, paying, uholds, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local id, now = ARGV[1], ARGV[2]
+local raw = redis.call('HGET', res, id)
 if not raw then
   return redis.error_reply('NOT_FOUND')
 end
@@ -19,23 +20,23 @@ local rec = cjson.decode(raw)
 if rec.status ~= 'PAYING' then
   return raw
 end
-redis.call('ZREM', KEYS[4], id)
-redis.call('XADD', KEYS[6], '*', 'type', 'payment.release', 'res', id, 'user', rec.user, 'at', ARGV[2])
-if rec.expiresAt > now then
+redis.call('ZREM', paying, id)
+redis.call('XADD', events, '*', 'type', 'payment.release', 'res', id, 'user', rec.user, 'at', now)
+if rec.expiresAt > tonumber(now) then
   rec.status = 'HELD'
-  redis.call('ZADD', KEYS[2], rec.expiresAt, id)
-  redis.call('HSET', KEYS[1], rec.seat, 'H|' .. id .. '|' .. rec.expiresAt)
+  redis.call('ZADD', holds, rec.expiresAt, id)
+  redis.call('HSET', seats, rec.seat, 'H|' .. id .. '|' .. rec.expiresAt)
 else
   rec.status = 'EXPIRED'
-  redis.call('HDEL', KEYS[1], rec.seat)
+  redis.call('HDEL', seats, rec.seat)
   local rest = {}
-  for rid in string.gmatch(redis.call('HGET', KEYS[5], rec.user) or '', '[^,]+') do
+  for rid in string.gmatch(redis.call('HGET', uholds, rec.user) or '', '[^,]+') do
     if rid ~= id then rest[#rest + 1] = rid end
   end
-  redis.call('HSET', KEYS[5], rec.user, table.concat(rest, ','))
-  redis.call('XADD', KEYS[6], '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
-    'seat', rec.seat, 'at', ARGV[2])
+  redis.call('HSET', uholds, rec.user, table.concat(rest, ','))
+  redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
+    'seat', rec.seat, 'at', now)
 end
 raw = cjson.encode(rec)
-redis.call('HSET', KEYS[3], id, raw)
+redis.call('HSET', res, id, raw)
 return raw

@@ -8,15 +8,17 @@
 -- ARGV[4] now (ms)
 -- Reply: {cap, rate, paused (0|1)} after the change
 -- Errors: NOT_FOUND (no such concert in Redis)
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local cfg, events = KEYS[1], KEYS[2]
+local cap, rate, paused, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if redis.call('EXISTS', cfg) == 0 then
   return redis.error_reply('NOT_FOUND')
 end
-local names = {'cap', 'rate', 'paused'}
-for i = 1, 3 do
-  if ARGV[i] ~= '' then
-    redis.call('HSET', KEYS[1], names[i], ARGV[i])
+local given = {cap = cap, rate = rate, paused = paused}
+for _, name in ipairs({'cap', 'rate', 'paused'}) do
+  if given[name] ~= '' then
+    redis.call('HSET', cfg, name, given[name])
   end
 end
-local cfg = redis.call('HMGET', KEYS[1], 'cap', 'rate', 'paused')
-redis.call('XADD', KEYS[2], '*', 'type', 'queue.configure', 'cap', cfg[1], 'rate', cfg[2], 'paused', cfg[3], 'at', ARGV[4])
-return {tonumber(cfg[1]), tonumber(cfg[2]), cfg[3] == '1' and 1 or 0}
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'paused')
+redis.call('XADD', events, '*', 'type', 'queue.configure', 'cap', conf[1], 'rate', conf[2], 'paused', conf[3], 'at', now)
+return {tonumber(conf[1]), tonumber(conf[2]), conf[3] == '1' and 1 or 0}

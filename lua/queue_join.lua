@@ -14,46 +14,48 @@
 -- ARGV[2] now (ms)
 -- Reply: {status ('WAITING'|'ACTIVE'), seq, activeUntil (ms, 0 unless ACTIVE), created (1|0)}
 -- Errors: NOT_FOUND (no such concert in Redis)
-local cfg = redis.call('HMGET', KEYS[1], 'cap', 'rate', 'ttl', 'paused')
-if not cfg[1] then
+local cfg, seq, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local head, bucket, admitted, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local user, now = ARGV[1], tonumber(ARGV[2])
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused')
+if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
-local user, now = ARGV[1], tonumber(ARGV[2])
 
-local waiting = redis.call('ZSCORE', KEYS[3], user)
+local waiting = redis.call('ZSCORE', wait, user)
 if waiting then
   return {'WAITING', tonumber(waiting), 0, 0}
 end
-local aseq = redis.call('HGET', KEYS[5], user)
-if aseq then
-  local till = tonumber(redis.call('ZSCORE', KEYS[4], user))
+local live = redis.call('HGET', aseq, user)
+if live then
+  local till = tonumber(redis.call('ZSCORE', active, user))
   if till and till > now then
-    return {'ACTIVE', tonumber(aseq), till, 0}
+    return {'ACTIVE', tonumber(live), till, 0}
   end
-  redis.call('ZREM', KEYS[4], user)
-  redis.call('HDEL', KEYS[5], user)
-  redis.call('XADD', KEYS[9], '*', 'type', 'queue.lapse', 'user', user, 'seq', aseq, 'at', ARGV[2])
+  redis.call('ZREM', active, user)
+  redis.call('HDEL', aseq, user)
+  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', live, 'at', now)
 end
 
-local seq = redis.call('INCR', KEYS[2])
-local cap, rate, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3])
-if cfg[4] ~= '1' and redis.call('ZCARD', KEYS[3]) == 0 and redis.call('ZCARD', KEYS[4]) < cap then
-  local b = redis.call('HMGET', KEYS[7], 'tok', 'ts')
+local arrival = redis.call('INCR', seq)
+local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
+if conf[4] ~= '1' and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
+  local b = redis.call('HMGET', bucket, 'tok', 'ts')
   local tok, ts = tonumber(b[1]) or rate, tonumber(b[2]) or now
   if now > ts then
     tok, ts = math.min(rate, tok + (now - ts) * rate / 1000), now
   end
   if tok >= 1 then
     local till = now + ttl
-    redis.call('HSET', KEYS[7], 'tok', string.format('%.6f', tok - 1), 'ts', ts)
-    redis.call('ZADD', KEYS[4], till, user)
-    redis.call('HSET', KEYS[5], user, seq)
-    redis.call('SET', KEYS[6], seq)
-    redis.call('INCR', KEYS[8])
-    redis.call('XADD', KEYS[9], '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', ARGV[2])
-    return {'ACTIVE', seq, till, 1}
+    redis.call('HSET', bucket, 'tok', string.format('%.6f', tok - 1), 'ts', ts)
+    redis.call('ZADD', active, till, user)
+    redis.call('HSET', aseq, user, arrival)
+    redis.call('SET', head, arrival)
+    redis.call('INCR', admitted)
+    redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', arrival, 'until', till, 'at', now)
+    return {'ACTIVE', arrival, till, 1}
   end
 end
-redis.call('ZADD', KEYS[3], seq, user)
-redis.call('XADD', KEYS[9], '*', 'type', 'queue.join', 'user', user, 'seq', seq, 'at', ARGV[2])
-return {'WAITING', seq, 0, 1}
+redis.call('ZADD', wait, arrival, user)
+redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', arrival, 'at', now)
+return {'WAITING', arrival, 0, 1}

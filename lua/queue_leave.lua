@@ -13,21 +13,22 @@
 -- ARGV[3] now (ms)
 -- Reply: 'WAITING' (left the line), 'ACTIVE' (slot given back), 'NONE' (the token was no longer live)
 -- Errors: none.
-local user, seq = ARGV[1], ARGV[2]
-local waiting = redis.call('ZSCORE', KEYS[1], user)
+local wait, active, aseq, left, leftlog, leftn, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local user, seq, now = ARGV[1], ARGV[2], ARGV[3]
+local waiting = redis.call('ZSCORE', wait, user)
 if waiting and tonumber(waiting) == tonumber(seq) then
-  redis.call('ZREM', KEYS[1], user)
-  redis.call('ZADD', KEYS[4], seq, seq)
-  local ord = redis.call('INCR', KEYS[6])
-  redis.call('ZADD', KEYS[5], ord, seq)
-  redis.call('XADD', KEYS[7], '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', 'WAITING', 'ord', ord,
-    'at', ARGV[3])
+  redis.call('ZREM', wait, user)
+  redis.call('ZADD', left, seq, seq)
+  local ord = redis.call('INCR', leftn)
+  redis.call('ZADD', leftlog, ord, seq)
+  redis.call('XADD', events, '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', 'WAITING', 'ord', ord,
+    'at', now)
   return 'WAITING'
 end
-if redis.call('HGET', KEYS[3], user) == seq then
-  redis.call('ZREM', KEYS[2], user)
-  redis.call('HDEL', KEYS[3], user)
-  redis.call('XADD', KEYS[7], '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', 'ACTIVE', 'at', ARGV[3])
+if redis.call('HGET', aseq, user) == seq then
+  redis.call('ZREM', active, user)
+  redis.call('HDEL', aseq, user)
+  redis.call('XADD', events, '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', 'ACTIVE', 'at', now)
   return 'ACTIVE'
 end
 return 'NONE'

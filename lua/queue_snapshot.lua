@@ -7,20 +7,22 @@
 -- KEYS[5] wait      zset: the line
 -- KEYS[6] active    zset: member user, score activeUntil (ms)
 -- KEYS[7] leftlog   zset: member seq, score leave ordinal
--- ARGV[1] the last leave ordinal the instance has seen
--- ARGV[2] most leaves to return
+-- ARGV[1] after: the last leave ordinal the instance has seen
+-- ARGV[2] limit: most leaves to return
 -- ARGV[3] now (ms)
 -- Reply: {found (0|1), head, tail, admitted, waiting, active, cap, rate, paused (0|1),
---         {seq, ordinal, seq, ordinal, ...} leaves after ARGV[1] in ordinal order}
+--         {seq, ordinal, seq, ordinal, ...}: the leaves after ordinal after, in ordinal order}
 -- Errors: none.
-local cfg = redis.call('HMGET', KEYS[1], 'cap', 'rate', 'paused')
-if not cfg[1] then
+local cfg, head, seq, admitted, wait, active, leftlog = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local after, limit, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'paused')
+if not conf[1] then
   return {0, 0, 0, 0, 0, 0, 0, 0, 0, {}}
 end
 local function num(key)
   return tonumber(redis.call('GET', key) or '0')
 end
-local leaves = redis.call('ZRANGEBYSCORE', KEYS[7], '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-return {1, num(KEYS[2]), num(KEYS[3]), num(KEYS[4]), redis.call('ZCARD', KEYS[5]),
-  redis.call('ZCOUNT', KEYS[6], '(' .. ARGV[3], '+inf'), tonumber(cfg[1]), tonumber(cfg[2]),
-  cfg[3] == '1' and 1 or 0, leaves}
+local leaves = redis.call('ZRANGEBYSCORE', leftlog, '(' .. after, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+return {1, num(head), num(seq), num(admitted), redis.call('ZCARD', wait),
+  redis.call('ZCOUNT', active, '(' .. now, '+inf'), tonumber(conf[1]), tonumber(conf[2]),
+  conf[3] == '1' and 1 or 0, leaves}

@@ -10,17 +10,19 @@
 -- Reply: {status ('WAITING'|'ACTIVE'|'EXPIRED'|'DONE'), position (1-based, 0 unless WAITING),
 --         activeUntil (ms, 0 unless ACTIVE)}
 -- Errors: none.
-local user, seq, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-if tonumber(redis.call('HGET', KEYS[3], user)) == seq then
-  local till = tonumber(redis.call('ZSCORE', KEYS[2], user))
+local wait, active, aseq, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local user, seq, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local n = tonumber(seq)
+if tonumber(redis.call('HGET', aseq, user)) == n then
+  local till = tonumber(redis.call('ZSCORE', active, user))
   if till and till > now then
     return {'ACTIVE', 0, till}
   end
 end
-if tonumber(redis.call('ZSCORE', KEYS[1], user)) == seq then
-  return {'WAITING', redis.call('ZCOUNT', KEYS[1], '-inf', seq), 0}
+if tonumber(redis.call('ZSCORE', wait, user)) == n then
+  return {'WAITING', redis.call('ZCOUNT', wait, '-inf', n), 0}
 end
-if redis.call('SISMEMBER', KEYS[4], ARGV[2]) == 1 then
+if redis.call('SISMEMBER', done, seq) == 1 then
   return {'DONE', 0, 0}
 end
 return {'EXPIRED', 0, 0}

@@ -15,51 +15,53 @@
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- Reply: {admitted, lapsed, waiting, active} (counts after the tick)
 -- Errors: NOT_FOUND (no such concert in Redis)
-local cfg = redis.call('HMGET', KEYS[1], 'cap', 'rate', 'ttl', 'paused')
-if not cfg[1] then
+local cfg, wait, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused')
+if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
-local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
-local cap, rate, ttl = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3])
+local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
 
-local lapsed = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, batch)
+local lapsed = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)
 for _, user in ipairs(lapsed) do
-  local seq = redis.call('HGET', KEYS[4], user)
-  redis.call('ZREM', KEYS[3], user)
-  redis.call('HDEL', KEYS[4], user)
-  redis.call('XADD', KEYS[10], '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', ARGV[1])
+  local seq = redis.call('HGET', aseq, user)
+  redis.call('ZREM', active, user)
+  redis.call('HDEL', aseq, user)
+  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', now)
 end
 
-local b = redis.call('HMGET', KEYS[6], 'tok', 'ts')
+local b = redis.call('HMGET', bucket, 'tok', 'ts')
 local tok, ts = tonumber(b[1]) or rate, tonumber(b[2]) or now
 if now > ts then
   tok, ts = math.min(rate, tok + (now - ts) * rate / 1000), now
 end
-local admitted = 0
-local free = cap - redis.call('ZCARD', KEYS[3])
-local n = math.min(free, math.floor(tok), batch)
-if cfg[4] ~= '1' and n > 0 then
-  local popped = redis.call('ZPOPMIN', KEYS[2], n)
+local n = 0
+local free = cap - redis.call('ZCARD', active)
+local want = math.min(free, math.floor(tok), batch)
+if conf[4] ~= '1' and want > 0 then
+  local popped = redis.call('ZPOPMIN', wait, want)
   local till = now + ttl
   local last
   for i = 1, #popped, 2 do
     local user, seq = popped[i], popped[i + 1]
-    redis.call('ZADD', KEYS[3], till, user)
-    redis.call('HSET', KEYS[4], user, seq)
-    redis.call('XADD', KEYS[10], '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', ARGV[1])
+    redis.call('ZADD', active, till, user)
+    redis.call('HSET', aseq, user, seq)
+    redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', now)
     last = seq
   end
-  admitted = #popped / 2
-  if admitted > 0 then
-    tok = tok - admitted
-    redis.call('SET', KEYS[5], last)
-    redis.call('INCRBY', KEYS[7], admitted)
-    local gone = redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', last, 'LIMIT', 0, batch)
+  n = #popped / 2
+  if n > 0 then
+    tok = tok - n
+    redis.call('SET', head, last)
+    redis.call('INCRBY', admitted, n)
+    local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)
     if #gone > 0 then
-      redis.call('ZREM', KEYS[8], unpack(gone))
-      redis.call('ZREM', KEYS[9], unpack(gone))
+      redis.call('ZREM', left, unpack(gone))
+      redis.call('ZREM', leftlog, unpack(gone))
     end
   end
 end
-redis.call('HSET', KEYS[6], 'tok', string.format('%.6f', tok), 'ts', ts)
-return {admitted, #lapsed, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3])}
+redis.call('HSET', bucket, 'tok', string.format('%.6f', tok), 'ts', ts)
+return {n, #lapsed, redis.call('ZCARD', wait), redis.call('ZCARD', active)}

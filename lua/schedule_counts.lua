@@ -7,15 +7,16 @@
 -- ARGV[1] now (ms)  ARGV[2..] schedule ids
 -- Reply: {taken, sold, taken, sold, ...} per schedule; taken = held + being paid + sold
 -- Errors: none
+local holds, res, sold = KEYS[1], KEYS[2], KEYS[3]
 local now = ARGV[1]
 local stale = {}
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
-  local s = cjson.decode(redis.call('HGET', KEYS[2], id)).schedule
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', holds, '-inf', now)) do
+  local s = cjson.decode(redis.call('HGET', res, id)).schedule
   stale[s] = (stale[s] or 0) + 1
 end
 local out = {}
 for i = 2, #ARGV do
   out[#out + 1] = redis.call('HLEN', KEYS[i + 2]) - (stale[ARGV[i]] or 0)
-  out[#out + 1] = tonumber(redis.call('HGET', KEYS[3], ARGV[i]) or '0')
+  out[#out + 1] = tonumber(redis.call('HGET', sold, ARGV[i]) or '0')
 end
 return out

@@ -11,80 +11,83 @@
 -- KEYS[9] events   stream: the concert's outbox
 -- KEYS[10] paying  zset: member res, score claimed (ms): every reservation being paid (PAYING)
 -- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
--- ARGV[6] new reservation id  ARGV[7] now (ms)
+-- ARGV[6] id (of the new reservation)  ARGV[7] now (ms)
 -- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
 -- Errors: NOT_FOUND (no such concert), QUEUE_NOT_ACTIVE (token still WAITING), QUEUE_TOKEN_EXPIRED (token
 --         not live), SEAT_UNAVAILABLE, HOLD_LIMIT_REACHED
-local user, seq, schedule, seat, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[7])
-local cfg = redis.call('HMGET', KEYS[1], 'hold', 'maxholds')
-if not cfg[1] then
+local cfg, wait, active, aseq, seats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local holds, res, uholds, events, paying = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local user, seq, schedule, seat, price, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local t = tonumber(now)
+local conf = redis.call('HMGET', cfg, 'hold', 'maxholds')
+if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
-if redis.call('HGET', KEYS[4], user) ~= seq or tonumber(redis.call('ZSCORE', KEYS[3], user) or 0) <= now then
-  if tonumber(redis.call('ZSCORE', KEYS[2], user)) == tonumber(seq) then
+if redis.call('HGET', aseq, user) ~= seq or tonumber(redis.call('ZSCORE', active, user) or 0) <= t then
+  if tonumber(redis.call('ZSCORE', wait, user)) == tonumber(seq) then
     return redis.error_reply('QUEUE_NOT_ACTIVE')
   end
   return redis.error_reply('QUEUE_TOKEN_EXPIRED')
 end
 
 -- The seat: free, or held past its expiry.
-local state = redis.call('HGET', KEYS[5], seat)
+local state = redis.call('HGET', seats, seat)
 local stale
 if state then
   local kind, rid, exp = string.match(state, '^(%a)|([^|]+)|?(%d*)$')
-  if kind ~= 'H' or tonumber(exp) > now then
+  if kind ~= 'H' or tonumber(exp) > t then
     return redis.error_reply('SEAT_UNAVAILABLE')
   end
-  stale = cjson.decode(redis.call('HGET', KEYS[7], rid))
+  stale = cjson.decode(redis.call('HGET', res, rid))
 end
 
 -- The fan's open holds: HELD and unexpired, or being paid. Every script keeps a reservation in holds
 -- (score: its expiry) exactly while it is HELD and in paying exactly while it is PAYING, so the two
 -- zsets answer without decoding each record.
 local open = {}
-for rid in string.gmatch(redis.call('HGET', KEYS[8], user) or '', '[^,]+') do
-  local exp = redis.call('ZSCORE', KEYS[6], rid)
+for rid in string.gmatch(redis.call('HGET', uholds, user) or '', '[^,]+') do
+  local exp = redis.call('ZSCORE', holds, rid)
   if exp then
-    if tonumber(exp) > now then open[#open + 1] = rid end
-  elseif redis.call('ZSCORE', KEYS[10], rid) then
+    if tonumber(exp) > t then open[#open + 1] = rid end
+  elseif redis.call('ZSCORE', paying, rid) then
     open[#open + 1] = rid
   end
 end
-if #open >= tonumber(cfg[2]) then
+if #open >= tonumber(conf[2]) then
   return redis.error_reply('HOLD_LIMIT_REACHED')
 end
 
 if stale then -- lapse the previous holder's expired hold of this seat
   stale.status = 'EXPIRED'
-  redis.call('HSET', KEYS[7], stale.id, cjson.encode(stale))
-  redis.call('ZREM', KEYS[6], stale.id)
+  redis.call('HSET', res, stale.id, cjson.encode(stale))
+  redis.call('ZREM', holds, stale.id)
   local rest = {}
-  for rid in string.gmatch(redis.call('HGET', KEYS[8], stale.user) or '', '[^,]+') do
+  for rid in string.gmatch(redis.call('HGET', uholds, stale.user) or '', '[^,]+') do
     if rid ~= stale.id then rest[#rest + 1] = rid end
   end
-  redis.call('HSET', KEYS[8], stale.user, table.concat(rest, ','))
-  redis.call('XADD', KEYS[9], '*', 'type', 'hold.lapse', 'res', stale.id, 'user', stale.user,
-    'schedule', stale.schedule, 'seat', stale.seat, 'at', ARGV[7])
+  redis.call('HSET', uholds, stale.user, table.concat(rest, ','))
+  redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', stale.id, 'user', stale.user,
+    'schedule', stale.schedule, 'seat', stale.seat, 'at', now)
 end
 
-local id, expires = ARGV[6], now + tonumber(cfg[1])
+local expires = t + tonumber(conf[1])
 local exp = string.format('%d', expires) -- formatted once: a number in a string costs a %.14g each time
 -- The record as cjson.encode writes it, written out directly when every string is a plain id (as the
 -- service's are: [A-Za-z0-9_-]) so that nothing needs escaping.
 local rec
 if string.find(id .. user .. schedule .. seat, '^[%w_-]+$') then
   rec = '{"id":"' .. id .. '","user":"' .. user .. '","seq":' .. string.format('%d', seq) .. ',"schedule":"' ..
-    schedule .. '","seat":"' .. seat .. '","price":' .. string.format('%d', ARGV[5]) ..
-    ',"status":"HELD","expiresAt":' .. exp .. ',"createdAt":' .. string.format('%d', now) .. '}'
+    schedule .. '","seat":"' .. seat .. '","price":' .. string.format('%d', price) ..
+    ',"status":"HELD","expiresAt":' .. exp .. ',"createdAt":' .. string.format('%d', t) .. '}'
 else
   rec = cjson.encode({id = id, user = user, seq = tonumber(seq), schedule = schedule, seat = seat,
-    price = tonumber(ARGV[5]), status = 'HELD', expiresAt = expires, createdAt = now})
+    price = tonumber(price), status = 'HELD', expiresAt = expires, createdAt = t})
 end
-redis.call('HSET', KEYS[7], id, rec)
-redis.call('HSET', KEYS[5], seat, 'H|' .. id .. '|' .. exp)
-redis.call('ZADD', KEYS[6], exp, id)
+redis.call('HSET', res, id, rec)
+redis.call('HSET', seats, seat, 'H|' .. id .. '|' .. exp)
+redis.call('ZADD', holds, exp, id)
 open[#open + 1] = id
-redis.call('HSET', KEYS[8], user, table.concat(open, ','))
-redis.call('XADD', KEYS[9], '*', 'type', 'hold.create', 'res', id, 'user', user, 'schedule', schedule, 'seat', seat,
-  'price', ARGV[5], 'expires', exp, 'seq', seq, 'at', ARGV[7])
-return {id, expires, now, stale and 1 or 0}
+redis.call('HSET', uholds, user, table.concat(open, ','))
+redis.call('XADD', events, '*', 'type', 'hold.create', 'res', id, 'user', user, 'schedule', schedule, 'seat', seat,
+  'price', price, 'expires', exp, 'seq', seq, 'at', now)
+return {id, expires, t, stale and 1 or 0}

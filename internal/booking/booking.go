@@ -17,8 +17,15 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// Store is the purchase state in Redis.
+// Store is the purchase state in Redis: a concert's side and a wallet's side, each in a hash slot of its
+// own (a payment crosses from one to the other in idempotent steps).
 type Store interface {
+	ConcertStore
+	WalletStore
+}
+
+// ConcertStore is the state of one concert (its hash slot): seats, holds and reservations.
+type ConcertStore interface {
 	GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error)
 	GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error)
 	ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error)
@@ -27,12 +34,17 @@ type Store interface {
 	Cancel(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error)
 	Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error)
 	Claim(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error)
-	Debit(ctx context.Context, userID, resID string, amount int64, now time.Time) (ticketrush.Payment, error)
-	Debited(ctx context.Context, userID, resID string) (ticketrush.Payment, bool, error)
 	Complete(ctx context.Context, id string, d ticketrush.Payment, now time.Time) (ticketrush.Reservation, error)
 	Release(ctx context.Context, id string, now time.Time) (ticketrush.Reservation, error)
-	Refund(ctx context.Context, userID, resID string, now time.Time) (bool, error)
 	StuckPayments(ctx context.Context, concertID string, before time.Time, limit int) ([]string, error)
+}
+
+// WalletStore is the state of the fans' wallets (one hash slot per wallet shard): balances, debits,
+// refunds and Idempotency-Key records.
+type WalletStore interface {
+	Debit(ctx context.Context, userID, resID string, amount int64, now time.Time) (ticketrush.Payment, error)
+	Debited(ctx context.Context, userID, resID string) (ticketrush.Payment, bool, error)
+	Refund(ctx context.Context, userID, resID string, now time.Time) (bool, error)
 	Balance(ctx context.Context, userID string) (int64, error)
 	Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error)
 	Remembered(ctx context.Context, userID, key string) (fingerprint, ref string, created, ok bool, err error)
@@ -46,9 +58,9 @@ type Catalog interface {
 	ScheduleConcert(scheduleID string) (string, bool)
 }
 
-// Gate checks queue tokens without Redis: genuine, the user's, for the concert.
+// Gate verifies queue tokens without Redis: genuine, the user's, for the concert.
 type Gate interface {
-	Check(userID, concertID, token string) (ticketrush.QueueClaims, error)
+	Verify(userID, concertID, token string) (ticketrush.QueueClaims, error)
 }
 
 // Step names a payment step boundary, for crash-injection tests.
@@ -82,7 +94,7 @@ func NewService(store Store, catalog Catalog, gate Gate, now func() time.Time, l
 
 // Schedules lists a concert's schedules with their available seats, for an ACTIVE token.
 func (s *Service) Schedules(ctx context.Context, userID, concertID, token string) ([]ticketrush.ScheduleAvailability, error) {
-	c, claims, err := s.admit(userID, concertID, token)
+	c, claims, err := s.authorize(userID, concertID, token)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +115,7 @@ func (s *Service) Schedules(ctx context.Context, userID, concertID, token string
 
 // Seats returns the seat map of a schedule, for an ACTIVE token: one Redis round trip whatever its size.
 func (s *Service) Seats(ctx context.Context, userID, concertID, scheduleID, token string) ([]ticketrush.Seat, error) {
-	c, claims, err := s.admit(userID, concertID, token)
+	c, claims, err := s.authorize(userID, concertID, token)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +145,7 @@ func (s *Service) Seats(ctx context.Context, userID, concertID, scheduleID, toke
 
 // Hold holds a seat for an ACTIVE token.
 func (s *Service) Hold(ctx context.Context, userID, token, scheduleID, seat string) (ticketrush.Reservation, error) {
-	c, claims, err := s.admit(userID, "", token)
+	c, claims, err := s.authorize(userID, "", token)
 	if err != nil {
 		return ticketrush.Reservation{}, err
 	}
@@ -325,9 +337,10 @@ func (s *Service) refused(err error) {
 	}
 }
 
-// admit checks a gated call's token and returns its concert: the token's own when concertID is "".
-func (s *Service) admit(userID, concertID, token string) (ticketrush.Concert, ticketrush.QueueClaims, error) {
-	claims, err := s.gate.Check(userID, concertID, token)
+// authorize verifies a gated call's queue token and returns its concert: the token's own when
+// concertID is "". (Admission is the queue's business; this only reads the token it issued.)
+func (s *Service) authorize(userID, concertID, token string) (ticketrush.Concert, ticketrush.QueueClaims, error) {
+	claims, err := s.gate.Verify(userID, concertID, token)
 	if err != nil {
 		return ticketrush.Concert{}, claims, err
 	}

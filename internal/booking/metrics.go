@@ -1,8 +1,6 @@
 package booking
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
@@ -60,25 +58,11 @@ func (m *metrics) observeSeats(c ticketrush.Concert, counts []ticketrush.Schedul
 	}
 }
 
-// refusals are the errors counted as refused holds or payments, with their reason label.
-var refusals = []struct {
-	err  error
-	code string
-}{
-	{ticketrush.ErrSeatUnavailable, "SEAT_UNAVAILABLE"},
-	{ticketrush.ErrHoldLimitReached, "HOLD_LIMIT_REACHED"},
-	{ticketrush.ErrInsufficientBalance, "INSUFFICIENT_BALANCE"},
-	{ticketrush.ErrReservationExpired, "RESERVATION_EXPIRED"},
-	{ticketrush.ErrReservationNotHeld, "RESERVATION_NOT_HELD"},
-	{ticketrush.ErrNotFound, "NOT_FOUND"},
-}
-
-// refusal is the reason label of a refused hold or payment, or "" for an error that is not a refusal.
+// refusal is the reason label of a refused hold or payment (the code of an error the table marks as
+// a refusal), or "" for an error that is not a refusal.
 func refusal(err error) string {
-	for _, r := range refusals {
-		if errors.Is(err, r.err) {
-			return r.code
-		}
+	if info := ticketrush.ErrorInfo(err); info.Refusal && err != nil {
+		return string(info.Code)
 	}
 	return ""
 }

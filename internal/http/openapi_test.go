@@ -542,8 +542,8 @@ func TestOpenAPIDocument(t *testing.T) {
 // problemCodes are API.md's codes and the server's own: its error table and its own refusals.
 func problemCodes() []string {
 	out := []string{"INVALID_REQUEST", "PAYLOAD_TOO_LARGE", "METHOD_NOT_ALLOWED", "INTERNAL", "RATE_LIMITED"}
-	for _, c := range codes {
-		out = append(out, c.code)
+	for _, c := range ticketrush.Codes() {
+		out = append(out, string(c.Code))
 	}
 	return out
 }

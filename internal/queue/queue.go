@@ -134,8 +134,8 @@ var (
 		"the queue token is for another concert; join this concert's line for a token of its own")
 )
 
-// Check verifies a token without Redis: genuine, the user's, and for concertID when it is given.
-func (s *Service) Check(userID, concertID, token string) (ticketrush.QueueClaims, error) {
+// Verify verifies a token without Redis: genuine, the user's, and for concertID when it is given.
+func (s *Service) Verify(userID, concertID, token string) (ticketrush.QueueClaims, error) {
 	claims, err := s.claims(userID, token)
 	if err != nil {
 		return claims, err

@@ -116,7 +116,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			claims, err := in.svc.Check(tt.user, tt.concert, tt.token)
+			claims, err := in.svc.Verify(tt.user, tt.concert, tt.token)
 			if tt.want == nil {
 				require.NoError(t, err)
 				assert.Equal(t, concert, claims.ConcertID)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -20,47 +18,6 @@ func isNoScript(err error) bool {
 	return ok && rerr.IsNoScript()
 }
 
-// reservationJSON is a reservation as the scripts keep it (cjson); times are Unix ms.
-type reservationJSON struct {
-	ID        string  `json:"id"`
-	User      string  `json:"user"`
-	Seq       jsonInt `json:"seq"`
-	Schedule  string  `json:"schedule"`
-	Seat      string  `json:"seat"`
-	Price     jsonInt `json:"price"`
-	Status    string  `json:"status"`
-	ExpiresAt jsonInt `json:"expiresAt"`
-	CreatedAt jsonInt `json:"createdAt"`
-	Payment   string  `json:"payment"`
-	PaidAt    jsonInt `json:"paidAt"`
-	Balance   jsonInt `json:"balance"`
-}
-
-// jsonInt reads a JSON number that Lua may have written in float notation.
-type jsonInt int64
-
-func (j *jsonInt) UnmarshalJSON(b []byte) error {
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return err
-	}
-	*j = jsonInt(f)
-	return nil
-}
-
-func decodeReservation(concertID, raw string) (ticketrush.Reservation, error) {
-	var r reservationJSON
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return ticketrush.Reservation{}, fmt.Errorf("decode reservation: %w", err)
-	}
-	return ticketrush.Reservation{
-		ID: r.ID, UserID: r.User, ConcertID: concertID, ScheduleID: r.Schedule, SeatID: r.Seat, Seq: uint64(r.Seq),
-		Price: int64(r.Price), Status: ticketrush.ReservationStatus(r.Status),
-		ExpiresAt: fromMillis(int64(r.ExpiresAt)), CreatedAt: fromMillis(int64(r.CreatedAt)),
-		PaymentID: r.Payment, PaidAt: fromMillis(int64(r.PaidAt)), Balance: int64(r.Balance),
-	}, nil
-}
-
 func (s *Store) reservationScript(ctx context.Context, sc *script, concertID string, keys, args []string) (ticketrush.Reservation, error) {
 	msg, err := s.exec(ctx, sc, keys, args)
 	if err != nil {
@@ -70,7 +27,7 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 	if err != nil {
 		return ticketrush.Reservation{}, err
 	}
-	return decodeReservation(concertID, raw)
+	return DecodeReservation(concertID, raw)
 }
 
 // Hold holds a seat for the fan of claims: one script that checks the token is ACTIVE, the seat free
@@ -79,20 +36,28 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
 	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
 	k := s.keys.Concert(c.ConcertID)
-	msg, err := s.exec(ctx, s.seatHold, k.hold(scheduleID), []string{
-		c.UserID, utoa(c.Seq), scheduleID, seatID, strconv.FormatInt(price, 10), id, millis(now)})
+	msg, err := s.exec(ctx, s.seatHold, k.hold(scheduleID), holdArgs(c, scheduleID, seatID, price, id, now))
 	if err != nil {
 		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
 	}
+	res := ticketrush.Reservation{UserID: c.UserID, ConcertID: c.ConcertID, ScheduleID: scheduleID, SeatID: seatID,
+		Seq: c.Seq, Price: price, Status: ticketrush.ReservationHeld}
+	lapsed, err := holdReply(msg, &res)
+	if err != nil {
+		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
+	}
+	return res, lapsed, nil
+}
+
+// holdReply reads seat_hold's {res, expires, created, lapsed} into res.
+func holdReply(msg rueidis.RedisMessage, res *ticketrush.Reservation) (lapsed bool, err error) {
 	r, err := reply(msg, 4)
 	if err != nil {
-		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
+		return false, err
 	}
-	res := ticketrush.Reservation{
-		ID: r.str(0), UserID: c.UserID, ConcertID: c.ConcertID, ScheduleID: scheduleID, SeatID: seatID, Seq: c.Seq,
-		Price: price, Status: ticketrush.ReservationHeld, ExpiresAt: fromMillis(r.int(1)), CreatedAt: fromMillis(r.int(2)),
-	}
-	return res, r.int(3) == 1, r.err
+	res.ID, res.ExpiresAt, res.CreatedAt = r.str(0), fromMillis(r.int(1)), fromMillis(r.int(2))
+	lapsed = r.flag(3)
+	return lapsed, r.err
 }
 
 // Reservation reads one reservation.
@@ -109,7 +74,7 @@ func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservat
 		_, err = mapError(err)
 		return ticketrush.Reservation{}, fmt.Errorf("read reservation: %w", err)
 	}
-	return decodeReservation(concertID, raw)
+	return DecodeReservation(concertID, raw)
 }
 
 // Cancel gives back the user's HELD reservation.
@@ -118,13 +83,12 @@ func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (t
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.holdCancel, concertID, s.keys.Concert(concertID).cancel(scheduleID), []string{userID, id, millis(now)})
+	return s.reservationScript(ctx, s.holdCancel, concertID, s.keys.Concert(concertID).cancel(scheduleID), cancelArgs(userID, id, now))
 }
 
 // Sweep lapses up to batch expired holds of a concert and returns how many it lapsed.
 func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error) {
-	args := append([]string{millis(now), itoa(batch)}, scheduleIDs...)
-	msg, err := s.exec(ctx, s.holdSweep, s.keys.Concert(concertID).sweep(scheduleIDs), args)
+	msg, err := s.exec(ctx, s.holdSweep, s.keys.Concert(concertID).sweep(scheduleIDs), sweepArgs(now, batch, scheduleIDs))
 	if err != nil {
 		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
 	}
@@ -134,7 +98,7 @@ func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []strin
 
 // ScheduleCounts returns the taken and sold seats of each schedule of a concert.
 func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
-	msg, err := s.exec(ctx, s.scheduleCounts, s.keys.Concert(concertID).counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+	msg, err := s.exec(ctx, s.scheduleCounts, s.keys.Concert(concertID).counts(scheduleIDs), countsArgs(now, scheduleIDs))
 	if err != nil {
 		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
 	}
@@ -160,7 +124,7 @@ func countsReply(msg interface{ AsIntSlice() ([]int64, error) }, scheduleIDs []s
 func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
 	k := s.keys.Concert(c.ConcertID)
 	counts := func() rueidis.Completed {
-		return s.evalsha(s.scheduleCounts, k.counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+		return s.evalsha(s.scheduleCounts, k.counts(scheduleIDs), countsArgs(now, scheduleIDs))
 	}
 	st, data, err := s.gated(ctx, c, now, counts)
 	if err != nil {
@@ -168,7 +132,7 @@ func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaim
 	}
 	msg, err := data.ToMessage()
 	if isNoScript(err) {
-		msg, err = s.exec(ctx, s.scheduleCounts, k.counts(scheduleIDs), append([]string{millis(now)}, scheduleIDs...))
+		msg, err = s.exec(ctx, s.scheduleCounts, k.counts(scheduleIDs), countsArgs(now, scheduleIDs))
 	}
 	if err != nil {
 		_, err = mapError(err)
@@ -203,26 +167,23 @@ func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, schedu
 	return st, out, nil
 }
 
-// seatStatus reads a seat state: 'H|res|expires', 'P|res' or 'S|res'.
+// seatStatus is what a seat state means at nowMs.
 func seatStatus(state string, nowMs int64) ticketrush.SeatStatus {
+	st, ok := ParseSeatState(state)
 	switch {
-	case strings.HasPrefix(state, "S|"):
+	case !ok:
+		return ticketrush.SeatAvailable
+	case st.Kind == SeatSold:
 		return ticketrush.SeatSold
-	case strings.HasPrefix(state, "P|"):
-		return ticketrush.SeatHeld
-	case strings.HasPrefix(state, "H|"):
-		i := strings.LastIndexByte(state, '|')
-		if exp, err := strconv.ParseInt(state[i+1:], 10, 64); err == nil && exp <= nowMs {
-			return ticketrush.SeatAvailable // lapsed, not yet swept
-		}
-		return ticketrush.SeatHeld
+	case st.Kind == SeatHeld && st.Expires <= nowMs:
+		return ticketrush.SeatAvailable // lapsed, not yet swept
 	}
-	return ticketrush.SeatAvailable
+	return ticketrush.SeatHeld
 }
 
 // gated runs the token status script and cmd in one round trip.
 func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, cmd func() rueidis.Completed) (ticketrush.TokenState, rueidis.RedisResult, error) {
-	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), []string{c.UserID, utoa(c.Seq), millis(now)}, cmd)
+	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now), cmd)
 	if err != nil {
 		return ticketrush.TokenState{}, data, fmt.Errorf("token status: %w", err)
 	}
@@ -236,7 +197,7 @@ func (s *Store) Claim(ctx context.Context, userID, id string, now time.Time) (ti
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.paymentClaim, concertID, s.keys.Concert(concertID).claim(scheduleID), []string{userID, id, millis(now)})
+	return s.reservationScript(ctx, s.paymentClaim, concertID, s.keys.Concert(concertID).claim(scheduleID), claimArgs(userID, id, now))
 }
 
 // Complete is step 3 of a payment: the sale. Completing a PAID reservation again returns it unchanged.
@@ -245,8 +206,7 @@ func (s *Store) Complete(ctx context.Context, id string, d ticketrush.Payment, n
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.paymentComplete, concertID, s.keys.Concert(concertID).complete(scheduleID),
-		[]string{id, d.ID, strconv.FormatInt(d.Balance, 10), millis(d.PaidAt), millis(now)})
+	return s.reservationScript(ctx, s.paymentComplete, concertID, s.keys.Concert(concertID).complete(scheduleID), completeArgs(id, d, now))
 }
 
 // Release undoes step 1 of a payment that was not debited.
@@ -255,7 +215,7 @@ func (s *Store) Release(ctx context.Context, id string, now time.Time) (ticketru
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.paymentRelease, concertID, s.keys.Concert(concertID).release(scheduleID), []string{id, millis(now)})
+	return s.reservationScript(ctx, s.paymentRelease, concertID, s.keys.Concert(concertID).release(scheduleID), releaseArgs(id, now))
 }
 
 // StuckPayments lists reservations of a concert claimed for payment before before: a crash may have
@@ -271,28 +231,9 @@ func (s *Store) StuckPayments(ctx context.Context, concertID string, before time
 	return ids, nil
 }
 
-// debitJSON is a debit or refund as the wallet scripts keep it.
-type debitJSON struct {
-	ID      string  `json:"id"`
-	User    string  `json:"user"`
-	Amount  jsonInt `json:"amount"`
-	Balance jsonInt `json:"balance"`
-	At      jsonInt `json:"at"`
-}
-
-func decodeDebit(resID, raw string) (ticketrush.Payment, error) {
-	var d debitJSON
-	if err := json.Unmarshal([]byte(raw), &d); err != nil {
-		return ticketrush.Payment{}, fmt.Errorf("decode debit: %w", err)
-	}
-	return ticketrush.Payment{ID: d.ID, ReservationID: resID, UserID: d.User, Amount: int64(d.Amount),
-		Balance: int64(d.Balance), PaidAt: fromMillis(int64(d.At))}, nil
-}
-
 // Debit is step 2 of a payment: the reservation's price leaves the user's wallet, once per reservation.
 func (s *Store) Debit(ctx context.Context, userID, resID string, amount int64, now time.Time) (ticketrush.Payment, error) {
-	msg, err := s.exec(ctx, s.walletDebit, s.keys.Wallet(userID).money(), []string{
-		userID, resID, strconv.FormatInt(amount, 10), ticketrush.PaymentID(resID), millis(now)})
+	msg, err := s.exec(ctx, s.walletDebit, s.keys.Wallet(userID).money(), debitArgs(userID, resID, amount, now))
 	if err != nil {
 		return ticketrush.Payment{}, fmt.Errorf("debit %s: %w", resID, err)
 	}
@@ -300,7 +241,7 @@ func (s *Store) Debit(ctx context.Context, userID, resID string, amount int64, n
 	if err != nil {
 		return ticketrush.Payment{}, err
 	}
-	return decodeDebit(resID, raw)
+	return DecodeMovement(resID, raw)
 }
 
 // Debited returns the debit of a reservation, if there is one.
@@ -313,13 +254,13 @@ func (s *Store) Debited(ctx context.Context, userID, resID string) (ticketrush.P
 		_, err = mapError(err)
 		return ticketrush.Payment{}, false, fmt.Errorf("read debit %s: %w", resID, err)
 	}
-	p, err := decodeDebit(resID, raw)
+	p, err := DecodeMovement(resID, raw)
 	return p, err == nil, err
 }
 
 // Refund gives a reservation's debit back, once; it reports whether there was a debit to refund.
 func (s *Store) Refund(ctx context.Context, userID, resID string, now time.Time) (bool, error) {
-	msg, err := s.exec(ctx, s.walletRefund, s.keys.Wallet(userID).money(), []string{userID, resID, ticketrush.RefundID(resID), millis(now)})
+	msg, err := s.exec(ctx, s.walletRefund, s.keys.Wallet(userID).money(), refundArgs(userID, resID, now))
 	if err != nil {
 		return false, fmt.Errorf("refund %s: %w", resID, err)
 	}
@@ -344,26 +285,27 @@ func (s *Store) Balance(ctx context.Context, userID string) (int64, error) {
 // replies with the first charge (replayed true).
 func (s *Store) Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error) {
 	w := s.keys.Wallet(userID)
-	msg, err := s.exec(ctx, s.pointsCharge, w.charge(userID, idemKey), []string{
-		userID, strconv.FormatInt(amount, 10), "c" + ticketrush.NewID() + ticketrush.NewID(), millis(now), idemKey, fingerprint,
-		strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), strconv.Itoa(ticketrush.MaxBalance)})
+	id := "c" + ticketrush.NewID() + ticketrush.NewID()
+	msg, err := s.exec(ctx, s.pointsCharge, w.charge(userID, idemKey), chargeArgs(userID, amount, id, now, idemKey, fingerprint))
 	if err != nil {
 		return ticketrush.Charge{}, false, fmt.Errorf("charge: %w", err)
 	}
-	r, err := reply(msg, 5)
+	c, replayed, err := chargeReply(msg)
 	if err != nil {
 		return ticketrush.Charge{}, false, fmt.Errorf("charge: %w", err)
 	}
-	c := ticketrush.Charge{ID: r.str(0), Amount: r.int(1), Balance: r.int(2), CreatedAt: fromMillis(r.int(3))}
-	return c, r.int(4) == 1, r.err
+	return c, replayed, nil
 }
 
-// remembered is the record of an Idempotency-Key used on a payment: the request's fingerprint, the
-// payment it made and whether that first answer was a creation.
-type remembered struct {
-	Fingerprint string `json:"fingerprint"`
-	Ref         string `json:"ref"`
-	Created     bool   `json:"created"`
+// chargeReply reads points_charge's {charge id, amount, balance, created at, replayed}.
+func chargeReply(msg rueidis.RedisMessage) (ticketrush.Charge, bool, error) {
+	r, err := reply(msg, 5)
+	if err != nil {
+		return ticketrush.Charge{}, false, err
+	}
+	c := ticketrush.Charge{ID: r.str(0), Amount: r.int(1), Balance: r.int(2), CreatedAt: fromMillis(r.int(3))}
+	replayed := r.flag(4)
+	return c, replayed, r.err
 }
 
 // Remembered returns the record of a user's idempotency key, if any. A key first used on a charge has
@@ -377,7 +319,7 @@ func (s *Store) Remembered(ctx context.Context, userID, key string) (fingerprint
 		_, err = mapError(err)
 		return "", "", false, false, fmt.Errorf("read idempotency key: %w", err)
 	}
-	var r remembered
+	var r idempotencyRecord
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return "", "", false, false, fmt.Errorf("decode idempotency record: %w", err)
 	}
@@ -387,9 +329,8 @@ func (s *Store) Remembered(ctx context.Context, userID, key string) (fingerprint
 // Remember records a user's idempotency key for 24 h, unless it is recorded already: one script that
 // also appends the record to the wallet's outbox, so that it is durable (restore brings it back).
 func (s *Store) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool) error {
-	_, err := s.exec(ctx, s.paymentRemember, s.keys.Wallet(userID).remember(userID, key), []string{
-		userID, key, fingerprint, ref, flag(created), strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)),
-		millis(time.Now())})
+	_, err := s.exec(ctx, s.paymentRemember, s.keys.Wallet(userID).remember(userID, key),
+		rememberArgs(userID, key, fingerprint, ref, created, time.Now()))
 	if err != nil {
 		return fmt.Errorf("store idempotency key: %w", err)
 	}

@@ -1,6 +1,8 @@
 // Package redis is the adapter for the hot path: every state change is one Lua script (see lua/) on
 // keys of one hash slot, and this package turns domain calls into script calls and replies back into
-// domain types and errors.
+// domain types and errors. With lua/ it is the one home of the data layout: key names (keys.go), script
+// arguments (args.go) and record encodings (layout.go); restore, reconcile and the load-test checker
+// read and write the state through it.
 package redis
 
 import (
@@ -14,6 +16,10 @@ type Keys struct{ prefix string }
 
 // NewKeys returns the key builder for prefix ("tr" in production; tests use a fresh prefix each).
 func NewKeys(prefix string) Keys { return Keys{prefix: prefix} }
+
+// State is the state marker's key: present while Redis holds the whole of the sale's state (see
+// writebehind.State). It has no hash tag; only restore and the readiness check touch it.
+func (k Keys) State() string { return k.prefix + ":state" }
 
 // Concert returns the keys of one concert.
 func (k Keys) Concert(id string) ConcertKeys { return ConcertKeys{base: k.prefix + ":{c:" + id + "}:"} }
@@ -35,6 +41,16 @@ func (c ConcertKeys) Done() string      { return c.base + "q:done" }
 func (c ConcertKeys) Left() string      { return c.base + "q:left" }
 func (c ConcertKeys) LeftLog() string   { return c.base + "q:leftlog" }
 func (c ConcertKeys) LeftN() string     { return c.base + "q:leftn" }
+
+// All returns every key of the concert, its seat maps of scheduleIDs included.
+func (c ConcertKeys) All(scheduleIDs []string) []string {
+	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
+		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold()}
+	for _, s := range scheduleIDs {
+		keys = append(keys, c.Seats(s))
+	}
+	return keys
+}
 
 // The KEYS of each script, in the order of its header.
 
@@ -135,6 +151,11 @@ func (w WalletKeys) Idempotency(userID, key string) string {
 		return w.base + "idem"
 	}
 	return w.base + "idem:" + userID + ":" + key
+}
+
+// All returns the shard's keys but its idempotency records (which expire on their own).
+func (w WalletKeys) All() []string {
+	return []string{w.Balances(), w.Debits(), w.Refunds(), w.Events()}
 }
 
 func (w WalletKeys) charge(userID, idemKey string) []string {

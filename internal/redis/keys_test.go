@@ -83,7 +83,21 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 }
 
 func TestWalletShardIsStable(t *testing.T) {
-	assert.Equal(t, WalletShard("fan-42"), WalletShard("fan-42"))
+	// Golden values: the shard of a user is part of the data layout (a balance lives on its shard's
+	// key), so a change of hash or of shard count, which would strand every balance, fails here.
+	golden := []struct {
+		give string
+		want int
+	}{
+		{"fan-42", 45},
+		{"u1", 54},
+		{"", 0},
+		{"user-7", 33},
+		{"a-very-long-user-id-0123456789", 17},
+	}
+	for _, tt := range golden {
+		assert.Equal(t, tt.want, WalletShard(tt.give), "shard of %q", tt.give)
+	}
 	seen := map[int]bool{}
 	for i := 0; i < 1000; i++ {
 		n := WalletShard("fan-" + string(rune('a'+i%26)) + strings.Repeat("x", i%7))
@@ -91,4 +105,16 @@ func TestWalletShardIsStable(t *testing.T) {
 		seen[n] = true
 	}
 	assert.Greater(t, len(seen), 20, "users spread over the shards")
+}
+
+// TestKeyNames pins key names that outlive a deploy: renaming one strands the state under the old name
+// (a renamed state marker makes every live Redis look emptied).
+func TestKeyNames(t *testing.T) {
+	k := NewKeys("tr")
+	assert.Equal(t, "tr:state", k.State())
+	assert.Equal(t, "tr:{c:c1}:res", k.Concert("c1").Reservations())
+	assert.Equal(t, "tr:{c:c1}:seats:s1", k.Concert("c1").Seats("s1"))
+	assert.Equal(t, "tr:{c:c1}:q:wait", k.Concert("c1").Wait())
+	assert.Equal(t, "tr:{w:45}:bal", k.Wallet("fan-42").Balances())
+	assert.Equal(t, "tr:{w:45}:idem:fan-42:k1", k.Wallet("fan-42").Idempotency("fan-42", "k1"))
 }

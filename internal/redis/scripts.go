@@ -15,23 +15,6 @@ import (
 	"github.com/ticketrush/ticketrush/lua"
 )
 
-// replyErrors maps the error replies of the scripts (redis.error_reply) to domain errors: the one table
-// of it.
-var replyErrors = map[string]error{
-	"NOT_FOUND":            ticketrush.ErrNotFound,
-	"SEAT_UNAVAILABLE":     ticketrush.ErrSeatUnavailable,
-	"HOLD_LIMIT_REACHED":   ticketrush.ErrHoldLimitReached,
-	"INSUFFICIENT_BALANCE": ticketrush.ErrInsufficientBalance,
-	"RESERVATION_NOT_HELD": ticketrush.ErrReservationNotHeld,
-	"RESERVATION_EXPIRED":  ticketrush.ErrReservationExpired,
-	"IDEMPOTENCY_CONFLICT": ticketrush.ErrIdempotencyConflict,
-	"BALANCE_LIMIT":        ticketrush.ErrBalanceLimit,
-	"QUEUE_NOT_ACTIVE":     ticketrush.ErrQueueNotActive,
-	"QUEUE_TOKEN_EXPIRED":  ticketrush.ErrQueueTokenExpired,
-	"QUEUE_TOKEN_INVALID":  ticketrush.ErrQueueTokenInvalid,
-	"INVALID_AMOUNT":       ticketrush.ErrInvalidAmount,
-}
-
 // script is one Lua script with its metrics.
 type script struct {
 	name     string
@@ -124,14 +107,15 @@ func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, c
 	return msg, res[1], nil
 }
 
-// mapError turns a script's error reply into its domain error, and anything else (a dead connection,
-// a timeout) into ErrUnavailable. It returns the code for the error metric.
+// mapError turns a script's error reply, a code of the error table (ticketrush.Codes), into that
+// code's domain error, and anything else (a dead connection, a timeout) into ErrUnavailable. It returns
+// the code for the error metric.
 func mapError(err error) (string, error) {
 	var rerr *rueidis.RedisError
 	if errors.As(err, &rerr) {
 		msg := rerr.Error()
 		code, _, _ := strings.Cut(msg, " ")
-		if e, ok := replyErrors[code]; ok {
+		if e, ok := ticketrush.ErrorOf(ticketrush.Code(code)); ok {
 			return code, e
 		}
 		return "REDIS", errors.Join(ticketrush.ErrUnavailable, err)

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -92,12 +93,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // LoadConcert writes a concert's catalog and settings unless Redis has them already; it reports
 // whether it wrote.
 func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.Time) (bool, error) {
-	k := s.keys.Concert(c.ID)
-	q := c.Queue
-	msg, err := s.exec(ctx, s.load, k.load(), []string{
-		c.Title, c.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
-		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now),
-	})
+	msg, err := s.exec(ctx, s.load, s.keys.Concert(c.ID).load(), loadArgs(c, now))
 	if err != nil {
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 	}
@@ -107,39 +103,59 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 
 // Join puts a fan in a concert's line, or returns their live token's arrival.
 func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error) {
-	msg, err := s.exec(ctx, s.join, s.keys.Concert(concertID).join(), []string{userID, millis(now)})
+	msg, err := s.exec(ctx, s.join, s.keys.Concert(concertID).join(), joinArgs(userID, now))
 	if err != nil {
 		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
 	}
+	res, err := joinReply(msg)
+	if err != nil {
+		return res, fmt.Errorf("join %s: %w", concertID, err)
+	}
+	return res, nil
+}
+
+// joinReply reads queue_join's {status, seq, activeUntil, created}.
+func joinReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, error) {
 	r, err := reply(msg, 4)
 	if err != nil {
-		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
+		return ticketrush.JoinResult{}, err
 	}
-	return ticketrush.JoinResult{
-		Status:      ticketrush.QueueStatus(r.str(0)),
+	res := ticketrush.JoinResult{
+		Status:      r.status(0, ticketrush.StatusWaiting, ticketrush.StatusActive),
 		Seq:         uint64(r.int(1)),
 		ActiveUntil: fromMillis(r.int(2)),
-		Created:     r.int(3) == 1,
-	}, r.err
+		Created:     r.flag(3),
+	}
+	return res, r.err
 }
 
 // Leave takes the token of arrival seq out of the line or the active set. It returns where the token
 // was: WAITING, ACTIVE, or "" when it was no longer live.
 func (s *Store) Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
-	msg, err := s.exec(ctx, s.leave, s.keys.Concert(concertID).leave(), []string{userID, utoa(seq), millis(now)})
+	msg, err := s.exec(ctx, s.leave, s.keys.Concert(concertID).leave(), leaveArgs(userID, seq, now))
 	if err != nil {
 		return "", fmt.Errorf("leave %s: %w", concertID, err)
 	}
+	return leaveReply(msg)
+}
+
+// leaveReply reads queue_leave's 'WAITING', 'ACTIVE' or 'NONE' ("").
+func leaveReply(msg rueidis.RedisMessage) (ticketrush.QueueStatus, error) {
 	from, err := msg.ToString()
-	if from == "NONE" {
-		from = ""
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("leave reply: %w", err)
+	case from == "NONE":
+		return "", nil
+	case from == string(ticketrush.StatusWaiting), from == string(ticketrush.StatusActive):
+		return ticketrush.QueueStatus(from), nil
 	}
-	return ticketrush.QueueStatus(from), err
+	return "", fmt.Errorf("leave reply: unexpected %q", from)
 }
 
 // TokenStatus returns the exact state of a token.
 func (s *Store) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
-	msg, err := s.exec(ctx, s.status, s.keys.Concert(c.ConcertID).status(), []string{c.UserID, utoa(c.Seq), millis(now)})
+	msg, err := s.exec(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now))
 	if err != nil {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 	}
@@ -151,38 +167,62 @@ func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
 	if err != nil {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 	}
-	return ticketrush.TokenState{
-		Status:      ticketrush.QueueStatus(r.str(0)),
+	st := ticketrush.TokenState{
+		Status:      r.status(0, ticketrush.StatusWaiting, ticketrush.StatusActive, ticketrush.StatusExpired, ticketrush.StatusDone),
 		Position:    r.int(1),
 		ActiveUntil: fromMillis(r.int(2)),
-	}, r.err
+	}
+	if r.err != nil {
+		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", r.err)
+	}
+	return st, nil
 }
 
 // Tick runs one admission round for a concert.
 func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch int) (ticketrush.TickResult, error) {
-	msg, err := s.exec(ctx, s.tick, s.keys.Concert(concertID).tick(), []string{millis(now), itoa(batch)})
+	msg, err := s.exec(ctx, s.tick, s.keys.Concert(concertID).tick(), tickArgs(now, batch))
 	if err != nil {
 		return ticketrush.TickResult{}, fmt.Errorf("tick %s: %w", concertID, err)
 	}
+	res, err := tickReply(msg)
+	if err != nil {
+		return res, fmt.Errorf("tick %s: %w", concertID, err)
+	}
+	return res, nil
+}
+
+// tickReply reads queue_tick's {admitted, lapsed, waiting, active}.
+func tickReply(msg rueidis.RedisMessage) (ticketrush.TickResult, error) {
 	r, err := reply(msg, 4)
 	if err != nil {
-		return ticketrush.TickResult{}, fmt.Errorf("tick %s: %w", concertID, err)
+		return ticketrush.TickResult{}, err
 	}
-	return ticketrush.TickResult{Admitted: int(r.int(0)), Lapsed: int(r.int(1)), Waiting: r.int(2), Active: r.int(3)}, r.err
+	res := ticketrush.TickResult{Admitted: int(r.int(0)), Lapsed: int(r.int(1)), Waiting: r.int(2), Active: r.int(3)}
+	return res, r.err
 }
 
 // Snapshot reads the shared queue state and up to limit leaves after ordinal afterLeave.
 func (s *Store) Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error) {
-	msg, err := s.exec(ctx, s.snapshot, s.keys.Concert(concertID).snapshot(), []string{utoa(afterLeave), itoa(limit), millis(now)})
+	msg, err := s.exec(ctx, s.snapshot, s.keys.Concert(concertID).snapshot(), snapshotArgs(afterLeave, limit, now))
 	if err != nil {
 		return ticketrush.QueueSnapshot{}, fmt.Errorf("queue snapshot %s: %w", concertID, err)
 	}
+	snap, err := snapshotReply(msg)
+	if err != nil {
+		return snap, fmt.Errorf("queue snapshot %s: %w", concertID, err)
+	}
+	return snap, nil
+}
+
+// snapshotReply reads queue_snapshot's {found, head, tail, admitted, waiting, active, cap, rate, paused,
+// {seq, ordinal, ...}}.
+func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
 	r, err := reply(msg, 10)
 	if err != nil {
-		return ticketrush.QueueSnapshot{}, fmt.Errorf("queue snapshot %s: %w", concertID, err)
+		return ticketrush.QueueSnapshot{}, err
 	}
 	snap := ticketrush.QueueSnapshot{
-		Found:          r.int(0) == 1,
+		Found:          r.flag(0),
 		Head:           uint64(r.int(1)),
 		Tail:           uint64(r.int(2)),
 		Admitted:       uint64(r.int(3)),
@@ -190,28 +230,32 @@ func (s *Store) Snapshot(ctx context.Context, concertID string, afterLeave uint6
 		Active:         r.int(5),
 		ActiveCapacity: int(r.int(6)),
 		AdmitPerSecond: int(r.int(7)),
-		Paused:         r.int(8) == 1,
+		Paused:         r.flag(8),
 	}
-	leaves, err := r.list(9).AsStrSlice()
+	if r.err != nil {
+		return ticketrush.QueueSnapshot{}, r.err
+	}
+	leaves, err := r.items[9].AsStrSlice()
 	if err != nil {
-		return snap, fmt.Errorf("queue snapshot %s: leaves: %w", concertID, err)
+		return ticketrush.QueueSnapshot{}, fmt.Errorf("leaves: %w", err)
 	}
-	for i := 0; i+1 < len(leaves); i += 2 {
+	if len(leaves)%2 != 0 {
+		return ticketrush.QueueSnapshot{}, fmt.Errorf("leaves: %d items, want pairs", len(leaves))
+	}
+	for i := 0; i < len(leaves); i += 2 {
 		seq, err1 := strconv.ParseUint(leaves[i], 10, 64)
 		ord, err2 := strconv.ParseFloat(leaves[i+1], 64)
 		if err1 != nil || err2 != nil {
-			return snap, fmt.Errorf("queue snapshot %s: bad leave %q %q", concertID, leaves[i], leaves[i+1])
+			return ticketrush.QueueSnapshot{}, fmt.Errorf("bad leave %q %q", leaves[i], leaves[i+1])
 		}
 		snap.Leaves = append(snap.Leaves, ticketrush.Leave{Seq: seq, Ordinal: uint64(ord)})
 	}
-	return snap, r.err
+	return snap, nil
 }
 
 // Configure changes a concert's admission settings in Redis, where the tick reads them.
 func (s *Store) Configure(ctx context.Context, concertID string, q ticketrush.QueueSettings, now time.Time) error {
-	_, err := s.exec(ctx, s.configure, s.keys.Concert(concertID).configure(), []string{
-		itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), flag(q.Paused), millis(now),
-	})
+	_, err := s.exec(ctx, s.configure, s.keys.Concert(concertID).configure(), configureArgs(q, now))
 	if err != nil {
 		return fmt.Errorf("configure %s: %w", concertID, err)
 	}
@@ -224,34 +268,60 @@ type replyArray struct {
 	err   error
 }
 
+// reply checks that msg is an array of exactly n items: a reply of another shape is a script and Go
+// that disagree, an error rather than a guess.
 func reply(msg rueidis.RedisMessage, n int) (*replyArray, error) {
 	items, err := msg.ToArray()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("script reply: %w", err)
 	}
-	if len(items) < n {
+	if len(items) != n {
 		return nil, fmt.Errorf("script reply has %d items, want %d", len(items), n)
 	}
 	return &replyArray{items: items}, nil
 }
 
-func (r *replyArray) int(i int) int64 {
-	v, err := r.items[i].AsInt64()
-	if err != nil && r.err == nil {
+func (r *replyArray) fail(i int, err error) {
+	if r.err == nil {
 		r.err = fmt.Errorf("reply item %d: %w", i, err)
+	}
+}
+
+// int reads item i, which must be an integer (Lua numbers reach Redis as integers).
+func (r *replyArray) int(i int) int64 {
+	v, err := r.items[i].ToInt64()
+	if err != nil {
+		r.fail(i, err)
 	}
 	return v
 }
 
+// str reads item i, which must be a string.
 func (r *replyArray) str(i int) string {
 	v, err := r.items[i].ToString()
-	if err != nil && r.err == nil {
-		r.err = fmt.Errorf("reply item %d: %w", i, err)
+	if err != nil {
+		r.fail(i, err)
 	}
 	return v
 }
 
-func (r *replyArray) list(i int) *rueidis.RedisMessage { return &r.items[i] }
+// flag reads item i, which must be 0 or 1.
+func (r *replyArray) flag(i int) bool {
+	v := r.int(i)
+	if v != 0 && v != 1 {
+		r.fail(i, fmt.Errorf("%d is not 0 or 1", v))
+	}
+	return v == 1
+}
+
+// status reads item i, which must be one of want.
+func (r *replyArray) status(i int, want ...ticketrush.QueueStatus) ticketrush.QueueStatus {
+	v := ticketrush.QueueStatus(r.str(i))
+	if r.err == nil && !slices.Contains(want, v) {
+		r.fail(i, fmt.Errorf("unexpected status %q", v))
+	}
+	return v
+}
 
 func itoa(n int) string         { return strconv.Itoa(n) }
 func utoa(n uint64) string      { return strconv.FormatUint(n, 10) }

@@ -3,49 +3,149 @@ package ticketrush
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// Domain errors. Adapters map their own failures onto these; the HTTP adapter maps these onto status
-// codes and problem codes in one table.
+// Code names a kind of failure with one word everywhere: the code of a problem document, the error
+// reply of a Lua script (redis.error_reply('SEAT_UNAVAILABLE')) and the reason label of the refusal
+// metrics.
+type Code string
+
+// CodeInfo is what the error table says of a code.
+type CodeInfo struct {
+	Code    Code
+	Status  int    // HTTP status of the problem document
+	Title   string // problem title
+	Detail  string // client detail, unless the error carries its own (WithDetail)
+	Refusal bool   // a hold or payment the sale's rules refused, counted by reason
+}
+
+// Error is a domain error of the table; compare with errors.Is against the sentinels below.
+type Error struct{ code Code }
+
+func (e *Error) Error() string { return strings.ToLower(strings.ReplaceAll(string(e.code), "_", " ")) }
+
+// ErrorCode returns the error's code.
+func (e *Error) ErrorCode() Code { return e.code }
+
 var (
-	ErrNotFound            = errors.New("not found")
-	ErrUnauthenticated     = errors.New("unauthenticated")
-	ErrQueueTokenInvalid   = errors.New("queue token invalid")
-	ErrQueueNotActive      = errors.New("queue token not active")
-	ErrQueueTokenExpired   = errors.New("queue token expired")
-	ErrSeatUnavailable     = errors.New("seat unavailable")
-	ErrHoldLimitReached    = errors.New("hold limit reached")
-	ErrInsufficientBalance = errors.New("insufficient balance")
-	ErrReservationNotHeld  = errors.New("reservation not held")
-	ErrReservationExpired  = errors.New("reservation expired")
-	ErrIdempotencyConflict = errors.New("idempotency key reused with a different request")
-	ErrBalanceLimit        = errors.New("balance limit")
-	ErrInvalidAmount       = errors.New("invalid amount")
-	ErrUnavailable         = errors.New("unavailable")
+	table     = map[Code]CodeInfo{}
+	sentinels = map[Code]*Error{}
+	order     []Code
 )
 
-// InvalidError is a request that breaks a rule; Detail says which, in words a client can show.
+// define adds a code to the table and returns its sentinel error.
+func define(code Code, status int, title, detail string, refusal bool) *Error {
+	if _, dup := table[code]; dup {
+		panic("ticketrush: error code " + string(code) + " defined twice")
+	}
+	table[code] = CodeInfo{Code: code, Status: status, Title: title, Detail: detail, Refusal: refusal}
+	sentinels[code] = &Error{code: code}
+	order = append(order, code)
+	return sentinels[code]
+}
+
+// The error table: one line per code, with its HTTP status, problem title, default client detail and
+// whether it counts as a refused hold or payment. Adapters map their own failures onto these sentinels
+// (the Lua scripts reply with the code itself); anything else is INTERNAL.
+var (
+	ErrNotFound            = define("NOT_FOUND", 404, "Not found", "no such resource, or it is not yours", true)
+	ErrUnauthenticated     = define("UNAUTHENTICATED", 401, "Unauthenticated", "a valid bearer token is required", false)
+	ErrQueueTokenInvalid   = define("QUEUE_TOKEN_INVALID", 401, "Queue token invalid", "the queue token is not a genuine token of this user and concert", false)
+	ErrQueueNotActive      = define("QUEUE_NOT_ACTIVE", 403, "Still waiting", "the queue token is still WAITING; poll GET /v1/queue until it is ACTIVE", false)
+	ErrQueueTokenExpired   = define("QUEUE_TOKEN_EXPIRED", 410, "Queue token expired", "the queue token is EXPIRED or DONE; join the queue again", false)
+	ErrSeatUnavailable     = define("SEAT_UNAVAILABLE", 409, "Seat unavailable", "the seat is held or sold", true)
+	ErrHoldLimitReached    = define("HOLD_LIMIT_REACHED", 409, "Hold limit reached", "you hold as many seats of this concert as you may", true)
+	ErrInsufficientBalance = define("INSUFFICIENT_BALANCE", 409, "Insufficient balance", "charge points before paying", true)
+	ErrReservationNotHeld  = define("RESERVATION_NOT_HELD", 409, "Reservation not held", "the reservation is not HELD", true)
+	ErrIdempotencyConflict = define("IDEMPOTENCY_CONFLICT", 409, "Idempotency conflict", "this Idempotency-Key was used with a different request", false)
+	ErrBalanceLimit        = define("BALANCE_LIMIT", 409, "Balance limit", "the balance would pass 1,000,000,000", false)
+	ErrReservationExpired  = define("RESERVATION_EXPIRED", 410, "Reservation expired", "the hold lapsed before payment", true)
+	ErrInvalidAmount       = define("INVALID_AMOUNT", 400, "Invalid amount", "amount must be an integer from 1 to 10,000,000", false)
+	ErrUnavailable         = define("UNAVAILABLE", 503, "Service unavailable", "try again shortly", false)
+	ErrInvalidRequest      = define("INVALID_REQUEST", 400, "Invalid request", "the request breaks a rule of the API", false)
+	ErrPayloadTooLarge     = define("PAYLOAD_TOO_LARGE", 413, "Payload too large", "request bodies are limited to 64 KiB", false)
+	ErrMethodNotAllowed    = define("METHOD_NOT_ALLOWED", 405, "Method not allowed", "see the Allow header", false)
+	ErrInternal            = define("INTERNAL", 500, "Internal error", "the error is logged; try again", false)
+)
+
+// Codes lists the table in its order.
+func Codes() []CodeInfo {
+	out := make([]CodeInfo, len(order))
+	for i, c := range order {
+		out[i] = table[c]
+	}
+	return out
+}
+
+// LookupCode returns the table's line of a code.
+func LookupCode(code Code) (CodeInfo, bool) {
+	info, ok := table[code]
+	return info, ok
+}
+
+// ErrorOf returns the sentinel error of a code, for adapters that receive codes (the Lua scripts' error
+// replies).
+func ErrorOf(code Code) (error, bool) {
+	e, ok := sentinels[code]
+	if !ok {
+		return nil, false
+	}
+	return e, true
+}
+
+// ErrorCode returns the code of err: that of the first error in its chain that carries one, INTERNAL
+// when none does, "" for nil.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var c interface{ ErrorCode() Code }
+	if errors.As(err, &c) {
+		return c.ErrorCode()
+	}
+	return ErrInternal.code
+}
+
+// ErrorInfo returns the table's line of err's code (INTERNAL's for an error without a known code).
+func ErrorInfo(err error) CodeInfo {
+	if info, ok := table[ErrorCode(err)]; ok {
+		return info
+	}
+	return table[ErrInternal.code]
+}
+
+// WithDetail returns err with a client detail that replaces its code's default detail in a problem
+// document; errors.Is and ErrorCode see through it.
+func WithDetail(err error, detail string) error { return &detailError{err: err, detail: detail} }
+
+type detailError struct {
+	err    error
+	detail string
+}
+
+func (e *detailError) Error() string       { return e.err.Error() + ": " + e.detail }
+func (e *detailError) Unwrap() error       { return e.err }
+func (e *detailError) ErrorDetail() string { return e.detail }
+
+// ErrorDetail returns the client detail of err: its own (WithDetail, InvalidError) or its code's.
+func ErrorDetail(err error) string {
+	var d interface{ ErrorDetail() string }
+	if errors.As(err, &d) {
+		return d.ErrorDetail()
+	}
+	return ErrorInfo(err).Detail
+}
+
+// InvalidError is a request that breaks a rule; Detail says which, in words a client can show. Its
+// code is INVALID_REQUEST.
 type InvalidError struct{ Detail string }
 
-func (e *InvalidError) Error() string { return "invalid request: " + e.Detail }
+func (e *InvalidError) Error() string       { return "invalid request: " + e.Detail }
+func (e *InvalidError) Unwrap() error       { return ErrInvalidRequest }
+func (e *InvalidError) ErrorDetail() string { return e.Detail }
 
 // Invalidf builds an InvalidError.
 func Invalidf(format string, args ...any) error {
 	return &InvalidError{Detail: fmt.Sprintf(format, args...)}
 }
-
-// WithDetail returns err with a detail that says what exactly is wrong, in words a client can show
-// (the missing header, the expired JWT): the result is still errors.Is err, and the HTTP adapter shows
-// the detail in place of the code's general one.
-func WithDetail(err error, detail string) error { return &detailedError{err: err, detail: detail} }
-
-type detailedError struct {
-	err    error
-	detail string
-}
-
-func (e *detailedError) Error() string { return e.err.Error() + ": " + e.detail }
-func (e *detailedError) Unwrap() error { return e.err }
-
-// Detail is what the client is told.
-func (e *detailedError) Detail() string { return e.detail }

@@ -70,11 +70,11 @@ func DefaultQueueSettings() QueueSettings {
 
 // Limits on settings, so that a typo in an admin call cannot make a sale unusable.
 const (
-	MaxActiveCapacity = 10_000_000
-	MaxAdmitPerSecond = 1_000_000
-	MaxTTL            = 7 * 24 * time.Hour
-	MaxHoldsLimit     = 100
-	MaxSeatsPerSale   = 200_000
+	MaxActiveCapacity   = 10_000_000
+	MaxAdmitPerSecond   = 1_000_000
+	MaxTTL              = 7 * 24 * time.Hour
+	MaxHoldsLimit       = 100
+	MaxSeatsPerSchedule = 200_000
 )
 
 // Validate reports the first setting out of range.
@@ -133,8 +133,8 @@ func (c Concert) Validate() error {
 		}
 		seen[s.Name] = true
 	}
-	if c.TotalSeats() > MaxSeatsPerSale {
-		return Invalidf("a schedule may have at most %d seats", MaxSeatsPerSale)
+	if c.TotalSeats() > MaxSeatsPerSchedule {
+		return Invalidf("a schedule may have at most %d seats", MaxSeatsPerSchedule)
 	}
 	return c.Queue.Validate()
 }

@@ -2,11 +2,9 @@ package writebehind
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -61,9 +59,9 @@ func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, grou
 		}
 		diffs = append(diffs, compareConcert(c.ID, snap, rec)...)
 		for _, r := range snap.reservations {
-			if r.Status == string(ticketrush.ReservationPaid) && r.Payment != "" {
-				debits = append(debits, r.Payment)
-				price[r.Payment] = r.Price
+			if r.Status == ticketrush.ReservationPaid && r.PaymentID != "" {
+				debits = append(debits, r.PaymentID)
+				price[r.PaymentID] = r.Price
 			}
 		}
 	}
@@ -102,13 +100,13 @@ func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, grou
 
 // concertSnapshot is one concert's slot read at one moment.
 type concertSnapshot struct {
-	reservations map[string]reservationJSON
+	reservations map[string]ticketrush.Reservation
 	seats        map[string]map[string]string // schedule -> seat -> state
 	last         ticketrush.EventID
 }
 
 func readConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c ticketrush.Concert) (concertSnapshot, error) {
-	snap := concertSnapshot{reservations: map[string]reservationJSON{}, seats: map[string]map[string]string{}}
+	snap := concertSnapshot{reservations: map[string]ticketrush.Reservation{}, seats: map[string]map[string]string{}}
 	var replies []rueidis.RedisMessage
 	err := rdb.Dedicated(func(d rueidis.DedicatedClient) error {
 		cmds := rueidis.Commands{d.B().Multi().Build(), d.B().Hgetall().Key(k.Reservations()).Build()}
@@ -129,7 +127,7 @@ func readConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c
 		return snap, fmt.Errorf("read reservations of %s: %w", c.ID, err)
 	}
 	for id, js := range raw {
-		r, err := parseReservation(js)
+		r, err := redis.DecodeReservation(c.ID, js)
 		if err != nil {
 			return snap, fmt.Errorf("reservation %s: %w", id, err)
 		}
@@ -249,19 +247,6 @@ func written(ctx context.Context, rdb rueidis.Client, group string, upTo ticketr
 	return false, nil // no group yet: no worker has come by since the stream was made
 }
 
-// parseReservation reads a reservation JSON of the scripts (numbers may be in float notation).
-func parseReservation(js string) (reservationJSON, error) {
-	var raw map[string]any
-	if err := json.Unmarshal([]byte(js), &raw); err != nil {
-		return reservationJSON{}, err
-	}
-	str := func(k string) string { s, _ := raw[k].(string); return s }
-	num := func(k string) int64 { f, _ := raw[k].(float64); return int64(f) }
-	return reservationJSON{ID: str("id"), User: str("user"), Seq: uint64(num("seq")), Schedule: str("schedule"),
-		Seat: str("seat"), Price: num("price"), Status: str("status"), ExpiresAt: num("expiresAt"),
-		CreatedAt: num("createdAt"), Payment: str("payment"), PaidAt: num("paidAt")}, nil
-}
-
 func compareConcert(concertID string, snap concertSnapshot, rec map[string]ticketrush.ReservationRecord) []string {
 	var diffs []string
 	for id, r := range snap.reservations {
@@ -270,12 +255,12 @@ func compareConcert(concertID string, snap concertSnapshot, rec map[string]ticke
 			diffs = append(diffs, fmt.Sprintf("reservation %s (concert %s): %s in redis, not in postgres", id, concertID, r.Status))
 			continue
 		}
-		if string(p.Status) != r.Status {
+		if p.Status != r.Status {
 			diffs = append(diffs, fmt.Sprintf("reservation %s: %s in redis, %s in postgres", id, r.Status, p.Status))
 		}
-		if p.UserID != r.User || p.SeatID != r.Seat || p.Price != r.Price || p.ScheduleID != r.Schedule {
+		if p.UserID != r.UserID || p.SeatID != r.SeatID || p.Price != r.Price || p.ScheduleID != r.ScheduleID {
 			diffs = append(diffs, fmt.Sprintf("reservation %s: redis has %s/%s/%s at %d, postgres %s/%s/%s at %d", id,
-				r.User, r.Schedule, r.Seat, r.Price, p.UserID, p.ScheduleID, p.SeatID, p.Price))
+				r.UserID, r.ScheduleID, r.SeatID, r.Price, p.UserID, p.ScheduleID, p.SeatID, p.Price))
 		}
 	}
 	for id, p := range rec {
@@ -292,10 +277,11 @@ func compareConcert(concertID string, snap concertSnapshot, rec map[string]ticke
 	}
 	for sched, seats := range snap.seats {
 		for seat, state := range seats {
-			id, ok := strings.CutPrefix(state, "S|")
-			if !ok {
+			st, ok := redis.ParseSeatState(state)
+			if !ok || st.Kind != redis.SeatSold {
 				continue
 			}
+			id := st.Reservation
 			p, found := soldPG[sched+"/"+seat]
 			switch {
 			case !found:

@@ -2,13 +2,11 @@ package writebehind
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -141,46 +139,19 @@ func ms(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// reservationJSON is a reservation as the scripts keep it (see lua/seat_hold.lua, payment_complete.lua).
-type reservationJSON struct {
-	ID        string `json:"id"`
-	User      string `json:"user"`
-	Seq       uint64 `json:"seq"`
-	Schedule  string `json:"schedule"`
-	Seat      string `json:"seat"`
-	Price     int64  `json:"price"`
-	Status    string `json:"status"`
-	ExpiresAt int64  `json:"expiresAt"`
-	CreatedAt int64  `json:"createdAt"`
-	Payment   string `json:"payment,omitempty"`
-	PaidAt    int64  `json:"paidAt,omitempty"`
-	Balance   *int64 `json:"balance,omitempty"`
-}
-
 func restoreConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c ticketrush.Concert,
 	res []ticketrush.ReservationRecord, mark ticketrush.QueueMark, now time.Time, rep *RestoreReport) error {
-	q := c.Queue
-	gone := []string{k.Meta(), k.Cfg(), k.Events(), k.Seq(), k.Wait(), k.Active(), k.ActiveSeq(), k.Head(), k.Bucket(),
-		k.Admitted(), k.Done(), k.Left(), k.LeftLog(), k.LeftN(), k.Holds(), k.Reservations(), k.UserHolds(), k.Paying(), k.Sold()}
-	for _, s := range c.Schedules {
-		gone = append(gone, k.Seats(s.ID))
+	scheduleIDs := make([]string, len(c.Schedules))
+	for i, s := range c.Schedules {
+		scheduleIDs[i] = s.ID
 	}
-	paused := "0"
-	if q.Paused {
-		paused = "1"
-	}
+	gone := k.All(scheduleIDs)
+	meta, cfg := redis.ConcertHashes(c)
 	cmds := []func(rueidis.Builder) rueidis.Completed{
 		func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(gone...).Build() },
-		func(b rueidis.Builder) rueidis.Completed {
-			return b.Hset().Key(k.Meta()).FieldValue().FieldValue("title", c.Title).FieldValue("venue", c.Venue).Build()
-		},
-		func(b rueidis.Builder) rueidis.Completed {
-			return b.Hset().Key(k.Cfg()).FieldValue().FieldValue("cap", strconv.Itoa(q.ActiveCapacity)).
-				FieldValue("rate", strconv.Itoa(q.AdmitPerSecond)).FieldValue("ttl", strconv.FormatInt(q.ActiveTTL.Milliseconds(), 10)).
-				FieldValue("hold", strconv.FormatInt(q.HoldTTL.Milliseconds(), 10)).
-				FieldValue("maxholds", strconv.Itoa(q.MaxHoldsPerUser)).FieldValue("paused", paused).Build()
-		},
 	}
+	cmds = append(cmds, hset(k.Meta(), meta)...)
+	cmds = append(cmds, hset(k.Cfg(), cfg)...)
 	// The line restarts empty, above every arrival ever issued: no token is issued twice, and every
 	// instance's view (head and tail only grow) stays right.
 	if mark.MaxSeq > 0 {
@@ -204,38 +175,34 @@ func restoreConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys
 			rep.Skipped = append(rep.Skipped, r.ID)
 			continue
 		}
-		j := reservationJSON{ID: r.ID, User: r.UserID, Seq: r.Seq, Schedule: r.ScheduleID, Seat: r.SeatID, Price: r.Price,
-			Status: string(r.Status), ExpiresAt: ms(r.ExpiresAt), CreatedAt: ms(r.CreatedAt)}
 		if seats[r.ScheduleID] == nil {
 			seats[r.ScheduleID] = map[string]string{}
 		}
 		switch r.Status {
 		case ticketrush.ReservationPaid:
-			bal := r.Balance
-			j.Payment, j.PaidAt, j.Balance = r.PaymentID, ms(r.PaidAt), &bal
-			seats[r.ScheduleID][r.SeatID] = "S|" + r.ID
+			seats[r.ScheduleID][r.SeatID] = redis.SeatState{Kind: redis.SeatSold, Reservation: r.ID}.String()
 			sold[r.ScheduleID]++
 			rep.Sold++
 		case ticketrush.ReservationHeld:
 			// Held, even past its expiry: the sweeper lapses it as it would have.
 			if _, taken := seats[r.ScheduleID][r.SeatID]; !taken {
-				seats[r.ScheduleID][r.SeatID] = "H|" + r.ID + "|" + strconv.FormatInt(j.ExpiresAt, 10)
+				seats[r.ScheduleID][r.SeatID] = redis.SeatState{Kind: redis.SeatHeld, Reservation: r.ID, Expires: ms(r.ExpiresAt)}.String()
 			}
-			holds[r.ID] = j.ExpiresAt
+			holds[r.ID] = ms(r.ExpiresAt)
 			open[r.UserID] = append(open[r.UserID], r.ID)
 			rep.Held++
 		case ticketrush.ReservationPaying:
 			// Being paid: the sweeper finishes it (debited) or releases it.
-			seats[r.ScheduleID][r.SeatID] = "P|" + r.ID
-			paying[r.ID] = max(ms(r.ClaimedAt), j.CreatedAt)
+			seats[r.ScheduleID][r.SeatID] = redis.SeatState{Kind: redis.SeatPaying, Reservation: r.ID}.String()
+			paying[r.ID] = max(ms(r.ClaimedAt), ms(r.CreatedAt))
 			open[r.UserID] = append(open[r.UserID], r.ID)
 			rep.Held++
 		}
-		raw, err := json.Marshal(j)
+		raw, err := redis.EncodeReservation(r.Reservation)
 		if err != nil {
 			return err
 		}
-		records[r.ID] = string(raw)
+		records[r.ID] = raw
 		rep.Reservations++
 	}
 	cmds = append(cmds, hset(k.Reservations(), records)...)
@@ -247,7 +214,7 @@ func restoreConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys
 	uholds := map[string]string{}
 	for user, ids := range open {
 		sort.Strings(ids)
-		uholds[user] = strings.Join(ids, ",")
+		uholds[user] = redis.OpenHolds(ids)
 	}
 	cmds = append(cmds, hset(k.UserHolds(), uholds)...)
 	soldCounts := map[string]string{}
@@ -256,15 +223,6 @@ func restoreConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys
 	}
 	cmds = append(cmds, hset(k.Sold(), soldCounts)...)
 	return multi(ctx, rdb, cmds)
-}
-
-// debitJSON is a debit or a refund as the wallet scripts keep it.
-type debitJSON struct {
-	ID      string `json:"id"`
-	User    string `json:"user"`
-	Amount  int64  `json:"amount"`
-	Balance int64  `json:"balance"`
-	At      int64  `json:"at"`
 }
 
 func restoreWallets(ctx context.Context, rdb rueidis.Client, keys redis.Keys, src Source, now time.Time, rep *RestoreReport) error {
@@ -287,15 +245,15 @@ func restoreWallets(ctx context.Context, rdb rueidis.Client, keys redis.Keys, sr
 			return err
 		}
 		for _, m := range moves {
-			raw, err := json.Marshal(debitJSON{ID: m.ID, User: m.UserID, Amount: m.Amount, Balance: m.BalanceAfter, At: ms(m.CreatedAt)})
+			raw, err := redis.EncodeMovement(m)
 			if err != nil {
 				return err
 			}
 			sh := shards[redis.WalletShard(m.UserID)]
 			if typ == ticketrush.LedgerPayment {
-				sh.debits[m.ReservationID] = string(raw)
+				sh.debits[m.ReservationID] = raw
 			} else {
-				sh.refunds[m.ReservationID] = string(raw)
+				sh.refunds[m.ReservationID] = raw
 			}
 		}
 	}
@@ -312,20 +270,14 @@ func restoreWallets(ctx context.Context, rdb rueidis.Client, keys redis.Keys, sr
 		w := keys.WalletShard(i)
 		cmds := []func(rueidis.Builder) rueidis.Completed{
 			func(b rueidis.Builder) rueidis.Completed {
-				return b.Unlink().Key(w.Balances(), w.Debits(), w.Refunds(), w.Events()).Build()
+				return b.Unlink().Key(w.All()...).Build()
 			},
 		}
 		cmds = append(cmds, hset(w.Balances(), sh.bal)...)
 		cmds = append(cmds, hset(w.Debits(), sh.debits)...)
 		cmds = append(cmds, hset(w.Refunds(), sh.refunds)...)
 		for _, r := range perShard[i] {
-			var raw []byte
-			if r.Kind == "charge" {
-				raw, err = json.Marshal(map[string]any{"fingerprint": r.Fingerprint, "id": r.Ref, "amount": r.Amount,
-					"balance": r.Balance, "at": ms(r.At)})
-			} else {
-				raw, err = json.Marshal(map[string]any{"fingerprint": r.Fingerprint, "ref": r.Ref, "created": r.Created})
-			}
+			value, err := redis.EncodeIdempotency(r)
 			if err != nil {
 				return err
 			}
@@ -333,7 +285,7 @@ func restoreWallets(ctx context.Context, rdb rueidis.Client, keys redis.Keys, sr
 			if left < time.Second {
 				continue
 			}
-			key, value := w.Idempotency(r.UserID, r.Key), string(raw)
+			key := w.Idempotency(r.UserID, r.Key)
 			cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed {
 				return b.Set().Key(key).Value(value).Ex(left.Truncate(time.Second)).Build()
 			})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/redis"
 )
 
 // The state marker is a key that is present while Redis holds the whole of the sale's state. The first
@@ -17,9 +19,6 @@ import (
 
 // ErrRedisNotWhole is an emptied Redis: it needs `ticketrush restore` before the sale may go on.
 var ErrRedisNotWhole = errors.New("redis has lost the sale's state (the state marker is missing): run `ticketrush restore`")
-
-// StateKey is the marker's key under prefix.
-func StateKey(prefix string) string { return prefix + ":state" }
 
 type stateMarker struct {
 	By string    `json:"by"` // "first-load" or "restore"
@@ -34,7 +33,7 @@ type State struct {
 
 // NewState returns the marker of the keys under prefix.
 func NewState(client rueidis.Client, prefix string) *State {
-	return &State{client: client, key: StateKey(prefix)}
+	return &State{client: client, key: redis.NewKeys(prefix).State()}
 }
 
 // Whole reports whether the marker is there.

@@ -9,9 +9,12 @@
 //   - once the write-behind has drained (every consumer group of the concert's and the wallets' streams
 //     caught up), in Postgres: no seat sold twice, the sales Redis has, and for every fan
 //     balance = charges − payments + refunds by the ledger;
-//   - `ticketrush reconcile`, once the binary has that command (issue 4).
+//   - `ticketrush reconcile` passes.
 //
-// Any failure exits 1. Usage: go run ./loadtest/check -summary loadtest/out/onsale-summary.json
+// What it cannot check fails too (no write-behind reading the streams, no durable record, no reconcile
+// command): a run passes only when every invariant was checked. Keys are read under REDIS_KEY_PREFIX
+// (default tr, as the service), through internal/redis, which owns the data layout. Any failure exits 1.
+// Usage: go run ./loadtest/check -summary loadtest/out/onsale-summary.json
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"sort"
@@ -32,7 +36,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/rueidis"
 
+	"github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 func main() {
@@ -42,28 +48,28 @@ func main() {
 	}
 }
 
-// keyPrefix is the service's Redis key prefix (cmd/ticketrush).
-const keyPrefix = "tr"
-
-type config struct {
-	summary, redisURL, databaseURL, bin, adminToken string
-	drain                                           time.Duration
+type options struct {
+	summary, redisURL, databaseURL, prefix, bin, adminToken string
+	drain                                                   time.Duration
 }
 
 type summary struct {
 	Metrics   map[string]map[string]any `json:"metrics"`
-	SetupData *struct {
-		RunID      string   `json:"runId"`
-		Scenario   string   `json:"scenario"`
-		BaseURL    string   `json:"baseUrl"`
-		ConcertID  string   `json:"concertId"`
-		Schedules  []string `json:"schedules"`
-		UserPrefix string   `json:"userPrefix"`
-		Purchase   bool     `json:"purchase"`
-		Sections   []struct {
-			Seats int `json:"seats"`
-		} `json:"sections"`
-	} `json:"setup_data"`
+	SetupData *setupData                `json:"setup_data"`
+}
+
+// setupData is what the k6 scenario's setup returned: the run's concert and fans.
+type setupData struct {
+	RunID      string   `json:"runId"`
+	Scenario   string   `json:"scenario"`
+	BaseURL    string   `json:"baseUrl"`
+	ConcertID  string   `json:"concertId"`
+	Schedules  []string `json:"schedules"`
+	UserPrefix string   `json:"userPrefix"`
+	Purchase   bool     `json:"purchase"`
+	Sections   []struct {
+		Seats int `json:"seats"`
+	} `json:"sections"`
 }
 
 // count returns a counter's total from the summary, and whether the run recorded it.
@@ -83,7 +89,6 @@ type report struct {
 }
 
 func (r *report) pass(name, format string, args ...any) { r.line("PASS", name, format, args...) }
-func (r *report) skip(name, format string, args ...any) { r.line("SKIP", name, format, args...) }
 func (r *report) fail(name, format string, args ...any) {
 	r.fails++
 	r.line("FAIL", name, format, args...)
@@ -104,15 +109,20 @@ func (r *report) expect(ok bool, name, format string, args ...any) {
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	var cfg config
+	var cfg options
 	fs.StringVar(&cfg.summary, "summary", "", "k6 --summary-export file of the run (required)")
-	fs.StringVar(&cfg.redisURL, "redis", or(getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"), "the service's Redis")
-	fs.StringVar(&cfg.databaseURL, "database", or(getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable"), "the service's Postgres")
+	// The URLs' defaults come from the environment after parsing, so that a usage message never prints
+	// their credentials.
+	fs.StringVar(&cfg.redisURL, "redis", "", "the service's Redis (default $REDIS_URL, else redis://127.0.0.1:6379/0)")
+	fs.StringVar(&cfg.databaseURL, "database", "", "the service's Postgres (default $DATABASE_URL, else a local ticketrush database)")
+	fs.StringVar(&cfg.prefix, "prefix", config.KeyPrefix(getenv), "the service's Redis key prefix (REDIS_KEY_PREFIX)")
 	fs.StringVar(&cfg.bin, "ticketrush", "bin/ticketrush", "the service binary, for `ticketrush reconcile`")
 	fs.DurationVar(&cfg.drain, "drain", 60*time.Second, "how long to wait for the write-behind to drain")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	cfg.redisURL = or(cfg.redisURL, or(getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"))
+	cfg.databaseURL = or(cfg.databaseURL, or(getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable"))
 	cfg.adminToken = or(getenv("ADMIN_TOKEN"), "dev-admin-token")
 	if cfg.summary == "" {
 		return errors.New("-summary is required")
@@ -145,7 +155,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		rc, err = rueidis.NewClient(opt)
 	}
 	if err != nil {
-		r.fail("redis", "cannot reach %s: %v", cfg.redisURL, err)
+		r.fail("redis", "cannot reach %s: %v", redact(cfg.redisURL), err)
 	} else {
 		defer rc.Close()
 		c.rdb = rc
@@ -163,7 +173,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 type checker struct {
-	cfg   config
+	cfg   options
 	s     summary
 	r     *report
 	http  *http.Client
@@ -171,7 +181,7 @@ type checker struct {
 	users []string
 
 	sold     int64 // what the admin API counts
-	paidRes  map[string]reservation
+	paidRes  map[string]ticketrush.Reservation
 	redisBal map[string]int64
 }
 
@@ -210,47 +220,32 @@ func (c *checker) api(ctx context.Context) {
 
 // ---- Redis ----
 
-type reservation struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"`
-	Schedule string `json:"schedule"`
-	Seat     string `json:"seat"`
-	User     string `json:"user"`
-	Price    int64  `json:"price"`
-}
-
-type money struct {
-	ID     string `json:"id"`
-	User   string `json:"user"`
-	Amount int64  `json:"amount"`
-}
-
 func (c *checker) redis(ctx context.Context) {
 	d := c.s.SetupData
-	keys := redis.NewKeys(keyPrefix)
+	keys := redis.NewKeys(c.cfg.prefix)
 	k := keys.Concert(d.ConcertID)
 	rawRes, err := c.rdb.Do(ctx, c.rdb.B().Hgetall().Key(k.Reservations()).Build()).AsStrMap()
 	if err != nil {
 		c.r.fail("redis: reservations", "HGETALL %s: %v", k.Reservations(), err)
 		return
 	}
-	res := map[string]reservation{}
+	res := map[string]ticketrush.Reservation{}
 	for id, raw := range rawRes {
-		var v reservation
-		if err := json.Unmarshal([]byte(raw), &v); err != nil || v.Status == "" || v.Seat == "" {
-			c.r.fail("redis: reservations", "reservation %s does not read as {status, seat, schedule, user, price}: the layout changed, update loadtest/check (%v)", id, err)
+		v, err := redis.DecodeReservation(d.ConcertID, raw)
+		if err != nil || v.Status == "" || v.SeatID == "" {
+			c.r.fail("redis: reservations", "reservation %s does not decode (%v)", id, err)
 			return
 		}
 		v.ID = id
 		res[id] = v
 	}
-	statuses := map[string]int{}
+	statuses := map[ticketrush.ReservationStatus]int{}
 	paidBySeat := map[string][]string{}
-	c.paidRes = map[string]reservation{}
+	c.paidRes = map[string]ticketrush.Reservation{}
 	for id, v := range res {
 		statuses[v.Status]++
-		if v.Status == "PAID" {
-			seat := v.Schedule + "/" + v.Seat
+		if v.Status == ticketrush.ReservationPaid {
+			seat := v.ScheduleID + "/" + v.SeatID
 			paidBySeat[seat] = append(paidBySeat[seat], id)
 			c.paidRes[id] = v
 		}
@@ -263,7 +258,8 @@ func (c *checker) redis(ctx context.Context) {
 	}
 	sort.Strings(twice)
 	c.r.expect(len(twice) == 0, "redis: no seat sold twice", "%d reservations %v%s", len(res), statuses, list(twice))
-	c.r.expect(statuses["PAYING"] == 0, "redis: no payment half done", "%d reservations PAYING after the run", statuses["PAYING"])
+	c.r.expect(statuses[ticketrush.ReservationPaying] == 0, "redis: no payment half done", "%d reservations PAYING after the run",
+		statuses[ticketrush.ReservationPaying])
 
 	// The seat maps: every SOLD seat names a PAID reservation of that seat, and every PAID one is SOLD.
 	var bad []string
@@ -275,12 +271,13 @@ func (c *checker) redis(ctx context.Context) {
 			return
 		}
 		for seat, state := range seats {
-			if !strings.HasPrefix(state, "S|") {
+			st, ok := redis.ParseSeatState(state)
+			if !ok || st.Kind != redis.SeatSold {
 				continue
 			}
 			soldSeats++
-			id := strings.TrimPrefix(state, "S|")
-			if v, ok := c.paidRes[id]; !ok || v.Seat != seat || v.Schedule != sch {
+			id := st.Reservation
+			if v, ok := c.paidRes[id]; !ok || v.SeatID != seat || v.ScheduleID != sch {
 				bad = append(bad, fmt.Sprintf("%s/%s SOLD to %s (%s)", sch, seat, id, res[id].Status))
 			}
 		}
@@ -301,14 +298,14 @@ func (c *checker) redis(ctx context.Context) {
 	sort.Strings(ids)
 	cmds := make(rueidis.Commands, 0, 2*len(ids))
 	for _, id := range ids {
-		w := keys.Wallet(res[id].User)
+		w := keys.Wallet(res[id].UserID)
 		cmds = append(cmds, c.rdb.B().Hget().Key(w.Debits()).Field(id).Build(), c.rdb.B().Hget().Key(w.Refunds()).Field(id).Build())
 	}
 	replies := c.rdb.DoMulti(ctx, cmds...)
 	for i, id := range ids {
 		v := res[id]
-		debit, dErr := moneyOf(replies[2*i])
-		refund, rErr := moneyOf(replies[2*i+1])
+		debit, dErr := moneyOf(id, replies[2*i])
+		refund, rErr := moneyOf(id, replies[2*i+1])
 		if dErr != nil || rErr != nil {
 			c.r.fail("redis: debits", "reading the debit of %s: %v %v", id, dErr, rErr)
 			return
@@ -320,9 +317,9 @@ func (c *checker) redis(ctx context.Context) {
 			refunds += refund.Amount
 		}
 		switch {
-		case v.Status == "PAID" && (debit == nil || debit.Amount != v.Price || refund != nil):
+		case v.Status == ticketrush.ReservationPaid && (debit == nil || debit.Amount != v.Price || refund != nil):
 			moneyBad = append(moneyBad, fmt.Sprintf("%s PAID with debit %v refund %v", id, debit, refund))
-		case v.Status != "PAID" && v.Status != "PAYING" && debit != nil && refund == nil:
+		case v.Status != ticketrush.ReservationPaid && v.Status != ticketrush.ReservationPaying && debit != nil && refund == nil:
 			moneyBad = append(moneyBad, fmt.Sprintf("%s %s debited %d and not refunded", id, v.Status, debit.Amount))
 		}
 	}
@@ -366,7 +363,8 @@ func (c *checker) redis(ctx context.Context) {
 		sum, charged, debits, refunds, charged-debits+refunds)
 }
 
-func moneyOf(m rueidis.RedisResult) (*money, error) {
+// moneyOf reads a debit or refund record of reservation resID; nil when there is none.
+func moneyOf(resID string, m rueidis.RedisResult) (*ticketrush.Payment, error) {
 	raw, err := m.ToString()
 	if rueidis.IsRedisNil(err) {
 		return nil, nil
@@ -374,11 +372,11 @@ func moneyOf(m rueidis.RedisResult) (*money, error) {
 	if err != nil {
 		return nil, err
 	}
-	var v money
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+	p, err := redis.DecodeMovement(resID, raw)
+	if err != nil {
 		return nil, err
 	}
-	return &v, nil
+	return &p, nil
 }
 
 // ---- write-behind drain ----
@@ -386,7 +384,7 @@ func moneyOf(m rueidis.RedisResult) (*money, error) {
 // drain waits until every consumer group of the concert's stream and of every wallet shard's stream
 // has nothing pending and nothing unread. It reports whether Postgres can be checked.
 func (c *checker) drain(ctx context.Context) bool {
-	keys := redis.NewKeys(keyPrefix)
+	keys := redis.NewKeys(c.cfg.prefix)
 	streams := []string{keys.Concert(c.s.SetupData.ConcertID).Events()}
 	for n := range redis.WalletShards {
 		streams = append(streams, keys.WalletShard(n).Events())
@@ -399,7 +397,7 @@ func (c *checker) drain(ctx context.Context) bool {
 			return false
 		}
 		if groups == 0 {
-			c.r.skip("write-behind drained", "no consumer group reads the streams: the write-behind is not running, Postgres not checked")
+			c.r.fail("write-behind drained", "no consumer group reads the streams: the write-behind is not running, so Postgres cannot be checked")
 			return false
 		}
 		if len(behind) == 0 {
@@ -462,14 +460,14 @@ func (c *checker) postgres(ctx context.Context) {
 	d := c.s.SetupData
 	db, err := pgx.Connect(ctx, c.cfg.databaseURL)
 	if err != nil {
-		c.r.fail("postgres", "cannot reach %s: %v", c.cfg.databaseURL, err)
+		c.r.fail("postgres", "cannot reach %s: %v", redact(c.cfg.databaseURL), err)
 		return
 	}
 	defer db.Close(ctx)
 	var present bool
 	if err := db.QueryRow(ctx, `SELECT to_regclass('ledger') IS NOT NULL AND to_regclass('reservations') IS NOT NULL
 		AND to_regclass('payments') IS NOT NULL`).Scan(&present); err != nil || !present {
-		c.r.skip("postgres", "no ledger, reservations and payments tables (%v): the durable record is not built yet", err)
+		c.r.fail("postgres", "no ledger, reservations and payments tables (%v): the durable record cannot be checked", err)
 		return
 	}
 	q := func(name, sql string, args ...any) pgx.Rows {
@@ -548,18 +546,19 @@ func (c *checker) postgres(ctx context.Context) {
 	}
 }
 
-// ---- reconcile (issue 4) ----
+// ---- reconcile ----
 
-// reconcile runs `ticketrush reconcile` when the binary has it. The lead wires its arguments here
-// once the command exists (for example: scope it to the run's concert with the flag it takes).
+// reconcile runs `ticketrush reconcile` on the same Redis, key prefix and Postgres; a binary without
+// the command fails the check.
 func (c *checker) reconcile(ctx context.Context) {
 	help, _ := exec.CommandContext(ctx, c.cfg.bin, "help").CombinedOutput()
 	if !strings.Contains(string(help), "reconcile") {
-		c.r.skip("ticketrush reconcile", "%s has no reconcile command yet (issue 4)", c.cfg.bin)
+		c.r.fail("ticketrush reconcile", "%s has no reconcile command: build it (make build)", c.cfg.bin)
 		return
 	}
 	cmd := exec.CommandContext(ctx, c.cfg.bin, "reconcile")
-	cmd.Env = append(os.Environ(), "REDIS_URL="+c.cfg.redisURL, "DATABASE_URL="+c.cfg.databaseURL)
+	cmd.Env = append(os.Environ(), "REDIS_URL="+c.cfg.redisURL, "DATABASE_URL="+c.cfg.databaseURL,
+		"REDIS_KEY_PREFIX="+c.cfg.prefix)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		c.r.fail("ticketrush reconcile", "%v\n%s", err, out)
@@ -594,6 +593,15 @@ func errText(err error) []string {
 		return nil
 	}
 	return []string{err.Error()}
+}
+
+// redact hides the password of a URL before it is printed.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparseable URL)"
+	}
+	return u.Redacted()
 }
 
 func or(v, def string) string {

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"github.com/ticketrush/ticketrush/internal/auth"
+	"github.com/ticketrush/ticketrush/internal/booking"
+	"github.com/ticketrush/ticketrush/internal/catalog"
+	httpapi "github.com/ticketrush/ticketrush/internal/http"
+	"github.com/ticketrush/ticketrush/internal/postgres"
+	"github.com/ticketrush/ticketrush/internal/queue"
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/writebehind"
+)
+
+// Who implements which interface. Each interface is declared by the package that uses it; the
+// assertions live here, where the service is wired, because beside the implementing types they would
+// make import cycles (the consumers' tests import the adapters).
+var (
+	_ booking.Store        = (*redis.Store)(nil)
+	_ booking.ConcertStore = (*redis.Store)(nil)
+	_ booking.WalletStore  = (*redis.Store)(nil)
+	_ queue.Store          = (*redis.Store)(nil)
+	_ queue.TickStore      = (*redis.Store)(nil)
+	_ catalog.Live         = (*redis.Store)(nil)
+
+	_ catalog.Record      = (*postgres.DB)(nil)
+	_ writebehind.Record  = (*postgres.DB)(nil)
+	_ writebehind.Records = (*postgres.DB)(nil)
+	_ writebehind.Source  = (*postgres.DB)(nil)
+	_ writebehind.Ledger  = (*postgres.DB)(nil)
+	_ httpapi.Ledger      = (*postgres.DB)(nil)
+
+	_ queue.Tokens  = (*auth.QueueTokens)(nil)
+	_ httpapi.Users = (*auth.Users)(nil)
+
+	_ booking.Gate    = (*queue.Service)(nil)
+	_ httpapi.Queue   = (*queue.Service)(nil)
+	_ booking.Catalog = (*catalog.Service)(nil)
+	_ httpapi.Catalog = (*catalog.Service)(nil)
+	_ httpapi.Booking = (*booking.Service)(nil)
+)

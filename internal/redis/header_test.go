@@ -1,0 +1,198 @@
+package redis
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+	"github.com/ticketrush/ticketrush/lua"
+)
+
+// header is what a script's header comment says of its KEYS and ARGV: their names in order, and the
+// name of a variadic tail (KEYS[5..] seats), if any.
+type header struct {
+	keys, args         []string
+	keysTail, argsTail string
+}
+
+var headerSlot = regexp.MustCompile(`(KEYS|ARGV)\[(\d+)(\.\.)?\]\s+(\w+)`)
+
+func parseHeader(t *testing.T, name, src string) header {
+	t.Helper()
+	var h header
+	for _, line := range strings.Split(src, "\n") {
+		if !strings.HasPrefix(line, "--") {
+			break
+		}
+		for _, m := range headerSlot.FindAllStringSubmatch(line, -1) {
+			i, _ := strconv.Atoi(m[2])
+			names, tail := &h.keys, &h.keysTail
+			if m[1] == "ARGV" {
+				names, tail = &h.args, &h.argsTail
+			}
+			require.Empty(t, *tail, "%s: %s[%d] after a variadic tail", name, m[1], i)
+			require.Equal(t, len(*names)+1, i, "%s: %s[%d] out of order in the header", name, m[1], i)
+			if m[3] == ".." {
+				*tail = m[4]
+			} else {
+				*names = append(*names, m[4])
+			}
+		}
+	}
+	return h
+}
+
+// keyName is the layout name of a key Go builds: tr:{c:x}:q:wait is wait, tr:{c:x}:seats:s1 is seats,
+// tr:{w:3}:idem:u:k is idem.
+func keyName(key string) string {
+	_, rest, _ := strings.Cut(key, "}:")
+	rest = strings.TrimPrefix(rest, "q:")
+	name, _, _ := strings.Cut(rest, ":")
+	return name
+}
+
+// locals returns what a script's leading local declarations name: KEYS and ARGV index -> local name.
+// A declaration may convert (tonumber(ARGV[3])).
+var (
+	localLine = regexp.MustCompile(`^local ([\w, ]+) = (.+)$`)
+	localSlot = regexp.MustCompile(`^(?:tonumber\()?(KEYS|ARGV)\[(\d+)\]\)?$`)
+	bodySlot  = regexp.MustCompile(`(KEYS|ARGV)\[\d+\]`)
+)
+
+func locals(src string) (named map[string]string, body string) {
+	named = map[string]string{}
+	lines := strings.Split(src, "\n")
+	i := 0
+	for i < len(lines) && strings.HasPrefix(lines[i], "--") {
+		i++
+	}
+	for ; i < len(lines); i++ {
+		m := localLine.FindStringSubmatch(lines[i])
+		if m == nil {
+			break
+		}
+		names, values := strings.Split(m[1], ","), strings.Split(m[2], ",")
+		if len(names) != len(values) {
+			break
+		}
+		slots := 0
+		for j := range names {
+			if s := localSlot.FindStringSubmatch(strings.TrimSpace(values[j])); s != nil {
+				named[s[1]+"["+s[2]+"]"] = strings.TrimSpace(names[j])
+				slots++
+			}
+		}
+		if slots == 0 {
+			break
+		}
+	}
+	return named, strings.Join(lines[i:], "\n")
+}
+
+// TestScriptHeaders holds every script's header against what Go builds for it: the keys, by their
+// layout name, and the arguments, by the value the test gives each named argument, in the header's
+// count and order (a reordered key or argument fails here, not in a sale). It also checks that each
+// script names its KEYS and ARGV once, at the top, with the header's names, and uses only the names
+// below (variadic tails excepted).
+func TestScriptHeaders(t *testing.T) {
+	k := NewKeys("tr").Concert("c1")
+	w := NewKeys("tr").Wallet("fan-1")
+	now := time.UnixMilli(1_800_000_000_000)
+	claims := ticketrush.QueueClaims{ConcertID: "c1", UserID: "fan-1", Seq: 7}
+	q := ticketrush.QueueSettings{ActiveCapacity: 11, AdmitPerSecond: 12, ActiveTTL: 13 * time.Second,
+		HoldTTL: 14 * time.Second, MaxHoldsPerUser: 15, Paused: true}
+	schedules := []string{"s1", "s2"}
+	const at = "1800000000000"
+	tests := []struct {
+		script string
+		keys   []string
+		args   []string
+		want   map[string]string // argument name -> value; a variadic tail joined by ","
+	}{
+		{"concert_load", k.load(), loadArgs(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q}, now),
+			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
+				"maxholds": "15", "paused": "1", "now": at}},
+		{"queue_join", k.join(), joinArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
+		{"queue_leave", k.leave(), leaveArgs("fan-1", 7, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
+		{"queue_status", k.status(), statusArgs(claims, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
+		{"queue_tick", k.tick(), tickArgs(now, 50), map[string]string{"now": at, "batch": "50"}},
+		{"queue_snapshot", k.snapshot(), snapshotArgs(9, 100, now), map[string]string{"after": "9", "limit": "100", "now": at}},
+		{"queue_configure", k.configure(), configureArgs(q, now), map[string]string{"cap": "11", "rate": "12", "paused": "1", "now": at}},
+		{"seat_hold", k.hold("s1"), holdArgs(claims, "s1", "A-1", 500, "r1", now),
+			map[string]string{"user": "fan-1", "seq": "7", "schedule": "s1", "seat": "A-1", "price": "500", "id": "r1", "now": at}},
+		{"hold_cancel", k.cancel("s1"), cancelArgs("fan-1", "r1", now), map[string]string{"user": "fan-1", "id": "r1", "now": at}},
+		{"hold_sweep", k.sweep(schedules), sweepArgs(now, 50, schedules), map[string]string{"now": at, "batch": "50", "schedule": "s1,s2"}},
+		{"schedule_counts", k.counts(schedules), countsArgs(now, schedules), map[string]string{"now": at, "schedule": "s1,s2"}},
+		{"payment_claim", k.claim("s1"), claimArgs("fan-1", "r1", now), map[string]string{"user": "fan-1", "id": "r1", "now": at}},
+		{"payment_complete", k.complete("s1"), completeArgs("r1", ticketrush.Payment{ID: "p1", Balance: 300, PaidAt: now.Add(time.Second)}, now),
+			map[string]string{"id": "r1", "payment": "p1", "balance": "300", "paid": "1800000001000", "now": at}},
+		{"payment_release", k.release("s1"), releaseArgs("r1", now), map[string]string{"id": "r1", "now": at}},
+		{"points_charge", w.charge("fan-1", "k1"), chargeArgs("fan-1", 100, "c1", now, "k1", "fp1"),
+			map[string]string{"user": "fan-1", "amount": "100", "id": "c1", "now": at, "key": "k1", "fp": "fp1",
+				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "limit": strconv.Itoa(ticketrush.MaxBalance)}},
+		{"wallet_debit", w.money(), debitArgs("fan-1", "r1", 500, now),
+			map[string]string{"user": "fan-1", "id": "r1", "amount": "500", "payment": ticketrush.PaymentID("r1"), "now": at}},
+		{"wallet_refund", w.money(), refundArgs("fan-1", "r1", now),
+			map[string]string{"user": "fan-1", "id": "r1", "refund": ticketrush.RefundID("r1"), "now": at}},
+		{"payment_remember", w.remember("fan-1", "k1"), rememberArgs("fan-1", "k1", "fp1", "p1", true, now),
+			map[string]string{"user": "fan-1", "key": "k1", "fp": "fp1", "ref": "p1", "created": "1",
+				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "now": at}},
+	}
+	require.Len(t, tests, len(lua.Names()), "every script has a case here, and every case a script")
+	for _, tt := range tests {
+		t.Run(tt.script, func(t *testing.T) {
+			src := lua.Source(tt.script)
+			h := parseHeader(t, tt.script, src)
+
+			// KEYS: Go's keys by layout name, against the header's names.
+			var gotKeys []string
+			for _, key := range tt.keys {
+				gotKeys = append(gotKeys, keyName(key))
+			}
+			wantKeys := append([]string(nil), h.keys...)
+			for len(wantKeys) < len(gotKeys) && h.keysTail != "" {
+				wantKeys = append(wantKeys, h.keysTail)
+			}
+			assert.Equal(t, wantKeys, gotKeys, "KEYS: the header's names vs the keys Go builds")
+
+			// ARGV: Go's arguments against the test's value of each of the header's names, in order.
+			require.GreaterOrEqual(t, len(tt.args), len(h.args), "ARGV: Go builds fewer than the header names")
+			var wantArgs []string
+			for _, n := range h.args {
+				v, ok := tt.want[n]
+				require.True(t, ok, "ARGV %s of the header has no value in this test", n)
+				wantArgs = append(wantArgs, v)
+			}
+			assert.Equal(t, wantArgs, tt.args[:len(h.args)], "ARGV in the header's order %v", h.args)
+			tail := tt.args[len(h.args):]
+			if h.argsTail == "" {
+				assert.Empty(t, tail, "ARGV: Go builds more than the header names")
+			} else {
+				assert.Equal(t, tt.want[h.argsTail], strings.Join(tail, ","), "ARGV tail %s", h.argsTail)
+			}
+			names := len(h.args)
+			if h.argsTail != "" {
+				names++
+			}
+			assert.Len(t, tt.want, names, "a value in this test for an argument the header does not name")
+
+			// The script names every fixed KEYS[i] and ARGV[i] at the top, with the header's name, and
+			// uses the names below.
+			named, body := locals(src)
+			for i, n := range h.keys {
+				assert.Equal(t, n, named["KEYS["+strconv.Itoa(i+1)+"]"], "KEYS[%d] is not named %s at the top", i+1, n)
+			}
+			for i, n := range h.args {
+				assert.Equal(t, n, named["ARGV["+strconv.Itoa(i+1)+"]"], "ARGV[%d] is not named %s at the top", i+1, n)
+			}
+			assert.Len(t, named, len(h.keys)+len(h.args), "a local names a slot the header does not")
+			assert.Empty(t, bodySlot.FindAllString(body, -1), "KEYS[i] or ARGV[i] used below the names")
+		})
+	}
+}

@@ -1,0 +1,198 @@
+package redis
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// The data layout: how each stored record is encoded, one Go type per record, shared by the scripts'
+// callers and by every tool that reads or writes the state directly (restore, reconcile, the load-test
+// checker). The key names are in keys.go; the scripts in lua/ write the same encodings.
+
+// jsonInt reads a JSON number that Lua may have written in float notation.
+type jsonInt int64
+
+func (j *jsonInt) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return err
+	}
+	*j = jsonInt(f)
+	return nil
+}
+
+// reservationRecord is a reservation in the concert's res hash (cjson; times in Unix ms). The payment
+// fields are there once it is PAID.
+type reservationRecord struct {
+	ID        string   `json:"id"`
+	User      string   `json:"user"`
+	Seq       jsonInt  `json:"seq"`
+	Schedule  string   `json:"schedule"`
+	Seat      string   `json:"seat"`
+	Price     jsonInt  `json:"price"`
+	Status    string   `json:"status"`
+	ExpiresAt jsonInt  `json:"expiresAt"`
+	CreatedAt jsonInt  `json:"createdAt"`
+	Payment   string   `json:"payment,omitempty"`
+	PaidAt    jsonInt  `json:"paidAt,omitempty"`
+	Balance   *jsonInt `json:"balance,omitempty"`
+}
+
+// DecodeReservation reads a reservation record of concertID's res hash.
+func DecodeReservation(concertID, raw string) (ticketrush.Reservation, error) {
+	var r reservationRecord
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return ticketrush.Reservation{}, fmt.Errorf("decode reservation: %w", err)
+	}
+	var balance int64
+	if r.Balance != nil {
+		balance = int64(*r.Balance)
+	}
+	return ticketrush.Reservation{
+		ID: r.ID, UserID: r.User, ConcertID: concertID, ScheduleID: r.Schedule, SeatID: r.Seat, Seq: uint64(r.Seq),
+		Price: int64(r.Price), Status: ticketrush.ReservationStatus(r.Status),
+		ExpiresAt: fromMillis(int64(r.ExpiresAt)), CreatedAt: fromMillis(int64(r.CreatedAt)),
+		PaymentID: r.Payment, PaidAt: fromMillis(int64(r.PaidAt)), Balance: balance,
+	}, nil
+}
+
+// EncodeReservation writes a reservation record as the scripts keep it (the payment fields for a PAID
+// one only).
+func EncodeReservation(r ticketrush.Reservation) (string, error) {
+	rec := reservationRecord{ID: r.ID, User: r.UserID, Seq: jsonInt(r.Seq), Schedule: r.ScheduleID, Seat: r.SeatID,
+		Price: jsonInt(r.Price), Status: string(r.Status), ExpiresAt: jsonInt(msOf(r.ExpiresAt)),
+		CreatedAt: jsonInt(msOf(r.CreatedAt))}
+	if r.Status == ticketrush.ReservationPaid {
+		bal := jsonInt(r.Balance)
+		rec.Payment, rec.PaidAt, rec.Balance = r.PaymentID, jsonInt(msOf(r.PaidAt)), &bal
+	}
+	raw, err := json.Marshal(rec)
+	return string(raw), err
+}
+
+// movementRecord is a debit or a refund in a wallet shard's debits or refunds hash, keyed by
+// reservation id.
+type movementRecord struct {
+	ID      string  `json:"id"`
+	User    string  `json:"user"`
+	Amount  jsonInt `json:"amount"`
+	Balance jsonInt `json:"balance"`
+	At      jsonInt `json:"at"`
+}
+
+// DecodeMovement reads a debit or refund record of reservation resID.
+func DecodeMovement(resID, raw string) (ticketrush.Payment, error) {
+	var d movementRecord
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		return ticketrush.Payment{}, fmt.Errorf("decode debit: %w", err)
+	}
+	return ticketrush.Payment{ID: d.ID, ReservationID: resID, UserID: d.User, Amount: int64(d.Amount),
+		Balance: int64(d.Balance), PaidAt: fromMillis(int64(d.At))}, nil
+}
+
+// EncodeMovement writes a ledger entry (a payment or a refund) as the wallet scripts keep it.
+func EncodeMovement(e ticketrush.LedgerEntry) (string, error) {
+	raw, err := json.Marshal(movementRecord{ID: e.ID, User: e.UserID, Amount: jsonInt(e.Amount),
+		Balance: jsonInt(e.BalanceAfter), At: jsonInt(msOf(e.CreatedAt))})
+	return string(raw), err
+}
+
+// idempotencyRecord is the record of one user's Idempotency-Key (string key, with a TTL). A key first
+// used on a charge keeps the charge (id, amount, balance, at: points_charge replays it); one first used
+// on a payment keeps the payment id (ref) and whether the first answer was a creation.
+type idempotencyRecord struct {
+	Fingerprint string  `json:"fingerprint"`
+	ID          string  `json:"id,omitempty"`
+	Amount      jsonInt `json:"amount,omitempty"`
+	Balance     jsonInt `json:"balance,omitempty"`
+	At          jsonInt `json:"at,omitempty"`
+	Ref         string  `json:"ref,omitempty"`
+	Created     bool    `json:"created,omitempty"`
+}
+
+// EncodeIdempotency writes the record of an Idempotency-Key as points_charge and payment_remember keep
+// it.
+func EncodeIdempotency(r ticketrush.IdempotencyRecord) (string, error) {
+	rec := idempotencyRecord{Fingerprint: r.Fingerprint}
+	if r.Kind == "charge" {
+		rec.ID, rec.Amount, rec.Balance, rec.At = r.Ref, jsonInt(r.Amount), jsonInt(r.Balance), jsonInt(msOf(r.At))
+	} else {
+		rec.Ref, rec.Created = r.Ref, r.Created
+	}
+	raw, err := json.Marshal(rec)
+	return string(raw), err
+}
+
+// SeatKind is the first letter of a seat state.
+type SeatKind byte
+
+// The seat states of a schedule's seats hash; a seat not in the hash is available.
+const (
+	SeatHeld   SeatKind = 'H' // H|<res>|<expires ms>
+	SeatPaying SeatKind = 'P' // P|<res>
+	SeatSold   SeatKind = 'S' // S|<res>
+)
+
+// SeatState is one seat's entry in a schedule's seats hash.
+type SeatState struct {
+	Kind        SeatKind
+	Reservation string
+	Expires     int64 // Unix ms, for a hold
+}
+
+// String encodes the state as the scripts write it.
+func (s SeatState) String() string {
+	if s.Kind == SeatHeld {
+		return "H|" + s.Reservation + "|" + strconv.FormatInt(s.Expires, 10)
+	}
+	return string(s.Kind) + "|" + s.Reservation
+}
+
+// ParseSeatState reads a seat state; ok is false for anything else. A hold without a readable expiry
+// never lapses.
+func ParseSeatState(v string) (s SeatState, ok bool) {
+	if len(v) < 2 || v[1] != '|' {
+		return SeatState{}, false
+	}
+	s.Kind, s.Reservation = SeatKind(v[0]), v[2:]
+	switch s.Kind {
+	case SeatPaying, SeatSold:
+		return s, true
+	case SeatHeld:
+		s.Expires = math.MaxInt64
+		if i := strings.LastIndexByte(s.Reservation, '|'); i >= 0 {
+			if exp, err := strconv.ParseInt(s.Reservation[i+1:], 10, 64); err == nil {
+				s.Expires = exp
+			}
+			s.Reservation = s.Reservation[:i]
+		}
+		return s, true
+	}
+	return SeatState{}, false
+}
+
+// OpenHolds encodes a user's open reservations for the uholds hash: a comma list.
+func OpenHolds(ids []string) string { return strings.Join(ids, ",") }
+
+// ConcertHashes returns a concert's meta and cfg hashes as concert_load writes them.
+func ConcertHashes(c ticketrush.Concert) (meta, cfg map[string]string) {
+	q := c.Queue
+	meta = map[string]string{"title": c.Title, "venue": c.Venue}
+	cfg = map[string]string{"cap": itoa(q.ActiveCapacity), "rate": itoa(q.AdmitPerSecond), "ttl": ms(q.ActiveTTL),
+		"hold": ms(q.HoldTTL), "maxholds": itoa(q.MaxHoldsPerUser), "paused": flag(q.Paused)}
+	return meta, cfg
+}
+
+// msOf is t in Unix ms, 0 for the zero time.
+func msOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}

@@ -1,0 +1,138 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// asMap reads a JSON object for comparing two encodings field by field (cjson orders keys as it likes).
+func asMap(t *testing.T, raw string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(raw), &m), raw)
+	return m
+}
+
+// TestLayoutMatchesScripts checks the layout's encoders against what the scripts write: for each
+// record the scripts make (the catalog hashes, a reservation held and paid, its seat states, a debit,
+// the two kinds of idempotency record), the Go encoding of what Go decodes is the scripts' record. This
+// is what restore writes and what reconcile and the load-test checker read.
+func TestLayoutMatchesScripts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		hget := func(key, field string) string {
+			t.Helper()
+			v, err := c.Do(ctx, c.B().Hget().Key(key).Field(field).Build()).ToString()
+			require.NoError(t, err, "%s %s", key, field)
+			return v
+		}
+		k := s.keys.Concert(cid)
+
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.Paused = false }, "alice")
+		conc := concert(cid, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.Paused = false })
+		meta, cfg := ConcertHashes(conc)
+		gotMeta, err := c.Do(ctx, c.B().Hgetall().Key(k.Meta()).Build()).AsStrMap()
+		require.NoError(t, err)
+		gotCfg, err := c.Do(ctx, c.B().Hgetall().Key(k.Cfg()).Build()).AsStrMap()
+		require.NoError(t, err)
+		assert.Equal(t, gotMeta, meta, "meta as concert_load writes it")
+		assert.Equal(t, gotCfg, cfg, "cfg as concert_load writes it")
+
+		// A hold: the record and the seat state.
+		r, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
+		require.NoError(t, err)
+		raw := hget(k.Reservations(), r.ID)
+		dec, err := DecodeReservation(cid, raw)
+		require.NoError(t, err)
+		assert.Equal(t, r, dec)
+		enc, err := EncodeReservation(dec)
+		require.NoError(t, err)
+		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a HELD reservation")
+		seat := hget(k.Seats(sA), "VIP-1")
+		st, ok := ParseSeatState(seat)
+		require.True(t, ok, seat)
+		assert.Equal(t, SeatState{Kind: SeatHeld, Reservation: r.ID, Expires: t0.Add(10 * time.Second).UnixMilli()}, st)
+		assert.Equal(t, seat, st.String())
+
+		// Being paid, then paid.
+		_, err = s.Claim(ctx, "alice", r.ID, t0)
+		require.NoError(t, err)
+		seat = hget(k.Seats(sA), "VIP-1")
+		st, ok = ParseSeatState(seat)
+		require.True(t, ok, seat)
+		assert.Equal(t, SeatState{Kind: SeatPaying, Reservation: r.ID}, st)
+		assert.Equal(t, seat, st.String())
+		_, _, err = s.Charge(ctx, "alice", 1000, "charge-key", "fp-charge", t0)
+		require.NoError(t, err)
+		d, err := s.Debit(ctx, "alice", r.ID, 300, t0)
+		require.NoError(t, err)
+		paid, err := s.Complete(ctx, r.ID, d, t0)
+		require.NoError(t, err)
+		raw = hget(k.Reservations(), r.ID)
+		enc, err = EncodeReservation(paid)
+		require.NoError(t, err)
+		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a PAID reservation")
+		seat = hget(k.Seats(sA), "VIP-1")
+		st, ok = ParseSeatState(seat)
+		require.True(t, ok, seat)
+		assert.Equal(t, SeatState{Kind: SeatSold, Reservation: r.ID}, st)
+		assert.Equal(t, seat, st.String())
+
+		// The debit.
+		w := s.keys.Wallet("alice")
+		raw = hget(w.Debits(), r.ID)
+		mv, err := DecodeMovement(r.ID, raw)
+		require.NoError(t, err)
+		assert.Equal(t, d, mv)
+		enc, err = EncodeMovement(ticketrush.LedgerEntry{ID: d.ID, UserID: "alice", Type: ticketrush.LedgerPayment, Amount: 300,
+			BalanceAfter: 700, ReservationID: r.ID, CreatedAt: t0})
+		require.NoError(t, err)
+		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a debit")
+
+		// The idempotency records of a charge and of a payment.
+		get := func(key string) string {
+			t.Helper()
+			v, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString()
+			require.NoError(t, err, key)
+			return v
+		}
+		charge := asMap(t, get(w.Idempotency("alice", "charge-key")))
+		enc, err = EncodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "charge-key", Kind: "charge",
+			Fingerprint: "fp-charge", Ref: charge["id"].(string), At: t0, Amount: 1000, Balance: 1000})
+		require.NoError(t, err)
+		assert.Equal(t, charge, asMap(t, enc), "a charge's idempotency record")
+		require.NoError(t, s.Remember(ctx, "alice", "pay-key", "fp-pay", d.ID, true))
+		enc, err = EncodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "pay-key", Kind: "payment",
+			Fingerprint: "fp-pay", Ref: d.ID, Created: true})
+		require.NoError(t, err)
+		assert.Equal(t, asMap(t, get(w.Idempotency("alice", "pay-key"))), asMap(t, enc), "a payment's idempotency record")
+	})
+}
+
+func TestParseSeatState(t *testing.T) {
+	tests := []struct {
+		give string
+		want SeatState
+		ok   bool
+	}{
+		{"H|r1|1800000010000", SeatState{SeatHeld, "r1", 1800000010000}, true},
+		{"P|r1", SeatState{SeatPaying, "r1", 0}, true},
+		{"S|r1", SeatState{SeatSold, "r1", 0}, true},
+		{"X|r1", SeatState{}, false},
+		{"", SeatState{}, false},
+		{"S", SeatState{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseSeatState(tt.give)
+		assert.Equal(t, tt.ok, ok, tt.give)
+		assert.Equal(t, tt.want, got, tt.give)
+	}
+}

@@ -1,0 +1,107 @@
+package ticketrush
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestErrorTable checks the one table of error codes: every code has one line with a client-error or
+// server-error status, a title and a default detail, and its sentinel carries the code through wrapping.
+func TestErrorTable(t *testing.T) {
+	codes := Codes()
+	require.NotEmpty(t, codes)
+	seen := map[Code]bool{}
+	titles := map[string]Code{}
+	for _, c := range codes {
+		assert.False(t, seen[c.Code], "%s has two lines", c.Code)
+		seen[c.Code] = true
+		assert.Regexp(t, `^[A-Z]+(_[A-Z]+)*$`, string(c.Code))
+		assert.True(t, c.Status >= 400 && c.Status <= 599, "%s: status %d is not an error status", c.Code, c.Status)
+		assert.NotEmpty(t, c.Title, c.Code)
+		assert.NotEmpty(t, c.Detail, c.Code)
+		if other, dup := titles[c.Title]; dup {
+			t.Errorf("%s and %s share the title %q", c.Code, other, c.Title)
+		}
+		titles[c.Title] = c.Code
+
+		err, ok := ErrorOf(c.Code)
+		require.True(t, ok, c.Code)
+		wrapped := fmt.Errorf("context: %w", err)
+		assert.Equal(t, c.Code, ErrorCode(wrapped))
+		assert.Equal(t, c, ErrorInfo(wrapped))
+		assert.Equal(t, c.Detail, ErrorDetail(wrapped))
+		got, _ := LookupCode(c.Code)
+		assert.Equal(t, c, got)
+	}
+	_, ok := ErrorOf("NO_SUCH_CODE")
+	assert.False(t, ok)
+}
+
+// TestErrorTableLines pins the lines the HTTP contract (openapi.yaml) and the dashboards' refusal
+// reasons depend on.
+func TestErrorTableLines(t *testing.T) {
+	tests := []struct {
+		give    error
+		code    Code
+		status  int
+		refusal bool
+	}{
+		{ErrNotFound, "NOT_FOUND", 404, true},
+		{ErrUnauthenticated, "UNAUTHENTICATED", 401, false},
+		{ErrQueueTokenInvalid, "QUEUE_TOKEN_INVALID", 401, false},
+		{ErrQueueNotActive, "QUEUE_NOT_ACTIVE", 403, false},
+		{ErrQueueTokenExpired, "QUEUE_TOKEN_EXPIRED", 410, false},
+		{ErrSeatUnavailable, "SEAT_UNAVAILABLE", 409, true},
+		{ErrHoldLimitReached, "HOLD_LIMIT_REACHED", 409, true},
+		{ErrInsufficientBalance, "INSUFFICIENT_BALANCE", 409, true},
+		{ErrReservationNotHeld, "RESERVATION_NOT_HELD", 409, true},
+		{ErrIdempotencyConflict, "IDEMPOTENCY_CONFLICT", 409, false},
+		{ErrBalanceLimit, "BALANCE_LIMIT", 409, false},
+		{ErrReservationExpired, "RESERVATION_EXPIRED", 410, true},
+		{ErrInvalidAmount, "INVALID_AMOUNT", 400, false},
+		{ErrUnavailable, "UNAVAILABLE", 503, false},
+		{ErrInvalidRequest, "INVALID_REQUEST", 400, false},
+		{ErrPayloadTooLarge, "PAYLOAD_TOO_LARGE", 413, false},
+		{ErrMethodNotAllowed, "METHOD_NOT_ALLOWED", 405, false},
+		{ErrInternal, "INTERNAL", 500, false},
+	}
+	require.Len(t, tests, len(Codes()), "a code of the table is not pinned here")
+	for _, tt := range tests {
+		info := ErrorInfo(tt.give)
+		assert.Equal(t, tt.code, info.Code)
+		assert.Equal(t, tt.status, info.Status, tt.code)
+		assert.Equal(t, tt.refusal, info.Refusal, tt.code)
+	}
+}
+
+func TestErrorCodeAndDetail(t *testing.T) {
+	tests := []struct {
+		name       string
+		give       error
+		wantCode   Code
+		wantDetail string
+		is         error
+	}{
+		{"sentinel", ErrSeatUnavailable, "SEAT_UNAVAILABLE", "the seat is held or sold", ErrSeatUnavailable},
+		{"wrapped", fmt.Errorf("hold s1/A-1: %w", ErrSeatUnavailable), "SEAT_UNAVAILABLE", "the seat is held or sold", ErrSeatUnavailable},
+		{"own detail", WithDetail(ErrQueueTokenExpired, "the token expired at 12:00"), "QUEUE_TOKEN_EXPIRED", "the token expired at 12:00", ErrQueueTokenExpired},
+		{"own detail wrapped", fmt.Errorf("gate: %w", WithDetail(ErrUnauthenticated, "no bearer token")), "UNAUTHENTICATED", "no bearer token", ErrUnauthenticated},
+		{"invalid", Invalidf("seat %q is not a seat", "Z"), "INVALID_REQUEST", `seat "Z" is not a seat`, ErrInvalidRequest},
+		{"joined", errors.Join(ErrUnavailable, errors.New("dial tcp: refused")), "UNAVAILABLE", "try again shortly", ErrUnavailable},
+		{"no code", errors.New("panic"), "INTERNAL", "the error is logged; try again", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.wantCode, ErrorCode(tt.give))
+			assert.Equal(t, tt.wantDetail, ErrorDetail(tt.give))
+			if tt.is != nil {
+				assert.ErrorIs(t, tt.give, tt.is)
+			}
+		})
+	}
+	assert.Equal(t, Code(""), ErrorCode(nil))
+}
