@@ -2,14 +2,14 @@ package booking
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 )
 
 // series returns the value of the counter series of reg named name with the single label
@@ -38,7 +38,7 @@ func series(t *testing.T, reg *prometheus.Registry, name, concertID string) (flo
 func TestConcertCountersStartAtZero(t *testing.T) {
 	e := newEnv(t, 10, time.Minute)
 	reg := prometheus.NewRegistry()
-	svc := NewService(e.store, e, e, e.clock.now, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	svc := NewService(e.store, e, e, e.clock.now, dbtest.Log(t), reg)
 	names := []string{"ticketrush_holds_total", "ticketrush_holds_lapsed_total", "ticketrush_holds_cancelled_total", "ticketrush_payments_total"}
 	for _, name := range names {
 		_, ok := series(t, reg, name, e.concert.ID)

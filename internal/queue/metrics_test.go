@@ -43,7 +43,7 @@ func series(t *testing.T, reg *prometheus.Registry, name string, labels map[stri
 // a missing series shows no data); and both poll sources exist from the start.
 func TestConcertCountersStartAtZero(t *testing.T) {
 	c, prefix := dbtest.Redis(t)
-	in := newInstance(c, prefix)
+	in := newInstance(t, c, prefix)
 	concert := loadConcert(t, in.store, ticketrush.DefaultQueueSettings())
 
 	for _, source := range []string{"view", "redis"} {
