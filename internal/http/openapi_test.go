@@ -27,7 +27,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/dbtest"
 )
 
-// The contract test: openapi.yaml, the API.md contract written for tools, is checked against the real
+// The contract test: openapi.yaml, docs/api.md's contract written for tools, is checked against the real
 // handlers with kin-openapi's request and response validators. Every case's request goes through
 // openapi3filter.ValidateRequest and the real server; its response through ValidateResponse, which
 // fails on a status the operation does not list, a field the schema does not allow, a missing required
@@ -43,7 +43,7 @@ import (
 // specPath is the project's OpenAPI document.
 const specPath = "../../openapi.yaml"
 
-// casesToCome are operations openapi.yaml describes (API.md has them) that NewServer does not serve
+// casesToCome are operations openapi.yaml describes (docs/api.md has them) that NewServer does not serve
 // yet, so apiCases has no case for them. For these alone the test asks neither that NewServer
 // registers them nor that a case exercises them.
 var casesToCome = map[string]bool{}
@@ -629,7 +629,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 }
 
 // TestOpenAPIDocument checks that openapi.yaml loads as OpenAPI 3.1 and is a valid document, and that
-// every problem code API.md's table has appears in it.
+// every problem code the server writes appears in it.
 func TestOpenAPIDocument(t *testing.T) {
 	doc, _ := loadSpec(t)
 	assert.Equal(t, "3.1.0", doc.OpenAPI)
@@ -639,7 +639,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 }
 
-// problemCodes are API.md's codes and the server's own: its error table and its own refusals.
+// problemCodes are the server's codes: its error table and its own refusals.
 func problemCodes() []string {
 	out := []string{"INVALID_REQUEST", "PAYLOAD_TOO_LARGE", "METHOD_NOT_ALLOWED", "INTERNAL", "RATE_LIMITED"}
 	for _, c := range codes {

@@ -9,7 +9,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// problem is an RFC 9457 problem document with API.md's extra member code.
+// problem is an RFC 9457 problem document with docs/api.md's extra member code.
 type problem struct {
 	Type   string `json:"type"`
 	Title  string `json:"title"`

@@ -273,7 +273,7 @@ func (b *bench) waitReady(ctx context.Context) error {
 	return errors.New("ticketrush did not become ready; see " + filepath.Join(b.cfg.logs, "ticketrush.log"))
 }
 
-// probe finds out whether the purchase path (API.md: Reservations, Points, Payments) is served yet.
+// probe finds out whether the purchase path (docs/api.md: Holds, Points, Payments) is served yet.
 func (b *bench) probe(ctx context.Context) error {
 	var missing []string
 	for _, r := range [][2]string{{"POST", "/v1/reservations"}, {"POST", "/v1/points/charges"}, {"POST", "/v1/payments"}} {
