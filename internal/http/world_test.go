@@ -115,6 +115,7 @@ func newContract(t *testing.T) *contract {
 type world struct {
 	t       *testing.T
 	offset  atomic.Int64 // the services' clock: the real time plus offset, for fixtures in the past
+	db      *postgres.DB
 	store   *redis.Store
 	cat     *catalog.Service
 	queue   *queue.Service
@@ -136,7 +137,7 @@ func (w *world) at(d time.Duration, f func()) {
 // the fixtures through them.
 func (c *contract) newWorld(t *testing.T, rc rueidis.Client, prefix string) *world {
 	t.Helper()
-	w := &world{t: t, ids: map[string]string{}}
+	w := &world{t: t, db: c.db, ids: map[string]string{}}
 	log := dbtest.Log(t)
 	w.store = redis.NewStore(rc, prefix, prometheus.NewRegistry())
 	w.cat = catalog.NewService(c.db, w.store, w.now, log)
@@ -242,7 +243,7 @@ func (w *world) server() *Server { return NewServer(w.deps) }
 
 // noConcerts gives the server a catalog with no concert in it.
 func noConcerts(w *world) {
-	w.deps.Catalog = catalog.NewService(w.deps.Ledger.(*postgres.DB), w.store, w.now, w.deps.Log)
+	w.deps.Catalog = catalog.NewService(w.db, w.store, w.now, w.deps.Log)
 }
 
 // carolNearLimit charges carol to 1,000 points short of the balance limit.
