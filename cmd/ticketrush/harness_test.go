@@ -282,7 +282,7 @@ func (s *service) createConcert(t testing.TB, q queueSettings) string {
 	return c.ID
 }
 
-// ticket is the queue body of API.md.
+// ticket is the queue token body of docs/api.md.
 type ticket struct {
 	Token                string     `json:"token"`
 	ConcertID            string     `json:"concertId"`
@@ -301,7 +301,7 @@ func decodeTicket(t testing.TB, res response) ticket {
 	dec := json.NewDecoder(bytes.NewReader(res.body))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&tk), "queue body %s", res.body)
-	// Every member of API.md's queue body is present (activeUntil as null at least).
+	// Every member of docs/api.md's token body is present (activeUntil as null at least).
 	var raw map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(res.body, &raw))
 	for _, k := range []string{"token", "concertId", "status", "position", "estimatedWaitSeconds", "pollAfterSeconds", "activeUntil"} {
@@ -389,7 +389,7 @@ func (s *service) queueState(t testing.TB, concertID string) queueState {
 	return q
 }
 
-// requireProblem checks that res is an RFC 9457 problem document with API.md's code member. Extension
+// requireProblem checks that res is an RFC 9457 problem document with docs/api.md's code member. Extension
 // members beyond those are allowed, as RFC 9457 allows them.
 func requireProblem(t testing.TB, res response, status int, code string) {
 	t.Helper()

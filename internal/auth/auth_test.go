@@ -64,6 +64,7 @@ func TestUsersVerify(t *testing.T) {
 func TestUsersCacheHonoursExpiry(t *testing.T) {
 	start := time.Now()
 	u := NewUsers(secret)
+	u.now = func() time.Time { return start }
 	tok, err := Mint(secret, "fan_1", time.Minute, start)
 	require.NoError(t, err)
 	for range 2 { // the second is a cache hit
@@ -74,9 +75,40 @@ func TestUsersCacheHonoursExpiry(t *testing.T) {
 	u.now = func() time.Time { return start.Add(time.Minute + leeway + time.Second) }
 	_, err = u.Verify(tok)
 	assert.ErrorIs(t, err, ticketrush.ErrUnauthenticated, "a cached token still expires")
-	bad := tok[:len(tok)-2] + "xx"
-	_, err = u.Verify(bad)
+}
+
+// TestUsersCacheKeysWholeToken: while a token is cached and still valid, a token that shares all of it
+// but its last characters (a forged signature) is verified afresh and refused, and another user's token
+// (which shares the header) gets its own user: a cache keyed by a prefix would let either through.
+func TestUsersCacheKeysWholeToken(t *testing.T) {
+	start := time.Now()
+	u := NewUsers(secret)
+	u.now = func() time.Time { return start }
+	tok, err := Mint(secret, "fan_1", time.Hour, start)
+	require.NoError(t, err)
+	got, err := u.Verify(tok)
+	require.NoError(t, err)
+	require.Equal(t, "fan_1", got)
+
+	tail := "xx"
+	if strings.HasSuffix(tok, tail) {
+		tail = "yy"
+	}
+	forged := tok[:len(tok)-len(tail)] + tail
+	_, err = u.Verify(forged)
 	assert.ErrorIs(t, err, ticketrush.ErrUnauthenticated, "a token that shares a cached token's prefix is not a hit")
+	forged = tok[:strings.LastIndexByte(tok, '.')+1] + strings.Repeat("A", 43)
+	_, err = u.Verify(forged)
+	assert.ErrorIs(t, err, ticketrush.ErrUnauthenticated, "a cached token's body with another signature is not a hit")
+
+	other, err := Mint(secret, "fan_2", time.Hour, start)
+	require.NoError(t, err)
+	got, err = u.Verify(other)
+	require.NoError(t, err)
+	assert.Equal(t, "fan_2", got, "another user's token is not a hit on fan_1's entry")
+	got, err = u.Verify(tok)
+	require.NoError(t, err)
+	assert.Equal(t, "fan_1", got)
 }
 
 func TestUsersCacheIsBounded(t *testing.T) {

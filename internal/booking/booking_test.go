@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -75,7 +73,7 @@ func newEnv(t *testing.T, seats int, holdTTL time.Duration) *env {
 		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: e.clock.now()}}}
 	_, err := e.store.LoadConcert(context.Background(), e.concert, e.clock.now())
 	require.NoError(t, err)
-	e.svc = NewService(e.store, e, e, e.clock.now, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	e.svc = NewService(e.store, e, e, e.clock.now, dbtest.Log(t), prometheus.NewRegistry())
 	return e
 }
 

@@ -66,3 +66,13 @@ func refusal(err error) string {
 	}
 	return ""
 }
+
+// concertLoaded makes a concert's counters exist at 0, so that a dashboard panel that adds or divides
+// them (the Sale overview's conversion, holds that end paid) has data before each one's first event: a
+// sale where nobody cancelled still shows its conversion. The sweeper calls it for every concert of the
+// catalog on each round.
+func (m *metrics) concertLoaded(concertID string) {
+	for _, c := range []*prometheus.CounterVec{m.held, m.lapsed, m.cancelled, m.paid} {
+		c.WithLabelValues(concertID)
+	}
+}

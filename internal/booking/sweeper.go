@@ -27,6 +27,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 		if !ok {
 			continue
 		}
+		s.metrics.concertLoaded(id)
 		schedules := c.ScheduleIDs()
 		for {
 			n, err := s.store.Sweep(ctx, id, schedules, now, sweepBatch)

@@ -72,7 +72,8 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, p httprouter.
 	if err != nil {
 		return err
 	}
-	// A 20,000-seat map is the largest response of the API: written by hand, one buffer, no reflection.
+	// A seat map (up to 200,000 seats a schedule, ticketrush.MaxSeatsPerSale) is the largest response of
+	// the API: written by hand, one buffer, no reflection.
 	var b bytes.Buffer
 	b.Grow(len(seats) * 72)
 	b.WriteByte('[')
@@ -284,7 +285,8 @@ func (s *Server) moneyRequest(w http.ResponseWriter, r *http.Request, v any) (us
 	return user, key, decode(w, r, v)
 }
 
-// idempotencyKey reads the optional Idempotency-Key: 1-64 printable ASCII characters.
+// idempotencyKey reads the optional Idempotency-Key: absent, or 1-64 printable ASCII characters other
+// than the space (0x21-0x7e).
 func idempotencyKey(r *http.Request) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > 64 {

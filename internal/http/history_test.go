@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -78,7 +77,7 @@ func TestPointsHistory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ledger := &historyLedger{entries: entries, err: tt.err}
 			s := NewServer(Deps{API: true, Users: historyUsers{}, Ledger: ledger, Registry: prometheus.NewRegistry(),
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				Log: dbtest.Log(t)})
 			r := httptest.NewRequest("GET", tt.path, nil)
 			if tt.user != "" {
 				r.Header.Set("Authorization", "Bearer jwt-"+tt.user)

@@ -4,40 +4,67 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// The contract test: openapi.yaml, the API.md contract written for tools, is checked against the real
+// The contract test: openapi.yaml, docs/api.md's contract written for tools, is checked against the real
 // handlers with kin-openapi's request and response validators. Every case's request goes through
 // openapi3filter.ValidateRequest and the real server; its response through ValidateResponse, which
 // fails on a status the operation does not list, a field the schema does not allow, a missing required
 // field, a wrong type or format, a problem code outside the response's enum.
 //
-// To add a route: describe it in openapi.yaml, register it in NewServer, give its dependency a fake in
-// fakes_test.go, add its cases to apiCases (at least one success) and take it out of casesToCome.
+// The server runs over the real services on a real Redis and Postgres (world_test.go), so a status the
+// services answer is the status the contract sees.
+//
+// To add a route: describe it in openapi.yaml, register it in NewServer, give the world the fixtures
+// its cases need (world_test.go), add its cases to apiCases (at least one success) and take it out of
+// casesToCome.
 
 // specPath is the project's OpenAPI document.
 const specPath = "../../openapi.yaml"
 
-// casesToCome are operations openapi.yaml describes (API.md has them) that NewServer does not serve
+// casesToCome are operations openapi.yaml describes (docs/api.md has them) that NewServer does not serve
 // yet, so apiCases has no case for them. For these alone the test asks neither that NewServer
 // registers them nor that a case exercises them.
 var casesToCome = map[string]bool{}
+
+// statusesNotProduced are documented statuses no case can produce, with the reason.
+var statusesNotProduced = func() map[string]bool {
+	out := map[string]bool{
+		// The concert list is the catalog in memory: nothing it does can fail.
+		"GET /v1/concerts 500": true, "GET /v1/concerts 503": true,
+	}
+	// 429 RATE_LIMITED is documented for the routes a rate limiter in front of the service guards;
+	// the service itself has none (docs/api.md, "Errors").
+	for _, op := range []string{"GET /v1/concerts", "POST /v1/concerts/{concertId}/queue", "GET /v1/queue", "DELETE /v1/queue",
+		"GET /v1/concerts/{concertId}/schedules", "GET /v1/concerts/{concertId}/schedules/{scheduleId}/seats",
+		"POST /v1/reservations", "GET /v1/reservations/{id}", "DELETE /v1/reservations/{id}", "GET /v1/points",
+		"GET /v1/points/history", "POST /v1/points/charges", "POST /v1/payments", "GET /v1/payments/{id}"} {
+		out[op+" 429"] = true
+	}
+	return out
+}()
 
 // apiCase is one request and what the server must answer.
 type apiCase struct {
@@ -46,7 +73,9 @@ type apiCase struct {
 	path   string
 	header http.Header
 	body   string
-	setup  func(*fakes) // changes the fakes before the server is built
+	setup  func(*world) // changes the world before the server is built
+	down   bool         // Redis is down: the world's private redis-server is shut down before the request
+	broken bool         // the call fails with an unexpected error (see broken)
 
 	status int
 	code   string // the problem code of an error response
@@ -92,25 +121,19 @@ const createBody = `{"title":"IU 2026","venue":"KSPO Dome",
  "sections":[{"name":"VIP","price":165000,"seats":100},{"name":"R","price":143000,"seats":400}],
  "queue":{"activeCapacity":1000,"admitPerSecond":50,"activeTtlSeconds":1800,"holdTtlSeconds":300,"maxHoldsPerUser":4}}`
 
-// unavailable makes every dependency answer that Redis or Postgres is down; broken, fail unexpectedly.
-func unavailable(f *fakes) { failAll(f, ticketrush.ErrUnavailable) }
-func broken(f *fakes)      { failAll(f, errDown) }
-
-func failAll(f *fakes, err error) { f.Queue.Err, f.Catalog.Err, f.Booking.Err = err, err, err }
-
 var apiCases = []apiCase{
 	// Operations.
 	{name: "healthz", method: "GET", path: "/healthz", status: 200},
 	{name: "readyz", method: "GET", path: "/readyz", status: 200},
 	{name: "readyz redis down", method: "GET", path: "/readyz", status: 503,
-		setup: func(f *fakes) { f.Ready["redis"] = func(context.Context) error { return errDown } }},
+		setup: redisDownAtReady},
 	{name: "metrics", method: "GET", path: "/metrics", status: 200},
 
 	// Catalog.
 	{name: "concerts public", method: "GET", path: "/v1/concerts", status: 200},
 	{name: "concerts with a token too", method: "GET", path: "/v1/concerts", header: asUser(userAlice), status: 200},
 	{name: "concerts none", method: "GET", path: "/v1/concerts", status: 200,
-		setup: func(f *fakes) { f.Catalog = &fakeCatalog{concerts: map[string]ticketrush.Concert{}} }},
+		setup: noConcerts},
 
 	// Queue: join.
 	{name: "join new active", method: "POST", path: "/v1/concerts/" + concert2 + "/queue", header: asUser(userBob), status: 201},
@@ -128,9 +151,9 @@ var apiCases = []apiCase{
 	{name: "join impossible concert id", method: "POST", path: "/v1/concerts/NOT-AN-ID/queue",
 		header: asUser(userAlice), status: 404, code: "NOT_FOUND"},
 	{name: "join redis down", method: "POST", path: "/v1/concerts/" + concert1 + "/queue",
-		header: asUser(userAlice), setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		header: asUser(userAlice), down: true, status: 503, code: "UNAVAILABLE"},
 	{name: "join internal error", method: "POST", path: "/v1/concerts/" + concert1 + "/queue",
-		header: asUser(userAlice), setup: broken, status: 500, code: "INTERNAL"},
+		header: asUser(userAlice), broken: true, status: 500, code: "INTERNAL"},
 
 	// Queue: status.
 	{name: "status waiting", method: "GET", path: "/v1/queue", header: asUser(userBob, qtBobWaiting), status: 200},
@@ -145,8 +168,10 @@ var apiCases = []apiCase{
 		status: 401, code: "QUEUE_TOKEN_INVALID"},
 	{name: "status no bearer", method: "GET", path: "/v1/queue", header: hdr("X-Queue-Token", qtAliceActive),
 		status: 401, code: "UNAUTHENTICATED", specRefuses: true},
+	{name: "status internal error", method: "GET", path: "/v1/queue", header: asUser(userAlice, qtAliceActive),
+		broken: true, status: 500, code: "INTERNAL"},
 	{name: "status redis down", method: "GET", path: "/v1/queue", header: asUser(userAlice, qtAliceActive),
-		setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Queue: leave.
 	{name: "leave active", method: "DELETE", path: "/v1/queue", header: asUser(userAlice, qtAliceActive), status: 204},
@@ -156,8 +181,10 @@ var apiCases = []apiCase{
 		status: 401, code: "QUEUE_TOKEN_INVALID"},
 	{name: "leave bad bearer", method: "DELETE", path: "/v1/queue",
 		header: hdr("Authorization", "Bearer nope", "X-Queue-Token", qtAliceActive), status: 401, code: "UNAUTHENTICATED"},
+	{name: "leave internal error", method: "DELETE", path: "/v1/queue", header: asUser(userAlice, qtAliceActive),
+		broken: true, status: 500, code: "INTERNAL"},
 	{name: "leave redis down", method: "DELETE", path: "/v1/queue", header: asUser(userAlice, qtAliceActive),
-		setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Admin: create.
 	{name: "create", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin), body: createBody, status: 201},
@@ -206,9 +233,9 @@ var apiCases = []apiCase{
 	{name: "create over 64 KiB", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin), body: padded(createBody),
 		status: 413, code: "PAYLOAD_TOO_LARGE"},
 	{name: "create redis down", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin), body: createBody,
-		setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		down: true, status: 503, code: "UNAVAILABLE"},
 	{name: "create internal error", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin), body: createBody,
-		setup: broken, status: 500, code: "INTERNAL"},
+		broken: true, status: 500, code: "INTERNAL"},
 
 	// Admin: queue state.
 	{name: "queue state", method: "GET", path: "/admin/v1/concerts/" + concert1 + "/queue", header: asAdmin, status: 200},
@@ -218,8 +245,10 @@ var apiCases = []apiCase{
 		status: 401, code: "UNAUTHENTICATED", specRefuses: true},
 	{name: "queue state user token", method: "GET", path: "/admin/v1/concerts/" + concert1 + "/queue", header: asUser(userAlice),
 		status: 401, code: "UNAUTHENTICATED"},
+	{name: "queue state internal error", method: "GET", path: "/admin/v1/concerts/" + concert1 + "/queue", header: asAdmin,
+		broken: true, status: 500, code: "INTERNAL"},
 	{name: "queue state redis down", method: "GET", path: "/admin/v1/concerts/" + concert1 + "/queue", header: asAdmin,
-		setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Admin: queue settings.
 	{name: "patch", method: "PATCH", path: "/admin/v1/concerts/" + concert1 + "/queue", header: jsonBody(asAdmin),
@@ -238,8 +267,10 @@ var apiCases = []apiCase{
 		body: `{"paused":true}`, status: 401, code: "UNAUTHENTICATED"},
 	{name: "patch over 64 KiB", method: "PATCH", path: "/admin/v1/concerts/" + concert1 + "/queue", header: jsonBody(asAdmin),
 		body: padded(`{"paused":true}`), status: 413, code: "PAYLOAD_TOO_LARGE"},
+	{name: "patch internal error", method: "PATCH", path: "/admin/v1/concerts/" + concert1 + "/queue", header: jsonBody(asAdmin),
+		body: `{"paused":true}`, broken: true, status: 500, code: "INTERNAL"},
 	{name: "patch redis down", method: "PATCH", path: "/admin/v1/concerts/" + concert1 + "/queue", header: jsonBody(asAdmin),
-		body: `{"paused":true}`, setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		body: `{"paused":true}`, down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Catalog (gated): schedules.
 	{name: "schedules", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules",
@@ -260,8 +291,10 @@ var apiCases = []apiCase{
 		header: asUser(userDave, qtDaveDone), status: 410, code: "QUEUE_TOKEN_EXPIRED"},
 	{name: "schedules impossible concert id", method: "GET", path: "/v1/concerts/NOT-AN-ID/schedules",
 		header: asUser(userAlice, qtAliceActive), status: 404, code: "NOT_FOUND"},
+	{name: "schedules internal error", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules",
+		header: asUser(userAlice, qtAliceActive), broken: true, status: 500, code: "INTERNAL"},
 	{name: "schedules redis down", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules",
-		header: asUser(userAlice, qtAliceActive), setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		header: asUser(userAlice, qtAliceActive), down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Catalog (gated): seats.
 	{name: "seats", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules/" + schedule1 + "/seats",
@@ -276,8 +309,10 @@ var apiCases = []apiCase{
 		header: asUser(userAlice, qtForged), status: 401, code: "QUEUE_TOKEN_INVALID"},
 	{name: "seats no bearer", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules/" + schedule1 + "/seats",
 		header: hdr("X-Queue-Token", qtAliceActive), status: 401, code: "UNAUTHENTICATED", specRefuses: true},
+	{name: "seats internal error", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules/" + schedule1 + "/seats",
+		header: asUser(userAlice, qtAliceActive), broken: true, status: 500, code: "INTERNAL"},
 	{name: "seats redis down", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules/" + schedule1 + "/seats",
-		header: asUser(userAlice, qtAliceActive), setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		header: asUser(userAlice, qtAliceActive), down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Reservations: hold (gated).
 	{name: "hold", method: "POST", path: "/v1/reservations", header: jsonBody(asUser(userAlice, qtAliceActive)),
@@ -286,13 +321,8 @@ var apiCases = []apiCase{
 		body: `{"scheduleId":"` + schedule1 + `","seatId":"VIP-1"}`, status: 409, code: "SEAT_UNAVAILABLE"},
 	{name: "hold sold seat", method: "POST", path: "/v1/reservations", header: jsonBody(asUser(userAlice, qtAliceActive)),
 		body: `{"scheduleId":"` + schedule1 + `","seatId":"VIP-2"}`, status: 409, code: "SEAT_UNAVAILABLE"},
-	{name: "hold past the limit", method: "POST", path: "/v1/reservations", header: jsonBody(asUser(userAlice, qtAliceActive)),
-		body: `{"scheduleId":"` + schedule1 + `","seatId":"R-3"}`, status: 409, code: "HOLD_LIMIT_REACHED",
-		setup: func(f *fakes) {
-			c := f.Catalog.concerts[concert1]
-			c.Queue.MaxHoldsPerUser = 1
-			f.Catalog.concerts[concert1] = c
-		}},
+	{name: "hold past the limit", method: "POST", path: "/v1/reservations", header: jsonBody(asUser(userAlice, qtAliceC2)),
+		body: `{"scheduleId":"` + schedule3 + `","seatId":"A-2"}`, status: 409, code: "HOLD_LIMIT_REACHED"},
 	{name: "hold unknown seat", method: "POST", path: "/v1/reservations", header: jsonBody(asUser(userAlice, qtAliceActive)),
 		body: `{"scheduleId":"` + schedule1 + `","seatId":"VIP-9"}`, status: 404, code: "NOT_FOUND"},
 	{name: "hold unknown schedule", method: "POST", path: "/v1/reservations", header: jsonBody(asUser(userAlice, qtAliceActive)),
@@ -311,48 +341,58 @@ var apiCases = []apiCase{
 		body: `{"scheduleId":"` + schedule1 + `","seatId":"R-3"}`, status: 401, code: "QUEUE_TOKEN_INVALID"},
 	{name: "hold no queue token", method: "POST", path: "/v1/reservations", header: jsonBody(asUser(userAlice)),
 		body: `{"scheduleId":"` + schedule1 + `","seatId":"R-3"}`, status: 401, code: "QUEUE_TOKEN_INVALID", specRefuses: true},
+	{name: "hold internal error", method: "POST", path: "/v1/reservations", header: jsonBody(asUser(userAlice, qtAliceActive)),
+		body: `{"scheduleId":"` + schedule1 + `","seatId":"R-3"}`, broken: true, status: 500, code: "INTERNAL"},
 	{name: "hold redis down", method: "POST", path: "/v1/reservations", header: jsonBody(asUser(userAlice, qtAliceActive)),
-		body: `{"scheduleId":"` + schedule1 + `","seatId":"R-3"}`, setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		body: `{"scheduleId":"` + schedule1 + `","seatId":"R-3"}`, down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Reservations: read and cancel.
 	{name: "reservation held", method: "GET", path: "/v1/reservations/" + resAliceHeld, header: asUser(userAlice), status: 200},
 	{name: "reservation paid", method: "GET", path: "/v1/reservations/" + resAlicePaid, header: asUser(userAlice), status: 200},
 	{name: "reservation expired", method: "GET", path: "/v1/reservations/" + resAliceExpired, header: asUser(userAlice), status: 200},
 	{name: "reservation cancelled", method: "GET", path: "/v1/reservations/" + resAliceCancelled, header: asUser(userAlice), status: 200},
-	{name: "reservation of another user", method: "GET", path: "/v1/reservations/" + resBobHeld, header: asUser(userAlice),
+	{name: "reservation of another user", method: "GET", path: "/v1/reservations/" + resErinHeld, header: asUser(userAlice),
 		status: 404, code: "NOT_FOUND"},
 	{name: "reservation unknown", method: "GET", path: "/v1/reservations/" + noReservation, header: asUser(userAlice),
 		status: 404, code: "NOT_FOUND"},
 	{name: "reservation no bearer", method: "GET", path: "/v1/reservations/" + resAliceHeld,
 		status: 401, code: "UNAUTHENTICATED", specRefuses: true},
+	{name: "reservation internal error", method: "GET", path: "/v1/reservations/" + resAliceHeld, header: asUser(userAlice),
+		broken: true, status: 500, code: "INTERNAL"},
 	{name: "reservation redis down", method: "GET", path: "/v1/reservations/" + resAliceHeld, header: asUser(userAlice),
-		setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		down: true, status: 503, code: "UNAVAILABLE"},
 	{name: "cancel", method: "DELETE", path: "/v1/reservations/" + resAliceHeld, header: asUser(userAlice), status: 204},
 	{name: "cancel paid", method: "DELETE", path: "/v1/reservations/" + resAlicePaid, header: asUser(userAlice),
 		status: 409, code: "RESERVATION_NOT_HELD"},
-	{name: "cancel another user's", method: "DELETE", path: "/v1/reservations/" + resBobHeld, header: asUser(userAlice),
+	{name: "cancel another user's", method: "DELETE", path: "/v1/reservations/" + resErinHeld, header: asUser(userAlice),
 		status: 404, code: "NOT_FOUND"},
 	{name: "cancel bad bearer", method: "DELETE", path: "/v1/reservations/" + resAliceHeld,
 		header: hdr("Authorization", "Bearer nope"), status: 401, code: "UNAUTHENTICATED"},
+	{name: "cancel internal error", method: "DELETE", path: "/v1/reservations/" + resAliceHeld, header: asUser(userAlice),
+		broken: true, status: 500, code: "INTERNAL"},
 	{name: "cancel redis down", method: "DELETE", path: "/v1/reservations/" + resAliceHeld, header: asUser(userAlice),
-		setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Points.
 	{name: "balance", method: "GET", path: "/v1/points", header: asUser(userAlice), status: 200},
 	{name: "history", method: "GET", path: "/v1/points/history", header: asUser(userAlice), status: 200},
 	{name: "history limit", method: "GET", path: "/v1/points/history?limit=1", header: asUser(userAlice), status: 200},
-	{name: "history never seen", method: "GET", path: "/v1/points/history", header: asUser(userDave), status: 200},
+	{name: "history never seen", method: "GET", path: "/v1/points/history", header: asUser(userFrank), status: 200},
 	{name: "history limit 0", method: "GET", path: "/v1/points/history?limit=0", header: asUser(userAlice), status: 400,
 		code: "INVALID_REQUEST", specRefuses: true},
 	{name: "history limit 101", method: "GET", path: "/v1/points/history?limit=101", header: asUser(userAlice), status: 400,
 		code: "INVALID_REQUEST", specRefuses: true},
 	{name: "history no bearer", method: "GET", path: "/v1/points/history", status: 401, code: "UNAUTHENTICATED", specRefuses: true},
+	{name: "history internal error", method: "GET", path: "/v1/points/history", header: asUser(userAlice),
+		broken: true, status: 500, code: "INTERNAL"},
 	{name: "history ledger down", method: "GET", path: "/v1/points/history", header: asUser(userAlice), status: 503,
-		code: "UNAVAILABLE", setup: func(f *fakes) { f.Ledger.Err = ticketrush.ErrUnavailable }},
-	{name: "balance never seen", method: "GET", path: "/v1/points", header: asUser(userDave), status: 200},
+		code: "UNAVAILABLE", setup: ledgerDown},
+	{name: "balance never seen", method: "GET", path: "/v1/points", header: asUser(userFrank), status: 200},
 	{name: "balance no bearer", method: "GET", path: "/v1/points", status: 401, code: "UNAUTHENTICATED", specRefuses: true},
+	{name: "balance internal error", method: "GET", path: "/v1/points", header: asUser(userAlice),
+		broken: true, status: 500, code: "INTERNAL"},
 	{name: "balance redis down", method: "GET", path: "/v1/points", header: asUser(userAlice),
-		setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		down: true, status: 503, code: "UNAVAILABLE"},
 	{name: "charge", method: "POST", path: "/v1/points/charges", header: jsonBody(asUser(userBob)),
 		body: `{"amount":200000}`, status: 201},
 	{name: "charge with a key", method: "POST", path: "/v1/points/charges",
@@ -363,9 +403,9 @@ var apiCases = []apiCase{
 		header: jsonBody(hdr("Authorization", bearerOf(userAlice), "Idempotency-Key", idemAlice)), body: `{"amount":20000}`,
 		status: 409, code: "IDEMPOTENCY_CONFLICT"},
 	{name: "charge past the balance limit", method: "POST", path: "/v1/points/charges", header: jsonBody(asUser(userCarol)),
-		body: `{"amount":1001}`, status: 409, code: "BALANCE_LIMIT"},
+		body: `{"amount":1001}`, status: 409, code: "BALANCE_LIMIT", setup: carolNearLimit},
 	{name: "charge to the balance limit", method: "POST", path: "/v1/points/charges", header: jsonBody(asUser(userCarol)),
-		body: `{"amount":1000}`, status: 201},
+		body: `{"amount":1000}`, status: 201, setup: carolNearLimit},
 	{name: "charge 0", method: "POST", path: "/v1/points/charges", header: jsonBody(asUser(userBob)),
 		body: `{"amount":0}`, status: 400, code: "INVALID_AMOUNT", specRefuses: true},
 	{name: "charge negative", method: "POST", path: "/v1/points/charges", header: jsonBody(asUser(userBob)),
@@ -387,8 +427,10 @@ var apiCases = []apiCase{
 		body: padded(`{"amount":100}`), status: 413, code: "PAYLOAD_TOO_LARGE"},
 	{name: "charge bad bearer", method: "POST", path: "/v1/points/charges",
 		header: jsonBody(hdr("Authorization", "Bearer nope")), body: `{"amount":100}`, status: 401, code: "UNAUTHENTICATED"},
+	{name: "charge internal error", method: "POST", path: "/v1/points/charges", header: jsonBody(asUser(userBob)),
+		body: `{"amount":100}`, broken: true, status: 500, code: "INTERNAL"},
 	{name: "charge redis down", method: "POST", path: "/v1/points/charges", header: jsonBody(asUser(userBob)),
-		body: `{"amount":100}`, setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		body: `{"amount":100}`, down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Payments.
 	{name: "pay", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userAlice)),
@@ -396,19 +438,22 @@ var apiCases = []apiCase{
 	{name: "pay with a key", method: "POST", path: "/v1/payments",
 		header: jsonBody(hdr("Authorization", bearerOf(userAlice), "Idempotency-Key", "pay-1")),
 		body:   `{"reservationId":"` + resAliceHeld + `"}`, status: 201},
+	{name: "pay replayed with its key", method: "POST", path: "/v1/payments",
+		header: jsonBody(hdr("Authorization", bearerOf(userAlice), "Idempotency-Key", "pay-1")),
+		body:   `{"reservationId":"` + resAliceHeld + `"}`, status: 201, setup: alicePaidHeldWithKey},
 	{name: "pay paid again", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userAlice)),
 		body: `{"reservationId":"` + resAlicePaid + `"}`, status: 200},
 	{name: "pay key reused", method: "POST", path: "/v1/payments",
 		header: jsonBody(hdr("Authorization", bearerOf(userAlice), "Idempotency-Key", idemAlice)),
 		body:   `{"reservationId":"` + resAliceHeld + `"}`, status: 409, code: "IDEMPOTENCY_CONFLICT"},
-	{name: "pay short balance", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userBob)),
-		body: `{"reservationId":"` + resBobHeld + `"}`, status: 409, code: "INSUFFICIENT_BALANCE"},
+	{name: "pay short balance", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userErin)),
+		body: `{"reservationId":"` + resErinHeld + `"}`, status: 409, code: "INSUFFICIENT_BALANCE"},
 	{name: "pay expired", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userAlice)),
 		body: `{"reservationId":"` + resAliceExpired + `"}`, status: 410, code: "RESERVATION_EXPIRED"},
 	{name: "pay cancelled", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userAlice)),
 		body: `{"reservationId":"` + resAliceCancelled + `"}`, status: 409, code: "RESERVATION_NOT_HELD"},
 	{name: "pay another user's", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userAlice)),
-		body: `{"reservationId":"` + resBobHeld + `"}`, status: 404, code: "NOT_FOUND"},
+		body: `{"reservationId":"` + resErinHeld + `"}`, status: 404, code: "NOT_FOUND"},
 	{name: "pay unknown", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userAlice)),
 		body: `{"reservationId":"` + noReservation + `"}`, status: 404, code: "NOT_FOUND"},
 	{name: "pay no reservation", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userAlice)),
@@ -418,9 +463,9 @@ var apiCases = []apiCase{
 	{name: "pay no bearer", method: "POST", path: "/v1/payments", header: jsonBody(hdr()),
 		body: `{"reservationId":"` + resAliceHeld + `"}`, status: 401, code: "UNAUTHENTICATED", specRefuses: true},
 	{name: "pay redis down", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userAlice)),
-		body: `{"reservationId":"` + resAliceHeld + `"}`, setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		body: `{"reservationId":"` + resAliceHeld + `"}`, down: true, status: 503, code: "UNAVAILABLE"},
 	{name: "pay internal error", method: "POST", path: "/v1/payments", header: jsonBody(asUser(userAlice)),
-		body: `{"reservationId":"` + resAliceHeld + `"}`, setup: broken, status: 500, code: "INTERNAL"},
+		body: `{"reservationId":"` + resAliceHeld + `"}`, broken: true, status: 500, code: "INTERNAL"},
 	{name: "payment", method: "GET", path: "/v1/payments/p" + resAlicePaid, header: asUser(userAlice), status: 200},
 	{name: "payment of a held reservation", method: "GET", path: "/v1/payments/p" + resAliceHeld, header: asUser(userAlice),
 		status: 404, code: "NOT_FOUND"},
@@ -428,16 +473,49 @@ var apiCases = []apiCase{
 		status: 404, code: "NOT_FOUND"},
 	{name: "payment bad bearer", method: "GET", path: "/v1/payments/p" + resAlicePaid,
 		header: hdr("Authorization", "Bearer nope"), status: 401, code: "UNAUTHENTICATED"},
+	{name: "payment internal error", method: "GET", path: "/v1/payments/p" + resAlicePaid, header: asUser(userAlice),
+		broken: true, status: 500, code: "INTERNAL"},
 	{name: "payment redis down", method: "GET", path: "/v1/payments/p" + resAlicePaid, header: asUser(userAlice),
-		setup: unavailable, status: 503, code: "UNAVAILABLE"},
+		down: true, status: 503, code: "UNAVAILABLE"},
 }
 
-func (tt apiCase) request() *http.Request {
-	r := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+// request builds the case's request with the world's ids in place of the placeholders.
+func (tt apiCase) request(w *world) *http.Request {
+	r := httptest.NewRequest(tt.method, w.replace(tt.path), strings.NewReader(w.replace(tt.body)))
 	for k, v := range tt.header {
-		r.Header[k] = slices.Clone(v)
+		for _, x := range v {
+			r.Header.Add(k, w.replace(x))
+		}
 	}
 	return r
+}
+
+// newCaseWorld builds the world of one case: on the real Redis under a fresh prefix, or, when the case
+// wants Redis down, on a private redis-server that is shut down once the fixtures are made. The latter's
+// client does not retry: rueidis retries a read-only script until the request's context ends, and
+// these requests have no deadline.
+func (c *contract) newCaseWorld(t *testing.T, tt apiCase) *world {
+	t.Helper()
+	if !tt.down {
+		rc, prefix := dbtest.Redis(t)
+		w := c.newWorld(t, rc, prefix)
+		if tt.broken {
+			broken(w)
+		}
+		return w
+	}
+	u := dbtest.PrivateRedis(t)
+	opt, err := rueidis.ParseURL(u)
+	require.NoError(t, err)
+	opt.DisableCache, opt.DisableRetry = true, true
+	rc, err := rueidis.NewClient(opt)
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	w := c.newWorld(t, rc, dbtest.Name("t"))
+	err = rc.Do(context.Background(), rc.B().Shutdown().Nosave().Build()).Error()
+	require.Error(t, err, "SHUTDOWN answers only by closing the connection")
+	require.Error(t, w.store.Ping(context.Background()), "Redis is down")
+	return w
 }
 
 func TestOpenAPIContract(t *testing.T) {
@@ -448,18 +526,21 @@ func TestOpenAPIContract(t *testing.T) {
 		SkipSettingDefaults:   true,
 		MultiError:            true,
 	}
+	c := newContract(t)
 	succeeded := map[string]bool{} // operations with a 2xx case
 	exercised := map[string]bool{} // operations with any case
+	produced := map[string]bool{}  // "operation status" the server answered
+	var mu sync.Mutex
 	for _, tt := range apiCases {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakes()
+			w := c.newCaseWorld(t, tt)
 			if tt.setup != nil {
-				tt.setup(f)
+				tt.setup(w)
 			}
-			srv := f.server()
+			srv := w.server()
 			ctx := context.Background()
 
-			req := tt.request()
+			req := tt.request(w)
 			route, params, err := router.FindRoute(req)
 			require.NoError(t, err, "openapi.yaml has no operation for %s %s", tt.method, tt.path)
 			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
@@ -471,7 +552,7 @@ func TestOpenAPIContract(t *testing.T) {
 			}
 
 			rec := httptest.NewRecorder()
-			srv.ServeHTTP(rec, tt.request())
+			srv.ServeHTTP(rec, tt.request(w))
 			res := rec.Result()
 			t.Cleanup(func() { _ = res.Body.Close() })
 			require.Equal(t, tt.status, res.StatusCode, "body: %s", rec.Body.String())
@@ -486,14 +567,34 @@ func TestOpenAPIContract(t *testing.T) {
 				assert.Contains(t, rec.Body.String(), `"code":"`+tt.code+`"`)
 			}
 			op := operationKey(route.Method, route.Path)
+			mu.Lock()
+			defer mu.Unlock()
 			exercised[op] = true
+			produced[op+" "+strconv.Itoa(res.StatusCode)] = true
 			if res.StatusCode < 300 {
 				succeeded[op] = true
 			}
 		})
 	}
 
-	for _, r := range registeredRoutes(t, newFakes().server()) {
+	// Every status openapi.yaml documents for an operation is one a case produced.
+	doc, _ := loadSpec(t)
+	for path, item := range doc.Paths.Map() {
+		for method, operation := range item.Operations() {
+			op := operationKey(method, path)
+			if casesToCome[op] {
+				continue
+			}
+			for status := range operation.Responses.Map() {
+				if status == "default" || statusesNotProduced[op+" "+status] {
+					continue
+				}
+				assert.True(t, produced[op+" "+status], "no case produces %s %s, which openapi.yaml documents: add one", op, status)
+			}
+		}
+	}
+
+	for _, r := range registeredRoutes(t, routesOnly()) {
 		if !casesToCome[r] {
 			assert.True(t, succeeded[r], "apiCases has no success case for %s: add one", r)
 		}
@@ -514,7 +615,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 		}
 	}
 	registered := map[string]bool{}
-	for _, r := range registeredRoutes(t, newFakes().server()) {
+	for _, r := range registeredRoutes(t, routesOnly()) {
 		registered[r] = true
 		assert.True(t, described[r], "NewServer registers %s, which openapi.yaml does not describe", r)
 	}
@@ -529,7 +630,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 }
 
 // TestOpenAPIDocument checks that openapi.yaml loads as OpenAPI 3.1 and is a valid document, and that
-// every problem code API.md's table has appears in it.
+// every problem code the server writes appears in it.
 func TestOpenAPIDocument(t *testing.T) {
 	doc, _ := loadSpec(t)
 	assert.Equal(t, "3.1.0", doc.OpenAPI)
@@ -539,7 +640,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 }
 
-// problemCodes are API.md's codes and the server's own: its error table and its own refusals.
+// problemCodes are the server's codes: its error table and its own refusals.
 func problemCodes() []string {
 	out := []string{"INVALID_REQUEST", "PAYLOAD_TOO_LARGE", "METHOD_NOT_ALLOWED", "INTERNAL", "RATE_LIMITED"}
 	for _, c := range ticketrush.Codes() {
@@ -582,6 +683,11 @@ func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) err
 		return fmt.Errorf("security scheme %s is not checked by this test", in.SecuritySchemeName)
 	}
 	return nil
+}
+
+// routesOnly is a server for listing routes: registering them needs no dependency.
+func routesOnly() *Server {
+	return NewServer(Deps{API: true, Registry: prometheus.NewRegistry(), Log: slog.New(slog.DiscardHandler)})
 }
 
 func operationKey(method, path string) string { return strings.ToUpper(method) + " " + path }

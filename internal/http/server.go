@@ -1,4 +1,4 @@
-// Package http is the HTTP adapter: the API of ../shared/API.md over the domain services.
+// Package http is the HTTP adapter: the API of docs/api.md over the domain services.
 package http
 
 import (

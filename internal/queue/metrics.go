@@ -53,7 +53,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	reg.MustRegister(m.joined, m.admitted, m.left, m.lapsed, m.polls, m.waiting, m.active, m.capacity, m.rate, m.paused,
 		m.measured, m.backWait)
+	for _, source := range []string{"view", "redis"} {
+		m.polls.WithLabelValues(source) // at 0: "Polls answered from memory" divides by their sum
+	}
 	return m
+}
+
+// concertLoaded makes a concert's counters exist at 0, so that a dashboard panel that adds or divides
+// them (the Sale overview's conversion, tokens lapsed and given back) has data before each one's first
+// event: a sale where no token lapsed still shows its lapses as 0. The scheduler calls it for every
+// concert of the catalog on each tick.
+func (m *metrics) concertLoaded(concertID string) {
+	for _, c := range []*prometheus.CounterVec{m.joined, m.admitted, m.lapsed} {
+		c.WithLabelValues(concertID)
+	}
+	for _, from := range []ticketrush.QueueStatus{ticketrush.StatusWaiting, ticketrush.StatusActive} {
+		m.left.WithLabelValues(concertID, string(from))
+	}
 }
 
 func (m *metrics) observe(concertID string, s ticketrush.QueueSnapshot, v *view) {

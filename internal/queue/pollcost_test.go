@@ -73,7 +73,7 @@ func TestPollCostInRedisCommands(t *testing.T) {
 	)
 	c := dbtest.Client(t, dbtest.PrivateRedis(t))
 	store := &countingStore{Store: redis.NewStore(c, "tr", prometheus.NewRegistry())}
-	in := newInstanceOver(store.Store, store)
+	in := newInstanceOver(t, store.Store, store)
 	ctx := context.Background()
 	concert := loadConcert(t, in.store, settings(func(q *ticketrush.QueueSettings) { q.Paused = true }))
 

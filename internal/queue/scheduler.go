@@ -38,6 +38,7 @@ func (s *Service) NewScheduler(store TickStore, concerts func() []string) *Sched
 func (sc *Scheduler) Tick(ctx context.Context) error {
 	var errs []error
 	for _, id := range sc.concerts() {
+		sc.metrics.concertLoaded(id)
 		r, err := sc.store.Tick(ctx, id, sc.now(), tickBatch)
 		if err != nil {
 			errs = append(errs, err)

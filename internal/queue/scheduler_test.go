@@ -63,7 +63,7 @@ func TestTwoSchedulersNeverOverAdmit(t *testing.T) {
 		run      = 10 * time.Second
 	)
 	c, prefix := dbtest.Redis(t)
-	a, b := newInstance(c, prefix), newInstance(c, prefix)
+	a, b := newInstance(t, c, prefix), newInstance(t, c, prefix)
 	concert := loadConcert(t, a.store, settings(func(q *ticketrush.QueueSettings) {
 		q.ActiveCapacity = capacity
 		q.AdmitPerSecond = 50

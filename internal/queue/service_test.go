@@ -2,8 +2,6 @@ package queue_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -28,15 +26,15 @@ type instance struct {
 	reg   *prometheus.Registry // the service's metrics (the store's are apart: a gather of them pings Redis)
 }
 
-func newInstance(c rueidis.Client, prefix string) instance {
+func newInstance(t testing.TB, c rueidis.Client, prefix string) instance {
 	store := redis.NewStore(c, prefix, prometheus.NewRegistry())
-	return newInstanceOver(store, store)
+	return newInstanceOver(t, store, store)
 }
 
 // newInstanceOver builds the waiting room over qs, which may wrap store.
-func newInstanceOver(store *redis.Store, qs queue.Store) instance {
+func newInstanceOver(t testing.TB, store *redis.Store, qs queue.Store) instance {
 	reg := prometheus.NewRegistry()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := dbtest.Log(t)
 	return instance{store: store, reg: reg,
 		svc: queue.NewService(qs, auth.NewQueueTokens([]byte(queueSecret)), time.Now, log, reg)}
 }
@@ -90,7 +88,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[str
 // passing token is ACTIVE is the purchase path's gated read (internal/booking, internal/redis).
 func TestCheck(t *testing.T) {
 	c, prefix := dbtest.Redis(t)
-	in := newInstance(c, prefix)
+	in := newInstance(t, c, prefix)
 	ctx := context.Background()
 	concert := loadConcert(t, in.store, settings(func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }))
 	other := loadConcert(t, in.store, settings(func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }))

@@ -71,7 +71,7 @@ type Charge struct {
 	CreatedAt time.Time
 }
 
-// Point rules of API.md.
+// Point rules of docs/api.md.
 const (
 	MaxChargeAmount = 10_000_000
 	MaxBalance      = 1_000_000_000

@@ -9,7 +9,7 @@ import (
 // QueueStatus is where a queue token stands.
 type QueueStatus string
 
-// The four states of API.md.
+// The four states of docs/api.md.
 const (
 	StatusWaiting QueueStatus = "WAITING"
 	StatusActive  QueueStatus = "ACTIVE"

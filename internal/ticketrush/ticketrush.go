@@ -57,7 +57,7 @@ type QueueSettings struct {
 	Paused          bool
 }
 
-// DefaultQueueSettings are the defaults of API.md's admin section.
+// DefaultQueueSettings are the defaults of docs/api.md's admin section.
 func DefaultQueueSettings() QueueSettings {
 	return QueueSettings{
 		ActiveCapacity:  1000,
@@ -100,7 +100,7 @@ var (
 	resourceIDFormat = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
 )
 
-// ValidUserID reports whether id is a user id as API.md defines it: 1-64 chars of [A-Za-z0-9_-].
+// ValidUserID reports whether id is a user id as docs/api.md defines it: 1-64 chars of [A-Za-z0-9_-].
 func ValidUserID(id string) bool { return userIDPattern.MatchString(id) }
 
 // ValidID reports whether id can be a concert or schedule id. Ids end up inside Redis hash tags and

@@ -26,8 +26,9 @@ import (
 )
 
 // Tests that run the real binary: `ticketrush serve` with ROLES=writebehind as a process of its own,
-// killed and restarted, or cut off from Postgres. Each has a private Redis (the binary's key prefix is
-// fixed) and a fresh database.
+// killed and restarted, or cut off from Postgres. Each has a private Redis, where the binary runs under
+// the default key prefix tr (one test empties Redis, which the shared server must never see), and a
+// fresh database.
 
 var (
 	binOnce sync.Once

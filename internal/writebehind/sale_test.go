@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -54,14 +53,12 @@ type sale struct {
 	failures []error
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
 // newSale sets up a sale on the Redis at redisURL under prefix and on dbURL (migrated), with one concert
 // of two schedules whose holds last holdTTL (short, so that holds lapse during a load).
 func newSale(t testing.TB, redisURL, prefix, dbURL string, holdTTL time.Duration) *sale {
 	t.Helper()
 	ctx := context.Background()
-	s := &sale{t: t, redisURL: redisURL, dbURL: dbURL, prefix: prefix, log: quiet,
+	s := &sale{t: t, redisURL: redisURL, dbURL: dbURL, prefix: prefix, log: dbtest.Log(t),
 		charges: map[string]int64{}, payments: map[string]ticketrush.Payment{}, holds: map[string]ticketrush.Reservation{}}
 	s.rdb = dbtest.Client(t, redisURL)
 	db, err := postgres.Open(ctx, dbURL)
@@ -71,9 +68,9 @@ func newSale(t testing.TB, redisURL, prefix, dbURL string, holdTTL time.Duration
 	require.NoError(t, err)
 	s.db = db
 	s.store = redis.NewStore(s.rdb, prefix, prometheus.NewRegistry())
-	s.cat = catalog.NewService(db, s.store, time.Now, quiet)
-	s.queue = queue.NewService(s.store, auth.NewQueueTokens([]byte("writebehind-test-queue-secret-0123456789")), time.Now, quiet, prometheus.NewRegistry())
-	s.booking = booking.NewService(s.store, s.cat, s.queue, time.Now, quiet, prometheus.NewRegistry())
+	s.cat = catalog.NewService(db, s.store, time.Now, s.log)
+	s.queue = queue.NewService(s.store, auth.NewQueueTokens([]byte("writebehind-test-queue-secret-0123456789")), time.Now, s.log, prometheus.NewRegistry())
+	s.booking = booking.NewService(s.store, s.cat, s.queue, time.Now, s.log, prometheus.NewRegistry())
 	q := ticketrush.DefaultQueueSettings()
 	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 100_000, 1_000_000, holdTTL, 3
 	at := time.Now().Add(30 * 24 * time.Hour).Truncate(time.Hour)
@@ -94,7 +91,7 @@ func sharedSale(t testing.TB) *sale {
 
 // worker returns an in-process worker of the sale, with cfg's changes to the defaults.
 func (s *sale) worker(cfg Config, reg prometheus.Registerer) *Worker {
-	return New(s.rdb, s.db, s.prefix, s.cat.IDs, cfg, time.Now, quiet, reg)
+	return New(s.rdb, s.db, s.prefix, s.cat.IDs, cfg, time.Now, s.log, reg)
 }
 
 // run runs w until the test ends.

@@ -79,7 +79,7 @@ func TestStuckWorkerIsNotReady(t *testing.T) {
 	s := sharedSale(t)
 	reg := prometheus.NewRegistry()
 	w := New(s.rdb, down{}, s.prefix, s.cat.IDs, Config{StuckAfter: 300 * time.Millisecond, StatsEvery: 50 * time.Millisecond,
-		RetryMax: 50 * time.Millisecond}, time.Now, quiet, reg)
+		RetryMax: 50 * time.Millisecond}, time.Now, s.log, reg)
 	require.NoError(t, w.Check(context.Background()), "ready before it starts")
 	run(t, w)
 	_, _, err := s.booking.Charge(context.Background(), "alice", 100, "")

@@ -1,5 +1,5 @@
 // Shared by the k6 scenarios: configuration, user JWTs minted here from JWT_SECRET, the API of
-// openapi.yaml (the repository's contract) as small functions with an endpoint tag on every request, and the thresholds
+// docs/api.md as small functions with an endpoint tag on every request, and the thresholds
 // each endpoint is held to. Plain k6 modules only: nothing is fetched from outside.
 import http from 'k6/http';
 import crypto from 'k6/crypto';
@@ -232,7 +232,7 @@ export function admin(method, path, body) {
   return json(res);
 }
 
-// createConcert creates the scenario's concert and checks that the service answers as openapi.yaml says
+// createConcert creates the scenario's concert and checks that the service answers as docs/api.md says
 // (and, unless PURCHASE=off, that the purchase path is served). It returns the setup data every
 // scenario shares; the invariant check (loadtest/check) reads it from k6's summary export.
 export function createConcert(scenario, spec) {
