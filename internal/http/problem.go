@@ -2,7 +2,6 @@ package http
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -18,57 +17,19 @@ type problem struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// codes maps domain errors to status, problem code, title and a detail a client can show: the one
-// table of it. Anything not here is a 500 whose detail says nothing of the cause.
-var codes = []struct {
-	err    error
-	status int
-	code   string
-	title  string
-	detail string
-}{
-	{ticketrush.ErrNotFound, 404, "NOT_FOUND", "Not found", "no such resource, or it is not yours"},
-	{ticketrush.ErrUnauthenticated, 401, "UNAUTHENTICATED", "Unauthenticated", "a valid bearer token is required"},
-	{ticketrush.ErrQueueTokenInvalid, 401, "QUEUE_TOKEN_INVALID", "Queue token invalid", "the queue token is not a genuine token of this user and concert"},
-	{ticketrush.ErrQueueNotActive, 403, "QUEUE_NOT_ACTIVE", "Still waiting", "the queue token is still WAITING; poll GET /v1/queue until it is ACTIVE"},
-	{ticketrush.ErrQueueTokenExpired, 410, "QUEUE_TOKEN_EXPIRED", "Queue token expired", "the queue token is EXPIRED or DONE; join the queue again"},
-	{ticketrush.ErrSeatUnavailable, 409, "SEAT_UNAVAILABLE", "Seat unavailable", "the seat is held or sold"},
-	{ticketrush.ErrHoldLimitReached, 409, "HOLD_LIMIT_REACHED", "Hold limit reached", "you hold as many seats of this concert as you may"},
-	{ticketrush.ErrInsufficientBalance, 409, "INSUFFICIENT_BALANCE", "Insufficient balance", "charge points before paying"},
-	{ticketrush.ErrReservationNotHeld, 409, "RESERVATION_NOT_HELD", "Reservation not held", "the reservation is not HELD"},
-	{ticketrush.ErrIdempotencyConflict, 409, "IDEMPOTENCY_CONFLICT", "Idempotency conflict", "this Idempotency-Key was used with a different request"},
-	{ticketrush.ErrBalanceLimit, 409, "BALANCE_LIMIT", "Balance limit", "the balance would pass 1,000,000,000"},
-	{ticketrush.ErrReservationExpired, 410, "RESERVATION_EXPIRED", "Reservation expired", "the hold lapsed before payment"},
-	{ticketrush.ErrInvalidAmount, 400, "INVALID_AMOUNT", "Invalid amount", "amount must be an integer from 1 to 10,000,000"},
-	{ticketrush.ErrUnavailable, 503, "UNAVAILABLE", "Service unavailable", "try again shortly"},
-}
-
-// errPayloadTooLarge and errMethod are the adapter's own refusals.
+// errPayloadTooLarge and errMethod are the adapter's own refusals (codes of the same table).
 var (
-	errPayloadTooLarge = errors.New("payload too large")
-	errMethod          = errors.New("method not allowed")
+	errPayloadTooLarge = ticketrush.ErrPayloadTooLarge
+	errMethod          = ticketrush.ErrMethodNotAllowed
 )
 
-// writeError writes err as a problem document and reports whether it was a server-side failure.
+// writeError writes err as a problem document, its status, code and title from the error table
+// (ticketrush.Codes), its detail the error's own or the table's. An error without a code is a 500 whose
+// detail says nothing of the cause. It returns the status.
 func writeError(w http.ResponseWriter, err error) (status int) {
-	p := problem{Type: "about:blank"}
-	var invalid *ticketrush.InvalidError
-	switch {
-	case errors.As(err, &invalid):
-		p.Status, p.Code, p.Title, p.Detail = 400, "INVALID_REQUEST", "Invalid request", invalid.Detail
-	case errors.Is(err, errPayloadTooLarge):
-		p.Status, p.Code, p.Title, p.Detail = 413, "PAYLOAD_TOO_LARGE", "Payload too large", "request bodies are limited to 64 KiB"
-	case errors.Is(err, errMethod):
-		p.Status, p.Code, p.Title, p.Detail = 405, "METHOD_NOT_ALLOWED", "Method not allowed", "see the Allow header"
-	default:
-		p.Status, p.Code, p.Title, p.Detail = 500, "INTERNAL", "Internal error", "the error is logged; try again"
-		for _, c := range codes {
-			if errors.Is(err, c.err) {
-				p.Status, p.Code, p.Title, p.Detail = c.status, c.code, c.title, c.detail
-				break
-			}
-		}
-	}
+	info := ticketrush.ErrorInfo(err)
+	p := problem{Type: "about:blank", Title: info.Title, Status: info.Status, Code: string(info.Code),
+		Detail: ticketrush.ErrorDetail(err)}
 	if p.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
