@@ -1,0 +1,398 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The browser tests drive the pages (web/) in Debian's headless chromium through chromedp, against the
+// service started by run on port 0. They need chromium: `make test` installs it (scripts/chromium.sh).
+
+var screenshotDir = flag.String("screenshots", "", "save a PNG of each page into this folder (make screenshots)")
+
+// pageWait bounds each wait for the page; a page that is merely slow still passes within it.
+const pageWait = 30 * time.Second
+
+// chromium finds the browser or fails the test saying how to install it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("chromium is missing: the browser tests need it. Install Debian's package: " +
+		"sudo apt-get install -y chromium (make test does it through scripts/chromium.sh)")
+	return ""
+}
+
+// browser is one headless chromium with a fresh profile, for one test.
+type browser struct {
+	ctx context.Context
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox, // the tests run as root in CI containers
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		// Every tab is a fan looking at their page: none may be throttled as a background tab.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return &browser{ctx: ctx}
+}
+
+// tab is one page in a browser context of its own: its own localStorage, as another fan's device.
+type tab struct {
+	t    *testing.T
+	name string
+	ctx  context.Context
+}
+
+// tab opens a page of width x height; when the test fails, its screenshot and text are saved.
+func (b *browser) tab(t *testing.T, name string, width, height int64) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	tb := &tab{t: t, name: name, ctx: ctx}
+	t.Cleanup(func() {
+		if t.Failed() {
+			tb.saveFailure()
+		}
+		cancel()
+	})
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height)); err != nil {
+		t.Fatalf("open tab %s: %v", name, err)
+	}
+	return tb
+}
+
+func (tb *tab) saveFailure() {
+	dir, err := os.MkdirTemp("", "ticketrush-pages-")
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		file := filepath.Join(dir, tb.name+".png")
+		if os.WriteFile(file, png, 0o644) == nil {
+			tb.t.Logf("%s: screenshot of the failure in %s", tb.name, file)
+		}
+	}
+	if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err == nil {
+		tb.t.Logf("%s: the page reads:\n%s", tb.name, text)
+	}
+}
+
+// shot saves the page for the README when the run asks for screenshots (make screenshots).
+func (tb *tab) shot(name string) {
+	tb.t.Helper()
+	if *screenshotDir == "" {
+		return
+	}
+	png := act(tb, chromedp.FullScreenshot(100))
+	require.NoError(tb.t, os.MkdirAll(*screenshotDir, 0o755))
+	require.NoError(tb.t, os.WriteFile(filepath.Join(*screenshotDir, name+".png"), png, 0o644))
+}
+
+// act runs one action with a deadline, failing the test on an error.
+func act[T any](tb *tab, a chromedp.Action[T]) T {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, pageWait)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	require.NoError(tb.t, err, "tab %s", tb.name)
+	return v
+}
+
+func (tb *tab) navigate(url string) {
+	tb.t.Helper()
+	act(tb, chromedp.Navigate(url))
+}
+
+// wait polls a JavaScript condition until it holds; what says what the test waits for.
+func (tb *tab) wait(cond, what string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, pageWait+5*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(pageWait)))
+	if err != nil {
+		tb.t.Fatalf("%s: waited %s for %s (%s): %v; the page says %q", tb.name, pageWait, what, cond, err, tb.says())
+	}
+}
+
+// says is what the page tells the fan: its status line and its notice.
+func (tb *tab) says() string {
+	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+	defer cancel()
+	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`[document.getElementById('status'), document.getElementById('live-state'), document.getElementById('notice')]
+		 .filter(Boolean).map(e => e.textContent).join(' | ')`))
+	return s
+}
+
+func (tb *tab) click(css string) {
+	tb.t.Helper()
+	act(tb, chromedp.Click(chromedp.CSS(css)))
+}
+
+func (tb *tab) text(css string) string {
+	tb.t.Helper()
+	return act(tb, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).textContent`, css)))
+}
+
+func (tb *tab) eval(js string) string {
+	tb.t.Helper()
+	return act(tb, chromedp.Evaluate[string](js))
+}
+
+// fits reports whether the page needs no horizontal scrolling.
+func (tb *tab) fits() bool {
+	tb.t.Helper()
+	return act(tb, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`))
+}
+
+// pageConcert creates a concert with 3 VIP and 5 R seats and returns its id.
+func (s *service) pageConcert(t *testing.T, title string, queue map[string]any) string {
+	t.Helper()
+	res := s.do(t, req{method: "POST", path: "/admin/v1/concerts", headers: admin(), body: map[string]any{
+		"title": title, "venue": "KSPO Dome",
+		"schedules": []string{"2026-12-24T10:00:00Z", "2026-12-25T10:00:00Z"},
+		"sections":  []map[string]any{{"name": "VIP", "price": 165000, "seats": 3}, {"name": "R", "price": 143000, "seats": 5}},
+		"queue":     queue,
+	}})
+	require.Equal(t, http.StatusCreated, res.status, "create concert: %s", res.body)
+	var c struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(res.body, &c))
+	return c.ID
+}
+
+const (
+	lineStatus = `document.getElementById('line').dataset.status`
+	position   = `document.getElementById('position').textContent`
+	joinShown  = `!document.getElementById('join').hidden`
+)
+
+func TestPagesInABrowser(t *testing.T) {
+	br := newBrowser(t)
+	svc := startService(t, nil)
+
+	t.Run("purchase", func(t *testing.T) {
+		// Capacity 1: fan A is admitted at once; x, a fan of the API, waits ahead of fan B.
+		id := svc.pageConcert(t, "IU 2026", map[string]any{"activeCapacity": 1})
+		a, b, x := buyer(t, "page-a"), buyer(t, "page-b"), buyer(t, "page-x")
+
+		ta := br.tab(t, "fan-a", 1000, 900)
+		ta.navigate(svc.url + "/#token=" + a.jwt)
+		ta.wait(`document.querySelectorAll('#concert-list a').length > 0`, "the concert list")
+		assert.Equal(t, svc.url+"/", ta.eval(`location.href`), "the sign-in token leaves the address bar")
+		ta.shot("fan-concerts")
+		ta.navigate(svc.url + "/concerts/" + id)
+		ta.wait(joinShown, "the join button")
+		ta.click("#join-button")
+		ta.wait(lineStatus+` === 'ACTIVE'`, "fan A admitted")
+		ta.wait(`document.querySelectorAll('#seatmap [data-seat]').length === 8`, "the seat map of the first date")
+
+		_, tx := svc.join(t, x, id)
+		require.Equal(t, "WAITING", tx.Status)
+		require.EqualValues(t, 1, tx.Position)
+
+		tb := br.tab(t, "fan-b", 1000, 900)
+		start := time.Now()
+		tb.navigate(svc.url + "/concerts/" + id + "#token=" + b.jwt)
+		tb.wait(joinShown, "the join button")
+		tb.click("#join-button")
+		tb.wait(lineStatus+` === 'WAITING' && `+position+` === '2'`, "fan B at place 2")
+		t.Logf("time to first position (open the page, join, see the place): %s", time.Since(start).Round(time.Millisecond))
+		tb.shot("fan-waiting")
+
+		// x leaves: B's place falls.
+		svc.leave(t, x, tx.Token)
+		tb.wait(position+` === '1'`, "fan B's place falls to 1")
+
+		// A reload keeps the place: the token is in localStorage, no second join.
+		tokenKey := fmt.Sprintf(`localStorage.getItem('ticketrush.queue.%s.%s')`, b.id, id)
+		before := tb.eval(tokenKey)
+		tb.navigate(svc.url + "/concerts/" + id)
+		tb.wait(lineStatus+` === 'WAITING' && `+position+` === '1'`, "fan B still at place 1 after a reload")
+		assert.Equal(t, before, tb.eval(tokenKey))
+		assert.True(t, act(tb, chromedp.Evaluate[bool](`document.getElementById('join').hidden`)))
+
+		// The page's weight: a fresh browser context (empty cache), then a reload (304s).
+		fresh := br.tab(t, "fresh", 1000, 900)
+		fresh.navigate(svc.url + "/concerts/" + id)
+		first := weight(fresh)
+		act(fresh, chromedp.Reload())
+		t.Logf("page weight (bytes over the wire, gzip): first load %d B, a later load %d B", first, weight(fresh))
+
+		// A holds R-1, charges and pays; B waits all along, then is admitted.
+		ta.click(`[data-seat="R-1"]`)
+		ta.wait(`!document.getElementById('hold').hidden && document.getElementById('hold-seat').textContent.includes('R-1')`, "the hold")
+		ta.wait(`document.querySelector('[data-seat="R-1"]').classList.contains('mine')`, "R-1 marked as fan A's")
+		ta.wait(`document.getElementById('balance').dataset.value === '0'`, "the balance")
+		act(ta, chromedp.SetValue(chromedp.CSS("#amount"), "143000"))
+		ta.click(`#charge-form button[type=submit]`)
+		ta.wait(`document.getElementById('balance').dataset.value === '143000'`, "the charged balance")
+		ta.shot("fan-seatmap")
+		aToken := ta.eval(fmt.Sprintf(`localStorage.getItem('ticketrush.queue.%s.%s')`, a.id, id))
+		require.Equal(t, "WAITING", tb.eval(lineStatus), "fan B is admitted only after fan A pays")
+		ta.click("#pay")
+		ta.wait(`!document.getElementById('receipt').hidden`, "the receipt")
+		receipt := ta.text("#receipt")
+		assert.Contains(t, receipt, "R-1")
+		assert.Contains(t, receipt, "143,000 points")
+		ta.wait(lineStatus+` === 'DONE'`, "fan A done")
+		ta.shot("fan-receipt")
+
+		tb.wait(lineStatus+` === 'ACTIVE'`, "fan B admitted after fan A paid")
+		tb.wait(`document.querySelector('[data-seat="R-1"]')?.classList.contains('s-SOLD')`, "R-1 sold on fan B's map")
+
+		// Neither the sign-in tokens nor the queue tokens reach the service's log.
+		logs := svc.logs.String()
+		for _, secret := range []string{a.jwt, b.jwt, aToken, before} {
+			require.NotEmpty(t, secret)
+			assert.NotContains(t, logs, secret)
+		}
+	})
+
+	t.Run("pause", func(t *testing.T) {
+		id := svc.pageConcert(t, "Pause test", map[string]any{"activeCapacity": 1})
+		y, c := buyer(t, "page-y"), buyer(t, "page-c")
+		yToken := svc.admitted(t, y, id)
+
+		tc := br.tab(t, "fan-c", 1000, 900)
+		tc.navigate(svc.url + "/concerts/" + id + "#token=" + c.jwt)
+		tc.wait(joinShown, "the join button")
+		tc.click("#join-button")
+		tc.wait(lineStatus+` === 'WAITING' && `+position+` === '1'`, "fan C at place 1")
+
+		op := br.tab(t, "operator", 1200, 1000)
+		op.navigate(svc.url + "/admin")
+		op.wait(`!document.getElementById('signin').hidden`, "the sign-in form")
+		act(op, chromedp.SetValue(chromedp.CSS("#admin-token"), testAdminToken))
+		op.click(`#signin-form button[type=submit]`)
+		op.wait(fmt.Sprintf(`document.querySelector('[data-concert=%q]') !== null`, id), "the concert in the list")
+		op.click(fmt.Sprintf(`[data-concert=%q]`, id))
+		op.wait(`document.querySelector('[data-figure=waiting]')?.textContent === '1' && document.querySelector('[data-figure=active]')?.textContent === '1'`, "the live line")
+		op.click("#pause")
+		op.wait(`document.getElementById('live').dataset.paused === 'true'`, "the console showing the pause")
+		require.True(t, svc.queueState(t, id).Paused)
+		op.shot("admin")
+
+		// The slot frees while the line is paused: the fan's page keeps checking but does not advance.
+		svc.leave(t, y, yToken)
+		ticks := svc.scriptCalls("queue_tick")
+		updates := tc.eval(`document.getElementById('line').dataset.updates`)
+		tc.wait(fmt.Sprintf(`Number(document.getElementById('line').dataset.updates) >= %s + 3`, updates), "three more checks")
+		require.Eventually(t, func() bool { return svc.scriptCalls("queue_tick") >= ticks+5 }, pageWait, 50*time.Millisecond)
+		assert.Equal(t, "WAITING", tc.eval(lineStatus))
+		assert.Equal(t, "1", tc.eval(position))
+		q := svc.queueState(t, id)
+		assert.Zero(t, q.Active)
+		assert.EqualValues(t, 1, q.Waiting)
+		op.wait(`document.querySelector('[data-figure=active]')?.textContent === '0'`, "the console's live numbers")
+
+		op.click("#resume")
+		op.wait(`document.getElementById('live').dataset.paused === 'false'`, "the console showing the line running")
+		tc.wait(lineStatus+` === 'ACTIVE'`, "fan C admitted after the resume")
+	})
+
+	t.Run("sold out on a phone", func(t *testing.T) {
+		id := svc.pageConcert(t, "Sold-out show", map[string]any{"maxHoldsPerUser": 16})
+		seller := buyer(t, "page-seller")
+		token := svc.admitted(t, seller, id)
+		var schedules []struct {
+			ID string `json:"id"`
+		}
+		res := svc.do(t, req{method: "GET", path: "/v1/concerts/" + id + "/schedules", headers: seller.auth(token)})
+		require.Equal(t, http.StatusOK, res.status, "%s", res.body)
+		require.NoError(t, json.Unmarshal(res.body, &schedules))
+		require.Len(t, schedules, 2)
+		require.Equal(t, http.StatusCreated, svc.charge(t, seller, 10_000_000, "").status)
+		var held []string
+		for _, sc := range schedules {
+			for seat := range svc.seatMap(t, seller, token, id, sc.ID) {
+				res := svc.hold(t, seller, token, sc.ID, seat)
+				require.Equal(t, http.StatusCreated, res.status, "hold %s: %s", seat, res.body)
+				var r reservation
+				require.NoError(t, json.Unmarshal(res.body, &r))
+				held = append(held, r.ID)
+			}
+		}
+		for _, r := range held {
+			res := svc.pay(t, seller, r, "")
+			require.Equal(t, http.StatusCreated, res.status, "pay: %s", res.body)
+		}
+
+		fan := buyer(t, "page-phone")
+		tp := br.tab(t, "fan-phone", 360, 740)
+		tp.navigate(svc.url + "/#token=" + fan.jwt)
+		tp.wait(`document.querySelectorAll('#concert-list a').length > 0`, "the concert list")
+		assert.True(t, tp.fits(), "the concert list scrolls sideways at 360 px")
+		tp.navigate(svc.url + "/concerts/" + id)
+		tp.wait(joinShown, "the join button")
+		assert.True(t, tp.fits(), "the concert page scrolls sideways at 360 px")
+		tp.click("#join-button")
+		tp.wait(lineStatus+` === 'ACTIVE'`, "the fan admitted")
+		tp.wait(`document.getElementById('seatmap-box').dataset.state === 'SOLD_OUT'`, "the sold-out seat map")
+		assert.Equal(t, "Sold out: every seat of this date is sold.", tp.text("#seat-summary"))
+		assert.Equal(t, 2, strings.Count(tp.text("#dates"), "sold out"), "both dates read sold out")
+		assert.Equal(t, 0, act(tp, chromedp.Evaluate[int](`document.querySelectorAll('#seatmap button:not([disabled])').length`)),
+			"no seat of a sold-out date can be picked")
+		assert.True(t, tp.fits(), "the seat map scrolls sideways at 360 px")
+		tp.shot("fan-soldout-phone")
+
+		op := br.tab(t, "operator-phone", 360, 740)
+		op.navigate(svc.url + "/admin#concert=" + id)
+		act(op, chromedp.SetValue(chromedp.CSS("#admin-token"), testAdminToken))
+		op.click(`#signin-form button[type=submit]`)
+		op.wait(`document.querySelector('[data-figure=seats]')?.textContent === '0 / 0 / 16'`, "the console's seat figures")
+		assert.True(t, op.fits(), "the console scrolls sideways at 360 px")
+		op.shot("admin-phone")
+	})
+}
+
+// weight is what the page's last load took over the wire, in bytes: the document, its scripts and its
+// stylesheet (the API calls are not counted).
+func weight(tb *tab) int {
+	tb.t.Helper()
+	tb.wait(`document.readyState === 'complete'`, "the page loaded")
+	return act(tb, chromedp.Evaluate[int](`performance.getEntriesByType('navigation')[0].transferSize +
+		performance.getEntriesByType('resource').filter(e => e.initiatorType !== 'fetch').reduce((s, e) => s + e.transferSize, 0)`))
+}
