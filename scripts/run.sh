@@ -17,6 +17,7 @@ token=$("$BIN" token --user demo-fan --ttl 24h)
 cat <<MSG
 
 ticketrush is running at $ADDR (demo concert $id)
+fan page, signed in as demo-fan: $ADDR/#token=$token   operator console: $ADDR/admin (token \$ADMIN_TOKEN)
 dev token for user demo-fan:
   export TOKEN=$token
 
