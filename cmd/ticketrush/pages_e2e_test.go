@@ -218,16 +218,18 @@ func TestPagesInABrowser(t *testing.T) {
 		id := svc.pageConcert(t, "IU 2026", map[string]any{"activeCapacity": 1})
 		a, b, x := buyer(t, "page-a"), buyer(t, "page-b"), buyer(t, "page-x")
 
-		ta := br.tab(t, "fan-a", 1000, 900)
+		ta := br.tab(t, "fan-a-phone", 360, 740) // fan A buys on a phone: no page may scroll sideways
 		ta.navigate(svc.url + "/#token=" + a.jwt)
 		ta.wait(`document.querySelectorAll('#concert-list a').length > 0`, "the concert list")
 		assert.Equal(t, svc.url+"/", ta.eval(`location.href`), "the sign-in token leaves the address bar")
+		assert.True(t, ta.fits(), "the concert list scrolls sideways at 360 px")
 		ta.shot("fan-concerts")
 		ta.navigate(svc.url + "/concerts/" + id)
 		ta.wait(joinShown, "the join button")
 		ta.click("#join-button")
 		ta.wait(lineStatus+` === 'ACTIVE'`, "fan A admitted")
 		ta.wait(`document.querySelectorAll('#seatmap [data-seat]').length === 8`, "the seat map of the first date")
+		assert.True(t, ta.fits(), "the seat map scrolls sideways at 360 px")
 
 		_, tx := svc.join(t, x, id)
 		require.Equal(t, "WAITING", tx.Status)
@@ -247,8 +249,9 @@ func TestPagesInABrowser(t *testing.T) {
 		tb.wait(position+` === '1'`, "fan B's place falls to 1")
 
 		// A reload keeps the place: the token is in localStorage, no second join.
-		tokenKey := fmt.Sprintf(`localStorage.getItem('ticketrush.queue.%s.%s')`, b.id, id)
+		tokenKey := fmt.Sprintf(`localStorage.getItem('ticketrush.queue.%s.%s') || ''`, b.id, id)
 		before := tb.eval(tokenKey)
+		require.NotEmpty(t, before, "fan B's queue token is in localStorage")
 		tb.navigate(svc.url + "/concerts/" + id)
 		tb.wait(lineStatus+` === 'WAITING' && `+position+` === '1'`, "fan B still at place 1 after a reload")
 		assert.Equal(t, before, tb.eval(tokenKey))
@@ -269,8 +272,9 @@ func TestPagesInABrowser(t *testing.T) {
 		act(ta, chromedp.SetValue(chromedp.CSS("#amount"), "143000"))
 		ta.click(`#charge-form button[type=submit]`)
 		ta.wait(`document.getElementById('balance').dataset.value === '143000'`, "the charged balance")
+		assert.True(t, ta.fits(), "the hold and points scroll sideways at 360 px")
 		ta.shot("fan-seatmap")
-		aToken := ta.eval(fmt.Sprintf(`localStorage.getItem('ticketrush.queue.%s.%s')`, a.id, id))
+		aToken := ta.eval(fmt.Sprintf(`localStorage.getItem('ticketrush.queue.%s.%s') || ''`, a.id, id))
 		require.Equal(t, "WAITING", tb.eval(lineStatus), "fan B is admitted only after fan A pays")
 		ta.click("#pay")
 		ta.wait(`!document.getElementById('receipt').hidden`, "the receipt")
@@ -278,6 +282,7 @@ func TestPagesInABrowser(t *testing.T) {
 		assert.Contains(t, receipt, "R-1")
 		assert.Contains(t, receipt, "143,000 points")
 		ta.wait(lineStatus+` === 'DONE'`, "fan A done")
+		assert.True(t, ta.fits(), "the receipt scrolls sideways at 360 px")
 		ta.shot("fan-receipt")
 
 		tb.wait(lineStatus+` === 'ACTIVE'`, "fan B admitted after fan A paid")

@@ -60,8 +60,8 @@ func TestPageHeaders(t *testing.T) {
 			r.Header.Set("If-None-Match", etag)
 			rec = httptest.NewRecorder()
 			srv.ServeHTTP(rec, r)
-			assert.Equal(t, http.StatusNotModified, rec.Code)
-			assert.Empty(t, rec.Body.Bytes())
+			require.Equal(t, http.StatusNotModified, rec.Code)
+			assert.Zero(t, rec.Body.Len())
 		})
 	}
 }
