@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -400,4 +405,140 @@ func weight(tb *tab) int {
 	tb.wait(`document.readyState === 'complete'`, "the page loaded")
 	return act(tb, chromedp.Evaluate[int](`performance.getEntriesByType('navigation')[0].transferSize +
 		performance.getEntriesByType('resource').filter(e => e.initiatorType !== 'fetch').reduce((s, e) => s + e.transferSize, 0)`))
+}
+
+// nextAPI stands in front of the service with what API.md version 2 adds and the service does not serve
+// yet: GET /v1/queue/events (it polls the service and streams each status as an SSE "status" event),
+// and statuses rewritten to ones the service cannot give today (PREQUEUE, or a status no version has).
+// It counts the page's own polls and streams.
+type nextAPI struct {
+	svc     *service
+	proxy   *httputil.ReverseProxy
+	polls   atomic.Int64                   // the page's GET /v1/queue
+	streams atomic.Int64                   // the page's GET /v1/queue/events
+	rewrite atomic.Pointer[map[string]any] // members set on every queue body, when not nil
+}
+
+func newNextAPI(t *testing.T, svc *service) *httptest.Server {
+	u, err := url.Parse(svc.url)
+	require.NoError(t, err)
+	n := &nextAPI{svc: svc, proxy: httputil.NewSingleHostReverseProxy(u)}
+	srv := httptest.NewServer(n)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func (n *nextAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == "GET" && r.URL.Path == "/v1/queue/events":
+		n.streams.Add(1)
+		n.events(w, r)
+	case r.Method == "GET" && r.URL.Path == "/v1/queue":
+		n.polls.Add(1)
+		res, err := n.upstream(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", res.header.Get("Content-Type"))
+		w.WriteHeader(res.status)
+		_, _ = w.Write(n.rewritten(res))
+	default:
+		n.proxy.ServeHTTP(w, r)
+	}
+}
+
+func (n *nextAPI) upstream(r *http.Request) (response, error) {
+	return n.svc.send(req{method: "GET", path: "/v1/queue", headers: []string{
+		"Authorization", r.Header.Get("Authorization"), "X-Queue-Token", r.Header.Get("X-Queue-Token")}})
+}
+
+func (n *nextAPI) rewritten(res response) []byte {
+	set := n.rewrite.Load()
+	if set == nil || res.status != http.StatusOK {
+		return res.body
+	}
+	var body map[string]any
+	if json.Unmarshal(res.body, &body) != nil {
+		return res.body
+	}
+	for k, v := range *set {
+		body[k] = v
+	}
+	b, _ := json.Marshal(body)
+	return b
+}
+
+// events streams the token's status every 100 ms, until a final status or ACTIVE.
+func (n *nextAPI) events(w http.ResponseWriter, r *http.Request) {
+	res, err := n.upstream(r)
+	if err != nil || res.status != http.StatusOK {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(res.status)
+		_, _ = w.Write(res.body)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flusher := w.(http.Flusher)
+	for {
+		body := n.rewritten(res)
+		if _, err := fmt.Fprintf(w, "event: status\ndata: %s\n\n", bytes.TrimSpace(body)); err != nil {
+			return
+		}
+		flusher.Flush()
+		var tk ticket
+		if json.Unmarshal(body, &tk) == nil && (tk.Status == "ACTIVE" || tk.Status == "EXPIRED" || tk.Status == "DONE" || tk.Status == "SOLD_OUT") {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(100 * time.Millisecond): // the stream's own pace, not a wait for the test
+		}
+		if res, err = n.upstream(r); err != nil || res.status != http.StatusOK {
+			return
+		}
+	}
+}
+
+// TestPagesNextAPI checks the page against what API.md version 2 adds: the event stream, the
+// pre-queue, and a status it does not know.
+func TestPagesNextAPI(t *testing.T) {
+	br := newBrowser(t)
+	svc := startService(t, nil)
+	next := newNextAPI(t, svc)
+	n := next.Config.Handler.(*nextAPI)
+
+	id := svc.pageConcert(t, "Stream test", map[string]any{"activeCapacity": 1})
+	y, f := buyer(t, "page-next-y"), buyer(t, "page-next-f")
+	yToken := svc.admitted(t, y, id)
+
+	tf := br.tab(t, "fan-f", 1000, 900)
+	tf.navigate(next.URL + "/concerts/" + id + "#token=" + f.jwt)
+	tf.wait(joinShown, "the join button")
+	tf.click("#join-button")
+	tf.wait(lineStatus+` === 'WAITING' && `+position+` === '1'`, "fan F at place 1, from the stream")
+	tf.wait(`Number(document.getElementById('line').dataset.updates) >= 4`, "a few streamed statuses")
+	assert.Positive(t, n.streams.Load())
+	assert.Zero(t, n.polls.Load(), "the page polls while the stream works")
+
+	// The pre-queue: a countdown to the opening and a link to the draw.
+	opens := time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)
+	n.rewrite.Store(&map[string]any{"status": "PREQUEUE", "position": 0, "opensAt": opens})
+	tf.wait(lineStatus+` === 'PREQUEUE' && !document.getElementById('prequeue').hidden`, "the pre-queue")
+	assert.Contains(t, tf.text("#opens-in"), "min")
+	assert.Equal(t, "/v1/concerts/"+id+"/draw", tf.eval(`document.getElementById('draw-link').getAttribute('href')`))
+
+	// A status the page does not know: please wait.
+	n.rewrite.Store(&map[string]any{"status": "SOMETHING_NEW"})
+	tf.wait(lineStatus+` === 'SOMETHING_NEW'`, "the unknown status")
+	assert.Equal(t, "Please wait, we will check again.", tf.text("#status"))
+
+	// Back to the real statuses: the slot frees and the stream brings the admission.
+	n.rewrite.Store(nil)
+	svc.leave(t, y, yToken)
+	tf.wait(lineStatus+` === 'ACTIVE'`, "fan F admitted, from the stream")
+	assert.Zero(t, n.polls.Load(), "the page polls while the stream works")
 }
