@@ -122,6 +122,24 @@ func (tb *tab) saveFailure() {
 	}
 }
 
+// sibling opens another tab in the same browser context: the same fan's second tab, sharing its
+// localStorage.
+func (tb *tab) sibling(t *testing.T, name string) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(tb.ctx)
+	sb := &tab{t: t, name: name, ctx: ctx}
+	t.Cleanup(func() {
+		if t.Failed() {
+			sb.saveFailure()
+		}
+		cancel()
+	})
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1000, 900)); err != nil {
+		t.Fatalf("open tab %s: %v", name, err)
+	}
+	return sb
+}
+
 // shot saves the page for the README when the run asks for screenshots (make screenshots).
 func (tb *tab) shot(name string) {
 	tb.t.Helper()
@@ -208,6 +226,12 @@ func (s *service) pageConcert(t *testing.T, title string, queue map[string]any) 
 	return c.ID
 }
 
+type concertJSON struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Venue string `json:"venue"`
+}
+
 const (
 	lineStatus = `document.getElementById('line').dataset.status`
 	position   = `document.getElementById('position').textContent`
@@ -244,10 +268,18 @@ func TestPagesInABrowser(t *testing.T) {
 		start := time.Now()
 		tb.navigate(svc.url + "/concerts/" + id + "#token=" + b.jwt)
 		tb.wait(joinShown, "the join button")
+		loaded := time.Since(start)
+		// B has the page open in a second tab too: it follows the first tab's token, with no second join.
+		tb2 := tb.sibling(t, "fan-b-second-tab")
+		tb2.navigate(svc.url + "/concerts/" + id)
+		tb2.wait(joinShown, "the join button in the second tab")
+		click := time.Now()
 		tb.click("#join-button")
 		tb.wait(lineStatus+` === 'WAITING' && `+position+` === '2'`, "fan B at place 2")
-		t.Logf("time to first position (open the page, join, see the place): %s", time.Since(start).Round(time.Millisecond))
+		t.Logf("time to first position (open the page, then join and see the place): %s + %s",
+			loaded.Round(time.Millisecond), time.Since(click).Round(time.Millisecond))
 		tb.shot("fan-waiting")
+		tb2.wait(lineStatus+` === 'WAITING' && `+position+` === '2'`, "fan B's second tab at place 2")
 
 		// x leaves: B's place falls.
 		svc.leave(t, x, tx.Token)
@@ -269,11 +301,20 @@ func TestPagesInABrowser(t *testing.T) {
 		act(fresh, chromedp.Reload())
 		t.Logf("page weight (bytes over the wire, gzip): first load %d B, a later load %d B", first, weight(fresh))
 
-		// A holds R-1, charges and pays; B waits all along, then is admitted.
+		// A holds VIP-1 and cancels it: the seat is AVAILABLE again.
+		ta.click(`[data-seat="VIP-1"]`)
+		ta.wait(`!document.getElementById('hold').hidden && document.getElementById('hold-seat').textContent.includes('VIP-1')`, "the hold of VIP-1")
+		ta.click("#cancel")
+		ta.wait(`document.getElementById('hold').hidden && document.querySelector('[data-seat="VIP-1"]').classList.contains('s-AVAILABLE')`, "VIP-1 available again")
+
+		// A holds R-1, tries to pay without points, charges and pays; B waits all along, then is admitted.
 		ta.click(`[data-seat="R-1"]`)
 		ta.wait(`!document.getElementById('hold').hidden && document.getElementById('hold-seat').textContent.includes('R-1')`, "the hold")
 		ta.wait(`document.querySelector('[data-seat="R-1"]').classList.contains('mine')`, "R-1 marked as fan A's")
 		ta.wait(`document.getElementById('balance').dataset.value === '0'`, "the balance")
+		ta.click("#pay")
+		ta.wait(`!document.getElementById('notice').hidden`, "the refusal in words")
+		assert.Equal(t, "You do not have enough points. Charge points, then pay.", ta.text("#notice"))
 		act(ta, chromedp.SetValue(chromedp.CSS("#amount"), "143000"))
 		ta.click(`#charge-form button[type=submit]`)
 		ta.wait(`document.getElementById('balance').dataset.value === '143000'`, "the charged balance")
@@ -372,7 +413,11 @@ func TestPagesInABrowser(t *testing.T) {
 
 		fan := buyer(t, "page-phone")
 		tp := br.tab(t, "fan-phone", 360, 740)
-		tp.navigate(svc.url + "/#token=" + fan.jwt)
+		// Signed in with the paste box this time.
+		tp.navigate(svc.url + "/")
+		tp.wait(`!document.getElementById('signin').hidden`, "the sign-in form")
+		act(tp, chromedp.SetValue(chromedp.CSS("#jwt"), fan.jwt))
+		tp.click(`#signin-form button[type=submit]`)
 		tp.wait(`document.querySelectorAll('#concert-list a').length > 0`, "the concert list")
 		assert.True(t, tp.fits(), "the concert list scrolls sideways at 360 px")
 		tp.navigate(svc.url + "/concerts/" + id)
@@ -395,6 +440,18 @@ func TestPagesInABrowser(t *testing.T) {
 		op.wait(`document.querySelector('[data-figure=seats]')?.textContent === '0 / 0 / 16'`, "the console's seat figures")
 		assert.True(t, op.fits(), "the console scrolls sideways at 360 px")
 		op.shot("admin-phone")
+
+		// The operator creates a concert from the console: it is listed, selected and its line shown.
+		act(op, chromedp.SetValue(chromedp.CSS("#c-title"), "Created from the console"))
+		act(op, chromedp.SetValue(chromedp.CSS("#c-venue"), "Olympic Hall"))
+		act(op, chromedp.SetValue(chromedp.CSS("#c-dates"), "2026-12-31 11:00\n2027-01-01 11:00"))
+		act(op, chromedp.SetValue(chromedp.CSS("#c-sections"), "A 99000 4"))
+		op.click(`#create-form button[type=submit]`)
+		op.wait(`document.getElementById('live-h').textContent === 'The line: Created from the console' && document.querySelector('[data-figure=seats]')?.textContent === '8 / 0 / 0'`, "the new concert's line")
+		var list []concertJSON
+		res = svc.do(t, req{method: "GET", path: "/v1/concerts"})
+		require.NoError(t, json.Unmarshal(res.body, &list))
+		assert.Contains(t, list, concertJSON{ID: strings.TrimPrefix(op.eval(`location.hash`), "#concert="), Title: "Created from the console", Venue: "Olympic Hall"})
 	})
 }
 
