@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/bits"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -14,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -474,6 +479,10 @@ type nextAPI struct {
 	polls   atomic.Int64                   // the page's GET /v1/queue
 	streams atomic.Int64                   // the page's GET /v1/queue/events
 	rewrite atomic.Pointer[map[string]any] // members set on every queue body, when not nil
+	// The proof of work of API.md "Abuse": joins need a solved challenge while powBits > 0.
+	powBits    atomic.Int64
+	challenges sync.Map // challenge -> true, until used
+	solved     atomic.Int64
 }
 
 func newNextAPI(t *testing.T, svc *service) *httptest.Server {
@@ -487,6 +496,17 @@ func newNextAPI(t *testing.T, svc *service) *httptest.Server {
 
 func (n *nextAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case r.Method == "POST" && n.powBits.Load() > 0 && strings.HasSuffix(r.URL.Path, "/queue/challenge"):
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		challenge := hex.EncodeToString(b)
+		n.challenges.Store(challenge, true)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"challenge": challenge, "bits": n.powBits.Load(),
+			"expiresAt": time.Now().Add(2 * time.Minute).UTC()})
+	case r.Method == "POST" && n.powBits.Load() > 0 && strings.HasSuffix(r.URL.Path, "/queue"):
+		n.join(w, r)
 	case r.Method == "GET" && r.URL.Path == "/v1/queue/events":
 		n.streams.Add(1)
 		n.events(w, r)
@@ -503,6 +523,48 @@ func (n *nextAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		n.proxy.ServeHTTP(w, r)
 	}
+}
+
+// join checks the proof of work, then joins through the service.
+func (n *nextAPI) join(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Challenge string `json:"challenge"`
+		Nonce     string `json:"nonce"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	refuse := func(code string) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = fmt.Fprintf(w, `{"type":"about:blank","title":"Proof of work","status":403,"code":%q}`, code)
+	}
+	if body.Challenge == "" {
+		refuse("POW_REQUIRED")
+		return
+	}
+	if _, ok := n.challenges.LoadAndDelete(body.Challenge); !ok || leadingZeroBits(sha256.Sum256([]byte(body.Challenge+body.Nonce))) < int(n.powBits.Load()) {
+		refuse("POW_INVALID")
+		return
+	}
+	n.solved.Add(1)
+	res, err := n.svc.send(req{method: "POST", path: r.URL.Path, headers: []string{"Authorization", r.Header.Get("Authorization")}})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	w.Header().Set("Content-Type", res.header.Get("Content-Type"))
+	w.WriteHeader(res.status)
+	_, _ = w.Write(res.body)
+}
+
+func leadingZeroBits(sum [32]byte) int {
+	n := 0
+	for _, b := range sum {
+		if b != 0 {
+			return n + bits.LeadingZeros8(b)
+		}
+		n += 8
+	}
+	return n
 }
 
 func (n *nextAPI) upstream(r *http.Request) (response, error) {
@@ -610,4 +672,16 @@ func TestPagesNextAPI(t *testing.T) {
 	assert.Equal(t, "Sold out: every seat of this concert is sold.", tg.text("#status"))
 	assert.Empty(t, tg.eval(fmt.Sprintf(`localStorage.getItem('ticketrush.queue.%s.%s') || ''`, g.id, id)))
 	assert.Zero(t, n.polls.Load(), "the page polls while the stream works")
+
+	// A proof of work: the page fetches a challenge, solves it in a Web Worker and joins with it.
+	n.rewrite.Store(nil)
+	n.powBits.Store(14)
+	h := buyer(t, "page-next-h")
+	th := br.tab(t, "fan-h", 1000, 900)
+	th.navigate(next.URL + "/concerts/" + id + "#token=" + h.jwt)
+	th.wait(joinShown, "the join button")
+	th.click("#join-button")
+	th.wait(lineStatus+` === 'WAITING' && `+position+` === '2'`, "fan H in line behind fan G, after the proof of work")
+	assert.EqualValues(t, 1, n.solved.Load())
+	assert.True(t, act(th, chromedp.Evaluate[bool](`document.getElementById('pow').hidden`)), "the puzzle's progress is gone")
 }

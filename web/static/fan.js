@@ -236,9 +236,18 @@
     const code = $('access-code').value.trim();
     if (code) body.accessCode = code;
     $('join-button').disabled = true;
+    const path = `/v1/concerts/${encodeURIComponent(concertId)}/queue`;
     try {
-      const t = await api('POST', `/v1/concerts/${encodeURIComponent(concertId)}/queue`,
-        Object.keys(body).length ? { body } : {});
+      let t;
+      try {
+        t = await api('POST', path, Object.keys(body).length ? { body } : {});
+      } catch (e) {
+        if (e.code !== 'POW_REQUIRED') throw e;
+        // The concert asks for a proof of work: fetch a challenge, solve it in a worker, join with it.
+        const ch = await api('POST', `${path}/challenge`);
+        const nonce = await solve(ch);
+        t = await api('POST', path, { body: { ...body, challenge: ch.challenge, nonce } });
+      }
       notice('');
       saveToken(t.token);
       render(t);
@@ -250,6 +259,33 @@
       $('join-button').disabled = false;
     }
   });
+
+  // solve finds the nonce of a proof-of-work challenge in a Web Worker, showing its progress.
+  function solve(ch) {
+    return new Promise((resolve, reject) => {
+      const worker = new Worker('/static/pow.js');
+      const bar = $('pow-progress');
+      bar.value = 0;
+      show($('pow'), true);
+      const done = () => {
+        worker.terminate();
+        show($('pow'), false);
+      };
+      worker.onmessage = (ev) => {
+        if (ev.data.nonce !== undefined) {
+          done();
+          resolve(ev.data.nonce);
+          return;
+        }
+        bar.value = 1 - Math.exp(-ev.data.tries / ev.data.expected); // the chance to have found it by now
+      };
+      worker.onerror = () => {
+        done();
+        reject(new ApiError(0, 'POW_INVALID', 0));
+      };
+      worker.postMessage({ challenge: ch.challenge, bits: ch.bits });
+    });
+  }
 
   $('leave').addEventListener('click', async () => {
     try {
