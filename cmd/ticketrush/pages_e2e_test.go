@@ -483,6 +483,8 @@ type nextAPI struct {
 	powBits    atomic.Int64
 	challenges sync.Map // challenge -> true, until used
 	solved     atomic.Int64
+	// An access code (API.md "Abuse"): joins need it while it is not empty.
+	accessCode atomic.Pointer[string]
 }
 
 func newNextAPI(t *testing.T, svc *service) *httptest.Server {
@@ -505,7 +507,7 @@ func (n *nextAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(map[string]any{"challenge": challenge, "bits": n.powBits.Load(),
 			"expiresAt": time.Now().Add(2 * time.Minute).UTC()})
-	case r.Method == "POST" && n.powBits.Load() > 0 && strings.HasSuffix(r.URL.Path, "/queue"):
+	case r.Method == "POST" && (n.powBits.Load() > 0 || n.accessCode.Load() != nil) && strings.HasSuffix(r.URL.Path, "/queue"):
 		n.join(w, r)
 	case r.Method == "GET" && r.URL.Path == "/v1/queue/events":
 		n.streams.Add(1)
@@ -525,27 +527,41 @@ func (n *nextAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// join checks the proof of work, then joins through the service.
+// join checks the access code and the proof of work, then joins through the service.
 func (n *nextAPI) join(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Challenge string `json:"challenge"`
-		Nonce     string `json:"nonce"`
+		Challenge  string `json:"challenge"`
+		Nonce      string `json:"nonce"`
+		AccessCode string `json:"accessCode"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&body)
 	refuse := func(code string) {
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusForbidden)
-		_, _ = fmt.Fprintf(w, `{"type":"about:blank","title":"Proof of work","status":403,"code":%q}`, code)
+		_, _ = fmt.Fprintf(w, `{"type":"about:blank","title":"Refused","status":403,"code":%q}`, code)
 	}
-	if body.Challenge == "" {
-		refuse("POW_REQUIRED")
-		return
+	if code := n.accessCode.Load(); code != nil {
+		switch body.AccessCode {
+		case "":
+			refuse("ACCESS_CODE_REQUIRED")
+			return
+		case *code:
+		default:
+			refuse("ACCESS_CODE_INVALID")
+			return
+		}
 	}
-	if _, ok := n.challenges.LoadAndDelete(body.Challenge); !ok || leadingZeroBits(sha256.Sum256([]byte(body.Challenge+body.Nonce))) < int(n.powBits.Load()) {
-		refuse("POW_INVALID")
-		return
+	if bits := int(n.powBits.Load()); bits > 0 {
+		if body.Challenge == "" {
+			refuse("POW_REQUIRED")
+			return
+		}
+		if _, ok := n.challenges.LoadAndDelete(body.Challenge); !ok || leadingZeroBits(sha256.Sum256([]byte(body.Challenge+body.Nonce))) < bits {
+			refuse("POW_INVALID")
+			return
+		}
+		n.solved.Add(1)
 	}
-	n.solved.Add(1)
 	res, err := n.svc.send(req{method: "POST", path: r.URL.Path, headers: []string{"Authorization", r.Header.Get("Authorization")}})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -684,4 +700,23 @@ func TestPagesNextAPI(t *testing.T) {
 	th.wait(lineStatus+` === 'WAITING' && `+position+` === '2'`, "fan H in line behind fan G, after the proof of work")
 	assert.EqualValues(t, 1, n.solved.Load())
 	assert.True(t, act(th, chromedp.Evaluate[bool](`document.getElementById('pow').hidden`)), "the puzzle's progress is gone")
+
+	// An access code: the field appears when the sale asks for one; a wrong code reads in words.
+	n.powBits.Store(0)
+	code := "PRESALE-7"
+	n.accessCode.Store(&code)
+	k := buyer(t, "page-next-k")
+	tk := br.tab(t, "fan-k", 1000, 900)
+	tk.navigate(next.URL + "/concerts/" + id + "#token=" + k.jwt)
+	tk.wait(joinShown, "the join button")
+	assert.True(t, act(tk, chromedp.Evaluate[bool](`document.getElementById('access-code-field').hidden`)), "no code field before the sale asks")
+	tk.click("#join-button")
+	tk.wait(`!document.getElementById('access-code-field').hidden`, "the access code field")
+	assert.Equal(t, "This sale needs an access code. Enter the code you received.", tk.text("#notice"))
+	act(tk, chromedp.SetValue(chromedp.CSS("#access-code"), "WRONG-1"))
+	tk.click("#join-button")
+	tk.wait(`document.getElementById('notice').textContent.startsWith('That access code')`, "the wrong code refused")
+	act(tk, chromedp.SetValue(chromedp.CSS("#access-code"), code))
+	tk.click("#join-button")
+	tk.wait(lineStatus+` === 'WAITING' && `+position+` === '3'`, "fan K in line with the code")
 }
