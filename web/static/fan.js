@@ -669,9 +669,10 @@
     reservation = null;
     localStorage.removeItem(holdKey());
     show($('hold'), false);
+    const date = schedules.find((s) => s.id === r.scheduleId);
     const rows = [
       ['Seat', r.seatId],
-      ['Date', (schedules.find((s) => s.id === r.scheduleId) || {}).startsAt ? when.format(new Date(schedules.find((s) => s.id === r.scheduleId).startsAt)) : r.scheduleId],
+      ['Date', date ? when.format(new Date(date.startsAt)) : r.scheduleId],
       ['Paid', `${num.format(p.amount)} points`],
       ['Points left', num.format(p.balance)],
       ['Paid at', new Date(p.paidAt).toLocaleString()],
