@@ -665,6 +665,10 @@ func TestPagesNextAPI(t *testing.T) {
 	tf.wait(lineStatus+` === 'PREQUEUE' && !document.getElementById('prequeue').hidden`, "the pre-queue")
 	assert.Contains(t, tf.text("#opens-in"), "min")
 	assert.Equal(t, "/v1/concerts/"+id+"/draw", tf.eval(`document.getElementById('draw-link').getAttribute('href')`))
+	assert.True(t, act(tf, chromedp.Evaluate[bool](`document.getElementById('draw-key').hidden`)), "no draw key before the draw")
+	n.rewrite.Store(&map[string]any{"status": "WAITING", "position": 7, "drawKey": "00c0ffee"})
+	tf.wait(position+` === '7' && !document.getElementById('draw-key').hidden`, "the place and draw key after the draw")
+	assert.Equal(t, "00c0ffee", tf.text("#draw-key-value"))
 
 	// A status the page does not know: please wait.
 	n.rewrite.Store(&map[string]any{"status": "SOMETHING_NEW"})

@@ -407,6 +407,8 @@
     show($('leave'), t.status === 'WAITING' || t.status === 'PREQUEUE');
     show($('waiting-figures'), t.status === 'WAITING');
     show($('prequeue'), t.status === 'PREQUEUE');
+    show($('draw-key'), Boolean(t.drawKey));
+    $('draw-key-value').textContent = t.drawKey || '';
     let text;
     switch (t.status) {
       case 'WAITING':
