@@ -38,6 +38,7 @@ stop:
 ## the observability checks: alert rules (promtool), the compose file, and every dashboard and alert
 ## query against a real Prometheus scraping the service under load
 test: services
+	@scripts/chromium.sh
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
 	$(MAKE) --no-print-directory rules-check compose-check promcheck
@@ -126,3 +127,11 @@ loadtest: services build k6
 bench: services build
 	$(GO) build -o bin/ticketrush-bench ./loadtest/bench
 	@bin/ticketrush-bench -ticketrush $(BIN) $(BENCH_FLAGS)
+
+# --- The pages (README "The pages") ----------------------------------------------------------------------
+.PHONY: screenshots
+
+## screenshots: the browser tests in headless chromium, saving a PNG of each page under docs/screenshots/
+screenshots: services
+	@scripts/chromium.sh
+	$(GO) test -count=1 -run 'TestPagesInABrowser' ./cmd/ticketrush/ -args -screenshots=$(CURDIR)/docs/screenshots

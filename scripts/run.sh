@@ -58,8 +58,11 @@ if [ -z "$listening" ] || ! "$BIN" demo --setup --addr "$ADDR"; then
   tail -n 20 "$RUN/ticketrush.log" >&2
   exit 1
 fi
+token=$("$BIN" token --user demo-fan --ttl 24h)
 cat <<MSG
 
+fan page, signed in as demo-fan: $ADDR/#token=$token
+operator console: $ADDR/admin (admin token: the ADMIN_TOKEN of the environment; make run's is in the Makefile)
 the service logs to $RUN/ticketrush.log (tail -f it to watch).
 Ctrl-C stops the service; make stop (from another shell) stops it and the Redis and Postgres the set-up
 started.

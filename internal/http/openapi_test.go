@@ -128,6 +128,11 @@ var apiCases = []apiCase{
 	{name: "readyz redis down", method: "GET", path: "/readyz", status: 503,
 		setup: redisDownAtReady},
 	{name: "metrics", method: "GET", path: "/metrics", status: 200},
+	{name: "fan page", method: "GET", path: "/", status: 200},
+	{name: "fan concert page", method: "GET", path: "/concerts/c1", status: 200},
+	{name: "admin console", method: "GET", path: "/admin", status: 200},
+	{name: "page asset", method: "GET", path: "/static/fan.js", header: hdr("Accept-Encoding", "gzip"), status: 200},
+	{name: "page asset missing", method: "GET", path: "/static/nope.js", status: 404, code: "NOT_FOUND"},
 
 	// Catalog.
 	{name: "concerts public", method: "GET", path: "/v1/concerts", status: 200},

@@ -92,6 +92,7 @@ func NewServer(d Deps) *Server {
 	s.handle("POST", "/admin/v1/concerts", s.admin(s.createConcert))
 	s.handle("GET", "/admin/v1/concerts/:concertId/queue", s.admin(s.getQueue))
 	s.handle("PATCH", "/admin/v1/concerts/:concertId/queue", s.admin(s.patchQueue))
+	s.pageRoutes()
 	return s
 }
 

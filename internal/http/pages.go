@@ -1,0 +1,138 @@
+package http
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+	"github.com/ticketrush/ticketrush/web"
+)
+
+// contentSecurityPolicy allows scripts, styles and requests from this origin only: no inline script,
+// no inline style, no framing.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; worker-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// asset is one embedded file, ready to serve: its bytes, their gzip and a validator.
+type asset struct {
+	body, gz []byte
+	ctype    string
+	etag     string
+	noStore  bool // the operator's console: never cached
+}
+
+// assets reads web/static once.
+var assets = sync.OnceValues(func() (map[string]*asset, error) { return loadAssets(web.Files, "static") })
+
+func loadAssets(fsys fs.FS, root string) (map[string]*asset, error) {
+	out := map[string]*asset{}
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		var gz bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+		_, _ = zw.Write(body)
+		if err := zw.Close(); err != nil {
+			return err
+		}
+		sum := sha256.Sum256(body)
+		name := strings.TrimPrefix(p, root+"/")
+		ctype := mime.TypeByExtension(path.Ext(name))
+		if ctype == "" {
+			ctype = "application/octet-stream"
+		}
+		out[name] = &asset{body: body, gz: gz.Bytes(), ctype: ctype, etag: `"` + hex.EncodeToString(sum[:8]) + `"`,
+			noStore: strings.HasPrefix(name, "admin")}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load web assets: %w", err)
+	}
+	return out, nil
+}
+
+// pageRoutes serves the fan's page at / and /concerts/{id}, the operator's console at /admin and their
+// files under /static/. The fragment that carries a fan's sign-in token never reaches the server.
+func (s *Server) pageRoutes() {
+	s.handle("GET", "/", s.page("index.html"))
+	s.handle("GET", "/concerts/:concertId", s.page("index.html"))
+	s.handle("GET", "/admin", s.page("admin.html"))
+	s.handle("GET", "/static/*file", func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+		return serveAsset(w, r, strings.TrimPrefix(p.ByName("file"), "/"))
+	})
+}
+
+func (s *Server) page(name string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		return serveAsset(w, r, name)
+	}
+}
+
+// serveAsset writes one embedded file with the security headers, gzip when the client takes it, and an
+// ETag so that a later visit costs a 304.
+func serveAsset(w http.ResponseWriter, r *http.Request, name string) error {
+	all, err := assets()
+	if err != nil {
+		return err
+	}
+	a, ok := all[name]
+	if !ok {
+		return ticketrush.ErrNotFound
+	}
+	h := w.Header()
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Vary", "Accept-Encoding")
+	body, etag, gz := a.body, a.etag, acceptsGzip(r)
+	if gz {
+		body, etag = a.gz, a.etag[:len(a.etag)-1]+`-gz"` // each encoding its own validator
+	}
+	if a.noStore {
+		h.Set("Cache-Control", "no-store")
+	} else {
+		h.Set("Cache-Control", "no-cache") // revalidate each time: a deploy shows at once, a 304 is tiny
+		h.Set("ETag", etag)
+		if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return nil
+		}
+	}
+	h.Set("Content-Type", a.ctype)
+	if gz {
+		h.Set("Content-Encoding", "gzip")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	return nil
+}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(strings.TrimSpace(q), " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
+}
