@@ -133,6 +133,12 @@ var apiCases = []apiCase{
 	{name: "admin console", method: "GET", path: "/admin", status: 200},
 	{name: "page asset", method: "GET", path: "/static/fan.js", header: hdr("Accept-Encoding", "gzip"), status: 200},
 	{name: "page asset missing", method: "GET", path: "/static/nope.js", status: 404, code: "NOT_FOUND"},
+	{name: "page asset not modified", method: "GET", path: "/static/fan.js", header: hdr("If-None-Match", "{fanETag}"),
+		status: 304, setup: func(w *world) {
+			a, err := assets()
+			require.NoError(w.t, err)
+			w.ids["{fanETag}"] = a["fan.js"].etag
+		}},
 
 	// Catalog.
 	{name: "concerts public", method: "GET", path: "/v1/concerts", status: 200},

@@ -14,11 +14,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/web"
 )
 
 func TestPageHeaders(t *testing.T) {
-	srv := newFakes().server()
+	srv := pagesServer(t)
 	tests := []struct {
 		give      string
 		wantType  string
@@ -67,7 +70,7 @@ func TestPageHeaders(t *testing.T) {
 }
 
 func TestPageGzip(t *testing.T) {
-	srv := newFakes().server()
+	srv := pagesServer(t)
 	plain := httptest.NewRecorder()
 	srv.ServeHTTP(plain, httptest.NewRequest("GET", "/static/fan.js", nil))
 	require.Equal(t, http.StatusOK, plain.Code)
@@ -146,4 +149,9 @@ func TestFanPageWordsEveryCode(t *testing.T) {
 		assert.Regexp(t, `\n    `+code+`: '[A-Z][^']{10,}'`, table, "fan.js has no words for %s", code)
 	}
 	assert.NotContains(t, strings.ToLower(table), "http ", "words for fans, not protocol terms")
+}
+
+// pagesServer is the API server with no services behind it: the pages need none.
+func pagesServer(t *testing.T) *Server {
+	return NewServer(Deps{API: true, Registry: prometheus.NewRegistry(), Log: dbtest.Log(t)})
 }
