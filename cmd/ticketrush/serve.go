@@ -120,6 +120,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	stopLoops()
 	wg.Wait()
+	cat.Stop() // admin creates that outlived their request
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

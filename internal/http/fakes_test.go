@@ -320,12 +320,12 @@ func newFakeCatalog() *fakeCatalog {
 	return c
 }
 
-func (c *fakeCatalog) Create(_ context.Context, in ticketrush.Concert) (ticketrush.Concert, error) {
+func (c *fakeCatalog) Create(_ context.Context, in ticketrush.Concert, _ string) (ticketrush.Concert, bool, error) {
 	if err := in.Validate(); err != nil {
-		return in, err
+		return in, false, err
 	}
 	if c.Err != nil {
-		return in, fmt.Errorf("create concert: %w", c.Err)
+		return in, false, fmt.Errorf("create concert: %w", c.Err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -336,7 +336,7 @@ func (c *fakeCatalog) Create(_ context.Context, in ticketrush.Concert) (ticketru
 		in.Schedules[i].ID = fmt.Sprintf("new%ds%d", c.ids, i+1)
 	}
 	c.concerts[in.ID] = in
-	return in, nil
+	return in, true, nil
 }
 
 func (c *fakeCatalog) List() []ticketrush.ConcertSummary {

@@ -29,7 +29,7 @@ type Queue interface {
 
 // Catalog is the concert catalog and its queue settings.
 type Catalog interface {
-	Create(ctx context.Context, c ticketrush.Concert) (ticketrush.Concert, error)
+	Create(ctx context.Context, c ticketrush.Concert, idempotencyKey string) (created ticketrush.Concert, done bool, err error)
 	List() []ticketrush.ConcertSummary
 	Concert(id string) (ticketrush.Concert, bool)
 	PatchQueue(ctx context.Context, concertID string, p ticketrush.QueuePatch) (ticketrush.QueueSettings, error)

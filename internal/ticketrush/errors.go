@@ -22,6 +22,7 @@ var (
 	ErrBalanceLimit        = errors.New("balance limit")
 	ErrInvalidAmount       = errors.New("invalid amount")
 	ErrUnavailable         = errors.New("unavailable")
+	ErrExists              = errors.New("exists already") // a create of an id that is taken (a retry)
 )
 
 // InvalidError is a request that breaks a rule; Detail says which, in words a client can show.
