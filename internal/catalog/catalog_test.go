@@ -62,7 +62,9 @@ func (r *record) UpdateQueueSettings(context.Context, string, ticketrush.QueuePa
 
 type live struct{ Live }
 
-func (live) LoadConcert(context.Context, ticketrush.Concert, time.Time) (bool, error) { return true, nil }
+func (live) LoadConcert(context.Context, ticketrush.Concert, time.Time) (bool, error) {
+	return true, nil
+}
 
 func concert(title string) ticketrush.Concert {
 	at := time.Date(2026, 12, 24, 10, 0, 0, 0, time.UTC)

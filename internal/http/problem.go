@@ -47,6 +47,7 @@ var codes = []struct {
 var (
 	errPayloadTooLarge = errors.New("payload too large")
 	errMethod          = errors.New("method not allowed")
+	errSlowBody        = errors.New("request body too slow")
 )
 
 // writeError writes err as a problem document and reports whether it was a server-side failure.
@@ -58,6 +59,8 @@ func writeError(w http.ResponseWriter, err error) (status int) {
 		p.Status, p.Code, p.Title, p.Detail = 400, "INVALID_REQUEST", "Invalid request", invalid.Detail
 	case errors.Is(err, errPayloadTooLarge):
 		p.Status, p.Code, p.Title, p.Detail = 413, "PAYLOAD_TOO_LARGE", "Payload too large", "request bodies are limited to 64 KiB"
+	case errors.Is(err, errSlowBody):
+		p.Status, p.Code, p.Title, p.Detail = 408, "REQUEST_TIMEOUT", "Request timeout", "the request body did not arrive in time"
 	case errors.Is(err, errMethod):
 		p.Status, p.Code, p.Title, p.Detail = 405, "METHOD_NOT_ALLOWED", "Method not allowed", "see the Allow header"
 	default:
