@@ -19,7 +19,7 @@ import (
 // the server's 15 s write timeout; the outage is logged once, not once per request, and counted; after
 // the restart the same calls answer 200 again.
 func TestRedisOutageAnswers503(t *testing.T) {
-	rs := dbtest.StartRedisServer(t)
+	rs := dbtest.StartRedisServer(t, "always")
 	s := startService(t, map[string]string{"REDIS_URL": rs.URL})
 	concertID, scheduleID := s.saleConcert(t, map[string]any{"activeCapacity": 10})
 	alice := buyer(t, "alice")

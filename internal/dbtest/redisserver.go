@@ -14,21 +14,27 @@ import (
 )
 
 // RedisServer is a private redis-server that a fault test stops, kills and restarts: its own port and
-// directory, with the append-only file on (fsync every second, as the service's Redis runs), so that
-// a restart after SIGKILL reloads what it had acknowledged.
+// directory, with the append-only file on, so that a restart after SIGKILL reloads what it had.
+//
+// The fsync policy matters for SIGKILL: with appendfsync everysec (how services.sh and the compose file
+// run Redis), Redis postpones writing its log for up to 2 s while the previous fsync is still running
+// (a slow disk) and answers clients meanwhile, so a killed process can lose acknowledged writes; the
+// fault suite measured it. With always, a write is in the log before its answer.
 type RedisServer struct {
-	URL  string // redis://127.0.0.1:port/0
-	t    testing.TB
-	bin  string
-	dir  string
-	port int
+	URL   string // redis://127.0.0.1:port/0
+	t     testing.TB
+	bin   string
+	dir   string
+	port  int
+	fsync string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
 }
 
-// StartRedisServer starts a private redis-server with appendonly on, killed at the end of the test.
-func StartRedisServer(t testing.TB) *RedisServer {
+// StartRedisServer starts a private redis-server with appendonly on and appendfsync fsync ("always",
+// "everysec" or "no"), killed at the end of the test.
+func StartRedisServer(t testing.TB, fsync string) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -40,7 +46,7 @@ func StartRedisServer(t testing.TB) *RedisServer {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	r := &RedisServer{URL: "redis://127.0.0.1:" + strconv.Itoa(port) + "/0", t: t, bin: bin, dir: t.TempDir(), port: port}
+	r := &RedisServer{URL: "redis://127.0.0.1:" + strconv.Itoa(port) + "/0", t: t, bin: bin, dir: t.TempDir(), port: port, fsync: fsync}
 	t.Cleanup(func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -62,7 +68,7 @@ func (r *RedisServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(r.port)
 func (r *RedisServer) Restart() {
 	r.t.Helper()
 	cmd := exec.Command(r.bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction",
+		"--appendonly", "yes", "--appendfsync", r.fsync, "--maxmemory-policy", "noeviction",
 		"--dir", r.dir, "--logfile", filepath.Join(r.dir, "redis.log"))
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)

@@ -18,7 +18,7 @@ import (
 // last-delivered id is the last one generated). The backlog is what is really unacknowledged: pending
 // entries plus entries after the last-delivered id, whatever lag says.
 func TestBacklogAcrossRedisRestart(t *testing.T) {
-	rs := dbtest.StartRedisServer(t)
+	rs := dbtest.StartRedisServer(t, "always")
 	c := dbtest.Client(t, rs.URL)
 	ctx := context.Background()
 	const stream, group = "tr:{w:1}:events", "writebehind"
