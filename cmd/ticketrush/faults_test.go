@@ -34,7 +34,6 @@ import (
 const (
 	stormFans  = 12
 	stormSeats = 24_000 // one section; each fan takes seats from its own range
-	stormPrice = 1000
 	fundsEach  = 1_000_000
 	faultFor   = 3 * time.Second // how long an outage lasts
 )
@@ -321,24 +320,6 @@ func faultEnv(t *testing.T, redisURL, dbURL string) map[string]string {
 
 func stormConcert(t *testing.T, s *service) (string, string) {
 	return s.saleConcertSeats(t, stormSeats)
-}
-
-// saleConcertSeats creates a concert of one schedule with stormSeats R seats and room for every fan.
-func (s *service) saleConcertSeats(t *testing.T, seats int) (string, string) {
-	res := s.do(t, req{method: "POST", path: "/admin/v1/concerts", headers: admin(), body: map[string]any{
-		"title": "Storm " + t.Name(), "venue": "KSPO Dome", "schedules": []string{"2026-12-24T10:00:00Z"},
-		"sections": []map[string]any{{"name": "R", "price": stormPrice, "seats": seats}},
-		"queue":    map[string]any{"activeCapacity": 1000, "admitPerSecond": 1000, "maxHoldsPerUser": 50},
-	}})
-	require.Equal(t, http.StatusCreated, res.status, "%s", res.body)
-	var c struct {
-		ID        string `json:"id"`
-		Schedules []struct {
-			ID string `json:"id"`
-		} `json:"schedules"`
-	}
-	require.NoError(t, json.Unmarshal(res.body, &c))
-	return c.ID, c.Schedules[0].ID
 }
 
 // TestFaultRedisKilledMidStorm: the service's Redis (appendonly) is SIGKILLed in the middle of a
