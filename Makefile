@@ -9,7 +9,7 @@ export HTTP_ADDR ?= 127.0.0.1:8080
 ADDR := http://$(HTTP_ADDR)
 BIN := bin/ticketrush
 
-.PHONY: run stop help test services build vet demo clean
+.PHONY: run stop help test services build vet demo clean faults
 
 ## help: list the targets, one line each
 help:
@@ -41,7 +41,15 @@ test: services
 	@scripts/chromium.sh
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
-	$(MAKE) --no-print-directory rules-check compose-check promcheck
+	$(MAKE) --no-print-directory faults rules-check compose-check promcheck
+
+## faults: the fault suite (README "Faults"): Redis SIGKILLed and restarted, Postgres cut off and the API
+## process SIGKILLed, each in the middle of a purchase storm with a client-side ledger; then the
+## write-behind's worker-kill and Postgres-outage tests. Each fault logs a FAULT SUMMARY line.
+faults: services
+	set -o pipefail; $(GO) test -tags faults -count=1 -timeout 8m -v -run 'TestFault' ./cmd/ticketrush/ | grep -E '^(=== RUN|--- |FAIL|ok|PASS)|FAULT SUMMARY|faults_test.go'
+	$(GO) test -count=1 -timeout 5m -run 'TestWorkerKilledFiveTimes|TestPostgresUnreachable|TestBacklogAcrossRedisRestart' ./internal/writebehind/
+	$(GO) test -count=1 -timeout 5m -run 'TestRedisOutageAnswers503|TestAdminCreateWhilePostgresIsDown' ./cmd/ticketrush/
 
 ## clean: remove bin/ (not .data/: make stop first, then rm -rf .data to start afresh)
 clean:

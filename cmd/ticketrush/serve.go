@@ -106,7 +106,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "roles", cfg.Roles)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(httpapi.Listener(ln)) }()
 
 	select {
 	case err = <-served:
@@ -120,6 +120,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	stopLoops()
 	wg.Wait()
+	cat.Stop() // admin creates that outlived their request
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -47,8 +47,9 @@ type WalletStore interface {
 	Refund(ctx context.Context, userID, resID string, now time.Time) (bool, error)
 	Balance(ctx context.Context, userID string) (int64, error)
 	Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error)
-	Remembered(ctx context.Context, userID, key string) (fingerprint, ref string, created, ok bool, err error)
-	Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool) error
+	ReserveKey(ctx context.Context, userID, key, fingerprint, ref string, now time.Time) (reserved, done bool, doneRef string, created bool, err error)
+	Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool, now time.Time) (string, bool, error)
+	ReleaseKey(ctx context.Context, userID, key, fingerprint string, now time.Time) error
 }
 
 // Catalog is the concert catalog.
@@ -218,32 +219,79 @@ func (s *Service) Charge(ctx context.Context, userID string, amount int64, idemK
 }
 
 // PayOnce is Pay with an optional Idempotency-Key: a retry with the same key and reservation answers as
-// the first request did without acting again; the same key with another request is refused. A request
-// that failed leaves no record, so its retry acts.
+// the first request did without acting again; the same key with another request is refused.
+//
+// The key is reserved before paying, in one script call that every other request with the key sees, so
+// one key pays one reservation however many requests race with it. A request that finds the key
+// reserved for the same reservation waits (up to keyWait) for the first request's answer and repeats
+// it. A payment that was refused releases the key, so its retry acts; when the first request crashed
+// before recording its answer, the request that waited for it in vain finishes the payment itself (Pay
+// is idempotent per reservation: one debit) and records the answer; the first answer recorded stands.
 func (s *Service) PayOnce(ctx context.Context, userID, resID, idemKey string) (ticketrush.Payment, bool, error) {
 	if idemKey == "" {
 		return s.Pay(ctx, userID, resID)
 	}
 	fingerprint := "POST /v1/payments " + resID
-	prior, ref, created, ok, err := s.store.Remembered(ctx, userID, idemKey)
+	reserved, done, ref, created, err := s.store.ReserveKey(ctx, userID, idemKey, fingerprint, ticketrush.PaymentID(resID), s.now())
 	if err != nil {
 		return ticketrush.Payment{}, false, err
 	}
-	if ok {
-		if prior != fingerprint {
-			return ticketrush.Payment{}, false, ticketrush.ErrIdempotencyConflict
+	if !reserved && !done {
+		if reserved, done, ref, created, err = s.awaitKey(ctx, userID, idemKey, fingerprint, resID); err != nil {
+			return ticketrush.Payment{}, false, err
 		}
+	}
+	if done {
 		p, err := s.Payment(ctx, userID, ref)
 		return p, created, err
 	}
 	p, created, err := s.Pay(ctx, userID, resID)
 	if err != nil {
-		return p, created, err
+		if reserved {
+			if rerr := s.store.ReleaseKey(ctx, userID, idemKey, fingerprint, s.now()); rerr != nil {
+				s.log.Warn("idempotency key not released", "err", rerr)
+			}
+		}
+		return p, false, err
 	}
-	if err := s.store.Remember(ctx, userID, idemKey, fingerprint, p.ID, created); err != nil {
-		s.log.Warn("idempotency key not recorded", "err", err)
+	ref, created, err = s.store.Remember(ctx, userID, idemKey, fingerprint, p.ID, created, s.now())
+	if err != nil {
+		return ticketrush.Payment{}, false, err // paid; the retry with the key finds it and records the answer
+	}
+	if ref != p.ID {
+		return ticketrush.Payment{}, false, fmt.Errorf("idempotency key recorded payment %s, not %s", ref, p.ID)
 	}
 	return p, created, nil
+}
+
+// keyWait bounds how long a request waits for the answer of an earlier request with its
+// Idempotency-Key; keyPoll is how often it looks.
+const (
+	keyWait = time.Second
+	keyPoll = 10 * time.Millisecond
+)
+
+// awaitKey waits for the request that reserved an Idempotency-Key to record its answer: done is false
+// when it did not within keyWait (it crashed) or released the key (it was refused: took is true, this
+// request has the key now), and the caller acts itself.
+func (s *Service) awaitKey(ctx context.Context, userID, key, fingerprint, resID string) (took, done bool, ref string, created bool, err error) {
+	deadline := time.NewTimer(keyWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(keyPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, false, "", false, fmt.Errorf("%w: %w", ticketrush.ErrUnavailable, ctx.Err())
+		case <-deadline.C:
+			return false, false, "", false, nil
+		case <-tick.C:
+		}
+		reserved, done, ref, created, err := s.store.ReserveKey(ctx, userID, key, fingerprint, ticketrush.PaymentID(resID), s.now())
+		if err != nil || done || reserved { // reserved: the first request was refused and released the key
+			return reserved, done, ref, created, err
+		}
+	}
 }
 
 // Pay pays for a reservation from the user's points: claim the hold, debit the wallet once per

@@ -62,12 +62,18 @@ func (e *env) Verify(userID, concertID, token string) (ticketrush.QueueClaims, e
 
 func newEnv(t *testing.T, seats int, holdTTL time.Duration) *env {
 	t.Helper()
+	return newEnvHolds(t, seats, holdTTL, 2)
+}
+
+// newEnvHolds is newEnv with maxHolds holds per fan.
+func newEnvHolds(t *testing.T, seats int, holdTTL time.Duration, maxHolds int) *env {
+	t.Helper()
 	client, prefix := dbtest.Redis(t)
 	e := &env{client: client, clock: &clock{}, tokens: map[string]ticketrush.QueueClaims{}}
 	e.clock.set(time.Now())
 	e.store = redis.NewStore(client, prefix, prometheus.NewRegistry())
 	q := ticketrush.DefaultQueueSettings()
-	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 100_000, 1_000_000, holdTTL, 2
+	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 100_000, 1_000_000, holdTTL, maxHolds
 	e.concert = ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Queue: q,
 		Sections:  []ticketrush.Section{{Name: "R", Price: 1000, Seats: seats}},
 		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: e.clock.now()}}}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,4 +189,130 @@ func TestPayOnceWithIdempotencyKey(t *testing.T) {
 	balance, err := e.svc.Balance(ctx, alice)
 	require.NoError(t, err)
 	assert.Equal(t, int64(4000), balance, "debited once")
+}
+
+// TestOneKeyPaysOnce sends ten payments with one Idempotency-Key at once, on ten reservations of one fan:
+// exactly one pays and the nine others are IDEMPOTENCY_CONFLICT, round after round.
+func TestOneKeyPaysOnce(t *testing.T) {
+	const rounds, racers = 20, 10
+	e := newEnvHolds(t, rounds*racers, time.Minute, racers)
+	ctx := context.Background()
+	for round := range rounds {
+		fan := e.fan(t, fmt.Sprintf("fan-%d", round))
+		_, _, err := e.svc.Charge(ctx, fan, 1000*racers, "")
+		require.NoError(t, err)
+		res := make([]string, racers)
+		for i := range res {
+			r, err := e.svc.Hold(ctx, fan, fan, e.schedule(), fmt.Sprintf("R-%d", round*racers+i+1))
+			require.NoError(t, err)
+			res[i] = r.ID
+		}
+		var paid, conflicts atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for _, id := range res {
+			wg.Go(func() {
+				<-start
+				_, _, err := e.svc.PayOnce(ctx, fan, id, "one-key")
+				switch {
+				case err == nil:
+					paid.Add(1)
+				case errors.Is(err, ticketrush.ErrIdempotencyConflict):
+					conflicts.Add(1)
+				default:
+					t.Errorf("pay: %v", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.Equal(t, []int64{1, racers - 1}, []int64{paid.Load(), conflicts.Load()}, "round %d: one key pays once", round)
+		balance, err := e.svc.Balance(ctx, fan)
+		require.NoError(t, err)
+		require.Equal(t, int64(1000*(racers-1)), balance, "round %d: one debit", round)
+	}
+}
+
+// TestOneKeyOneAnswer sends ten payments with one Idempotency-Key on one reservation at once: every
+// answer is the first one (the same payment and the same creation flag), and a replay repeats it.
+func TestOneKeyOneAnswer(t *testing.T) {
+	const rounds, racers = 20, 10
+	e := newEnvHolds(t, rounds, time.Minute, 1)
+	ctx := context.Background()
+	for round := range rounds {
+		fan := e.fan(t, fmt.Sprintf("fan-%d", round))
+		_, _, err := e.svc.Charge(ctx, fan, 5000, "")
+		require.NoError(t, err)
+		r, err := e.svc.Hold(ctx, fan, fan, e.schedule(), fmt.Sprintf("R-%d", round+1))
+		require.NoError(t, err)
+		type answer struct {
+			p       ticketrush.Payment
+			created bool
+		}
+		answers := make([]answer, racers)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range answers {
+			wg.Go(func() {
+				<-start
+				p, created, err := e.svc.PayOnce(ctx, fan, r.ID, "same-key")
+				if !assert.NoError(t, err) {
+					return
+				}
+				answers[i] = answer{p, created}
+			})
+		}
+		close(start)
+		wg.Wait()
+		p, created, err := e.svc.PayOnce(ctx, fan, r.ID, "same-key")
+		require.NoError(t, err)
+		answers = append(answers, answer{p, created})
+		for i, a := range answers {
+			require.Equal(t, answers[0], a, "round %d: answer %d differs from the first", round, i)
+		}
+		assert.True(t, answers[0].created, "round %d: the payment was made by this key", round)
+		balance, err := e.svc.Balance(ctx, fan)
+		require.NoError(t, err)
+		require.Equal(t, int64(4000), balance, "round %d: one debit", round)
+	}
+}
+
+// TestOneKeyChargesOnce sends ten charges with one Idempotency-Key at once: one charge, every answer the
+// first one; ten with one key and ten amounts: one charge, nine IDEMPOTENCY_CONFLICT.
+func TestOneKeyChargesOnce(t *testing.T) {
+	const rounds, racers = 20, 10
+	e := newEnv(t, 1, time.Minute)
+	ctx := context.Background()
+	for round := range rounds {
+		fan := fmt.Sprintf("fan-%d", round)
+		charges := make([]ticketrush.Charge, racers)
+		var conflicts atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range charges {
+			wg.Go(func() {
+				<-start
+				c, _, err := e.svc.Charge(ctx, fan, 100, "same")
+				if assert.NoError(t, err) {
+					charges[i] = c
+				}
+				_, _, err = e.svc.Charge(ctx, fan, int64(1+i), "differ")
+				if errors.Is(err, ticketrush.ErrIdempotencyConflict) {
+					conflicts.Add(1)
+				} else {
+					assert.NoError(t, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, c := range charges {
+			require.Equal(t, charges[0], c, "round %d: charge %d differs from the first", round, i)
+		}
+		require.Equal(t, int64(racers-1), conflicts.Load(), "round %d", round)
+		balance, err := e.svc.Balance(ctx, fan)
+		require.NoError(t, err)
+		require.Less(t, balance-100, int64(racers+1), "round %d: one charge per key", round)
+		require.Greater(t, balance-100, int64(0), "round %d: one charge per key", round)
+	}
 }

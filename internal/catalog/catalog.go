@@ -4,9 +4,12 @@ package catalog
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,7 +19,8 @@ import (
 
 // Record is the durable catalog in Postgres.
 type Record interface {
-	CreateConcert(ctx context.Context, c ticketrush.Concert) error
+	CreateConcert(ctx context.Context, c ticketrush.Concert) error // ErrExists when the id is taken
+	Ping(ctx context.Context) error
 	Concerts(ctx context.Context) ([]ticketrush.Concert, error)
 	UpdateQueueSettings(ctx context.Context, concertID string, p ticketrush.QueuePatch) (ticketrush.QueueSettings, error)
 }
@@ -36,6 +40,10 @@ type Service struct {
 	now    func() time.Time
 	log    *slog.Logger
 
+	creating sync.WaitGroup     // creates that outlived their request
+	stop     context.CancelFunc // ends them (Stop)
+	bg       context.Context
+
 	mu        sync.RWMutex
 	concerts  map[string]ticketrush.Concert
 	order     []string
@@ -44,23 +52,81 @@ type Service struct {
 
 // NewService returns an empty catalog; Refresh fills it.
 func NewService(record Record, live Live, now func() time.Time, log *slog.Logger) *Service {
-	return &Service{record: record, live: live, now: now, log: log, concerts: map[string]ticketrush.Concert{}, schedules: map[string]string{}}
+	bg, stop := context.WithCancel(context.Background())
+	return &Service{record: record, live: live, now: now, log: log, concerts: map[string]ticketrush.Concert{}, schedules: map[string]string{},
+		bg: bg, stop: stop}
 }
 
+// CreateBound bounds an admin create as a whole: the request answers within its own deadline, and a
+// create that needs longer (ten schedules of 200,000 seats) goes on in the background up to this.
+const CreateBound = 5 * time.Minute
+
+// pingBound bounds the check that Postgres answers before a create starts.
+const pingBound = 2 * time.Second
+
 // Create validates a concert, gives it and its schedules ids, writes it to Postgres in one transaction
-// and loads it into Redis.
-func (s *Service) Create(ctx context.Context, c ticketrush.Concert) (ticketrush.Concert, error) {
+// and loads it into Redis. With an idempotency key the ids come from the key, so that a retry of the
+// same create finds the concert the first made (and answers with it) instead of making a second; the
+// same key with another concert is ErrIdempotencyConflict.
+//
+// The write runs on past ctx's deadline (up to CreateBound): when ctx ends first, Create returns the
+// concert with its ids and done false, and the concert appears once the write commits; a retry with
+// the key then answers with it (or, while the write still runs, done false again).
+func (s *Service) Create(ctx context.Context, c ticketrush.Concert, key string) (ticketrush.Concert, bool, error) {
 	if err := c.Validate(); err != nil {
-		return c, err
+		return c, false, err
 	}
-	c.ID = ticketrush.NewID()
+	c.ID = newID(key, "concert")
 	c.Schedules = slices.Clone(c.Schedules)
 	slices.SortStableFunc(c.Schedules, func(a, b ticketrush.Schedule) int { return a.StartsAt.Compare(b.StartsAt) })
 	for i := range c.Schedules {
-		c.Schedules[i].ID = ticketrush.NewID()
+		c.Schedules[i].ID = newID(key, "schedule/"+strconv.Itoa(i))
 		c.Schedules[i].StartsAt = c.Schedules[i].StartsAt.UTC()
 	}
-	if err := s.record.CreateConcert(ctx, c); err != nil {
+	// The write outlives the request; whether Postgres answers at all is known now (a 503, not a 202).
+	pctx, cancel := context.WithTimeout(ctx, pingBound)
+	err := s.record.Ping(pctx)
+	cancel()
+	if err != nil {
+		return c, false, fmt.Errorf("create concert: postgres: %w", errors.Join(ticketrush.ErrUnavailable, err))
+	}
+	type result struct {
+		c   ticketrush.Concert
+		err error
+	}
+	done := make(chan result, 1)
+	s.creating.Add(1)
+	go func() {
+		defer s.creating.Done()
+		wctx, cancel := context.WithTimeout(s.bg, CreateBound)
+		defer cancel()
+		got, err := s.create(wctx, c)
+		if err != nil && ctx.Err() != nil {
+			s.log.Error("background concert create failed", "concert", c.ID, "err", err)
+		}
+		done <- result{got, err}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err == nil, r.err
+	case <-ctx.Done():
+		return c, false, nil
+	}
+}
+
+// Stop ends the creates still running in the background (their transactions roll back) and waits for
+// them.
+func (s *Service) Stop() {
+	s.stop()
+	s.creating.Wait()
+}
+
+func (s *Service) create(ctx context.Context, c ticketrush.Concert) (ticketrush.Concert, error) {
+	err := s.record.CreateConcert(ctx, c)
+	if errors.Is(err, ticketrush.ErrExists) {
+		return s.existing(ctx, c)
+	}
+	if err != nil {
 		return c, fmt.Errorf("create concert: %w", err)
 	}
 	if _, err := s.live.LoadConcert(ctx, c, s.now()); err != nil {
@@ -70,6 +136,52 @@ func (s *Service) Create(ctx context.Context, c ticketrush.Concert) (ticketrush.
 	s.put(c)
 	return c, nil
 }
+
+// existing answers a retried create with the concert the first one made, if it is the same concert.
+func (s *Service) existing(ctx context.Context, c ticketrush.Concert) (ticketrush.Concert, error) {
+	prior, ok := s.Concert(c.ID)
+	if !ok {
+		if err := s.Refresh(ctx); err != nil {
+			return c, fmt.Errorf("create concert: read the existing one: %w", err)
+		}
+		if prior, ok = s.Concert(c.ID); !ok {
+			return c, fmt.Errorf("create concert %s: exists but cannot be read: %w", c.ID, ticketrush.ErrUnavailable)
+		}
+	}
+	if !sameConcert(prior, c) {
+		return c, ticketrush.ErrIdempotencyConflict
+	}
+	return prior, nil
+}
+
+// sameConcert reports whether a and b are the same create (ids aside).
+func sameConcert(a, b ticketrush.Concert) bool {
+	if a.Title != b.Title || a.Venue != b.Venue || a.Queue != b.Queue || !slices.Equal(a.Sections, b.Sections) ||
+		len(a.Schedules) != len(b.Schedules) {
+		return false
+	}
+	for i := range a.Schedules {
+		if !a.Schedules[i].StartsAt.Equal(b.Schedules[i].StartsAt) {
+			return false
+		}
+	}
+	return true
+}
+
+// newID is a fresh id, or without randomness the id of what under key: the same key, the same ids.
+func newID(key, what string) string {
+	if key == "" {
+		return ticketrush.NewID()
+	}
+	sum := sha256.Sum256([]byte("admin create\x00" + key + "\x00" + what))
+	b := make([]byte, 12)
+	for i := range b {
+		b[i] = idAlphabet[int(sum[i])%len(idAlphabet)]
+	}
+	return string(b)
+}
+
+const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 // Refresh re-reads the catalog from Postgres and loads into Redis every concert Redis lacks, so that a
 // restarted or emptied Redis gets its catalog back.

@@ -99,9 +99,19 @@ func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprou
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	c, err := s.Catalog.Create(r.Context(), req.concert())
+	key, err := idempotencyKey(r)
 	if err != nil {
 		return err
+	}
+	c, done, err := s.Catalog.Create(r.Context(), req.concert(), key)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if !done { // still being written: it appears under its id once committed; a retry with the key says
+		status = http.StatusAccepted
+		w.Header().Set("Location", "/admin/v1/concerts/"+c.ID+"/queue")
+		w.Header().Set("Retry-After", "5")
 	}
 	out := adminConcertJSON{ID: c.ID, Title: c.Title, Venue: c.Venue, Queue: toQueueSettingsJSON(c.Queue),
 		Schedules: []scheduleJSON{}, Sections: []sectionJSON{}}
@@ -111,7 +121,7 @@ func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprou
 	for _, sec := range c.Sections {
 		out.Sections = append(out.Sections, sectionJSON{Name: sec.Name, Price: sec.Price, Seats: sec.Seats})
 	}
-	writeJSON(w, http.StatusCreated, out)
+	writeJSON(w, status, out)
 	return nil
 }
 

@@ -72,7 +72,7 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, p httprouter.
 	if err != nil {
 		return err
 	}
-	// A seat map (up to 200,000 seats a schedule, ticketrush.MaxSeatsPerSale) is the largest response of
+	// A seat map (up to 200,000 seats a schedule, ticketrush.MaxSeatsPerSchedule) is the largest response of
 	// the API: written by hand, one buffer, no reflection.
 	var b bytes.Buffer
 	b.Grow(len(seats) * 72)

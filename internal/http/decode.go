@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"strings"
 	"time"
@@ -28,6 +29,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		if errors.As(err, &tooLarge) {
 			return errPayloadTooLarge
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errSlowBody
+		}
 		return ticketrush.Invalidf("the body must hold one JSON value")
 	}
 	return nil
@@ -42,6 +46,8 @@ func decodeError(err error, v any) error {
 	switch {
 	case errors.As(err, &tooLarge):
 		return errPayloadTooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return errSlowBody // the server's read timeout passed before the body arrived
 	case errors.Is(err, io.EOF):
 		return ticketrush.Invalidf("the body is empty; a JSON object is required")
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):

@@ -8,8 +8,9 @@ import (
 )
 
 type httpMetrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	unavailable *prometheus.CounterVec
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -24,8 +25,12 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Help:    "HTTP request latency by route pattern, method and status.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, labels),
+		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_http_unavailable_total",
+			Help: "Requests answered 503 UNAVAILABLE because Redis or Postgres did not answer in time, by route pattern.",
+		}, []string{"route"}),
 	}
-	reg.MustRegister(m.requests, m.duration)
+	reg.MustRegister(m.requests, m.duration, m.unavailable)
 	return m
 }
 

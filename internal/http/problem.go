@@ -21,6 +21,7 @@ type problem struct {
 var (
 	errPayloadTooLarge = ticketrush.ErrPayloadTooLarge
 	errMethod          = ticketrush.ErrMethodNotAllowed
+	errSlowBody        = ticketrush.ErrRequestTimeout
 )
 
 // writeError writes err as a problem document, its status, code and title from the error table

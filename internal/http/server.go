@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -28,7 +29,7 @@ type Queue interface {
 
 // Catalog is the concert catalog and its queue settings.
 type Catalog interface {
-	Create(ctx context.Context, c ticketrush.Concert) (ticketrush.Concert, error)
+	Create(ctx context.Context, c ticketrush.Concert, idempotencyKey string) (created ticketrush.Concert, done bool, err error)
 	List() []ticketrush.ConcertSummary
 	Concert(id string) (ticketrush.Concert, bool)
 	PatchQueue(ctx context.Context, concertID string, p ticketrush.QueuePatch) (ticketrush.QueueSettings, error)
@@ -55,18 +56,36 @@ type Deps struct {
 	Ready      map[string]Check
 	Registry   *prometheus.Registry
 	Log        *slog.Logger
+	// Timeout bounds every request's calls to Redis and Postgres (DefaultTimeout when 0), CreateTimeout
+	// those of an admin create (DefaultCreateTimeout when 0): a dependency that does not answer in time
+	// is a 503 UNAVAILABLE with Retry-After, well before the server's write timeout cuts the response.
+	Timeout, CreateTimeout time.Duration
 }
+
+// The default request bounds: both well inside the server's 15 s write timeout.
+const (
+	DefaultTimeout       = 2 * time.Second
+	DefaultCreateTimeout = 10 * time.Second
+)
 
 // Server routes the API.
 type Server struct {
 	Deps
-	router  *httprouter.Router
-	metrics *httpMetrics
+	router      *httprouter.Router
+	metrics     *httpMetrics
+	unavailable *burstLog
 }
 
 // NewServer builds the router.
 func NewServer(d Deps) *Server {
-	s := &Server{Deps: d, router: httprouter.New(), metrics: newHTTPMetrics(d.Registry)}
+	if d.Timeout <= 0 {
+		d.Timeout = DefaultTimeout
+	}
+	if d.CreateTimeout <= 0 {
+		d.CreateTimeout = DefaultCreateTimeout
+	}
+	s := &Server{Deps: d, router: httprouter.New(), metrics: newHTTPMetrics(d.Registry),
+		unavailable: newBurstLog(d.Log, unavailableBurst)}
 	s.router.HandleMethodNotAllowed = true
 	s.router.NotFound = s.fallback(ticketrush.ErrNotFound)
 	s.router.MethodNotAllowed = s.fallback(errMethod)
@@ -89,7 +108,7 @@ func NewServer(d Deps) *Server {
 	s.bookingRoutes()
 	s.handle("GET", "/v1/points/history", s.pointsHistory)
 
-	s.handle("POST", "/admin/v1/concerts", s.admin(s.createConcert))
+	s.router.Handle("POST", "/admin/v1/concerts", s.instrument("/admin/v1/concerts", s.CreateTimeout, s.admin(s.createConcert)))
 	s.handle("GET", "/admin/v1/concerts/:concertId/queue", s.admin(s.getQueue))
 	s.handle("PATCH", "/admin/v1/concerts/:concertId/queue", s.admin(s.patchQueue))
 	s.pageRoutes()
@@ -102,17 +121,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // handlerFunc is a route's handler; a returned error is written as a problem document.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
 
-// Handle adds a route, instrumented under its pattern.
+// Handle adds a route, instrumented under its pattern and bounded by the request timeout.
 func (s *Server) handle(method, pattern string, h handlerFunc) {
-	s.router.Handle(method, pattern, s.instrument(pattern, h))
+	s.router.Handle(method, pattern, s.instrument(pattern, s.Timeout, h))
 }
 
-func (s *Server) instrument(pattern string, h handlerFunc) httprouter.Handle {
+// instrument runs h with a deadline of timeout on the request's context (every Redis and Postgres call
+// of the request inherits it), writes its error as a problem document, logs a 5xx (a burst of 503s
+// once) and counts the request.
+func (s *Server) instrument(pattern string, timeout time.Duration, h handlerFunc) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		start := time.Now()
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		if err := h(sw, r, p); err != nil {
-			if status := writeError(sw, err); status >= 500 {
+			if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ticketrush.ErrUnavailable) {
+				err = errors.Join(ticketrush.ErrUnavailable, err) // a dependency did not answer in time
+			}
+			switch status := writeError(sw, err); {
+			case status == http.StatusServiceUnavailable:
+				if s.metrics != nil {
+					s.metrics.unavailable.WithLabelValues(pattern).Inc()
+				}
+				s.unavailable.note(pattern, r.Method, err)
+			case status >= 500:
 				s.Log.Error("request failed", "route", pattern, "method", r.Method, "status", status, "err", err)
 			}
 		}
@@ -124,8 +158,40 @@ func (s *Server) instrument(pattern string, h handlerFunc) httprouter.Handle {
 
 // fallback answers requests no route takes, counted under the route label "unmatched".
 func (s *Server) fallback(err error) http.Handler {
-	h := s.instrument("unmatched", func(http.ResponseWriter, *http.Request, httprouter.Params) error { return err })
+	h := s.instrument("unmatched", s.Timeout, func(http.ResponseWriter, *http.Request, httprouter.Params) error { return err })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, nil) })
+}
+
+// unavailableBurst is how long one log line stands for the 503s that follow it.
+const unavailableBurst = 10 * time.Second
+
+// burstLog logs the first 503 of a burst and then one line per window with how many it left out, so
+// that an outage of a dependency is one log line every few seconds, not one per request.
+type burstLog struct {
+	log    *slog.Logger
+	window time.Duration
+	mu     sync.Mutex
+	last   time.Time
+	quiet  int
+}
+
+func newBurstLog(log *slog.Logger, window time.Duration) *burstLog {
+	return &burstLog{log: log, window: window}
+}
+
+func (b *burstLog) note(route, method string, err error) {
+	b.mu.Lock()
+	now := time.Now()
+	if now.Sub(b.last) < b.window {
+		b.quiet++
+		b.mu.Unlock()
+		return
+	}
+	quiet := b.quiet
+	b.last, b.quiet = now, 0
+	b.mu.Unlock()
+	b.log.Error("dependency unavailable", "route", route, "method", method, "status", http.StatusServiceUnavailable,
+		"err", err, "not_logged_since_last", quiet)
 }
 
 type statusWriter struct {

@@ -3,6 +3,8 @@ package http
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -164,15 +166,15 @@ func (w *world) fixtures() {
 	day := time.Now().UTC().Add(90 * 24 * time.Hour).Truncate(time.Hour)
 	q1 := ticketrush.DefaultQueueSettings()
 	q1.ActiveCapacity, q1.AdmitPerSecond, q1.ActiveTTL, q1.HoldTTL, q1.MaxHoldsPerUser = 4, 50, 1800*time.Second, 300*time.Second, 4
-	c1, err := w.cat.Create(ctx, ticketrush.Concert{Title: "IU 2026", Venue: "KSPO Dome", Queue: q1,
+	c1, _, err := w.cat.Create(ctx, ticketrush.Concert{Title: "IU 2026", Venue: "KSPO Dome", Queue: q1,
 		Schedules: []ticketrush.Schedule{{StartsAt: day}, {StartsAt: day.Add(24 * time.Hour)}},
-		Sections:  []ticketrush.Section{{Name: "VIP", Price: 165000, Seats: 2}, {Name: "R", Price: 143000, Seats: 3}}})
+		Sections:  []ticketrush.Section{{Name: "VIP", Price: 165000, Seats: 2}, {Name: "R", Price: 143000, Seats: 3}}}, "")
 	require.NoError(t, err)
 	q2 := ticketrush.DefaultQueueSettings()
 	q2.ActiveCapacity, q2.MaxHoldsPerUser = 1000, 1
-	c2, err := w.cat.Create(ctx, ticketrush.Concert{Title: "Small", Venue: "Club", Queue: q2,
+	c2, _, err := w.cat.Create(ctx, ticketrush.Concert{Title: "Small", Venue: "Club", Queue: q2,
 		Schedules: []ticketrush.Schedule{{StartsAt: day}},
-		Sections:  []ticketrush.Section{{Name: "A", Price: 1000, Seats: 2}}})
+		Sections:  []ticketrush.Section{{Name: "A", Price: 1000, Seats: 2}}}, "")
 	require.NoError(t, err)
 	w.ids[concert1], w.ids[concert2] = c1.ID, c2.ID
 	w.ids[schedule1], w.ids[schedule2], w.ids[schedule3] = c1.Schedules[0].ID, c1.Schedules[1].ID, c2.Schedules[0].ID
@@ -234,6 +236,21 @@ func (w *world) replace(s string) string {
 		s = strings.ReplaceAll(s, k, v)
 	}
 	return s
+}
+
+// adminCreate creates a concert through the admin endpoint, with an Idempotency-Key when key is set.
+func (w *world) adminCreate(body, key string) {
+	h := jsonBody(hdr("Authorization", "Bearer "+testAdminToken))
+	if key != "" {
+		h.Set("Idempotency-Key", key)
+	}
+	r := httptest.NewRequest("POST", "/admin/v1/concerts", strings.NewReader(body))
+	r.Header = h
+	rec := httptest.NewRecorder()
+	d := w.deps
+	d.Registry = prometheus.NewRegistry() // the case's server registers on the world's
+	NewServer(d).ServeHTTP(rec, r)
+	require.Equal(w.t, http.StatusCreated, rec.Code, rec.Body.String())
 }
 
 // server builds the real server over the world.
@@ -309,8 +326,8 @@ func (brokenQueue) Leave(context.Context, string, string) error { return errDown
 
 type brokenCatalog struct{ Catalog }
 
-func (brokenCatalog) Create(context.Context, ticketrush.Concert) (ticketrush.Concert, error) {
-	return ticketrush.Concert{}, errDown
+func (brokenCatalog) Create(context.Context, ticketrush.Concert, string) (ticketrush.Concert, bool, error) {
+	return ticketrush.Concert{}, false, errDown
 }
 func (brokenCatalog) PatchQueue(context.Context, string, ticketrush.QueuePatch) (ticketrush.QueueSettings, error) {
 	return ticketrush.QueueSettings{}, errDown

@@ -4,25 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // CreateConcert writes a concert, its sections, schedules and every seat of every schedule in one
-// transaction.
+// transaction; the seats travel by COPY, generated as they are sent. It returns ticketrush.ErrExists, writing
+// nothing, when a concert with that id is there already (a retried create), and an error that is
+// ErrUnavailable when Postgres cannot be reached or does not answer in time.
 func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
-	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		q := c.Queue
-		_, err := tx.Exec(ctx, `INSERT INTO concerts (id, title, venue, active_capacity, admit_per_second,
-			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)`,
+		tag, err := tx.Exec(ctx, `INSERT INTO concerts (id, title, venue, active_capacity, admit_per_second,
+			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)
+			ON CONFLICT (id) DO NOTHING`,
 			c.ID, c.Title, c.Venue, q.ActiveCapacity, q.AdmitPerSecond, int(q.ActiveTTL/time.Second),
 			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused)
 		if err != nil {
 			return fmt.Errorf("insert concert: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return ticketrush.ErrExists
 		}
 		for i, s := range c.Sections {
 			if _, err := tx.Exec(ctx, `INSERT INTO sections (concert_id, name, price, seats, ordinal) VALUES ($1,$2,$3,$4,$5)`,
@@ -30,26 +40,74 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 				return fmt.Errorf("insert section %s: %w", s.Name, err)
 			}
 		}
-		var rows [][]any
 		for _, sc := range c.Schedules {
 			if _, err := tx.Exec(ctx, `INSERT INTO schedules (id, concert_id, starts_at) VALUES ($1,$2,$3)`,
 				sc.ID, c.ID, sc.StartsAt); err != nil {
 				return fmt.Errorf("insert schedule: %w", err)
 			}
-			for _, s := range c.Sections {
-				for n := 1; n <= s.Seats; n++ {
-					rows = append(rows, []any{sc.ID, s.Name + "-" + strconv.Itoa(n), s.Name, s.Price})
-				}
-			}
 		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"seats"}, []string{"schedule_id", "seat_id", "section", "price"},
-			pgx.CopyFromRows(rows))
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"seats"}, []string{"schedule_id", "seat_id", "section", "price"}, newSeatRows(c))
 		if err != nil {
 			return fmt.Errorf("copy seats: %w", err)
 		}
 		return nil
 	})
+	if err != nil && !errors.Is(err, ticketrush.ErrExists) {
+		return unavailable(ctx, err)
+	}
+	return err
 }
+
+// unavailable marks err as ErrUnavailable when it says that Postgres could not be reached or did not
+// answer in time (not when Postgres refused the statement, which is a bug to fix, a 500).
+func unavailable(ctx context.Context, err error) error {
+	var pgErr *pgconn.PgError
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	switch {
+	case errors.As(err, &pgErr):
+		if strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P03" || pgErr.Code == "53300" {
+			break // connection exception, admin shutdown, cannot connect now, too many connections
+		}
+		return err
+	case errors.As(err, &connectErr), errors.As(err, &netErr), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), pgconn.SafeToRetry(err), ctx.Err() != nil:
+	default:
+		return err
+	}
+	return errors.Join(ticketrush.ErrUnavailable, err)
+}
+
+// seatRows generates the seat rows of every schedule for COPY, one at a time.
+type seatRows struct {
+	c             ticketrush.Concert
+	sched, sec, n int
+	row           []any
+}
+
+func newSeatRows(c ticketrush.Concert) *seatRows { return &seatRows{c: c, row: make([]any, 4)} }
+
+func (r *seatRows) Next() bool {
+	if r.sched >= len(r.c.Schedules) {
+		return false
+	}
+	r.n++
+	if r.n > r.c.Sections[r.sec].Seats {
+		r.n, r.sec = 1, r.sec+1
+		if r.sec == len(r.c.Sections) {
+			r.sec, r.sched = 0, r.sched+1
+			if r.sched == len(r.c.Schedules) {
+				return false
+			}
+		}
+	}
+	s := r.c.Sections[r.sec]
+	r.row[0], r.row[1], r.row[2], r.row[3] = r.c.Schedules[r.sched].ID, s.Name+"-"+strconv.Itoa(r.n), s.Name, s.Price
+	return true
+}
+
+func (r *seatRows) Values() ([]any, error) { return r.row, nil }
+func (r *seatRows) Err() error             { return nil }
 
 // Concerts returns the whole catalog, oldest concert first.
 func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {

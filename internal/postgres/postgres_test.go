@@ -12,7 +12,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-func open(t *testing.T) *DB {
+func open(t testing.TB) *DB {
 	t.Helper()
 	db, err := Open(context.Background(), dbtest.Postgres(t))
 	require.NoError(t, err)

@@ -75,9 +75,9 @@ func chargeArgs(userID string, amount int64, chargeID string, now time.Time, ide
 		strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), strconv.Itoa(ticketrush.MaxBalance)}
 }
 
-func rememberArgs(userID, key, fingerprint, ref string, created bool, now time.Time) []string {
+func rememberArgs(userID, key, fingerprint, ref string, created bool, now time.Time, step string) []string {
 	return []string{userID, key, fingerprint, ref, flag(created), strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)),
-		millis(now)}
+		millis(now), step}
 }
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -308,31 +308,66 @@ func chargeReply(msg rueidis.RedisMessage) (ticketrush.Charge, bool, error) {
 	return c, replayed, r.err
 }
 
-// Remembered returns the record of a user's idempotency key, if any. A key first used on a charge has
-// that charge's fingerprint and no ref.
-func (s *Store) Remembered(ctx context.Context, userID, key string) (fingerprint, ref string, created, ok bool, err error) {
-	raw, err := s.client.Do(ctx, s.client.B().Get().Key(s.keys.Wallet(userID).Idempotency(userID, key)).Build()).ToString()
-	if isNil(err) {
-		return "", "", false, false, nil
-	}
+// rememberStep runs one step of payment_remember and returns its state and the record it replied.
+func (s *Store) rememberStep(ctx context.Context, step, userID, key, fingerprint, ref string, created bool, now time.Time) (string, idempotencyRecord, error) {
+	msg, err := s.exec(ctx, s.paymentRemember, s.keys.Wallet(userID).remember(userID, key), rememberArgs(userID, key, fingerprint, ref, created, now, step))
 	if err != nil {
-		_, err = mapError(err)
-		return "", "", false, false, fmt.Errorf("read idempotency key: %w", err)
+		return "", idempotencyRecord{}, fmt.Errorf("idempotency key %s: %w", step, err)
 	}
-	var r idempotencyRecord
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return "", "", false, false, fmt.Errorf("decode idempotency record: %w", err)
+	r, err := reply(msg, 2)
+	if err != nil {
+		return "", idempotencyRecord{}, fmt.Errorf("idempotency key %s: %w", step, err)
 	}
-	return r.Fingerprint, r.Ref, r.Created, true, nil
+	state, raw := r.str(0), r.str(1)
+	if r.err != nil {
+		return "", idempotencyRecord{}, fmt.Errorf("idempotency key %s: %w", step, r.err)
+	}
+	var rec idempotencyRecord
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return "", idempotencyRecord{}, fmt.Errorf("decode idempotency record: %w", err)
+		}
+	}
+	return state, rec, nil
 }
 
-// Remember records a user's idempotency key for 24 h, unless it is recorded already: one script that
-// also appends the record to the wallet's outbox, so that it is durable (restore brings it back).
-func (s *Store) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool) error {
-	_, err := s.exec(ctx, s.paymentRemember, s.keys.Wallet(userID).remember(userID, key),
-		rememberArgs(userID, key, fingerprint, ref, created, time.Now()))
+// ReserveKey reserves a user's Idempotency-Key for a payment before it is made, in one script call that
+// a concurrent request with the same key sees: reserved is true when this call took the key; done is
+// true when the key has its answer already (ref and created are that answer); neither when a request
+// with the same fingerprint holds it. The key used with another fingerprint is IDEMPOTENCY_CONFLICT.
+func (s *Store) ReserveKey(ctx context.Context, userID, key, fingerprint, ref string, now time.Time) (reserved, done bool, doneRef string, created bool, err error) {
+	state, rec, err := s.rememberStep(ctx, "reserve", userID, key, fingerprint, ref, false, now)
 	if err != nil {
-		return fmt.Errorf("store idempotency key: %w", err)
+		return false, false, "", false, err
 	}
-	return nil
+	switch state {
+	case "RESERVED":
+		return true, false, "", false, nil
+	case "PENDING":
+		return false, false, "", false, nil
+	case "DONE":
+		return false, true, rec.Ref, rec.Created, nil
+	}
+	return false, false, "", false, fmt.Errorf("idempotency key reserve: unexpected state %q", state)
+}
+
+// Remember records the answer of a payment under its Idempotency-Key for 24 h, with an event that makes
+// the record durable (restore brings it back). The first answer recorded stands: Remember returns the
+// recorded payment and creation flag, which a later caller answers with instead of its own.
+func (s *Store) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool, now time.Time) (string, bool, error) {
+	state, rec, err := s.rememberStep(ctx, "finish", userID, key, fingerprint, ref, created, now)
+	if err != nil {
+		return "", false, err
+	}
+	if state != "DONE" {
+		return "", false, fmt.Errorf("idempotency key finish: unexpected state %q", state)
+	}
+	return rec.Ref, rec.Created, nil
+}
+
+// ReleaseKey frees a user's Idempotency-Key reserved for a payment that was refused, so that a retry
+// acts again; a key with its answer recorded, or reserved with another fingerprint, stays.
+func (s *Store) ReleaseKey(ctx context.Context, userID, key, fingerprint string, now time.Time) error {
+	_, _, err := s.rememberStep(ctx, "release", userID, key, fingerprint, "", false, now)
+	return err
 }

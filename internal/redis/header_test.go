@@ -140,9 +140,9 @@ func TestScriptHeaders(t *testing.T) {
 			map[string]string{"user": "fan-1", "id": "r1", "amount": "500", "payment": ticketrush.PaymentID("r1"), "now": at}},
 		{"wallet_refund", w.money(), refundArgs("fan-1", "r1", now),
 			map[string]string{"user": "fan-1", "id": "r1", "refund": ticketrush.RefundID("r1"), "now": at}},
-		{"payment_remember", w.remember("fan-1", "k1"), rememberArgs("fan-1", "k1", "fp1", "p1", true, now),
+		{"payment_remember", w.remember("fan-1", "k1"), rememberArgs("fan-1", "k1", "fp1", "p1", true, now, "finish"),
 			map[string]string{"user": "fan-1", "key": "k1", "fp": "fp1", "ref": "p1", "created": "1",
-				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "now": at}},
+				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "now": at, "step": "finish"}},
 	}
 	require.Len(t, tests, len(lua.Names()), "every script has a case here, and every case a script")
 	for _, tt := range tests {

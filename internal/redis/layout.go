@@ -105,7 +105,8 @@ func EncodeMovement(e ticketrush.LedgerEntry) (string, error) {
 
 // idempotencyRecord is the record of one user's Idempotency-Key (string key, with a TTL). A key first
 // used on a charge keeps the charge (id, amount, balance, at: points_charge replays it); one first used
-// on a payment keeps the payment id (ref) and whether the first answer was a creation.
+// on a payment keeps the payment id (ref) and whether the first answer was a creation; pending while
+// that payment is under way.
 type idempotencyRecord struct {
 	Fingerprint string  `json:"fingerprint"`
 	ID          string  `json:"id,omitempty"`
@@ -114,6 +115,7 @@ type idempotencyRecord struct {
 	At          jsonInt `json:"at,omitempty"`
 	Ref         string  `json:"ref,omitempty"`
 	Created     bool    `json:"created,omitempty"`
+	Pending     bool    `json:"pending,omitempty"` // a payment under way holds the key (payment_remember 'reserve')
 }
 
 // EncodeIdempotency writes the record of an Idempotency-Key as points_charge and payment_remember keep

@@ -109,7 +109,8 @@ func TestLayoutMatchesScripts(t *testing.T) {
 			Fingerprint: "fp-charge", Ref: charge["id"].(string), At: t0, Amount: 1000, Balance: 1000})
 		require.NoError(t, err)
 		assert.Equal(t, charge, asMap(t, enc), "a charge's idempotency record")
-		require.NoError(t, s.Remember(ctx, "alice", "pay-key", "fp-pay", d.ID, true))
+		_, _, err = s.Remember(ctx, "alice", "pay-key", "fp-pay", d.ID, true, t0)
+		require.NoError(t, err)
 		enc, err = EncodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "pay-key", Kind: "payment",
 			Fingerprint: "fp-pay", Ref: d.ID, Created: true})
 		require.NoError(t, err)

@@ -21,7 +21,13 @@ func Open(ctx context.Context, url string) (rueidis.Client, error) {
 		return nil, fmt.Errorf("parse redis url: %w", err)
 	}
 	opt.DisableCache = true // the service does not use client-side caching; miniredis has none either
-	opt.ConnWriteTimeout = 5 * time.Second
+	// Bounded waits: a read is not retried on a network error (the request answers 503 and the client
+	// retries it, instead of the request waiting on the retry loop); a hung Redis is noticed within
+	// ConnWriteTimeout, which also bounds the handshake of a new connection that callers without a
+	// deadline of their own (the background loops) start and requests then wait for.
+	opt.DisableRetry = true
+	opt.Dialer.Timeout = time.Second
+	opt.ConnWriteTimeout = 3 * time.Second
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, fmt.Errorf("connect redis: %w", err)

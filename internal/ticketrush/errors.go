@@ -66,6 +66,7 @@ var (
 	ErrInvalidRequest      = define("INVALID_REQUEST", 400, "Invalid request", "the request breaks a rule of the API", false)
 	ErrPayloadTooLarge     = define("PAYLOAD_TOO_LARGE", 413, "Payload too large", "request bodies are limited to 64 KiB", false)
 	ErrMethodNotAllowed    = define("METHOD_NOT_ALLOWED", 405, "Method not allowed", "see the Allow header", false)
+	ErrRequestTimeout      = define("REQUEST_TIMEOUT", 408, "Request timeout", "the request body did not arrive in time", false)
 	ErrInternal            = define("INTERNAL", 500, "Internal error", "the error is logged; try again", false)
 )
 
@@ -136,6 +137,10 @@ func ErrorDetail(err error) string {
 	}
 	return ErrorInfo(err).Detail
 }
+
+// ErrExists is a create of an id that is taken (a retry of a create with the same Idempotency-Key): the
+// catalog answers with what the first create made; it never reaches a client as such.
+var ErrExists = errors.New("exists already")
 
 // InvalidError is a request that breaks a rule; Detail says which, in words a client can show. Its
 // code is INVALID_REQUEST.

@@ -67,6 +67,7 @@ func TestErrorTableLines(t *testing.T) {
 		{ErrInvalidRequest, "INVALID_REQUEST", 400, false},
 		{ErrPayloadTooLarge, "PAYLOAD_TOO_LARGE", 413, false},
 		{ErrMethodNotAllowed, "METHOD_NOT_ALLOWED", 405, false},
+		{ErrRequestTimeout, "REQUEST_TIMEOUT", 408, false},
 		{ErrInternal, "INTERNAL", 500, false},
 	}
 	require.Len(t, tests, len(Codes()), "a code of the table is not pinned here")

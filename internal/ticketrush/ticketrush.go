@@ -6,6 +6,8 @@ package ticketrush
 import (
 	"regexp"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Concert is one tour date set: its schedules share the seat layout given by its sections.
@@ -118,6 +120,8 @@ func (c Concert) Validate() error {
 		return Invalidf("schedules must list 1-100 start times")
 	case len(c.Sections) == 0 || len(c.Sections) > 100:
 		return Invalidf("sections must list 1-100 sections")
+	case !printable(c.Title) || !printable(c.Venue):
+		return Invalidf("title and venue must be UTF-8 text without control characters")
 	}
 	seen := map[string]bool{}
 	for _, s := range c.Sections {
@@ -128,8 +132,8 @@ func (c Concert) Validate() error {
 			return Invalidf("section %q is listed twice", s.Name)
 		case s.Price < 0 || s.Price > 10_000_000:
 			return Invalidf("section %q: price must be between 0 and 10000000", s.Name)
-		case s.Seats < 1:
-			return Invalidf("section %q: seats must be at least 1", s.Name)
+		case s.Seats < 1 || s.Seats > MaxSeatsPerSchedule: // each bounded, so that the sum cannot overflow
+			return Invalidf("section %q: seats must be from 1 to %d", s.Name, MaxSeatsPerSchedule)
 		}
 		seen[s.Name] = true
 	}
@@ -137,4 +141,17 @@ func (c Concert) Validate() error {
 		return Invalidf("a schedule may have at most %d seats", MaxSeatsPerSchedule)
 	}
 	return c.Queue.Validate()
+}
+
+// printable reports whether s is valid UTF-8 without control characters (Postgres refuses NUL in text).
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

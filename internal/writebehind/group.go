@@ -239,50 +239,85 @@ func measure(ctx context.Context, rdb rueidis.Client, group string, streams []st
 	return backlog, oldest, nil
 }
 
+// exactCount is the most entries measureStates reads to count a stream's undelivered entries when
+// Redis's own figure (XINFO GROUPS lag) cannot be trusted.
+const exactCount = 1000
+
+// measureStates counts, over every stream, the entries the group has not acknowledged: its pending
+// entries and the entries after its last-delivered id, and finds the oldest of them (Unix ms).
+//
+// XINFO GROUPS' lag is a hint, not the count: after a Redis restart it can report entries (55, 109) on
+// a stream that is empty, its last-delivered id the last one generated. So the count comes from the
+// stream itself: nothing after the last-delivered id is 0 whatever lag says; otherwise lag is taken when
+// it is possible (at most the entries the stream holds beyond the pending ones), else the entries are
+// counted (up to exactCount; beyond, the stream's bound stands for them).
 func measureStates(ctx context.Context, rdb rueidis.Client, streams []string, states map[string]*streamState) (backlog, oldest int64) {
-	var firsts, lengths rueidis.Commands
-	var unknown []bool // per command of firsts: Redis could not count the entries left to deliver
 	consider := func(id string) {
 		if ev, err := ticketrush.ParseEventID("", id); err == nil && (oldest == 0 || ev.Ms < oldest) {
 			oldest = ev.Ms
 		}
 	}
+	type undelivered struct {
+		stream, from string
+		lag, pending int64
+	}
+	var (
+		todo []undelivered
+		cmds rueidis.Commands // per todo: the first entry after from, and the stream's length
+	)
 	for _, s := range streams {
 		st := states[s]
 		if st == nil {
 			continue // no stream
 		}
-		if st.ours == nil { // no group yet: every entry waits
-			firsts = append(firsts, rdb.B().Xrange().Key(s).Start("-").End("+").Count(1).Build())
-			unknown = append(unknown, false)
-			lengths = append(lengths, rdb.B().Xlen().Key(s).Build())
-			continue
+		u := undelivered{stream: s, from: "-", lag: -1}
+		if g := st.ours; g != nil {
+			backlog += g.pending
+			if p, ok := st.pendingMins[g.name]; ok {
+				consider(p)
+			}
+			u = undelivered{stream: s, from: "(" + g.lastDelivered, lag: g.lag, pending: g.pending}
 		}
-		g := st.ours
-		backlog += g.pending
-		if p, ok := st.pendingMins[g.name]; ok {
-			consider(p)
-		}
-		if g.lag != 0 {
-			firsts = append(firsts, rdb.B().Xrange().Key(s).Start("("+g.lastDelivered).End("+").Count(1).Build())
-			unknown = append(unknown, g.lag < 0)
-			backlog += max(g.lag, 0)
-		}
+		todo = append(todo, u)
+		cmds = append(cmds, rdb.B().Xrange().Key(s).Start(u.from).End("+").Count(1).Build(), rdb.B().Xlen().Key(s).Build())
 	}
-	for i, res := range rdb.DoMulti(ctx, firsts...) {
-		xs, err := res.AsXRange()
+	var (
+		counts rueidis.Commands // per stream whose lag is not possible: its entries after the last-delivered id
+		bounds []int64
+	)
+	res := rdb.DoMulti(ctx, cmds...)
+	for i, u := range todo {
+		xs, err := res[2*i].AsXRange()
 		if err != nil || len(xs) == 0 {
-			continue
+			continue // nothing after the last-delivered id
 		}
 		consider(xs[0].ID)
-		if unknown[i] {
+		n, err := res[2*i+1].AsInt64()
+		if err != nil {
 			backlog++ // at least this one
+			continue
 		}
+		bound := max(n-u.pending, 1) // pending entries are at or before the last-delivered id
+		if u.from == "-" {
+			backlog += n // no group yet: every entry waits
+			continue
+		}
+		if u.lag >= 1 && u.lag <= bound {
+			backlog += u.lag
+			continue
+		}
+		bounds = append(bounds, bound)
+		counts = append(counts, rdb.B().Xrange().Key(u.stream).Start(u.from).End("+").Count(exactCount).Build())
 	}
-	for _, res := range rdb.DoMulti(ctx, lengths...) {
-		n, err := res.AsInt64()
-		if err == nil {
-			backlog += n
+	for i, res := range rdb.DoMulti(ctx, counts...) {
+		xs, err := res.AsXRange()
+		switch {
+		case err != nil:
+			backlog++ // at least the one seen
+		case len(xs) == exactCount:
+			backlog += max(bounds[i], exactCount)
+		default:
+			backlog += int64(len(xs))
 		}
 	}
 	return backlog, oldest

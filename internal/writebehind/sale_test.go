@@ -74,9 +74,9 @@ func newSale(t testing.TB, redisURL, prefix, dbURL string, holdTTL time.Duration
 	q := ticketrush.DefaultQueueSettings()
 	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 100_000, 1_000_000, holdTTL, 3
 	at := time.Now().Add(30 * 24 * time.Hour).Truncate(time.Hour)
-	s.concert, err = s.cat.Create(ctx, ticketrush.Concert{Title: "write-behind", Venue: "test", Queue: q,
+	s.concert, _, err = s.cat.Create(ctx, ticketrush.Concert{Title: "write-behind", Venue: "test", Queue: q,
 		Schedules: []ticketrush.Schedule{{StartsAt: at}, {StartsAt: at.Add(24 * time.Hour)}},
-		Sections:  []ticketrush.Section{{Name: "VIP", Price: 1500, Seats: 200}, {Name: "R", Price: 700, Seats: 1800}}})
+		Sections:  []ticketrush.Section{{Name: "VIP", Price: 1500, Seats: 200}, {Name: "R", Price: 700, Seats: 1800}}}, "")
 	require.NoError(t, err)
 	require.NoError(t, NewState(s.rdb, prefix).Startup(ctx, db, time.Now()))
 	return s
