@@ -56,6 +56,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	store := redis.NewStore(rc, cfg.RedisKeyPrefix, reg)
 	cat := catalog.NewService(db, store, time.Now, log)
+	store.NeedConcerts(cat.IDs) // readiness checks the concerts' slots too
 	if err := cat.Refresh(ctx); err != nil {
 		return fmt.Errorf("load catalog: %w", err)
 	}
