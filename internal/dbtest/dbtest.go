@@ -61,7 +61,7 @@ func Redis(t testing.TB) (rueidis.Client, string) {
 	t.Helper()
 	c := client(t, RedisURL())
 	prefix := Name("t")
-	t.Cleanup(func() { deletePrefix(c, prefix) })
+	t.Cleanup(func() { DeletePrefix(c, prefix) })
 	return c, prefix
 }
 
@@ -126,10 +126,10 @@ func client(t testing.TB, u string) rueidis.Client {
 	return c
 }
 
-// deletePrefix deletes the keys under prefix. SCAN covers one node, so on a cluster it scans every
+// DeletePrefix deletes the keys under prefix. SCAN covers one node, so on a cluster it scans every
 // master (a replica holds copies of its master's keys) and deletes each key through c, which routes it
 // to its slot's master.
-func deletePrefix(c rueidis.Client, prefix string) {
+func DeletePrefix(c rueidis.Client, prefix string) {
 	ctx := context.Background()
 	for _, node := range Masters(c) {
 		var cursor uint64
@@ -187,7 +187,7 @@ func Cluster(t testing.TB) (rueidis.Client, string) {
 	t.Helper()
 	c := client(t, ClusterURL(t))
 	prefix := Name("t")
-	t.Cleanup(func() { deletePrefix(c, prefix) })
+	t.Cleanup(func() { DeletePrefix(c, prefix) })
 	return c, prefix
 }
 
