@@ -43,11 +43,16 @@ url() {
   echo "$u"
 }
 
-healthy() { # every node up, the cluster formed with 3 masters each with a replica, all slots served
-  local info
+healthy() { # the cluster formed with 3 masters, all slots served, every replica in sync with its master
+  local info p
   info=$(cli "$BASE" cluster info 2>/dev/null) || return 1
   grep -q '^cluster_state:ok' <<<"$info" && grep -q '^cluster_known_nodes:6' <<<"$info" &&
-    grep -q '^cluster_slots_ok:16384' <<<"$info" && grep -q '^cluster_size:3' <<<"$info"
+    grep -q '^cluster_slots_ok:16384' <<<"$info" && grep -q '^cluster_size:3' <<<"$info" || return 1
+  for p in $PORTS; do
+    info=$(cli "$p" info replication 2>/dev/null) || return 1
+    grep -q '^role:slave' <<<"$info" || continue
+    grep -q '^master_link_status:up' <<<"$info" && ! grep -q '^master_sync_in_progress:1' <<<"$info" || return 1
+  done
 }
 
 started=0

@@ -274,8 +274,8 @@ func StartPrivateCluster(t testing.TB, base int) *PrivateCluster {
 	return pc
 }
 
-// Kill SIGKILLs the node on port and returns once it is gone.
-func (pc *PrivateCluster) Kill(t testing.TB, port int) {
+// Signal sends sig to the node on port (SIGSTOP and SIGCONT to make a replica lag).
+func (pc *PrivateCluster) Signal(t testing.TB, port int, sig os.Signal) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(pc.Dir, strconv.Itoa(port), "redis.pid"))
 	if err != nil {
@@ -289,7 +289,31 @@ func (pc *PrivateCluster) Kill(t testing.TB, port int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	require.NoError(t, p.Kill())
+	require.NoError(t, p.Signal(sig))
+}
+
+// Replicas returns the ports of the nodes whose ROLE is replica.
+func (pc *PrivateCluster) Replicas(t testing.TB) []int {
+	t.Helper()
+	var out []int
+	for port := pc.Base; port < pc.Base+6; port++ {
+		node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + strconv.Itoa(port)},
+			ForceSingleClient: true, DisableCache: true})
+		require.NoError(t, err)
+		role, err := node.Do(context.Background(), node.B().Role().Build()).ToArray()
+		node.Close()
+		require.NoError(t, err)
+		if r, _ := role[0].ToString(); r == "slave" {
+			out = append(out, port)
+		}
+	}
+	return out
+}
+
+// Kill SIGKILLs the node on port and returns once it is gone.
+func (pc *PrivateCluster) Kill(t testing.TB, port int) {
+	t.Helper()
+	pc.Signal(t, port, os.Kill)
 	require.Eventually(t, func() bool {
 		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 100*time.Millisecond)
 		if err == nil {

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // clusterPorts are this package's private cluster's ports (7200-7205, bus 17200-17205): test packages
@@ -83,4 +85,75 @@ func redisUp(t *testing.T, reg *prometheus.Registry) float64 {
 	}
 	t.Fatal("no ticketrush_redis_up")
 	return 0
+}
+
+// TestReplicatedStepsWaitForAReplica: with WaitForReplica a hold or a charge is answered only once a
+// replica has it. Replicas that are connected but stopped (SIGSTOP: they lag) make the steps fail with
+// ErrNotReplicated, 503, instead of acknowledging a write a failover would lose; a step that does not
+// wait (a join) goes on. Masters whose replicas are gone (SIGKILL) have nothing to wait for: the steps
+// go on, counted in ticketrush_redis_unreplicated_writes_total.
+func TestReplicatedStepsWaitForAReplica(t *testing.T) {
+	pc := dbtest.StartPrivateCluster(t, clusterPorts)
+	c := dbtest.Client(t, pc.URL)
+	reg := prometheus.NewRegistry()
+	s := NewStore(c, dbtest.Name("t"), reg)
+	s.WaitForReplica(ReplicaWait)
+	ctx := context.Background()
+	fans := sale(t, s, nil, "alice", "bob")
+	replicas := pc.Replicas(t)
+	require.Len(t, replicas, 3)
+
+	_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+	require.NoError(t, err, "a hold with its replicas up")
+	_, _, err = s.Charge(ctx, "alice", 500, "", "", t0)
+	require.NoError(t, err, "a charge with its replicas up")
+
+	for _, port := range replicas {
+		pc.Signal(t, port, syscall.SIGSTOP)
+	}
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			for _, port := range replicas {
+				pc.Signal(t, port, syscall.SIGCONT)
+			}
+		}
+	})
+	_, _, err = s.Hold(ctx, fans["bob"], sA, "VIP-2", 100, t0)
+	assert.ErrorIs(t, err, ErrNotReplicated, "a hold acknowledged while no replica has it")
+	assert.ErrorIs(t, err, ticketrush.ErrUnavailable)
+	_, _, err = s.Charge(ctx, "bob", 500, "", "", t0)
+	assert.ErrorIs(t, err, ErrNotReplicated, "a charge acknowledged while no replica has it")
+	_, err = s.Join(ctx, cid, "carol", t0)
+	assert.NoError(t, err, "a join does not wait")
+
+	for _, port := range replicas {
+		pc.Signal(t, port, syscall.SIGCONT)
+		pc.Kill(t, port)
+	}
+	stopped = false
+	// The masters notice their replicas' closed connections; then nothing is left to wait for.
+	require.Eventually(t, func() bool {
+		_, _, err := s.Charge(ctx, "dave", 100, "", "", t0)
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "a master without a replica still takes charges")
+	_, _, err = s.Hold(ctx, fans["bob"], sA, "VIP-3", 100, t0)
+	require.NoError(t, err)
+	assert.Positive(t, counter(t, reg, "ticketrush_redis_unreplicated_writes_total"))
+}
+
+// counter sums the samples of a counter family of reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

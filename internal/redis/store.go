@@ -35,10 +35,11 @@ func Open(ctx context.Context, url string) (rueidis.Client, error) {
 
 // Store runs the hot-path scripts.
 type Store struct {
-	client   rueidis.Client
-	keys     Keys
-	metrics  *scriptMetrics
-	concerts atomic.Pointer[func() []string] // the concerts whose slots Ping checks
+	client      rueidis.Client
+	keys        Keys
+	metrics     *scriptMetrics
+	concerts    atomic.Pointer[func() []string] // the concerts whose slots Ping checks
+	replicaWait time.Duration                   // > 0: replicatedScripts wait for a replica (replicas.go)
 
 	load, join, leave, status, tick, snapshot, configure *script
 
