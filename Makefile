@@ -8,7 +8,7 @@ export HTTP_ADDR ?= 127.0.0.1:8080
 ADDR := http://$(HTTP_ADDR)
 BIN := bin/ticketrush
 
-.PHONY: run test services build vet demo clean
+.PHONY: run test services build vet demo clean cluster scaleout
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ticketrush
@@ -21,12 +21,30 @@ run: services build
 	@scripts/run.sh $(BIN) $(ADDR)
 
 ## test: set up Redis and Postgres, then every unit and integration test with the race detector, then
-## the observability checks: alert rules (promtool), the compose file, and every dashboard and alert
-## query against a real Prometheus scraping the service under load
-test: services
+## the Redis-touching packages again on a local Redis Cluster, the scale-out test, then the observability
+## checks: alert rules (promtool), the compose file, and every dashboard and alert query against a real
+## Prometheus scraping the service under load
+test: services cluster
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
+	TEST_REDIS_URL="$$(scripts/cluster.sh 2>/dev/null)" $(GO) test -race -count=1 -timeout 8m -skip 'OnCluster$$' $(REDIS_PACKAGES)
+	$(MAKE) --no-print-directory scaleout
 	$(MAKE) --no-print-directory rules-check compose-check promcheck
+
+# The packages whose tests use Redis: `make test` runs them a second time on the cluster (tests named
+# ...OnCluster use a cluster in the first pass already).
+REDIS_PACKAGES := ./internal/redis/... ./internal/queue/... ./internal/booking/... ./internal/writebehind/... \
+	./internal/http/... ./cmd/ticketrush/...
+
+## cluster: a local Redis Cluster, 3 masters and 3 replicas on 127.0.0.1:7000-7005 (scripts/cluster.sh;
+## `scripts/cluster.sh stop` stops it); prints nothing, REDIS_URL="$$(scripts/cluster.sh)" to use it
+cluster:
+	@scripts/cluster.sh >/dev/null
+
+## scaleout: 3 api, 2 scheduler and 2 writebehind processes on a private cluster (ports 7100-7105), a
+## master SIGKILLed mid-sale; prints the error window and the time to recover
+scaleout: services
+	$(GO) test -tags scaleout -count=1 -timeout 5m -v -run 'TestScaleOut' ./cmd/ticketrush/
 
 clean:
 	rm -rf bin

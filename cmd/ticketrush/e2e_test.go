@@ -458,7 +458,7 @@ func TestOperations(t *testing.T) {
 }
 
 // TestReadyzReportsRedisDown runs the service on a Redis of its own and stops that Redis. On a cluster:
-// redis.TestPingFollowsFailover and the scale-out test (a master SIGKILLed, readiness after the election).
+// redis.TestPingFollowsFailoverOnCluster and the scale-out test (a master SIGKILLed, readiness after the election).
 func TestReadyzReportsRedisDown(t *testing.T) {
 	redisURL := dbtest.PrivateRedis(t)
 	s := startService(t, map[string]string{"REDIS_URL": redisURL})

@@ -34,11 +34,11 @@ func masterOnPort(t *testing.T, c rueidis.Client, port int) bool {
 	return false
 }
 
-// TestPingFollowsFailover: readiness and ticketrush_redis_up say whether the service reaches its slots.
+// TestPingFollowsFailoverOnCluster: readiness and ticketrush_redis_up say whether the service reaches its slots.
 // A master is SIGKILLed: while nobody serves its slots Ping fails; once its replica is elected every
 // probe passes, although rueidis keeps the dead node's address (a keyless PING went to a random
 // connection, the dead one included, and failed about one probe in ten).
-func TestPingFollowsFailover(t *testing.T) {
+func TestPingFollowsFailoverOnCluster(t *testing.T) {
 	pc := dbtest.StartPrivateCluster(t, clusterPorts)
 	c := dbtest.Client(t, pc.URL)
 	reg := prometheus.NewRegistry()
@@ -87,12 +87,12 @@ func redisUp(t *testing.T, reg *prometheus.Registry) float64 {
 	return 0
 }
 
-// TestReplicatedStepsWaitForAReplica: with WaitForReplica a hold or a charge is answered only once a
+// TestReplicatedStepsWaitForAReplicaOnCluster: with WaitForReplica a hold or a charge is answered only once a
 // replica has it. Replicas that are connected but stopped (SIGSTOP: they lag) make the steps fail with
 // ErrNotReplicated, 503, instead of acknowledging a write a failover would lose; a step that does not
 // wait (a join) goes on. Masters whose replicas are gone (SIGKILL) have nothing to wait for: the steps
 // go on, counted in ticketrush_redis_unreplicated_writes_total.
-func TestReplicatedStepsWaitForAReplica(t *testing.T) {
+func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	pc := dbtest.StartPrivateCluster(t, clusterPorts)
 	c := dbtest.Client(t, pc.URL)
 	reg := prometheus.NewRegistry()
