@@ -42,7 +42,7 @@ const (
 	seatsPerConcert  = 60
 	seatPrice        = 100
 	activeCapacity   = 25
-	killAfterPaid    = 30 // payments acknowledged before the master is killed
+	killAfterPaid    = 60 // payments acknowledged before the master is killed
 )
 
 // node is one `ticketrush serve` process.
