@@ -26,11 +26,23 @@ func Open(ctx context.Context, url string) (rueidis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect redis: %w", err)
 	}
-	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil && !anyNodeAnswers(ctx, c) {
 		c.Close()
 		return nil, fmt.Errorf("ping redis: %w", err)
 	}
 	return c, nil
+}
+
+// anyNodeAnswers reports whether a node of a cluster answers a PING: a keyless PING goes to a random
+// connection, and rueidis keeps the address of a node that is gone (a failed-over master). Whether
+// the service reaches its slots is Store.Ping's question.
+func anyNodeAnswers(ctx context.Context, c rueidis.Client) bool {
+	for _, node := range c.Nodes() {
+		if node.Do(ctx, node.B().Ping().Build()).Error() == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Store runs the hot-path scripts.
