@@ -21,7 +21,13 @@ cli() { redis-cli -h "$HOST" -p "$1" "${@:2}"; }
 if [ "${1:-}" = stop ]; then
   for p in $PORTS; do
     f="$DIR/$p/redis.pid"
-    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null && say "stopped node $p"
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    # Only the node's own redis-server (a node killed by a test left its pidfile; its pid may be reused).
+    if grep -q redis "/proc/$pid/comm" 2>/dev/null && kill "$pid" 2>/dev/null; then # wait for its ports
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      say "stopped node $p"
+    fi
     rm -f "$f"
   done
   exit 0

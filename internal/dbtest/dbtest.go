@@ -314,6 +314,7 @@ func (pc *PrivateCluster) Replicas(t testing.TB) []int {
 func (pc *PrivateCluster) Kill(t testing.TB, port int) {
 	t.Helper()
 	pc.Signal(t, port, os.Kill)
+	_ = os.Remove(filepath.Join(pc.Dir, strconv.Itoa(port), "redis.pid")) // its pid may be reused
 	require.Eventually(t, func() bool {
 		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 100*time.Millisecond)
 		if err == nil {
