@@ -419,6 +419,20 @@ func TestScaleOut(t *testing.T) {
 		require.Eventually(t, func() bool { return n.api.gauge("ticketrush_writebehind_backlog_events") == 0 },
 			2*time.Minute, 100*time.Millisecond, "writebehind backlog never reached 0")
 	}
+	// The write-behind's warnings during the outage: each kind logged at most once per 5 s (a worker
+	// logged about 770 a second before), every one counted.
+	for _, n := range nodes[5:] {
+		logged := 0
+		for _, line := range strings.Split(n.log(), "\n") {
+			if strings.Contains(line, `"level":"WARN","msg":"writebehind: `) {
+				logged++
+			}
+		}
+		counted := n.api.sum("ticketrush_writebehind_warnings_total")
+		t.Logf("scaleout: writebehind process %d logged %d warnings and counted %.0f", pids[n], logged, counted)
+		assert.LessOrEqual(t, float64(logged), counted, "a logged warning that was not counted")
+		assert.Less(t, logged, 100, "write-behind warnings are not rate-limited")
+	}
 	rec := exec.Command(bin, "reconcile", "--wait", "60s")
 	rec.Env = env
 	out, err = rec.CombinedOutput()
@@ -494,6 +508,24 @@ func TestScaleOut(t *testing.T) {
 	assert.Zero(t, lost, "acknowledged writes lost")
 	t.Logf("scaleout: Postgres holds %d payments, %d ledger entries",
 		count(`SELECT count(*) FROM payments`), count(`SELECT count(*) FROM ledger`))
+}
+
+// sum adds the samples of a labelled counter of the process (-1 when it cannot read them).
+func (s *service) sum(name string) float64 {
+	res, err := s.send(req{method: "GET", path: "/metrics"})
+	if err != nil {
+		return -1
+	}
+	total := 0.0
+	for _, line := range strings.Split(string(res.body), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+"{"); ok {
+			_, v, _ := strings.Cut(rest, "} ")
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				total += f
+			}
+		}
+	}
+	return total
 }
 
 // gauge reads an unlabelled metric of the process (-1 when it cannot).
