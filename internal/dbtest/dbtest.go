@@ -324,13 +324,22 @@ func (pc *PrivateCluster) Kill(t testing.TB, port int) {
 	}, 10*time.Second, 10*time.Millisecond, "node %d still answers after SIGKILL", port)
 }
 
-// MasterOf returns the port of the master that serves key's slot, asking the node on Base.
+// MasterOf returns the port of the master that serves key's slot, asking a node that answers (a keyless
+// command through c may go to a dead one).
 func (pc *PrivateCluster) MasterOf(t testing.TB, c rueidis.Client, key string) int {
 	t.Helper()
 	ctx := context.Background()
-	slot, err := c.Do(ctx, c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
-	require.NoError(t, err)
-	shards, err := c.Do(ctx, c.B().ClusterSlots().Build()).ToArray()
+	var slot int64
+	var shards []rueidis.RedisMessage
+	var err error
+	for _, node := range c.Nodes() {
+		if slot, err = node.Do(ctx, node.B().ClusterKeyslot().Key(key).Build()).AsInt64(); err != nil {
+			continue
+		}
+		if shards, err = node.Do(ctx, node.B().ClusterSlots().Build()).ToArray(); err == nil {
+			break
+		}
+	}
 	require.NoError(t, err)
 	for _, sh := range shards {
 		r, err := sh.ToArray()

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -140,6 +141,31 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	_, _, err = s.Hold(ctx, fans["bob"], sA, "VIP-3", 100, t0)
 	require.NoError(t, err)
 	assert.Positive(t, counter(t, reg, "ticketrush_redis_unreplicated_writes_total"))
+
+	// A master left alone is not waited for on every step (each wait would last ReplicaWait in vain):
+	// 20 charges in one slot send WAIT once, or again only once aloneFor has passed.
+	master, err := rueidis.NewClient(rueidis.ClientOption{ForceSingleClient: true, DisableCache: true,
+		InitAddress: []string{"127.0.0.1:" + strconv.Itoa(pc.MasterOf(t, c, s.keys.Wallet("dave").Balances()))}})
+	require.NoError(t, err)
+	defer master.Close()
+	waits := func() int {
+		info, err := master.Do(ctx, master.B().Info().Section("commandstats").Build()).ToString()
+		require.NoError(t, err)
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls="); ok {
+				n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				require.NoError(t, err)
+				return n
+			}
+		}
+		return 0
+	}
+	before := waits()
+	for range 20 {
+		_, _, err := s.Charge(ctx, "dave", 1, "", "", t0)
+		require.NoError(t, err)
+	}
+	assert.Less(t, waits()-before, 5, "WAITs sent to a master without a replica for 20 charges")
 }
 
 // counter sums the samples of a counter family of reg.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -50,7 +51,16 @@ func (s *Store) execReplicated(ctx context.Context, sc *script, keys, args []str
 		return s.client.B().Wait().Numreplicas(1).Timeout(max(1, s.replicaWait.Milliseconds())).Build()
 	}
 	start := time.Now()
-	res := s.client.DoMulti(ctx, s.evalsha(sc, keys, args), wait())
+	first := s.evalsha(sc, keys, args)
+	slot := first.Slot()
+	if s.alone.known(slot, start) { // no replica a moment ago: nothing to wait for
+		msg, err := s.execPlain(ctx, sc, keys, args)
+		if err == nil {
+			s.metrics.unreplicated.WithLabelValues(sc.name).Inc()
+		}
+		return msg, err
+	}
+	res := s.client.DoMulti(ctx, first, wait())
 	if isNoScript(res[0].Error()) { // NOSCRIPT: nothing ran; send the source
 		src := lua.Source(sc.name)
 		res = s.client.DoMulti(ctx, s.client.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
@@ -69,6 +79,7 @@ func (s *Store) execReplicated(ctx context.Context, sc *script, keys, args []str
 	}
 	if err == nil {
 		if alone, ierr := s.noReplica(ctx, keys[0]); ierr == nil && alone {
+			s.alone.note(slot, time.Now())
 			s.metrics.unreplicated.WithLabelValues(sc.name).Inc()
 			return msg, nil
 		}
@@ -76,6 +87,37 @@ func (s *Store) execReplicated(ctx context.Context, sc *script, keys, args []str
 	}
 	s.metrics.errors.WithLabelValues(sc.name, "NOT_REPLICATED").Inc()
 	return msg, errors.Join(ticketrush.ErrUnavailable, fmt.Errorf("%s: %w", sc.name, err))
+}
+
+// aloneFor is how long a slot whose master had no replica is written without waiting: a master left
+// alone by a failover would otherwise make every step of its slots wait ReplicaWait in vain. A replica
+// that attaches meanwhile is waited for once this has passed.
+const aloneFor = time.Second
+
+// aloneSlots remembers the slots whose master had no replica, and when that was seen.
+type aloneSlots struct {
+	mu    sync.Mutex
+	since map[uint16]time.Time
+}
+
+func (a *aloneSlots) known(slot uint16, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.since[slot]
+	if ok && now.Sub(at) >= aloneFor {
+		delete(a.since, slot)
+		return false
+	}
+	return ok
+}
+
+func (a *aloneSlots) note(slot uint16, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.since == nil {
+		a.since = map[uint16]time.Time{}
+	}
+	a.since[slot] = now
 }
 
 // noReplica reports whether the master of key's slot has no replica connected (INFO replication, run

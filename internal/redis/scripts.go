@@ -91,6 +91,10 @@ func (s *Store) exec(ctx context.Context, sc *script, keys, args []string) (ruei
 	if s.replicaWait > 0 && replicatedScripts[sc.name] {
 		return s.execReplicated(ctx, sc, keys, args)
 	}
+	return s.execPlain(ctx, sc, keys, args)
+}
+
+func (s *Store) execPlain(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
 	start := time.Now()
 	res := sc.lua.Exec(ctx, s.client, keys, args)
 	s.metrics.duration.WithLabelValues(sc.name).Observe(time.Since(start).Seconds())

@@ -52,6 +52,7 @@ type Store struct {
 	metrics     *scriptMetrics
 	concerts    atomic.Pointer[func() []string] // the concerts whose slots Ping checks
 	replicaWait time.Duration                   // > 0: replicatedScripts wait for a replica (replicas.go)
+	alone       aloneSlots                      // slots whose master had no replica to wait for
 
 	load, join, leave, status, tick, snapshot, configure *script
 
