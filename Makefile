@@ -9,7 +9,7 @@ export HTTP_ADDR ?= 127.0.0.1:8080
 ADDR := http://$(HTTP_ADDR)
 BIN := bin/ticketrush
 
-.PHONY: run stop help test services build vet demo clean faults
+.PHONY: run stop help test services build vet demo clean faults cluster scaleout
 
 ## help: list the targets, one line each
 help:
@@ -35,13 +35,21 @@ stop:
 	@scripts/stop.sh
 
 ## test: set up Redis and Postgres, then every unit and integration test with the race detector, then
+## the Redis-touching packages again on a local Redis Cluster, the fault suite, the scale-out test, then
 ## the observability checks: alert rules (promtool), the compose file, and every dashboard and alert
 ## query against a real Prometheus scraping the service under load
-test: services
+test: services cluster
 	@scripts/chromium.sh
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
-	$(MAKE) --no-print-directory faults rules-check compose-check promcheck
+	TEST_REDIS_URL="$$(scripts/cluster.sh 2>/dev/null)" $(GO) test -race -count=1 -timeout 8m -skip 'OnCluster$$' $(REDIS_PACKAGES)
+	$(MAKE) --no-print-directory faults scaleout
+	$(MAKE) --no-print-directory rules-check compose-check promcheck
+
+# The packages whose tests use Redis: `make test` runs them a second time on the cluster (tests named
+# ...OnCluster use a cluster in the first pass already).
+REDIS_PACKAGES := ./internal/redis/... ./internal/queue/... ./internal/booking/... ./internal/writebehind/... \
+	./internal/http/... ./cmd/ticketrush/...
 
 ## faults: the fault suite (README "Faults"): Redis SIGKILLed and restarted, Postgres cut off and the API
 ## process SIGKILLed, each in the middle of a purchase storm with a client-side ledger; then the
@@ -50,6 +58,16 @@ faults: services
 	set -o pipefail; $(GO) test -tags faults -count=1 -timeout 8m -v -run 'TestFault' ./cmd/ticketrush/ | grep -E '^(=== RUN|--- |FAIL|ok|PASS)|FAULT SUMMARY|faults_test.go'
 	$(GO) test -count=1 -timeout 5m -run 'TestWorkerKilledFiveTimes|TestPostgresUnreachable|TestBacklogAcrossRedisRestart' ./internal/writebehind/
 	$(GO) test -count=1 -timeout 5m -run 'TestRedisOutageAnswers503|TestAdminCreateWhilePostgresIsDown' ./cmd/ticketrush/
+
+## cluster: a local Redis Cluster, 3 masters and 3 replicas on 127.0.0.1:7000-7005 (scripts/cluster.sh;
+## `scripts/cluster.sh stop` stops it); prints nothing, REDIS_URL="$$(scripts/cluster.sh)" to use it
+cluster:
+	@scripts/cluster.sh >/dev/null
+
+## scaleout: 3 api, 2 scheduler and 2 writebehind processes on a private cluster (ports 7100-7105), a
+## master SIGKILLed mid-sale; prints the error window and the time to recover
+scaleout: services
+	$(GO) test -tags scaleout -count=1 -timeout 5m -v -run 'TestScaleOut' ./cmd/ticketrush/
 
 ## clean: remove bin/ (not .data/: make stop first, then rm -rf .data to start afresh)
 clean:

@@ -48,6 +48,7 @@ else
   wait_for redis "$REDIS_HOST" "$REDIS_PORT"
 fi
 
+[ -z "${REDIS_CLUSTER:-}" ] || scripts/cluster.sh >/dev/null # a local Redis Cluster too (scripts/cluster.sh)
 # Postgres: a cluster of our own under .data/postgres with trust auth on loopback.
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)
 if answers "$PG_HOST" "$PG_PORT"; then

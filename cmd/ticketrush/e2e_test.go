@@ -457,7 +457,8 @@ func TestOperations(t *testing.T) {
 	assert.NotEmpty(t, s.metricLines(t, "ticketrush_http_request_duration_seconds_bucket"))
 }
 
-// TestReadyzReportsRedisDown runs the service on a Redis of its own and stops that Redis.
+// TestReadyzReportsRedisDown runs the service on a Redis of its own and stops that Redis. On a cluster:
+// redis.TestPingFollowsFailoverOnCluster and the scale-out test (a master SIGKILLed, readiness after the election).
 func TestReadyzReportsRedisDown(t *testing.T) {
 	redisURL := dbtest.PrivateRedis(t)
 	s := startService(t, map[string]string{"REDIS_URL": redisURL})

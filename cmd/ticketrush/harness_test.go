@@ -109,19 +109,21 @@ func (s *service) deleteKeys(redisURL string) {
 	defer c.Close()
 	ctx := context.Background()
 	for _, p := range patterns {
-		var cursor uint64
-		for {
-			r, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(p).Count(1000).Build()).AsScanEntry()
-			if err != nil {
-				break
+		for _, node := range dbtest.Masters(c) { // SCAN covers one node: on a cluster, each master
+			var cursor uint64
+			for {
+				r, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(p).Count(1000).Build()).AsScanEntry()
+				if err != nil {
+					break
+				}
+				for _, k := range r.Elements {
+					c.Do(ctx, c.B().Unlink().Key(k).Build())
+				}
+				if r.Cursor == 0 {
+					break
+				}
+				cursor = r.Cursor
 			}
-			for _, k := range r.Elements {
-				c.Do(ctx, c.B().Unlink().Key(k).Build())
-			}
-			if r.Cursor == 0 {
-				break
-			}
-			cursor = r.Cursor
 		}
 	}
 }

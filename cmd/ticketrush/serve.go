@@ -55,7 +55,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 
 	store := redis.NewStore(rc, cfg.RedisKeyPrefix, reg)
+	if redis.IsCluster(rc) {
+		store.WaitForReplica(redis.ReplicaWait) // the money steps wait for a replica (README, Durability)
+	}
 	cat := catalog.NewService(db, store, time.Now, log)
+	store.NeedConcerts(cat.IDs) // readiness checks the concerts' slots too
 	if err := cat.Refresh(ctx); err != nil {
 		return fmt.Errorf("load catalog: %w", err)
 	}

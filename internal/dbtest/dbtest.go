@@ -13,12 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
 )
 
 const howToStart = "run `make services` (or `make test`, which starts Redis and Postgres itself)"
@@ -59,7 +61,7 @@ func Redis(t testing.TB) (rueidis.Client, string) {
 	t.Helper()
 	c := client(t, RedisURL())
 	prefix := Name("t")
-	t.Cleanup(func() { deletePrefix(c, prefix) })
+	t.Cleanup(func() { DeletePrefix(c, prefix) })
 	return c, prefix
 }
 
@@ -118,28 +120,82 @@ func client(t testing.TB, u string) rueidis.Client {
 	opt.DisableCache = true
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
-		t.Fatalf("Redis at %s is not answering (%v): %s", u, err, howToStart)
+		t.Fatalf("Redis at %s is not answering (%v): %s (a cluster: `make cluster`)", u, err, howToStart)
 	}
 	t.Cleanup(c.Close)
 	return c
 }
 
-func deletePrefix(c rueidis.Client, prefix string) {
+// DeletePrefix deletes the keys under prefix. SCAN covers one node, so on a cluster it scans every
+// master (a replica holds copies of its master's keys) and deletes each key through c, which routes it
+// to its slot's master.
+func DeletePrefix(c rueidis.Client, prefix string) {
 	ctx := context.Background()
-	var cursor uint64
-	for {
-		r, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(prefix+":*").Count(1000).Build()).AsScanEntry()
-		if err != nil {
-			return
+	for _, node := range Masters(c) {
+		var cursor uint64
+		for {
+			r, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+":*").Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				break
+			}
+			for _, k := range r.Elements {
+				c.Do(ctx, c.B().Unlink().Key(k).Build())
+			}
+			if r.Cursor == 0 {
+				break
+			}
+			cursor = r.Cursor
 		}
-		for _, k := range r.Elements {
-			c.Do(ctx, c.B().Unlink().Key(k).Build())
-		}
-		if r.Cursor == 0 {
-			return
-		}
-		cursor = r.Cursor
 	}
+}
+
+// Masters returns a client of each master node of c: c itself on a single Redis, the node clients of
+// the masters on a cluster (nodes whose ROLE is master).
+func Masters(c rueidis.Client) []rueidis.Client {
+	if c.Mode() != rueidis.ClientModeCluster {
+		return []rueidis.Client{c}
+	}
+	var out []rueidis.Client
+	for _, node := range c.Nodes() {
+		role, err := node.Do(context.Background(), node.B().Role().Build()).ToArray()
+		if err == nil && len(role) > 0 {
+			if r, _ := role[0].ToString(); r == "master" {
+				out = append(out, node)
+			}
+		}
+	}
+	return out
+}
+
+// ClusterURL is the shared local Redis Cluster of `scripts/cluster.sh` (ports 7000-7005), or
+// TEST_REDIS_CLUSTER_URL. It fails the test when the cluster does not answer as a cluster.
+func ClusterURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("TEST_REDIS_CLUSTER_URL")
+	if u == "" {
+		u = "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002&addr=127.0.0.1:7003&addr=127.0.0.1:7004&addr=127.0.0.1:7005"
+	}
+	if c := client(t, u); c.Mode() != rueidis.ClientModeCluster {
+		t.Fatalf("Redis at %s is not a cluster: run `make cluster` (scripts/cluster.sh) to start one", u)
+	}
+	return u
+}
+
+// Cluster returns a client of the shared Redis Cluster (ClusterURL) and a fresh key prefix; keys under
+// it are deleted from every master at the end.
+func Cluster(t testing.TB) (rueidis.Client, string) {
+	t.Helper()
+	c := client(t, ClusterURL(t))
+	prefix := Name("t")
+	t.Cleanup(func() { DeletePrefix(c, prefix) })
+	return c, prefix
+}
+
+// OnCluster reports whether the Redis the tests use (RedisURL) is a cluster: the cluster pass of
+// `make test` runs the same packages with TEST_REDIS_URL set to the cluster.
+func OnCluster(t testing.TB) bool {
+	t.Helper()
+	return client(t, RedisURL()).Mode() == rueidis.ClientModeCluster
 }
 
 // Postgres creates a fresh database, drops it at the end, and returns its URL.
@@ -172,4 +228,132 @@ func Postgres(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// PrivateCluster is a Redis Cluster of the test's own (3 masters, 3 replicas, started by
+// scripts/cluster.sh), for tests that kill a node.
+type PrivateCluster struct {
+	URL  string
+	Base int    // nodes listen on Base..Base+5 (and Base+10000.. for the cluster bus)
+	Dir  string // each node's data, log and pidfile under Dir/<port>/
+}
+
+// StartPrivateCluster starts a cluster on ports base..base+5 (and their bus ports base+10000..): ports
+// the calling package owns, since test packages run in parallel. It is stopped at the end of the test.
+func StartPrivateCluster(t testing.TB, base int) *PrivateCluster {
+	t.Helper()
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; ; root = filepath.Dir(root) {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		if root == filepath.Dir(root) {
+			t.Fatal("no go.mod above the test's directory")
+		}
+	}
+	pc := &PrivateCluster{Base: base, Dir: t.TempDir()}
+	script := filepath.Join(root, "scripts", "cluster.sh")
+	env := append(os.Environ(), "CLUSTER_PORT="+strconv.Itoa(base), "CLUSTER_DIR="+pc.Dir)
+	t.Cleanup(func() {
+		stop := exec.Command(script, "stop")
+		stop.Env = env
+		_ = stop.Run()
+	})
+	cmd := exec.Command(script)
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("start a private cluster on ports %d-%d: %v\n%s", base, base+5, err, stderr.String())
+	}
+	pc.URL = strings.TrimSpace(string(out))
+	return pc
+}
+
+// Signal sends sig to the node on port (SIGSTOP and SIGCONT to make a replica lag).
+func (pc *PrivateCluster) Signal(t testing.TB, port int, sig os.Signal) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(pc.Dir, strconv.Itoa(port), "redis.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	require.NoError(t, p.Signal(sig))
+}
+
+// Replicas returns the ports of the nodes whose ROLE is replica.
+func (pc *PrivateCluster) Replicas(t testing.TB) []int {
+	t.Helper()
+	var out []int
+	for port := pc.Base; port < pc.Base+6; port++ {
+		node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + strconv.Itoa(port)},
+			ForceSingleClient: true, DisableCache: true})
+		require.NoError(t, err)
+		role, err := node.Do(context.Background(), node.B().Role().Build()).ToArray()
+		node.Close()
+		require.NoError(t, err)
+		if r, _ := role[0].ToString(); r == "slave" {
+			out = append(out, port)
+		}
+	}
+	return out
+}
+
+// Kill SIGKILLs the node on port and returns once it is gone.
+func (pc *PrivateCluster) Kill(t testing.TB, port int) {
+	t.Helper()
+	pc.Signal(t, port, os.Kill)
+	_ = os.Remove(filepath.Join(pc.Dir, strconv.Itoa(port), "redis.pid")) // its pid may be reused
+	require.Eventually(t, func() bool {
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 100*time.Millisecond)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	}, 10*time.Second, 10*time.Millisecond, "node %d still answers after SIGKILL", port)
+}
+
+// MasterOf returns the port of the master that serves key's slot, asking a node that answers (a keyless
+// command through c may go to a dead one).
+func (pc *PrivateCluster) MasterOf(t testing.TB, c rueidis.Client, key string) int {
+	t.Helper()
+	ctx := context.Background()
+	var slot int64
+	var shards []rueidis.RedisMessage
+	var err error
+	for _, node := range c.Nodes() {
+		if slot, err = node.Do(ctx, node.B().ClusterKeyslot().Key(key).Build()).AsInt64(); err != nil {
+			continue
+		}
+		if shards, err = node.Do(ctx, node.B().ClusterSlots().Build()).ToArray(); err == nil {
+			break
+		}
+	}
+	require.NoError(t, err)
+	for _, sh := range shards {
+		r, err := sh.ToArray()
+		require.NoError(t, err)
+		lo, _ := r[0].AsInt64()
+		hi, _ := r[1].AsInt64()
+		if slot >= lo && slot <= hi {
+			node, err := r[2].ToArray()
+			require.NoError(t, err)
+			port, err := node[1].AsInt64()
+			require.NoError(t, err)
+			return int(port)
+		}
+	}
+	t.Fatalf("no master serves slot %d of %s", slot, key)
+	return 0
 }

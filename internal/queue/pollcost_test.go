@@ -65,6 +65,8 @@ func commandStats(t *testing.T, c rueidis.Client) (total int64, byCommand map[st
 // redis-server of the test's own so that nothing else counts. The snapshot refresher runs at the
 // production interval, and the test makes sure it runs at least once per 500 polls: far more often,
 // per poll, than at a sale, so the figure is an upper bound of what polls cost.
+// No cluster counterpart: a cluster runs the same scripts and reads, one per poll on the concert's
+// master, and the shared cluster's counters count every other test too.
 func TestPollCostInRedisCommands(t *testing.T) {
 	const (
 		fans      = 1000

@@ -28,6 +28,8 @@ type scriptMetrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
+	// unreplicated counts writes taken by a master that had no replica to wait for (replicas.go).
+	unreplicated *prometheus.CounterVec
 }
 
 func newScriptMetrics(reg prometheus.Registerer) *scriptMetrics {
@@ -46,7 +48,11 @@ func newScriptMetrics(reg prometheus.Registerer) *scriptMetrics {
 			Help: "Lua script error replies by script and code; code is IO for a failed round trip.",
 		}, []string{"script", "code"}),
 	}
-	reg.MustRegister(m.calls, m.duration, m.errors)
+	m.unreplicated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketrush_redis_unreplicated_writes_total",
+		Help: "Writes of the replicated steps taken by a master with no replica connected, by script.",
+	}, []string{"script"})
+	reg.MustRegister(m.calls, m.duration, m.errors, m.unreplicated)
 	return m
 }
 
@@ -65,6 +71,13 @@ func (s *Store) newScript(name string, readOnly bool) *script {
 
 // exec runs sc by EVALSHA (falling back to EVAL) and maps error replies to domain errors.
 func (s *Store) exec(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
+	if s.replicaWait > 0 && replicatedScripts[sc.name] {
+		return s.execReplicated(ctx, sc, keys, args)
+	}
+	return s.execPlain(ctx, sc, keys, args)
+}
+
+func (s *Store) execPlain(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
 	start := time.Now()
 	res := sc.lua.Exec(ctx, s.client, keys, args)
 	s.metrics.duration.WithLabelValues(sc.name).Observe(time.Since(start).Seconds())

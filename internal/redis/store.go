@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,18 +33,33 @@ func Open(ctx context.Context, url string) (rueidis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect redis: %w", err)
 	}
-	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil && !anyNodeAnswers(ctx, c) {
 		c.Close()
 		return nil, fmt.Errorf("ping redis: %w", err)
 	}
 	return c, nil
 }
 
+// anyNodeAnswers reports whether a node of a cluster answers a PING: a keyless PING goes to a random
+// connection, and rueidis keeps the address of a node that is gone (a failed-over master). Whether
+// the service reaches its slots is Store.Ping's question.
+func anyNodeAnswers(ctx context.Context, c rueidis.Client) bool {
+	for _, node := range c.Nodes() {
+		if node.Do(ctx, node.B().Ping().Build()).Error() == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Store runs the hot-path scripts.
 type Store struct {
-	client  rueidis.Client
-	keys    Keys
-	metrics *scriptMetrics
+	client      rueidis.Client
+	keys        Keys
+	metrics     *scriptMetrics
+	concerts    atomic.Pointer[func() []string] // the concerts whose slots Ping checks
+	replicaWait time.Duration                   // > 0: replicatedScripts wait for a replica (replicas.go)
+	alone       aloneSlots                      // slots whose master had no replica to wait for
 
 	load, join, leave, status, tick, snapshot, configure *script
 
@@ -76,7 +92,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *
 	s.paymentRemember = s.newScript("payment_remember", false)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "ticketrush_redis_up",
-		Help: "1 when Redis answered a PING at the last scrape, else 0.",
+		Help: "1 when Redis served every hash slot the service needs at the last scrape (Store.Ping), else 0.",
 	}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -91,10 +107,35 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *
 // Keys returns the key builder, for tools and tests that read state directly.
 func (s *Store) Keys() Keys { return s.keys }
 
-// Ping reports whether Redis answers.
+// pingTimeout bounds a readiness probe: a probe that waits for a dead node answers late and wrong.
+const pingTimeout = time.Second
+
+// Ping reports whether Redis serves every hash slot the service needs: a keyed read (EXISTS) in each
+// wallet shard's slot and, after NeedConcerts, each concert's, in one pipeline. rueidis sends a keyed
+// command to its slot's current master, so on a cluster the probe follows a failover; a keyless PING
+// would go to a random connection, and rueidis keeps every address of REDIS_URL, a dead node's too.
 func (s *Store) Ping(ctx context.Context) error {
-	return s.client.Do(ctx, s.client.B().Ping().Build()).Error()
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	cmds := make(rueidis.Commands, 0, WalletShards+8)
+	for n := range WalletShards {
+		cmds = append(cmds, s.client.B().Exists().Key(s.keys.WalletShard(n).Balances()).Build())
+	}
+	if ids := s.concerts.Load(); ids != nil {
+		for _, id := range (*ids)() {
+			cmds = append(cmds, s.client.B().Exists().Key(s.keys.Concert(id).Cfg()).Build())
+		}
+	}
+	for _, r := range s.client.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("redis slot check: %w", err)
+		}
+	}
+	return nil
 }
+
+// NeedConcerts makes Ping check the slots of the concerts ids returns too.
+func (s *Store) NeedConcerts(ids func() []string) { s.concerts.Store(&ids) }
 
 // LoadConcert writes a concert's catalog and settings unless Redis has them already; it reports
 // whether it wrote.

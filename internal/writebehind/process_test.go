@@ -186,6 +186,8 @@ func runReconcile(t *testing.T, redisURL, dbURL string) (string, int) {
 // A load of charges, holds and payments while the worker process is killed with SIGKILL five times
 // and started again: after the drain every event is in Postgres exactly once and reconcile (the
 // command, too) finds nothing; a difference makes it exit non-zero.
+// It kills the worker, not Redis; on a cluster, the scale-out test kills write-behind's Redis master
+// instead and checks the same agreement.
 func TestWorkerKilledFiveTimes(t *testing.T) {
 	t.Parallel()
 	redisURL, dbURL := dbtest.PrivateRedis(t), dbtest.Postgres(t)
@@ -407,6 +409,8 @@ func (p *proc) readyz() (int, string) {
 
 // An emptied Redis, seen by a running service and by one that starts: /readyz answers 503 (naming
 // redis_state) until `ticketrush restore` has run; then it is 200 and reconcile agrees.
+// On a cluster: TestRestoreOnCluster (restore and reconcile after the sale's keys left every master)
+// and cmd/ticketrush's scale-out test (readiness through a master's failover).
 func TestReadyUntilRestored(t *testing.T) {
 	t.Parallel()
 	redisURL, dbURL := dbtest.PrivateRedis(t), dbtest.Postgres(t)

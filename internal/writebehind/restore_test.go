@@ -19,6 +19,23 @@ import (
 func TestRestoreAfterFlushAll(t *testing.T) {
 	t.Parallel()
 	s := newSale(t, dbtest.PrivateRedis(t), "tr", dbtest.Postgres(t), time.Minute)
+	restoreAfterEmptied(t, s, func() {
+		require.NoError(t, s.rdb.Do(context.Background(), s.rdb.B().Flushall().Build()).Error())
+	})
+}
+
+// TestRestoreOnCluster is TestRestoreAfterFlushAll on the shared Redis Cluster (scripts/cluster.sh),
+// whose concerts and wallet shards live on three masters. FLUSHALL would empty the other tests' keys
+// too: the sale's Redis is emptied by deleting every key of its prefix on every master, which is all
+// the service sees.
+func TestRestoreOnCluster(t *testing.T) {
+	t.Parallel()
+	c, prefix := dbtest.Cluster(t)
+	s := newSale(t, dbtest.ClusterURL(t), prefix, dbtest.Postgres(t), time.Minute)
+	restoreAfterEmptied(t, s, func() { dbtest.DeletePrefix(c, prefix) })
+}
+
+func restoreAfterEmptied(t *testing.T, s *sale, empty func()) {
 	ctx := context.Background()
 	run(t, s.worker(Config{}, prometheus.NewRegistry()))
 	state := NewState(s.rdb, s.prefix)
@@ -54,7 +71,7 @@ func TestRestoreAfterFlushAll(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	require.NoError(t, s.rdb.Do(ctx, s.rdb.B().Flushall().Build()).Error())
+	empty()
 	assert.ErrorIs(t, state.Check(ctx), ErrRedisNotWhole, "readyz fails while Redis is empty")
 	// A running instance reloads its catalog into the empty Redis meanwhile.
 	require.NoError(t, s.cat.Refresh(ctx))

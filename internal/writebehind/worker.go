@@ -113,6 +113,7 @@ type Worker struct {
 	now      func() time.Time
 	log      *slog.Logger
 	metrics  *metrics
+	warnings *warnings // rate-limited in the log, every one counted
 
 	sources  map[string]*source // by stream
 	grouped  map[string]bool    // streams whose group this worker has made sure of
@@ -130,7 +131,7 @@ type Worker struct {
 func New(rdb rueidis.Client, record Record, prefix string, concerts func() []string, cfg Config, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Worker {
 	return &Worker{
 		rdb: rdb, record: record, keys: redis.NewKeys(prefix), state: NewState(rdb, prefix), concerts: concerts,
-		cfg: cfg.withDefaults(), now: now, log: log, metrics: newMetrics(reg),
+		cfg: cfg.withDefaults(), now: now, log: log, metrics: newMetrics(reg), warnings: newWarnings(log, now, reg),
 		sources: map[string]*source{}, grouped: map[string]bool{},
 	}
 }
@@ -149,7 +150,7 @@ func (w *Worker) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if whole, err := w.state.Whole(ctx); err != nil || !whole {
 			if err != nil && ctx.Err() == nil {
-				w.log.Warn("writebehind: redis", "err", err)
+				w.warnings.warn("writebehind: redis", "err", err)
 			}
 			w.grouped = map[string]bool{} // an emptied Redis lost the groups too
 			sleep(ctx, time.Second)
@@ -207,7 +208,7 @@ func (w *Worker) syncStreams(ctx context.Context) {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				w.log.Warn("writebehind: create group", "stream", streams[i], "err", err)
+				w.warnings.warn("writebehind: create group", "stream", streams[i], "err", err)
 			}
 			continue
 		}
@@ -263,7 +264,7 @@ func (w *Worker) readFailed(ctx context.Context, s *source, err error) {
 		return
 	}
 	if ctx.Err() == nil {
-		w.log.Warn("writebehind: read stream", "stream", s.stream, "err", err)
+		w.warnings.warn("writebehind: read stream", "stream", s.stream, "err", err)
 	}
 }
 
@@ -346,7 +347,7 @@ func (w *Worker) write(ctx context.Context, batch []entry) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		w.log.Warn("writebehind: postgres did not take a batch; trying again", "events", len(batch), "err", err)
+		w.warnings.warn("writebehind: postgres did not take a batch; trying again", "events", len(batch), "err", err)
 		sleep(ctx, pause)
 		pause = min(2*pause, w.cfg.RetryMax)
 		if w.now().Sub(lastKeep) > w.cfg.ClaimIdle/3 {
@@ -366,7 +367,7 @@ func (w *Worker) keep(ctx context.Context, batch []entry) {
 	}
 	for _, res := range w.rdb.DoMulti(ctx, cmds...) {
 		if err := res.Error(); err != nil && ctx.Err() == nil {
-			w.log.Warn("writebehind: keep pending entries", "err", err)
+			w.warnings.warn("writebehind: keep pending entries", "err", err)
 		}
 	}
 }
@@ -391,7 +392,7 @@ func (w *Worker) ack(ctx context.Context, batch []entry) {
 		if err := res.Error(); err != nil {
 			failed = true
 			if ctx.Err() == nil {
-				w.log.Warn("writebehind: acknowledge", "err", err)
+				w.warnings.warn("writebehind: acknowledge", "err", err)
 			}
 		}
 	}
@@ -426,7 +427,7 @@ func (w *Worker) deadLetter(ctx context.Context, e entry, reason string) {
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			w.log.Warn("writebehind: dead-letter", "stream", e.src.stream, "id", e.id, "err", err)
+			w.warnings.warn("writebehind: dead-letter", "stream", e.src.stream, "id", e.id, "err", err)
 		}
 		return
 	}

@@ -1,0 +1,545 @@
+//go:build scaleout
+
+package main
+
+// The scale-out test (`make scaleout`, which `make test` runs): the real binary as 3 api, 2 scheduler
+// and 2 writebehind processes on a Redis Cluster of the test's own (ports 7100-7105, bus 17100-17105,
+// so that killing one of its masters disturbs no other test), three concerts on three different
+// masters, fans spread over the api instances, and the master of one concert SIGKILLed mid-sale.
+// What the fans were told (the client ledger) is checked against Redis and Postgres at the end.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/redis"
+)
+
+const (
+	scaleoutPorts    = 7100 // the private cluster's first port
+	scaleoutConcerts = 3
+	fansPerConcert   = 100
+	seatsPerConcert  = 60
+	scaleSeatPrice   = 100
+	activeCapacity   = 25
+	killAfterPaid    = 60 // payments acknowledged before the master is killed
+)
+
+// node is one `ticketrush serve` process.
+type node struct {
+	roles string
+	cmd   *exec.Cmd
+	api   *service
+	done  chan struct{}
+	mu    sync.Mutex
+	logs  strings.Builder
+}
+
+func (n *node) log() string { n.mu.Lock(); defer n.mu.Unlock(); return n.logs.String() }
+
+func (n *node) exited() bool {
+	select {
+	case <-n.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func startNode(t *testing.T, bin, roles string, env []string) *node {
+	t.Helper()
+	n := &node{roles: roles, cmd: exec.Command(bin, "serve"), done: make(chan struct{})}
+	n.cmd.Env = append(env, "ROLES="+roles)
+	out, err := n.cmd.StdoutPipe()
+	require.NoError(t, err)
+	n.cmd.Stderr = n.cmd.Stdout
+	require.NoError(t, n.cmd.Start())
+	listening := make(chan string, 1)
+	go func() {
+		defer close(n.done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			n.mu.Lock()
+			n.logs.WriteString(line + "\n")
+			n.mu.Unlock()
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+				listening <- rec.Addr
+			}
+		}
+		_ = n.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = n.cmd.Process.Signal(syscall.SIGTERM)
+		<-n.done
+		if t.Failed() {
+			log := n.log()
+			if len(log) > 20000 {
+				log = log[len(log)-20000:]
+			}
+			t.Logf("%s process %d log (tail):\n%s", roles, n.cmd.Process.Pid, log)
+		}
+	})
+	select {
+	case addr := <-listening:
+		n.api = &service{url: "http://" + addr, client: &http.Client{Timeout: 30 * time.Second,
+			Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	case <-n.done:
+		t.Fatalf("%s process exited before listening:\n%s", roles, n.log())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s process did not listen within a minute:\n%s", roles, n.log())
+	}
+	return n
+}
+
+// outcome is one request a fan made: when, and whether it failed for want of the service (5xx or no
+// answer) rather than being answered.
+type outcome struct {
+	at      time.Time
+	failed  bool
+	concert int
+	write   bool // a hold or a payment
+	done    bool // answered 2xx
+	took    time.Duration
+}
+
+// ledger is what the fans were told.
+type ledger struct {
+	mu       sync.Mutex
+	charges  map[string]int64  // charge id -> amount
+	holds    map[string]string // reservation id -> user
+	payments map[string]string // reservation id -> payment id
+	users    map[string]bool
+	outcomes []outcome
+	paid     atomic.Int64
+}
+
+func (l *ledger) record(o outcome) { l.mu.Lock(); l.outcomes = append(l.outcomes, o); l.mu.Unlock() }
+
+// scaleFan is one fan of the sale: charge, join, wait for ACTIVE, hold a seat, pay; a request the
+// service could not answer (5xx, no answer) is sent again, with the same Idempotency-Key.
+type scaleFan struct {
+	fan
+	api     *service
+	concert int
+	id      string // the concert's id
+	sched   string
+	l       *ledger
+	stop    <-chan struct{}
+}
+
+func (f *scaleFan) send(r req, write bool) (response, bool) {
+	for {
+		start := time.Now()
+		res, err := f.api.send(r)
+		failed := err != nil || res.status >= 500
+		f.l.record(outcome{at: time.Now(), failed: failed, concert: f.concert, write: write,
+			done: err == nil && res.status < 300, took: time.Since(start)})
+		if !failed {
+			return res, true
+		}
+		select {
+		case <-f.stop:
+			return res, false
+		case <-time.After(100 * time.Millisecond): // a client's back-off, not synchronisation
+		}
+	}
+}
+
+func (f *scaleFan) run() {
+	key := dbtest.Name("charge-")
+	res, ok := f.send(req{method: "POST", path: "/v1/points/charges", headers: append(f.auth(""), "Idempotency-Key", key),
+		body: map[string]any{"amount": 3 * scaleSeatPrice}}, false)
+	if !ok || (res.status != http.StatusCreated && res.status != http.StatusOK) {
+		return
+	}
+	var ch struct {
+		ID     string `json:"id"`
+		Amount int64  `json:"amount"`
+	}
+	if json.Unmarshal(res.body, &ch) != nil {
+		return
+	}
+	f.l.mu.Lock()
+	f.l.charges[ch.ID] = ch.Amount
+	f.l.users[f.fan.id] = true
+	f.l.mu.Unlock()
+
+	res, ok = f.send(req{method: "POST", path: "/v1/concerts/" + f.id + "/queue", headers: f.auth("")}, false)
+	if !ok || (res.status != http.StatusOK && res.status != http.StatusCreated) {
+		return
+	}
+	var tk ticket
+	if json.Unmarshal(res.body, &tk) != nil {
+		return
+	}
+	defer f.send(req{method: "DELETE", path: "/v1/queue", headers: f.auth(tk.Token)}, false)
+	for tk.Status == "WAITING" {
+		select {
+		case <-f.stop:
+			return
+		case <-time.After(time.Duration(min(max(tk.PollAfterSeconds, 0)*1000, 200)+20) * time.Millisecond):
+		}
+		res, ok = f.send(req{method: "GET", path: "/v1/queue", headers: f.auth(tk.Token)}, false)
+		if !ok || res.status != http.StatusOK || json.Unmarshal(res.body, &tk) != nil {
+			return
+		}
+	}
+	if tk.Status != "ACTIVE" {
+		return
+	}
+	for try := 0; try < 8; try++ {
+		seat := fmt.Sprintf("R-%d", 1+rand.IntN(seatsPerConcert))
+		res, ok = f.send(req{method: "POST", path: "/v1/reservations", headers: f.auth(tk.Token),
+			body: map[string]string{"scheduleId": f.sched, "seatId": seat}}, true)
+		if !ok {
+			return
+		}
+		if res.status != http.StatusCreated {
+			continue
+		}
+		var r reservation
+		if json.Unmarshal(res.body, &r) != nil {
+			return
+		}
+		f.l.mu.Lock()
+		f.l.holds[r.ID] = f.fan.id
+		f.l.mu.Unlock()
+		pay := dbtest.Name("pay-")
+		res, ok = f.send(req{method: "POST", path: "/v1/payments", headers: append(f.auth(""), "Idempotency-Key", pay),
+			body: map[string]string{"reservationId": r.ID}}, true)
+		if ok && (res.status == http.StatusCreated || res.status == http.StatusOK) {
+			var p payment
+			if json.Unmarshal(res.body, &p) == nil {
+				f.l.mu.Lock()
+				f.l.payments[r.ID] = p.ID
+				f.l.mu.Unlock()
+				f.l.paid.Add(1)
+			}
+		}
+		return
+	}
+}
+
+func TestScaleOut(t *testing.T) {
+	pc := dbtest.StartPrivateCluster(t, scaleoutPorts)
+	dbURL := dbtest.Postgres(t)
+	bin := filepath.Join(t.TempDir(), "ticketrush")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	env := append(os.Environ(), "HTTP_ADDR=127.0.0.1:0", "REDIS_URL="+pc.URL, "DATABASE_URL="+dbURL,
+		"REDIS_KEY_PREFIX=tr", "JWT_SECRET="+testJWTSecret, "QUEUE_TOKEN_SECRET="+testQueueSecret,
+		"ADMIN_TOKEN="+testAdminToken)
+
+	var nodes []*node
+	for _, roles := range []string{"api", "api", "api", "scheduler", "scheduler", "writebehind", "writebehind"} {
+		nodes = append(nodes, startNode(t, bin, roles, env))
+	}
+	apis := nodes[:3]
+	pids := map[*node]int{}
+	for _, n := range nodes {
+		pids[n] = n.cmd.Process.Pid
+	}
+
+	// Concerts on three different masters: create until each master has one.
+	rc := dbtest.Client(t, pc.URL)
+	keys := redis.NewKeys("tr")
+	type concertRef struct {
+		id, sched string
+		master    int
+	}
+	var concerts []concertRef
+	byMaster := map[int]bool{}
+	for i := 0; len(concerts) < scaleoutConcerts; i++ {
+		require.Less(t, i, 60, "no three concerts on three masters")
+		res := apis[0].api.do(t, req{method: "POST", path: "/admin/v1/concerts", headers: admin(), body: map[string]any{
+			"title": "Scale-out " + strconv.Itoa(i), "venue": "Cluster Hall",
+			"schedules": []string{"2026-12-24T10:00:00Z"},
+			"sections":  []map[string]any{{"name": "R", "price": scaleSeatPrice, "seats": seatsPerConcert}},
+			"queue":     map[string]any{"activeCapacity": activeCapacity, "admitPerSecond": 50},
+		}})
+		require.Equal(t, http.StatusCreated, res.status, "create concert: %s", res.body)
+		var c struct {
+			ID        string                `json:"id"`
+			Schedules []struct{ ID string } `json:"schedules"`
+		}
+		require.NoError(t, json.Unmarshal(res.body, &c))
+		m := pc.MasterOf(t, rc, keys.Concert(c.ID).Cfg())
+		if !byMaster[m] {
+			byMaster[m] = true
+			concerts = append(concerts, concertRef{c.ID, c.Schedules[0].ID, m})
+		}
+	}
+	for _, c := range concerts { // every api instance knows the concerts (catalog refresh)
+		for _, a := range apis {
+			require.Eventually(t, func() bool {
+				res, err := a.api.send(req{method: "GET", path: "/admin/v1/concerts/" + c.id + "/queue", headers: admin()})
+				return err == nil && res.status == http.StatusOK
+			}, 30*time.Second, 50*time.Millisecond)
+		}
+	}
+
+	l := &ledger{charges: map[string]int64{}, holds: map[string]string{}, payments: map[string]string{}, users: map[string]bool{}}
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop) }) }
+	defer halt()
+
+	// Over-admission, sampled: no concert's admin view shows more ACTIVE tokens than its capacity.
+	var samples, over atomic.Int64
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			c := concerts[i%len(concerts)]
+			res, err := apis[i%len(apis)].api.send(req{method: "GET", path: "/admin/v1/concerts/" + c.id + "/queue", headers: admin()})
+			if err != nil || res.status != http.StatusOK {
+				continue
+			}
+			var q queueState
+			if json.Unmarshal(res.body, &q) == nil {
+				samples.Add(1)
+				if q.Active > activeCapacity {
+					over.Add(1)
+				}
+			}
+		}
+	})
+
+	var fans sync.WaitGroup
+	saleStart := time.Now()
+	for ci, c := range concerts {
+		for i := range fansPerConcert {
+			f := &scaleFan{fan: newFan(t, dbtest.Name("so-")), api: apis[(ci*fansPerConcert+i)%len(apis)].api,
+				concert: ci, id: c.id, sched: c.sched, l: l, stop: stop}
+			fans.Go(f.run)
+		}
+	}
+
+	// Mid-sale, the master of concert 0 is SIGKILLed; its replica is elected and the sale goes on.
+	require.Eventually(t, func() bool { return l.paid.Load() >= killAfterPaid }, 2*time.Minute, 10*time.Millisecond,
+		"%d payments acknowledged before the kill", l.paid.Load())
+	killed := concerts[0].master
+	pc.Kill(t, killed)
+	killedAt := time.Now()
+	t.Logf("SIGKILLed master %d (concert %s) at %s into the sale, after %d payments",
+		killed, concerts[0].id, killedAt.Sub(saleStart).Round(time.Millisecond), l.paid.Load())
+
+	sold := make(chan struct{})
+	go func() { fans.Wait(); close(sold) }()
+	select {
+	case <-sold:
+	case <-time.After(3 * time.Minute):
+		halt()
+		<-sold
+		t.Errorf("the fans were not done within 3 minutes")
+	}
+	halt()
+	sampler.Wait()
+
+	// The error window: from the kill to the end of the last request that failed (5xx, no answer) or
+	// waited a second or more; the recovery: from the kill to the first hold or payment of the killed
+	// master's concert sent after the kill that succeeded.
+	var lastFail, firstWrite time.Time
+	failures, slow := 0, 0
+	var slowest time.Duration
+	for _, o := range l.outcomes {
+		if o.at.Before(killedAt) {
+			continue
+		}
+		slowest = max(slowest, o.took)
+		if o.failed || o.took >= time.Second {
+			if o.failed {
+				failures++
+			} else {
+				slow++
+			}
+			if o.at.After(lastFail) {
+				lastFail = o.at
+			}
+		}
+		if o.concert == 0 && o.write && o.done && o.at.Add(-o.took).After(killedAt) && (firstWrite.IsZero() || o.at.Before(firstWrite)) {
+			firstWrite = o.at
+		}
+	}
+	window := time.Duration(0)
+	if !lastFail.IsZero() {
+		window = lastFail.Sub(killedAt)
+	}
+	t.Logf("scaleout: %d fans, %d charges, %d holds, %d payments acknowledged; after the kill %d requests failed and "+
+		"%d took 1 s or more (slowest %s); error window %s; first write of the killed master's concert succeeded %s "+
+		"after the kill; %d over-admission samples of %d",
+		scaleoutConcerts*fansPerConcert, len(l.charges), len(l.holds), len(l.payments), failures, slow,
+		slowest.Round(time.Millisecond), window.Round(time.Millisecond), firstWrite.Sub(killedAt).Round(time.Millisecond),
+		over.Load(), samples.Load())
+	assert.Zero(t, over.Load(), "samples with more ACTIVE tokens than the capacity")
+	assert.Positive(t, samples.Load())
+	assert.False(t, firstWrite.IsZero(), "no hold or payment of the killed master's concert succeeded after the kill")
+
+	// No process restarted; each is ready on every probe (readiness follows the election).
+	for _, n := range nodes {
+		require.False(t, n.exited(), "%s process %d exited:\n%s", n.roles, pids[n], n.log())
+		require.Equal(t, pids[n], n.cmd.Process.Pid)
+		for i := range 20 {
+			res, err := n.api.send(req{method: "GET", path: "/readyz"})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, res.status, "%s process, readyz probe %d after the failover: %s", n.roles, i, res.body)
+		}
+	}
+
+	// The write-behind caught up, and reconcile (the command) finds Redis and Postgres in agreement.
+	for _, n := range nodes[5:] {
+		require.Eventually(t, func() bool { return n.api.gauge("ticketrush_writebehind_backlog_events") == 0 },
+			2*time.Minute, 100*time.Millisecond, "writebehind backlog never reached 0")
+	}
+	// The write-behind's warnings during the outage: each kind logged at most once per 5 s (a worker
+	// logged about 770 a second before), every one counted.
+	for _, n := range nodes[5:] {
+		logged := 0
+		for _, line := range strings.Split(n.log(), "\n") {
+			if strings.Contains(line, `"level":"WARN","msg":"writebehind: `) {
+				logged++
+			}
+		}
+		counted := n.api.sum("ticketrush_writebehind_warnings_total")
+		t.Logf("scaleout: writebehind process %d logged %d warnings and counted %.0f", pids[n], logged, counted)
+		assert.LessOrEqual(t, float64(logged), counted, "a logged warning that was not counted")
+		assert.Less(t, logged, 100, "write-behind warnings are not rate-limited")
+	}
+	rec := exec.Command(bin, "reconcile", "--wait", "60s")
+	rec.Env = env
+	out, err = rec.CombinedOutput()
+	require.NoError(t, err, "reconcile: %s", out)
+
+	// Nothing acknowledged was lost, no seat was sold twice, and the money adds up.
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer db.Close(ctx)
+	count := func(q string, args ...any) int {
+		var n int
+		require.NoError(t, db.QueryRow(ctx, q, args...).Scan(&n), q)
+		return n
+	}
+	assert.Zero(t, count(`SELECT count(*) FROM (SELECT schedule_id, seat_id FROM payments GROUP BY 1, 2 HAVING count(*) > 1) x`),
+		"seats sold twice")
+	assert.Zero(t, count(`SELECT count(*) FROM payments p WHERE NOT EXISTS
+		(SELECT 1 FROM ledger l WHERE l.type = 'PAYMENT' AND l.reservation_id = p.reservation_id)`), "seats sold without a debit")
+	assert.Zero(t, count(`SELECT count(*) FROM ledger l WHERE l.type = 'PAYMENT'
+		AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.reservation_id = l.reservation_id)
+		AND NOT EXISTS (SELECT 1 FROM ledger r WHERE r.type = 'REFUND' AND r.reservation_id = l.reservation_id)`),
+		"debits without a seat or a refund")
+	lost := 0
+	for id, amount := range l.charges {
+		if count(`SELECT count(*) FROM ledger WHERE id = $1 AND type = 'CHARGE' AND amount = $2`, id, amount) != 1 {
+			lost++
+			t.Errorf("acknowledged charge %s of %d is not in the ledger", id, amount)
+		}
+	}
+	for resID := range l.holds {
+		if count(`SELECT count(*) FROM reservations WHERE id = $1`, resID) != 1 {
+			lost++
+			t.Errorf("acknowledged hold %s is not in Postgres", resID)
+		}
+	}
+	for resID, payID := range l.payments {
+		if count(`SELECT count(*) FROM payments WHERE id = $1 AND reservation_id = $2`, payID, resID) != 1 {
+			lost++
+			t.Errorf("acknowledged payment %s of %s is not in Postgres", payID, resID)
+		}
+	}
+	// Redis, the hot truth, agrees: each acknowledged payment's reservation is PAID there, each
+	// acknowledged hold is there, and each fan's balance is the ledger's.
+	for resID, user := range l.holds {
+		f := newFan(t, user)
+		res := apis[0].api.do(t, req{method: "GET", path: "/v1/reservations/" + resID, headers: f.auth("")})
+		if !assert.Equal(t, http.StatusOK, res.status, "acknowledged hold %s: %s", resID, res.body) {
+			lost++
+			continue
+		}
+		var r reservation
+		require.NoError(t, json.Unmarshal(res.body, &r))
+		if _, paid := l.payments[resID]; paid && !assert.Equal(t, "PAID", r.Status, "acknowledged payment of %s", resID) {
+			lost++
+		}
+	}
+	users := make([]string, 0, len(l.users))
+	for u := range l.users {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	for _, u := range users {
+		res := apis[1].api.do(t, req{method: "GET", path: "/v1/points", headers: newFan(t, u).auth("")})
+		require.Equal(t, http.StatusOK, res.status, "%s", res.body)
+		var b struct {
+			Balance int64 `json:"balance"`
+		}
+		require.NoError(t, json.Unmarshal(res.body, &b))
+		assert.Equal(t, int64(count(`SELECT COALESCE(sum(delta), 0) FROM ledger WHERE user_id = $1`, u)), b.Balance,
+			"balance of %s: Redis and the ledger", u)
+	}
+	assert.Zero(t, lost, "acknowledged writes lost")
+	t.Logf("scaleout: Postgres holds %d payments, %d ledger entries",
+		count(`SELECT count(*) FROM payments`), count(`SELECT count(*) FROM ledger`))
+}
+
+// sum adds the samples of a labelled counter of the process (-1 when it cannot read them).
+func (s *service) sum(name string) float64 {
+	res, err := s.send(req{method: "GET", path: "/metrics"})
+	if err != nil {
+		return -1
+	}
+	total := 0.0
+	for _, line := range strings.Split(string(res.body), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+"{"); ok {
+			_, v, _ := strings.Cut(rest, "} ")
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				total += f
+			}
+		}
+	}
+	return total
+}
+
+// gauge reads an unlabelled metric of the process (-1 when it cannot).
+func (s *service) gauge(name string) float64 {
+	res, err := s.send(req{method: "GET", path: "/metrics"})
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(res.body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}

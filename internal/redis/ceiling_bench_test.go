@@ -1,0 +1,104 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// BenchmarkOneRedisThread is the ceiling of one concert: all its keys share a hash slot, so on a cluster
+// it lives on one master, and one Redis thread runs every join and hold of it. On a private
+// redis-server (nothing else counts), joins or winning holds from many goroutines; Redis' own time per
+// script call (INFO commandstats) gives redis-us/op and the ceiling, ceiling/s = 1e6 / redis-us/op.
+// `go test -run x -bench OneRedisThread -benchtime 20000x ./internal/redis`
+func BenchmarkOneRedisThread(b *testing.B) {
+	c := dbtest.Client(b, dbtest.PrivateRedis(b))
+	ctx := context.Background()
+	newConcert := func(b *testing.B, seats int) *Store {
+		s := NewStore(c, dbtest.Name("t"), prometheus.NewRegistry())
+		c0 := concert(cid, func(q *ticketrush.QueueSettings) {
+			q.HoldTTL, q.AdmitPerSecond, q.ActiveCapacity = time.Hour, 1_000_000_000, 1_000_000_000
+		})
+		c0.Sections = []ticketrush.Section{{Name: "R", Price: 10, Seats: max(seats, 1)}}
+		c0.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}}
+		_, err := s.LoadConcert(ctx, c0, t0)
+		require.NoError(b, err)
+		return s
+	}
+	measure := func(b *testing.B, run func(i int) error) {
+		require.NoError(b, c.Do(ctx, c.B().ConfigResetstat().Build()).Error())
+		var next, failed atomic.Int64
+		b.SetParallelism(16) // 32 goroutines on 2 cores: rueidis pipelines their calls
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if run(int(next.Add(1)-1)) != nil {
+					failed.Add(1)
+				}
+			}
+		})
+		b.StopTimer()
+		require.Zero(b, failed.Load())
+		us := usecPerEvalsha(b, c)
+		b.ReportMetric(us, "redis-us/op")
+		b.ReportMetric(1e6/us, "ceiling/s")
+	}
+	b.Run("join", func(b *testing.B) {
+		s := newConcert(b, 1)
+		measure(b, func(i int) error {
+			_, err := s.Join(ctx, cid, "fan-"+strconv.Itoa(i), t0)
+			return err
+		})
+	})
+	b.Run("hold", func(b *testing.B) {
+		s := newConcert(b, b.N)
+		claims := make([]ticketrush.QueueClaims, b.N)
+		for i := range claims {
+			user := "fan-" + strconv.Itoa(i)
+			j, err := s.Join(ctx, cid, user, t0)
+			require.NoError(b, err)
+			claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}
+		}
+		measure(b, func(i int) error {
+			_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", i+1), 10, t0)
+			return err
+		})
+	})
+}
+
+// usecPerEvalsha is Redis' time per EVALSHA since the last CONFIG RESETSTAT, the script's own commands
+// included: they run within the call's time (and are counted again under their own names).
+func usecPerEvalsha(b *testing.B, c rueidis.Client) float64 {
+	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+	require.NoError(b, err)
+	var calls, usec float64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" || name == "cmdstat_config|resetstat" {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(v, 64)
+			switch {
+			case k == "calls" && (name == "cmdstat_evalsha" || name == "cmdstat_eval"):
+				calls += f
+			case k == "usec" && (name == "cmdstat_evalsha" || name == "cmdstat_eval"):
+				usec += f
+			}
+		}
+	}
+	require.Positive(b, calls)
+	return usec / calls
+}
