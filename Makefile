@@ -78,13 +78,9 @@ clean:
 
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
-# need COMMAND,PACKAGE: install the Debian package when the command is missing (as root; otherwise say how).
+# need COMMAND,PACKAGE: install the Debian package when the command is missing (scripts/install.sh).
 define need
-@command -v $(1) >/dev/null || { \
-  if [ "$$(id -u)" -ne 0 ]; then echo "missing $(1): sudo apt-get install -y $(2)" >&2; exit 1; fi; \
-  echo "installing $(2) with apt-get" >&2; \
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null 2>&1 || { apt-get update -qq && \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; }; }
+@command -v $(1) >/dev/null || scripts/install.sh $(2)
 endef
 
 # docker_engine: fail in one line unless a Docker engine and Compose answer.

@@ -33,13 +33,7 @@ if [ "${1:-}" = stop ]; then
   exit 0
 fi
 
-install() {
-  if [ "$(id -u)" -ne 0 ]; then say "missing: $*. Install them with: sudo apt-get install -y $*"; exit 1; fi
-  command -v apt-get >/dev/null || { say "missing: $* and no apt-get here; install them by hand"; exit 1; }
-  say "installing $* with apt-get"
-  [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ] || apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; }
-}
+install() { scripts/install.sh "$@"; } # packages...
 command -v redis-server >/dev/null || install redis-server
 command -v redis-cli >/dev/null || install redis-tools
 

@@ -19,15 +19,7 @@ PG_DB=${DATABASE_URL##*/}; PG_DB=${PG_DB%%\?*}
 say() { printf 'services: %s\n' "$*" >&2; }
 answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
-install() { # packages...
-  if [ "$(id -u)" -ne 0 ]; then
-    say "missing: $*. Install them with: sudo apt-get install -y $*"; exit 1
-  fi
-  command -v apt-get >/dev/null || { say "missing: $* and no apt-get here; install them by hand"; exit 1; }
-  say "installing $* with apt-get"
-  [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ] || apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; }
-}
+install() { scripts/install.sh "$@"; } # packages...
 
 wait_for() { # name host port
   for _ in $(seq 1 100); do answers "$2" "$3" && return 0; sleep 0.1; done

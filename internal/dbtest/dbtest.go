@@ -76,36 +76,7 @@ func MiniRedis(t testing.TB) (rueidis.Client, *miniredis.Miniredis) {
 // figures such as INFO commandstats, or that empty the server) and returns its URL.
 func PrivateRedis(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server is not installed: %s", howToStart)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	u := "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
-		if err == nil {
-			conn.Close()
-			return u
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("private redis-server on port %d did not answer: %v", port, err)
-		}
-		time.Sleep(20 * time.Millisecond) // waiting for a process to listen: nothing to synchronise on
-	}
+	return StartRedisServer(t, "no").URL
 }
 
 // Client returns a client of the Redis at u, closed at the end of the test.

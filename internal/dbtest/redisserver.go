@@ -28,44 +28,53 @@ type RedisServer struct {
 	port  int
 	fsync string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
 }
 
 // StartRedisServer starts a private redis-server with appendonly on and appendfsync fsync ("always",
-// "everysec" or "no"), killed at the end of the test.
+// "everysec" or "no"), killed at the end of the test. Its port is a free one; when another process takes
+// that port before redis-server binds it (tests run in parallel), it starts again on another.
 func StartRedisServer(t testing.TB, fsync string) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server is not installed: %s", howToStart)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	r := &RedisServer{URL: "redis://127.0.0.1:" + strconv.Itoa(port) + "/0", t: t, bin: bin, dir: t.TempDir(), port: port, fsync: fsync}
-	t.Cleanup(func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.cmd != nil {
-			_ = r.cmd.Process.Signal(syscall.SIGCONT)
-			_ = r.cmd.Process.Kill()
-			_ = r.cmd.Wait()
+	r := &RedisServer{t: t, bin: bin, dir: t.TempDir(), fsync: fsync}
+	t.Cleanup(r.Kill)
+	for attempt := 0; ; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	r.Restart()
-	return r
+		r.port = l.Addr().(*net.TCPAddr).Port
+		r.URL = "redis://127.0.0.1:" + strconv.Itoa(r.port) + "/0"
+		l.Close()
+		if r.start() {
+			return r
+		}
+		if attempt == 4 {
+			t.Fatalf("private redis-server did not start on 5 free ports; see %s", filepath.Join(r.dir, "redis.log"))
+		}
+	}
 }
 
 // Addr is the server's host:port.
 func (r *RedisServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
 
-// Restart starts the server (again, after Kill) on the same port and directory, and returns once it
-// answers PING: the append-only file is loaded.
+// Restart starts the server again on its port and directory (after Kill), and waits until it answers.
 func (r *RedisServer) Restart() {
+	r.t.Helper()
+	if !r.start() {
+		r.t.Fatalf("private redis-server on port %d did not start again; see %s", r.port, filepath.Join(r.dir, "redis.log"))
+	}
+}
+
+// start runs redis-server on r.port and waits until it answers PING as this process (INFO's
+// process_id), or exits (the port was taken), or 30 s pass.
+func (r *RedisServer) start() bool {
 	r.t.Helper()
 	cmd := exec.Command(r.bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "yes", "--appendfsync", r.fsync, "--maxmemory-policy", "noeviction",
@@ -73,34 +82,50 @@ func (r *RedisServer) Restart() {
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	r.mu.Lock()
-	r.cmd = cmd
+	r.cmd, r.exited = cmd, exited
 	r.mu.Unlock()
 	deadline := time.Now().Add(30 * time.Second)
-	for !r.pong() {
+	for !r.answersAs(cmd.Process.Pid) {
+		select {
+		case <-exited:
+			return false
+		default:
+		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("private redis-server on port %d did not answer PING within 30 s", r.port)
+			r.t.Fatalf("private redis-server on port %d did not answer within 30 s", r.port)
 		}
 		time.Sleep(20 * time.Millisecond) // waiting for a process to listen and load: nothing to synchronise on
 	}
+	return true
 }
 
-// pong reports whether the server answers PING with PONG (not LOADING, not a refused connection).
-func (r *RedisServer) pong() bool {
+// answersAs reports whether the server on r.port answers, and is the process pid.
+func (r *RedisServer) answersAs(pid int) bool {
 	conn, err := net.DialTimeout("tcp", r.Addr(), time.Second)
 	if err != nil {
 		return false
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
 		return false
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
+	rd := bufio.NewReader(conn)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return false
+		}
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return strings.TrimSpace(v) == strconv.Itoa(pid)
+		}
+	}
 }
 
-// Kill sends SIGKILL and waits for the process to end: nothing gets a chance to flush.
+// Kill kills the process (SIGKILL) and waits for it to exit.
 func (r *RedisServer) Kill() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -109,7 +134,7 @@ func (r *RedisServer) Kill() {
 	}
 	_ = r.cmd.Process.Signal(syscall.SIGCONT) // a stopped process dies on SIGKILL too; keep it simple
 	_ = r.cmd.Process.Kill()
-	_ = r.cmd.Wait()
+	<-r.exited
 	r.cmd = nil
 }
 

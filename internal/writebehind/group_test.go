@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
@@ -50,6 +51,15 @@ func TestBacklogAcrossRedisRestart(t *testing.T) {
 		return groups[0].lag
 	}
 
+	// restart kills the server and starts it again from its append-only file, then waits until the client
+	// has dropped its dead connection: the first command on it fails (EOF) and is not retried.
+	restart := func() {
+		rs.Kill()
+		rs.Restart()
+		require.Eventually(t, func() bool { return c.Do(ctx, c.B().Ping().Build()).Error() == nil },
+			10*time.Second, 10*time.Millisecond, "the client reconnects")
+	}
+
 	require.NoError(t, do("XGROUP", "CREATE", stream, group, "$", "MKSTREAM").Error())
 	ids := add(5)
 	deliver(5)
@@ -57,8 +67,7 @@ func TestBacklogAcrossRedisRestart(t *testing.T) {
 	require.NoError(t, do("XTRIM", stream, "MINID", after(ids[4])).Error())
 	assert.Zero(t, backlog(), "everything acknowledged and trimmed")
 
-	rs.Kill()
-	rs.Restart()
+	restart()
 	assert.Zero(t, backlog(), "after the restart")
 
 	// The group comes back with a read count behind its last-delivered id, so Redis computes a lag.
@@ -71,8 +80,7 @@ func TestBacklogAcrossRedisRestart(t *testing.T) {
 	deliver(2)
 	assert.Equal(t, int64(3), backlog(), "two pending and one undelivered")
 	add(2)
-	rs.Kill()
-	rs.Restart()
+	restart()
 	assert.Equal(t, int64(5), backlog(), "two pending and three undelivered, after another restart")
 
 	require.NoError(t, do("XADD", "tr:{w:2}:events", "*", "type", "x").Error())
