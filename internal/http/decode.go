@@ -1,10 +1,12 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"reflect"
@@ -17,24 +19,128 @@ import (
 // maxBody is the largest request body accepted.
 const maxBody = 64 << 10
 
-// decode reads a JSON body into v: at most 64 KiB, unknown fields refused, one value only.
+// decode reads a JSON body into v: at most 64 KiB, one value only, and exact: a declared Content-Type
+// must be JSON (415 otherwise; none is taken as JSON), field names match the request's exactly (Go's
+// decoder alone would take "AMOUNT" for "amount"), a field given twice and a null anywhere are refused
+// (nothing in a request body is nullable: leave an optional field out instead), and so is an unknown
+// field, with the names the request takes.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	if err := jsonContent(r); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return decodeError(err, v)
+	}
+	if err := strictJSON(json.NewDecoder(bytes.NewReader(body)), reflect.TypeOf(v), ""); err != nil {
+		return decodeError(err, v)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err, v)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errPayloadTooLarge
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return errSlowBody
-		}
 		return ticketrush.Invalidf("the body must hold one JSON value")
 	}
 	return nil
+}
+
+// jsonContent refuses a body declared as anything but JSON (application/json, or a +json type).
+func jsonContent(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	return ticketrush.WithDetail(errMediaType, fmt.Sprintf("the body is declared as %q; send JSON with Content-Type: application/json", ct))
+}
+
+// fieldError is a body whose shape breaks the exact rules strictJSON holds it to.
+type fieldError struct{ msg string }
+
+func (e *fieldError) Error() string { return e.msg }
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// strictJSON walks the next JSON value of dec against the Go type t it will be decoded into: object keys
+// must name t's fields exactly and once each, and no value may be null. Values whose type decodes itself
+// (time.Time) and scalars are left to the decoder; so are type mismatches. path names the value in
+// errors ("sections[0].name").
+func strictJSON(dec *json.Decoder, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		if path == "" {
+			return &fieldError{"the body is null; a JSON object is required"}
+		}
+		return &fieldError{fmt.Sprintf("field %q must not be null: leave an optional field out instead", path)}
+	}
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return nil // a scalar
+	}
+	structured := t != nil && !reflect.PointerTo(t).Implements(unmarshalerType)
+	switch delim {
+	case '[':
+		var elem reflect.Type
+		if structured && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := strictJSON(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case '{':
+		fields := map[string]reflect.Type{}
+		if structured && t.Kind() == reflect.Struct {
+			for i := 0; i < t.NumField(); i++ {
+				f := t.Field(i)
+				if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); f.IsExported() && name != "-" && name != "" {
+					fields[name] = f.Type
+				}
+			}
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := tok.(string)
+			name := key
+			if path != "" {
+				name = path + "." + key
+			}
+			if seen[key] {
+				return &fieldError{fmt.Sprintf("field %q is given twice", name)}
+			}
+			seen[key] = true
+			ft, known := fields[key]
+			if !known && len(fields) > 0 {
+				for want := range fields {
+					if strings.EqualFold(want, key) {
+						return &fieldError{fmt.Sprintf("unknown field %q: field names are case-sensitive; did you mean %q?", name, want)}
+					}
+				}
+				// any other unknown field: the decoder refuses it with the names the request takes
+			}
+			if err := strictJSON(dec, ft, name); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
 }
 
 func decodeError(err error, v any) error {
@@ -43,7 +149,10 @@ func decodeError(err error, v any) error {
 		syntax    *json.SyntaxError
 		unmarshal *json.UnmarshalTypeError
 	)
+	var field *fieldError
 	switch {
+	case errors.As(err, &field):
+		return ticketrush.Invalidf("%s", field.msg)
 	case errors.As(err, &tooLarge):
 		return errPayloadTooLarge
 	case errors.Is(err, os.ErrDeadlineExceeded):

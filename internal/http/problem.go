@@ -22,6 +22,7 @@ var (
 	errPayloadTooLarge = ticketrush.ErrPayloadTooLarge
 	errMethod          = ticketrush.ErrMethodNotAllowed
 	errSlowBody        = ticketrush.ErrRequestTimeout
+	errMediaType       = ticketrush.ErrUnsupportedMediaType
 )
 
 // writeError writes err as a problem document, its status, code and title from the error table

@@ -31,6 +31,7 @@
     INVALID_AMOUNT: 'Enter a whole number of points from 1 to 10,000,000.',
     INVALID_REQUEST: 'Something in the request was not right. Please reload the page and try again.',
     PAYLOAD_TOO_LARGE: 'That was too much to send at once.',
+    UNSUPPORTED_MEDIA_TYPE: 'This page is out of date. Please reload it.',
     REQUEST_TIMEOUT: 'Your connection is slow and the request did not arrive in time. Please try again.',
     RATE_LIMITED: 'Too many requests at once. We will try again in a moment.',
     UNAVAILABLE: 'The service is very busy. We will try again in a moment.',
