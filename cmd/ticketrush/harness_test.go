@@ -26,7 +26,7 @@ import (
 const (
 	testJWTSecret   = "e2e-jwt-secret-0123456789abcdef0123456789"
 	testQueueSecret = "e2e-queue-secret-0123456789abcdef01234567"
-	testAdminToken  = "e2e-admin-token"
+	testAdminToken  = "e2e-admin-token-0123456789abcdefghij"
 )
 
 // service is one ticketrush process started through run, as main starts it.

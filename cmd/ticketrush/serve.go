@@ -86,7 +86,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Queue:      waitingRoom,
 		Catalog:    cat,
 		Booking:    purchases,
-		Users:      auth.NewUsers(cfg.JWTSecret),
+		Users:      auth.NewUsers(cfg.JWTSecret, auth.WithIssuer(cfg.JWTIssuer), auth.WithAudience(cfg.JWTAudience)),
 		AdminToken: cfg.AdminToken,
 		Ledger:     db,
 		Ready:      ready,
@@ -99,6 +99,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      15 * time.Second,
 		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

@@ -25,7 +25,7 @@ import (
 
 // Fixtures.
 const (
-	testAdminToken = "test-admin-token"
+	testAdminToken = "test-admin-token-0123456789abcdefghij"
 
 	// Users: the bearer token a fake user sends is "jwt-" + their id.
 	userAlice = "alice"

@@ -19,7 +19,7 @@ function baseURL() {
 
 export const BASE = baseURL();
 export const JWT_SECRET = __ENV.JWT_SECRET || 'dev-jwt-secret-change-me-0123456789abcdef';
-export const ADMIN_TOKEN = __ENV.ADMIN_TOKEN || 'dev-admin-token';
+export const ADMIN_TOKEN = __ENV.ADMIN_TOKEN || 'dev-admin-token-change-me-0123456789ab';
 export const PROFILE = (__ENV.PROFILE || 'short').toLowerCase();
 // PURCHASE=off runs the waiting room only (join, poll, leave): for a service without the purchase path.
 export const PURCHASE = (__ENV.PURCHASE || 'on').toLowerCase() !== 'off';
