@@ -75,6 +75,9 @@ const (
 	MaxTTL              = 7 * 24 * time.Hour
 	MaxHoldsLimit       = 100
 	MaxSeatsPerSchedule = 200_000
+	MaxSeatsPerConcert  = 1_000_000 // over every schedule: the seat rows one create may write
+	MaxSchedules        = 100
+	MaxSections         = 50
 )
 
 // Validate reports the first setting out of range.
@@ -114,10 +117,10 @@ func (c Concert) Validate() error {
 		return Invalidf("title must be 1-200 characters")
 	case len(c.Venue) == 0 || len(c.Venue) > 200:
 		return Invalidf("venue must be 1-200 characters")
-	case len(c.Schedules) == 0 || len(c.Schedules) > 100:
-		return Invalidf("schedules must list 1-100 start times")
-	case len(c.Sections) == 0 || len(c.Sections) > 100:
-		return Invalidf("sections must list 1-100 sections")
+	case len(c.Schedules) == 0 || len(c.Schedules) > MaxSchedules:
+		return Invalidf("schedules must list 1-%d start times", MaxSchedules)
+	case len(c.Sections) == 0 || len(c.Sections) > MaxSections:
+		return Invalidf("sections must list 1-%d sections", MaxSections)
 	}
 	seen := map[string]bool{}
 	for _, s := range c.Sections {
@@ -128,13 +131,17 @@ func (c Concert) Validate() error {
 			return Invalidf("section %q is listed twice", s.Name)
 		case s.Price < 0 || s.Price > 10_000_000:
 			return Invalidf("section %q: price must be between 0 and 10000000", s.Name)
-		case s.Seats < 1:
-			return Invalidf("section %q: seats must be at least 1", s.Name)
+		case s.Seats < 1 || s.Seats > MaxSeatsPerSchedule: // bounded one by one, so the sum cannot overflow
+			return Invalidf("section %q: seats must be between 1 and %d", s.Name, MaxSeatsPerSchedule)
 		}
 		seen[s.Name] = true
 	}
 	if c.TotalSeats() > MaxSeatsPerSchedule {
 		return Invalidf("a schedule may have at most %d seats", MaxSeatsPerSchedule)
+	}
+	if c.TotalSeats()*len(c.Schedules) > MaxSeatsPerConcert {
+		return Invalidf("a concert may have at most %d seats over all its schedules (%d schedules of %d seats asked)",
+			MaxSeatsPerConcert, len(c.Schedules), c.TotalSeats())
 	}
 	return c.Queue.Validate()
 }
