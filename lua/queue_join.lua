@@ -10,16 +10,29 @@
 -- KEYS[7] bucket    hash: tok, ts (ms): the admission rate budget, refilled at rate/s up to rate
 -- KEYS[8] admitted  string: admissions so far
 -- KEYS[9] events    stream: the concert's outbox
+-- KEYS[10] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
+-- ARGV[3] ulimit (requests/s, 0 = off)  ARGV[4] uburst
 -- Reply: {status ('WAITING'|'ACTIVE'), seq, activeUntil (ms, 0 unless ACTIVE), created (1|0)}
--- Errors: NOT_FOUND (no such concert in Redis)
+-- Errors: NOT_FOUND (no such concert in Redis), RATE_LIMITED
 local cfg, seq, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local head, bucket, admitted, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local user, now = ARGV[1], tonumber(ARGV[2])
+local rl, ulimit, uburst = KEYS[10], tonumber(ARGV[3]), tonumber(ARGV[4])
 local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
+end
+-- Rate limit (issue 15): the user's bucket, GCRA at ulimit/s with bursts of uburst; a limited call
+-- does nothing. ulimit 0 turns it off.
+if ulimit > 0 then
+  local gap = 1000 / ulimit
+  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, now)
+  if tat - now > gap * (uburst - 1) then
+    return redis.error_reply('RATE_LIMITED')
+  end
+  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - now) + 1)
 end
 
 local waiting = redis.call('ZSCORE', wait, user)

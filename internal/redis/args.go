@@ -81,3 +81,10 @@ func rememberArgs(userID, key, fingerprint, ref string, created bool, now time.T
 }
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// UserLimit is the per-user rate of the state-changing scripts (USER_RATE_LIMIT/s, bursts of
+// USER_RATE_BURST); Rate 0 turns it off.
+type UserLimit struct{ Rate, Burst int }
+
+// limitArgs are the ulimit, uburst ARGV each rate-limited script takes last.
+func limitArgs(l UserLimit) []string { return []string{itoa(l.Rate), itoa(l.Burst)} }

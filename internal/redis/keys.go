@@ -42,6 +42,10 @@ func (c ConcertKeys) Left() string      { return c.base + "q:left" }
 func (c ConcertKeys) LeftLog() string   { return c.base + "q:leftlog" }
 func (c ConcertKeys) LeftN() string     { return c.base + "q:leftn" }
 
+// UserRate is a user's rate bucket for the concert's state-changing calls (join, hold, cancel, pay):
+// in the concert's slot, so that the scripts check it in the call they make anyway.
+func (c ConcertKeys) UserRate(userID string) string { return c.base + "rl:" + userID }
+
 // All returns every key of the concert, its seat maps of scheduleIDs included.
 func (c ConcertKeys) All(scheduleIDs []string) []string {
 	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
@@ -143,6 +147,9 @@ func (w WalletKeys) Balances() string { return w.base + "bal" }
 func (w WalletKeys) Debits() string   { return w.base + "debits" }
 func (w WalletKeys) Refunds() string  { return w.base + "refunds" }
 func (w WalletKeys) Events() string   { return w.base + "events" }
+
+// UserRate is a user's rate bucket for charges, in the wallet shard's slot.
+func (w WalletKeys) UserRate(userID string) string { return w.base + "rl:" + userID }
 
 // Idempotency is the record of one user's Idempotency-Key; "" names the shard's placeholder key for
 // calls without one (scripts must declare every key they may touch).

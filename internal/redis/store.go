@@ -45,7 +45,13 @@ type Store struct {
 	paymentClaim, paymentComplete, paymentRelease   *script
 	pointsCharge, walletDebit, walletRefund         *script
 	paymentRemember                                 *script
+
+	limit UserLimit // the per-user rate of join, hold, cancel, pay and charge; zero: off
 }
+
+// LimitUsers sets the per-user rate the state-changing scripts enforce (0 turns it off). Call it before
+// the store serves.
+func (s *Store) LimitUsers(l UserLimit) { s.limit = l }
 
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
 func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *Store {
@@ -103,7 +109,8 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 
 // Join puts a fan in a concert's line, or returns their live token's arrival.
 func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error) {
-	msg, err := s.exec(ctx, s.join, s.keys.Concert(concertID).join(), joinArgs(userID, now))
+	k := s.keys.Concert(concertID)
+	msg, err := s.exec(ctx, s.join, append(k.join(), k.UserRate(userID)), append(joinArgs(userID, now), limitArgs(s.limit)...))
 	if err != nil {
 		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
 	}

@@ -68,6 +68,11 @@ func TestErrorTableLines(t *testing.T) {
 		{ErrPayloadTooLarge, "PAYLOAD_TOO_LARGE", 413, false},
 		{ErrMethodNotAllowed, "METHOD_NOT_ALLOWED", 405, false},
 		{ErrInternal, "INTERNAL", 500, false},
+		{ErrRateLimited, "RATE_LIMITED", 429, false},
+		{ErrPowRequired, "POW_REQUIRED", 403, false},
+		{ErrPowInvalid, "POW_INVALID", 403, false},
+		{ErrAccessCodeRequired, "ACCESS_CODE_REQUIRED", 403, false},
+		{ErrAccessCodeInvalid, "ACCESS_CODE_INVALID", 403, false},
 	}
 	require.Len(t, tests, len(Codes()), "a code of the table is not pinned here")
 	for _, tt := range tests {
