@@ -55,6 +55,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 
 	store := redis.NewStore(rc, cfg.RedisKeyPrefix, reg)
+	store.LimitUsers(redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst})
 	cat := catalog.NewService(db, store, time.Now, log)
 	if err := cat.Refresh(ctx); err != nil {
 		return fmt.Errorf("load catalog: %w", err)
@@ -92,6 +93,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Ready:      ready,
 		Registry:   reg,
 		Log:        log,
+
+		Limiter:        httpapi.NewLimiter(cfg.UserRateLimit, cfg.UserRateBurst, time.Now),
+		TrustedProxies: cfg.TrustedProxyCIDRs,
 	})
 	srv := &http.Server{
 		Handler:           api,

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -56,6 +57,9 @@ type Deps struct {
 	Ready      map[string]Check
 	Registry   *prometheus.Registry
 	Log        *slog.Logger
+
+	Limiter        *Limiter       // the per-instance request limit of every /v1 route; nil: off
+	TrustedProxies []netip.Prefix // TRUSTED_PROXY_CIDRS: whose X-Forwarded-For names the client
 }
 
 // MaxHeaderBytes bounds a request's header block (net/http adds 4 KiB of slack): a JWT is a few hundred
@@ -106,8 +110,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // handlerFunc is a route's handler; a returned error is written as a problem document.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
 
-// Handle adds a route, instrumented under its pattern.
+// Handle adds a route, instrumented under its pattern; /v1 routes are rate limited per instance.
 func (s *Server) handle(method, pattern string, h handlerFunc) {
+	if strings.HasPrefix(pattern, "/v1/") {
+		h = s.limited(h)
+	}
 	s.router.Handle(method, pattern, s.instrument(pattern, h))
 }
 
