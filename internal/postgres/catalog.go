@@ -24,6 +24,10 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 		if err != nil {
 			return fmt.Errorf("insert concert: %w", err)
 		}
+		if _, err := tx.Exec(ctx, `UPDATE concerts SET join_pow_bits = $2, access_code_required = $3 WHERE id = $1`,
+			c.ID, q.JoinPowBits, q.AccessCodeRequired); err != nil {
+			return fmt.Errorf("insert concert abuse settings: %w", err)
+		}
 		for i, s := range c.Sections {
 			if _, err := tx.Exec(ctx, `INSERT INTO sections (concert_id, name, price, seats, ordinal) VALUES ($1,$2,$3,$4,$5)`,
 				c.ID, s.Name, s.Price, s.Seats, i); err != nil {
@@ -74,6 +78,9 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list concerts: %w", err)
+	}
+	if err := db.abuseSettings(ctx, out, index); err != nil {
+		return nil, err
 	}
 	rows, err = db.pool.Query(ctx, `SELECT concert_id, name, price, seats FROM sections ORDER BY concert_id, ordinal`)
 	if err != nil {
@@ -128,5 +135,36 @@ func (db *DB) UpdateQueueSettings(ctx context.Context, concertID string, p ticke
 	}
 	q.ActiveTTL = time.Duration(ttl) * time.Second
 	q.HoldTTL = time.Duration(hold) * time.Second
+	err = db.pool.QueryRow(ctx, `UPDATE concerts SET
+			join_pow_bits = COALESCE($2, join_pow_bits),
+			access_code_required = COALESCE($3, access_code_required)
+		WHERE id = $1 RETURNING join_pow_bits, access_code_required`,
+		concertID, p.JoinPowBits, p.AccessCodeRequired).Scan(&q.JoinPowBits, &q.AccessCodeRequired)
+	if err != nil {
+		return q, fmt.Errorf("update queue settings %s: %w", concertID, err)
+	}
 	return q, nil
+}
+
+// abuseSettings reads the proof-of-work and access-code settings into the concerts of index.
+func (db *DB) abuseSettings(ctx context.Context, out []ticketrush.Concert, index map[string]int) error {
+	rows, err := db.pool.Query(ctx, `SELECT id, join_pow_bits, access_code_required FROM concerts`)
+	if err != nil {
+		return fmt.Errorf("list concerts: %w", err)
+	}
+	var (
+		id   string
+		bits int
+		req  bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &bits, &req}, func() error {
+		if i, ok := index[id]; ok {
+			out[i].Queue.JoinPowBits, out[i].Queue.AccessCodeRequired = bits, req
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list concerts: %w", err)
+	}
+	return nil
 }

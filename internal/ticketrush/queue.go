@@ -71,6 +71,9 @@ type QueuePatch struct {
 	ActiveCapacity *int
 	AdmitPerSecond *int
 	Paused         *bool
+
+	JoinPowBits        *int
+	AccessCodeRequired *bool
 }
 
 // Apply returns s with the patch applied.
@@ -83,6 +86,12 @@ func (p QueuePatch) Apply(s QueueSettings) QueueSettings {
 	}
 	if p.Paused != nil {
 		s.Paused = *p.Paused
+	}
+	if p.JoinPowBits != nil {
+		s.JoinPowBits = *p.JoinPowBits
+	}
+	if p.AccessCodeRequired != nil {
+		s.AccessCodeRequired = *p.AccessCodeRequired
 	}
 	return s
 }

@@ -55,6 +55,9 @@ type QueueSettings struct {
 	HoldTTL         time.Duration
 	MaxHoldsPerUser int
 	Paused          bool
+
+	JoinPowBits        int  // a join needs a proof of work of this many leading zero bits; 0: none
+	AccessCodeRequired bool // a join needs an access code of the admin endpoint
 }
 
 // DefaultQueueSettings are the defaults of API.md's admin section.
@@ -78,6 +81,7 @@ const (
 	MaxSeatsPerConcert  = 1_000_000 // over every schedule: the seat rows one create may write
 	MaxSchedules        = 100
 	MaxSections         = 50
+	MaxPowBits          = 32 // 2^32 hashes: minutes of a fan's phone, the most a sale can ask
 )
 
 // Validate reports the first setting out of range.
@@ -93,6 +97,8 @@ func (q QueueSettings) Validate() error {
 		return Invalidf("holdTtlSeconds must be between 1 and %d", int(MaxTTL/time.Second))
 	case q.MaxHoldsPerUser < 1 || q.MaxHoldsPerUser > MaxHoldsLimit:
 		return Invalidf("maxHoldsPerUser must be between 1 and %d", MaxHoldsLimit)
+	case q.JoinPowBits < 0 || q.JoinPowBits > MaxPowBits:
+		return Invalidf("joinPowBits must be between 0 and %d", MaxPowBits)
 	}
 	return nil
 }
