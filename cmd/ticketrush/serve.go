@@ -95,6 +95,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Log:        log,
 
 		Limiter:        httpapi.NewLimiter(cfg.UserRateLimit, cfg.UserRateBurst, time.Now),
+		Challenges:     auth.NewChallenges(cfg.QueueTokenSecret),
 		TrustedProxies: cfg.TrustedProxyCIDRs,
 	})
 	srv := &http.Server{

@@ -180,3 +180,28 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter
 	writeJSON(w, http.StatusOK, toQueueSettingsJSON(q))
 	return nil
 }
+
+type accessCodesRequest struct {
+	Count int `json:"count"`
+}
+
+// issueAccessCodes makes new presale codes for a concert; the codes are shown once, here.
+func (s *Server) issueAccessCodes(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	id, err := concertID(p)
+	if err != nil {
+		return err
+	}
+	var req accessCodesRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	if req.Count < 1 || req.Count > ticketrush.MaxAccessCodes {
+		return ticketrush.Invalidf("count must be between 1 and %d", ticketrush.MaxAccessCodes)
+	}
+	codes, err := s.Catalog.IssueAccessCodes(r.Context(), id, req.Count)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string][]string{"codes": codes})
+	return nil
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ticketrush/ticketrush/internal/auth"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -121,6 +122,7 @@ func (f *fakes) deps() Deps {
 		Ledger:     f.Ledger,
 		Users:      f.Users,
 		AdminToken: testAdminToken,
+		Challenges: auth.NewChallenges([]byte(testAdminToken)),
 		Ready:      f.Ready,
 		Registry:   prometheus.NewRegistry(),
 		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -168,6 +170,7 @@ type fakeQueue struct {
 	mu     sync.Mutex
 	tokens map[string]*fakeToken
 	seq    int
+	passes []ticketrush.JoinPass // every JoinWith's pass, in order
 }
 
 var _ Queue = (*fakeQueue)(nil)
@@ -681,3 +684,27 @@ func (b *fakeBooking) Payment(_ context.Context, userID, id string) (ticketrush.
 
 // errDown is a dependency that does not answer.
 var errDown = errors.New("connection refused")
+
+// Abuse (issue 15): the fake queue records each join's pass; the fake catalog issues numbered codes.
+
+// JoinWith records the pass it was given (in passes) and joins as Join does.
+func (q *fakeQueue) JoinWith(ctx context.Context, userID, concertID string, pass ticketrush.JoinPass) (ticketrush.Ticket, bool, error) {
+	q.mu.Lock()
+	q.passes = append(q.passes, pass)
+	q.mu.Unlock()
+	return q.Join(ctx, userID, concertID)
+}
+
+func (c *fakeCatalog) IssueAccessCodes(_ context.Context, concertID string, count int) ([]string, error) {
+	if c.Err != nil {
+		return nil, c.Err
+	}
+	if _, ok := c.Concert(concertID); !ok {
+		return nil, ticketrush.ErrNotFound
+	}
+	codes := make([]string, count)
+	for i := range codes {
+		codes[i] = ticketrush.NewAccessCode()
+	}
+	return codes, nil
+}

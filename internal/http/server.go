@@ -24,6 +24,7 @@ import (
 // Queue is the waiting room.
 type Queue interface {
 	Join(ctx context.Context, userID, concertID string) (ticketrush.Ticket, bool, error)
+	JoinWith(ctx context.Context, userID, concertID string, pass ticketrush.JoinPass) (ticketrush.Ticket, bool, error)
 	Status(ctx context.Context, userID, token string) (ticketrush.Ticket, error)
 	Leave(ctx context.Context, userID, token string) error
 }
@@ -35,6 +36,13 @@ type Catalog interface {
 	Concert(id string) (ticketrush.Concert, bool)
 	PatchQueue(ctx context.Context, concertID string, p ticketrush.QueuePatch) (ticketrush.QueueSettings, error)
 	QueueState(ctx context.Context, concertID string) (ticketrush.QueueState, error)
+	IssueAccessCodes(ctx context.Context, concertID string, count int) ([]string, error)
+}
+
+// Challenges issues and checks the proof-of-work challenges of a join.
+type Challenges interface {
+	Issue(userID, concertID string, bits int, now time.Time) (string, time.Time)
+	Pass(challenge, nonce, userID, concertID string, now time.Time) ticketrush.JoinPass
 }
 
 // Users verifies user JWTs.
@@ -60,6 +68,7 @@ type Deps struct {
 
 	Limiter        *Limiter       // the per-instance request limit of every /v1 route; nil: off
 	TrustedProxies []netip.Prefix // TRUSTED_PROXY_CIDRS: whose X-Forwarded-For names the client
+	Challenges     Challenges
 }
 
 // MaxHeaderBytes bounds a request's header block (net/http adds 4 KiB of slack): a JWT is a few hundred
@@ -93,6 +102,7 @@ func NewServer(d Deps) *Server {
 	}
 	s.handle("GET", "/v1/concerts", s.listConcerts)
 	s.handle("POST", "/v1/concerts/:concertId/queue", s.joinQueue)
+	s.handle("POST", "/v1/concerts/:concertId/queue/challenge", s.queueChallenge)
 	s.handle("GET", "/v1/queue", s.queueStatus)
 	s.handle("DELETE", "/v1/queue", s.leaveQueue)
 	s.bookingRoutes()
@@ -101,6 +111,7 @@ func NewServer(d Deps) *Server {
 	s.handle("POST", "/admin/v1/concerts", s.admin(s.createConcert))
 	s.handle("GET", "/admin/v1/concerts/:concertId/queue", s.admin(s.getQueue))
 	s.handle("PATCH", "/admin/v1/concerts/:concertId/queue", s.admin(s.patchQueue))
+	s.handle("POST", "/admin/v1/concerts/:concertId/access-codes", s.admin(s.issueAccessCodes))
 	return s
 }
 

@@ -83,6 +83,19 @@ func rememberArgs(userID, key, fingerprint, ref string, created bool, now time.T
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }
 
+// passArgs are queue_join's powid (” none, '-' failed the check), powbits, powexp (ms) and code.
+func passArgs(p ticketrush.JoinPass) []string {
+	id := p.PowID
+	if p.PowInvalid {
+		id = "-"
+	}
+	exp := "0"
+	if !p.PowExpires.IsZero() {
+		exp = millis(p.PowExpires)
+	}
+	return []string{id, itoa(p.PowBits), exp, p.CodeHash}
+}
+
 // UserLimit is the per-user rate of the state-changing scripts (USER_RATE_LIMIT/s, bursts of
 // USER_RATE_BURST); Rate 0 turns it off.
 type UserLimit struct{ Rate, Burst int }

@@ -109,8 +109,16 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 
 // Join puts a fan in a concert's line, or returns their live token's arrival.
 func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error) {
+	return s.JoinWith(ctx, concertID, userID, ticketrush.JoinPass{}, now)
+}
+
+// JoinWith is Join with what the join carries past the concert's proof-of-work and access-code gates;
+// the script checks them (and the user's rate) before anything else.
+func (s *Store) JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
 	k := s.keys.Concert(concertID)
-	msg, err := s.exec(ctx, s.join, append(k.join(), k.UserRate(userID)), append(joinArgs(userID, now), limitArgs(s.limit)...))
+	keys := append(k.join(), k.UserRate(userID), k.PowUsed(pass.PowID), k.AccessCodes())
+	args := append(append(joinArgs(userID, now), limitArgs(s.limit)...), passArgs(pass)...)
+	msg, err := s.exec(ctx, s.join, keys, args)
 	if err != nil {
 		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
 	}
@@ -258,6 +266,21 @@ func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
 		snap.Leaves = append(snap.Leaves, ticketrush.Leave{Seq: seq, Ordinal: uint64(ord)})
 	}
 	return snap, nil
+}
+
+// AddAccessCodes adds unclaimed access codes (by hash) to a concert; a hash it has already keeps its owner.
+func (s *Store) AddAccessCodes(ctx context.Context, concertID string, hashes []string) error {
+	key := s.keys.Concert(concertID).AccessCodes()
+	var cmds rueidis.Commands
+	for _, h := range hashes {
+		cmds = append(cmds, s.client.B().Hsetnx().Key(key).Field(h).Value("").Build())
+	}
+	for _, r := range s.client.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("add access codes %s: %w", concertID, err)
+		}
+	}
+	return nil
 }
 
 // Configure changes a concert's admission settings in Redis, where the tick reads them.

@@ -96,6 +96,17 @@ func (p QueuePatch) Apply(s QueueSettings) QueueSettings {
 	return s
 }
 
+// JoinPass is what a join carries past a concert's gates (API.md Abuse): a proof of work the caller
+// has checked (its challenge's id, difficulty and expiry), or PowInvalid for one that failed the check,
+// and the hex SHA-256 of an access code. The zero pass carries nothing.
+type JoinPass struct {
+	PowID      string
+	PowBits    int
+	PowExpires time.Time
+	PowInvalid bool
+	CodeHash   string
+}
+
 // JoinResult is what a join did: the arrival it found or made.
 type JoinResult struct {
 	Status      QueueStatus // WAITING or ACTIVE
