@@ -83,7 +83,7 @@ func rememberArgs(userID, key, fingerprint, ref string, created bool, now time.T
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// passArgs are queue_join's powid (” none, '-' failed the check), powbits, powexp (ms) and code.
+// passArgs are queue_join's powid ("" none, '-' failed the check), powbits, powexp (ms) and code.
 func passArgs(p ticketrush.JoinPass) []string {
 	id := p.PowID
 	if p.PowInvalid {

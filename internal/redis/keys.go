@@ -51,7 +51,7 @@ func (c ConcertKeys) PowUsed(id string) string {
 	return c.base + "pow:" + id
 }
 
-// AccessCodes is the concert's presale codes: hash of hex SHA-256(code) -> owner user (” unclaimed).
+// AccessCodes is the concert's presale codes: hash of hex SHA-256(code) -> owner user ("" while unclaimed).
 func (c ConcertKeys) AccessCodes() string { return c.base + "codes" }
 
 // UserRate is a user's rate bucket for the concert's state-changing calls (join, hold, cancel, pay):
