@@ -9,7 +9,7 @@ export HTTP_ADDR ?= 127.0.0.1:8080
 ADDR := http://$(HTTP_ADDR)
 BIN := bin/ticketrush
 
-.PHONY: run stop help test services build vet demo clean
+.PHONY: run stop help test services build vet demo clean fuzz
 
 ## help: list the targets, one line each
 help:
@@ -40,7 +40,22 @@ stop:
 test: services
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
+	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory rules-check compose-check promcheck
+
+# Go native fuzz targets, package:target, each run for FUZZTIME (their seeds and testdata/fuzz corpus
+# run in every go test too). A failure leaves its input under the package's testdata/fuzz: commit it.
+FUZZ_TARGETS := internal/auth:FuzzQueueTokenVerify internal/auth:FuzzUsersVerify internal/auth:FuzzChallengeCheck \
+	internal/http:FuzzDecodeBodies internal/http:FuzzProblemWriter internal/http:FuzzRouter
+FUZZTIME ?= 5s
+
+## fuzz: run every fuzz target for FUZZTIME each (default 5s; part of make test)
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*}/ | grep -v '^fuzz: elapsed'; \
+		test "$${PIPESTATUS[0]}" = 0; \
+	done
 
 ## clean: remove bin/ (not .data/: make stop first, then rm -rf .data to start afresh)
 clean:
