@@ -26,7 +26,7 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		}, labels),
 	}
 	reg.MustRegister(m.requests, m.duration)
-	return "other"
+	return m
 }
 
 func (m *httpMetrics) observe(route, method string, status int, d time.Duration) {
