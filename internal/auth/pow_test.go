@@ -95,3 +95,20 @@ func BenchmarkSolve(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChallengeCheck is the server's cost of checking a proof (signature, binding, expiry, one
+// SHA-256 for the work), the same at any difficulty:
+//
+//	go test -run '^$' -bench ChallengeCheck -count 5 ./internal/auth/
+func BenchmarkChallengeCheck(b *testing.B) {
+	c := NewChallenges(secret)
+	now := time.Now()
+	ch, _ := c.Issue("fan-1", "c1", 12, now)
+	nonce := Solve(ch, 12)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Check(ch, nonce, "fan-1", "c1", now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
