@@ -26,7 +26,9 @@ func TestAccessCodesRecordedAndRestored(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.cat.PatchQueue(ctx, s.concert.ID, ticketrush.QueuePatch{AccessCodeRequired: new(true)})
 	require.NoError(t, err)
-	with := func(code string) ticketrush.JoinPass { return ticketrush.JoinPass{CodeHash: ticketrush.HashAccessCode(code)} }
+	with := func(code string) ticketrush.JoinPass {
+		return ticketrush.JoinPass{CodeHash: ticketrush.HashAccessCode(code)}
+	}
 	tk, _, err := s.queue.JoinWith(ctx, "owner", s.concert.ID, with(codes[0]))
 	require.NoError(t, err)
 	require.NoError(t, s.queue.Leave(ctx, "owner", tk.Token))
