@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"strings"
 	"slices"
 	"strconv"
 	"time"
@@ -17,8 +18,8 @@ import (
 // which it is talking to).
 func Open(ctx context.Context, url string) (rueidis.Client, error) {
 	opt, err := rueidis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", err)
+	if err != nil { // the parser's error quotes the URL, password and all
+		return nil, fmt.Errorf("parse redis url: %s", strings.ReplaceAll(err.Error(), url, "<REDIS_URL>"))
 	}
 	opt.DisableCache = true // the service does not use client-side caching; miniredis has none either
 	opt.ConnWriteTimeout = 5 * time.Second
