@@ -3,9 +3,9 @@ package redis
 import (
 	"context"
 	"fmt"
-	"strings"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
