@@ -4,12 +4,12 @@ SHELL := /bin/bash
 GO ?= go
 export JWT_SECRET ?= dev-jwt-secret-change-me-0123456789abcdef
 export QUEUE_TOKEN_SECRET ?= dev-queue-secret-change-me-0123456789abc
-export ADMIN_TOKEN ?= dev-admin-token
+export ADMIN_TOKEN ?= dev-admin-token-change-me-0123456789ab
 export HTTP_ADDR ?= 127.0.0.1:8080
 ADDR := http://$(HTTP_ADDR)
 BIN := bin/ticketrush
 
-.PHONY: run stop help test services build vet demo clean faults cluster scaleout
+.PHONY: run stop help test services build vet demo clean faults cluster scaleout fuzz
 
 ## help: list the targets, one line each
 help:
@@ -43,7 +43,7 @@ test: services cluster
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
 	TEST_REDIS_URL="$$(scripts/cluster.sh 2>/dev/null)" $(GO) test -race -count=1 -timeout 8m -skip 'OnCluster$$' $(REDIS_PACKAGES)
-	$(MAKE) --no-print-directory faults scaleout
+	$(MAKE) --no-print-directory faults scaleout fuzz
 	$(MAKE) --no-print-directory rules-check compose-check promcheck
 
 # The packages whose tests use Redis: `make test` runs them a second time on the cluster (tests named
@@ -68,6 +68,20 @@ cluster:
 ## master SIGKILLed mid-sale; prints the error window and the time to recover
 scaleout: services
 	$(GO) test -tags scaleout -count=1 -timeout 5m -v -run 'TestScaleOut' ./cmd/ticketrush/
+
+# Go native fuzz targets, package:target, each run for FUZZTIME (their seeds and testdata/fuzz corpus
+# run in every go test too). A failure leaves its input under the package's testdata/fuzz: commit it.
+FUZZ_TARGETS := internal/auth:FuzzQueueTokenVerify internal/auth:FuzzUsersVerify internal/auth:FuzzChallengeCheck \
+	internal/http:FuzzDecodeBodies internal/http:FuzzProblemWriter internal/http:FuzzRouter
+FUZZTIME ?= 5s
+
+## fuzz: run every fuzz target for FUZZTIME each (default 5s; part of make test)
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*}/ | grep -v '^fuzz: elapsed'; \
+		test "$${PIPESTATUS[0]}" = 0; \
+	done
 
 ## clean: remove bin/ (not .data/: make stop first, then rm -rf .data to start afresh)
 clean:

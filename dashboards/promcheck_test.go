@@ -380,7 +380,7 @@ func startService(t *testing.T, ctx context.Context) *service {
 	s := &service{
 		addr:       freeAddr(t),
 		jwtSecret:  []byte(dbtest.Name("promcheck-jwt-secret-0123456789-")),
-		adminToken: dbtest.Name("admin-"),
+		adminToken: dbtest.Name("admin-token-0123456789abcdefghij-"),
 		client:     &http.Client{Timeout: 5 * time.Second},
 		statuses:   map[int]int{},
 	}

@@ -6,12 +6,25 @@
 -- KEYS[3] res      hash: res -> reservation JSON
 -- KEYS[4] paying   zset: member res, score claimed at (ms): what the sweeper finishes or undoes
 -- KEYS[5] events   stream: the concert's outbox
+-- KEYS[6] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
 -- ARGV[1] user  ARGV[2] id (the reservation)  ARGV[3] now (ms)
+-- ARGV[4] ulimit (requests/s, 0 = off)  ARGV[5] uburst
 -- Reply: the reservation JSON (status PAYING, or PAID with its payment)
 -- Errors: NOT_FOUND (no such reservation, or not the caller's), RESERVATION_EXPIRED (lapsed),
---         RESERVATION_NOT_HELD (cancelled)
+--         RESERVATION_NOT_HELD (cancelled), RATE_LIMITED
 local seats, holds, res, paying, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local user, id, now = ARGV[1], ARGV[2], ARGV[3]
+local rl, ulimit, uburst = KEYS[6], tonumber(ARGV[4]), tonumber(ARGV[5])
+-- Rate limit (issue 15): the user's bucket, GCRA at ulimit/s with bursts of uburst; a limited call
+-- does nothing. ulimit 0 turns it off.
+if ulimit > 0 then
+  local gap = 1000 / ulimit
+  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, tonumber(now))
+  if tat - tonumber(now) > gap * (uburst - 1) then
+    return redis.error_reply('RATE_LIMITED')
+  end
+  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - tonumber(now)) + 1)
+end
 local raw = redis.call('HGET', res, id)
 if not raw then
   return redis.error_reply('NOT_FOUND')

@@ -5,15 +5,28 @@
 -- KEYS[2] idem     string: the idempotency record of (user, key), kept ttl seconds; the shard's
 --                  placeholder key when there is no key
 -- KEYS[3] events   stream: the wallet shard's outbox
+-- KEYS[4] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
 -- ARGV[1] user  ARGV[2] amount  ARGV[3] id (of the charge)  ARGV[4] now (ms)  ARGV[5] key (the
 -- Idempotency-Key, '' for none)  ARGV[6] fp (the request's fingerprint)  ARGV[7] ttl (the idempotency
 -- record's lifetime, s)  ARGV[8] limit (of a balance)
+-- ARGV[9] ulimit (requests/s, 0 = off)  ARGV[10] uburst
 -- Event: point.charge id user amount balance at, and idem fp (the key and fingerprint) when there is a key
 -- Reply: {charge id, amount, balance after, created at (ms), replayed (0|1)}
--- Errors: IDEMPOTENCY_CONFLICT, BALANCE_LIMIT
+-- Errors: IDEMPOTENCY_CONFLICT, BALANCE_LIMIT, RATE_LIMITED
 local bal, idem, events = KEYS[1], KEYS[2], KEYS[3]
 local user, amount, id, now = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local key, fp, ttl, limit = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local rl, ulimit, uburst = KEYS[4], tonumber(ARGV[9]), tonumber(ARGV[10])
+-- Rate limit (issue 15): the user's bucket, GCRA at ulimit/s with bursts of uburst; a limited call
+-- does nothing. ulimit 0 turns it off.
+if ulimit > 0 then
+  local gap = 1000 / ulimit
+  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, now)
+  if tat - now > gap * (uburst - 1) then
+    return redis.error_reply('RATE_LIMITED')
+  end
+  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - now) + 1)
+end
 if key ~= '' then
   local prior = redis.call('GET', idem)
   if prior then

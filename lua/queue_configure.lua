@@ -1,20 +1,22 @@
 -- queue_configure: changes a concert's admission settings. The tick reads them from here, so they are
 -- in force on the next tick of every scheduler.
--- KEYS[1] cfg     hash: cap, rate, ttl (ms), hold (ms), maxholds, paused
+-- KEYS[1] cfg     hash: cap, rate, ttl (ms), hold (ms), maxholds, paused, pow, codereq
 -- KEYS[2] events  stream: the concert's outbox
 -- ARGV[1] cap ('' keeps it)
 -- ARGV[2] rate ('' keeps it)
 -- ARGV[3] paused ('0'|'1'; '' keeps it)
 -- ARGV[4] now (ms)
+-- ARGV[5] pow (joinPowBits; '' keeps it)  ARGV[6] codereq ('0'|'1'; '' keeps it)
 -- Reply: {cap, rate, paused (0|1)} after the change
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, events = KEYS[1], KEYS[2]
 local cap, rate, paused, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local pow, codereq = ARGV[5], ARGV[6]
 if redis.call('EXISTS', cfg) == 0 then
   return redis.error_reply('NOT_FOUND')
 end
-local given = {cap = cap, rate = rate, paused = paused}
-for _, name in ipairs({'cap', 'rate', 'paused'}) do
+local given = {cap = cap, rate = rate, paused = paused, pow = pow, codereq = codereq}
+for _, name in ipairs({'cap', 'rate', 'paused', 'pow', 'codereq'}) do
   if given[name] ~= '' then
     redis.call('HSET', cfg, name, given[name])
   end

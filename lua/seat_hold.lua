@@ -10,18 +10,31 @@
 -- KEYS[8] uholds   hash: user -> comma list of the user's open (HELD or being paid) reservations
 -- KEYS[9] events   stream: the concert's outbox
 -- KEYS[10] paying  zset: member res, score claimed (ms): every reservation being paid (PAYING)
+-- KEYS[11] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
 -- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
 -- ARGV[6] id (of the new reservation)  ARGV[7] now (ms)
+-- ARGV[8] ulimit (requests/s, 0 = off)  ARGV[9] uburst
 -- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
 -- Errors: NOT_FOUND (no such concert), QUEUE_NOT_ACTIVE (token still WAITING), QUEUE_TOKEN_EXPIRED (token
---         not live), SEAT_UNAVAILABLE, HOLD_LIMIT_REACHED
+--         not live), SEAT_UNAVAILABLE, HOLD_LIMIT_REACHED, RATE_LIMITED
 local cfg, wait, active, aseq, seats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local holds, res, uholds, events, paying = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local user, seq, schedule, seat, price, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local rl, ulimit, uburst = KEYS[11], tonumber(ARGV[8]), tonumber(ARGV[9])
 local t = tonumber(now)
 local conf = redis.call('HMGET', cfg, 'hold', 'maxholds')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
+end
+-- Rate limit (issue 15): the user's bucket, GCRA at ulimit/s with bursts of uburst; a limited call
+-- does nothing. ulimit 0 turns it off.
+if ulimit > 0 then
+  local gap = 1000 / ulimit
+  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, t)
+  if tat - t > gap * (uburst - 1) then
+    return redis.error_reply('RATE_LIMITED')
+  end
+  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - t) + 1)
 end
 if redis.call('HGET', aseq, user) ~= seq or tonumber(redis.call('ZSCORE', active, user) or 0) <= t then
   if tonumber(redis.call('ZSCORE', wait, user)) == tonumber(seq) then

@@ -26,7 +26,7 @@ import (
 const (
 	testJWTSecret   = "e2e-jwt-secret-0123456789abcdef0123456789"
 	testQueueSecret = "e2e-queue-secret-0123456789abcdef01234567"
-	testAdminToken  = "e2e-admin-token"
+	testAdminToken  = "e2e-admin-token-0123456789abcdefghij"
 )
 
 // service is one ticketrush process started through run, as main starts it.
@@ -50,6 +50,7 @@ func startService(t *testing.T, env map[string]string) *service {
 		"JWT_SECRET":         testJWTSecret,
 		"QUEUE_TOKEN_SECRET": testQueueSecret,
 		"ADMIN_TOKEN":        testAdminToken,
+		"USER_RATE_LIMIT":    "0", // off but where a test asks for it: tests poll faster than fans
 	}
 	for k, v := range env {
 		vars[k] = v

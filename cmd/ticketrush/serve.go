@@ -58,6 +58,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if redis.IsCluster(rc) {
 		store.WaitForReplica(redis.ReplicaWait) // the money steps wait for a replica (README, Durability)
 	}
+	store.LimitUsers(redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst})
 	cat := catalog.NewService(db, store, time.Now, log)
 	store.NeedConcerts(cat.IDs) // readiness checks the concerts' slots too
 	if err := cat.Refresh(ctx); err != nil {
@@ -90,12 +91,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Queue:      waitingRoom,
 		Catalog:    cat,
 		Booking:    purchases,
-		Users:      auth.NewUsers(cfg.JWTSecret),
+		Users:      auth.NewUsers(cfg.JWTSecret, auth.WithIssuer(cfg.JWTIssuer), auth.WithAudience(cfg.JWTAudience)),
 		AdminToken: cfg.AdminToken,
 		Ledger:     db,
 		Ready:      ready,
 		Registry:   reg,
 		Log:        log,
+
+		Limiter:        httpapi.NewLimiter(cfg.UserRateLimit, cfg.UserRateBurst, time.Now),
+		Challenges:     auth.NewChallenges(cfg.QueueTokenSecret),
+		TrustedProxies: cfg.TrustedProxyCIDRs,
 	})
 	srv := &http.Server{
 		Handler:           api,
@@ -103,6 +108,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      15 * time.Second,
 		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

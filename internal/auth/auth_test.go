@@ -165,6 +165,8 @@ func TestQueueTokenRejects(t *testing.T) {
 		{"empty", ""},
 		{"not base64", "!!!.???"},
 		{"huge", strings.Repeat("a", 1000)},
+		{"sig padding bits altered", body + "." + paddingFlipped(sig)},
+		{"body padding bits altered", paddingFlipped(body) + "." + sig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,9 +176,91 @@ func TestQueueTokenRejects(t *testing.T) {
 	}
 }
 
+// paddingFlipped changes the unused low bits of a raw base64url string's last character: lenient
+// decoding reads the same bytes, strict decoding refuses it.
+func paddingFlipped(s string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, s[len(s)-1])
+	return s[:len(s)-1] + string(alphabet[i^1])
+}
+
+func TestUsersRefuseHugeJWT(t *testing.T) {
+	u := NewUsers(secret)
+	huge, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "fan_1",
+		"exp": time.Now().Add(time.Hour).Unix(), "pad": strings.Repeat("p", 8<<10)}).SignedString(secret)
+	require.NoError(t, err)
+	_, err = u.Verify(huge)
+	require.ErrorIs(t, err, ticketrush.ErrUnauthenticated, "a validly signed 8 KiB JWT is refused unparsed")
+	assert.Contains(t, err.Error(), "over 4096 bytes")
+}
+
+func TestUsersIssuerAudience(t *testing.T) {
+	now := time.Now()
+	mint := func(iss, aud string) string {
+		c := jwt.MapClaims{"sub": "fan_1", "exp": now.Add(time.Hour).Unix()}
+		if iss != "" {
+			c["iss"] = iss
+		}
+		if aud != "" {
+			c["aud"] = aud
+		}
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(secret)
+		require.NoError(t, err)
+		return tok
+	}
+	tests := []struct {
+		name     string
+		iss, aud string
+		give     string
+		wantOK   bool
+	}{
+		{"nothing required", "", "", mint("", ""), true},
+		{"both required, both right", "login", "tr", mint("login", "tr"), true},
+		{"issuer missing", "login", "", mint("", ""), false},
+		{"issuer wrong", "login", "", mint("evil", ""), false},
+		{"audience missing", "", "tr", mint("login", ""), false},
+		{"audience wrong", "", "tr", mint("", "other"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewUsers(secret, WithIssuer(tt.iss), WithAudience(tt.aud)).Verify(tt.give)
+			if tt.wantOK {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, ticketrush.ErrUnauthenticated)
+			}
+		})
+	}
+}
+
+// FuzzUsersVerify: no input panics, and only tokens signed with the secret for a valid user verify.
+func FuzzUsersVerify(f *testing.F) {
+	good, err := Mint(secret, "fan_1", time.Hour, time.Now())
+	require.NoError(f, err)
+	f.Add(good)
+	f.Add("abc.def.ghi")
+	f.Add("")
+	u := NewUsers(secret)
+	f.Fuzz(func(t *testing.T, s string) {
+		user, err := u.Verify(s)
+		if err != nil {
+			assert.ErrorIs(t, err, ticketrush.ErrUnauthenticated)
+			return
+		}
+		assert.True(t, ticketrush.ValidUserID(user))
+		var claims jwt.RegisteredClaims
+		_, perr := jwt.NewParser(jwt.WithValidMethods([]string{"HS256"})).ParseWithClaims(s, &claims,
+			func(*jwt.Token) (any, error) { return secret, nil })
+		assert.NoError(t, perr, "a verified token is one signed with the secret")
+	})
+}
+
 func FuzzQueueTokenVerify(f *testing.F) {
 	q := NewQueueTokens(secret)
-	f.Add(q.Sign(NewClaims("c1", "fan", 7)))
+	tok := q.Sign(NewClaims("c1", "fan", 7))
+	body, sig, _ := strings.Cut(tok, ".")
+	f.Add(tok)
+	f.Add(body + "." + paddingFlipped(sig))
 	f.Add("a.b")
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := q.Verify(s)

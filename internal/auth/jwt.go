@@ -40,20 +40,53 @@ type verified struct {
 	exp  time.Time
 }
 
+// MaxJWTBytes bounds a JWT: ours are a few hundred bytes, and a longer one is refused before it is
+// decoded or parsed.
+const MaxJWTBytes = 4096
+
+// UsersOption is an optional rule of NewUsers.
+type UsersOption func(*[]jwt.ParserOption)
+
+// WithIssuer requires the JWT's iss to be issuer (JWT_ISSUER); empty requires nothing.
+func WithIssuer(issuer string) UsersOption {
+	return func(o *[]jwt.ParserOption) {
+		if issuer != "" {
+			*o = append(*o, jwt.WithIssuer(issuer))
+		}
+	}
+}
+
+// WithAudience requires the JWT's aud to name audience (JWT_AUDIENCE); empty requires nothing.
+func WithAudience(audience string) UsersOption {
+	return func(o *[]jwt.ParserOption) {
+		if audience != "" {
+			*o = append(*o, jwt.WithAudience(audience))
+		}
+	}
+}
+
 // NewUsers returns a verifier for JWTs signed with secret.
-func NewUsers(secret []byte) *Users {
+func NewUsers(secret []byte, opts ...UsersOption) *Users {
 	u := &Users{now: time.Now, perShard: cachePerShard, secret: secret}
-	u.parser = jwt.NewParser(
+	po := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
 		jwt.WithLeeway(leeway),
 		jwt.WithTimeFunc(func() time.Time { return u.now() }),
-	)
+	}
+	for _, o := range opts {
+		o(&po)
+	}
+	u.parser = jwt.NewParser(po...)
 	return u
 }
 
 // Verify returns the user id of a valid token, or ticketrush.ErrUnauthenticated.
 func (u *Users) Verify(token string) (string, error) {
+	if len(token) > MaxJWTBytes {
+		return "", ticketrush.WithDetail(ticketrush.ErrUnauthenticated,
+			fmt.Sprintf("the bearer token is over %d bytes: not a JWT of this service", MaxJWTBytes))
+	}
 	shard := &u.shards[fnv32(token)%cacheShards]
 	shard.mu.Lock()
 	hit, ok := shard.entries[token]
@@ -101,6 +134,10 @@ func jwtProblem(err error, claims jwt.RegisteredClaims) string {
 			at = claims.ExpiresAt.UTC().Format(time.RFC3339)
 		}
 		return fmt.Sprintf("the JWT expired at %s (%s leeway for clock skew); get a new one", at, leeway)
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "the JWT's iss is not the issuer this service trusts (JWT_ISSUER)"
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return "the JWT's aud does not name this service (JWT_AUDIENCE)"
 	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
 		return "the JWT is not valid yet (nbf or iat in the future)"
 	}

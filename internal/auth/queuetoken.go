@@ -87,7 +87,7 @@ func (q *QueueTokens) verify(token string) (ticketrush.QueueClaims, error) {
 	if !ok {
 		return c, errMalformed
 	}
-	enc := base64.RawURLEncoding
+	enc := base64.RawURLEncoding.Strict() // altered padding bits are an altered token
 	p, err := enc.DecodeString(body)
 	if err != nil {
 		return c, errMalformed

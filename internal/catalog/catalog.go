@@ -23,6 +23,7 @@ type Record interface {
 	Ping(ctx context.Context) error
 	Concerts(ctx context.Context) ([]ticketrush.Concert, error)
 	UpdateQueueSettings(ctx context.Context, concertID string, p ticketrush.QueuePatch) (ticketrush.QueueSettings, error)
+	AddAccessCodes(ctx context.Context, concertID string, hashes []string) error
 }
 
 // Live is the catalog's copy in Redis.
@@ -31,6 +32,7 @@ type Live interface {
 	Configure(ctx context.Context, concertID string, q ticketrush.QueueSettings, now time.Time) error
 	Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error)
 	ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error)
+	AddAccessCodes(ctx context.Context, concertID string, hashes []string) error
 }
 
 // Service is the catalog.
@@ -306,4 +308,27 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 		ActiveCapacity: snap.ActiveCapacity, AdmitPerSecond: snap.AdmitPerSecond, Paused: snap.Paused,
 		Seats: seats,
 	}, nil
+}
+
+// IssueAccessCodes makes count new presale codes for a concert: recorded (by hash) in Postgres first,
+// then in Redis where the join script checks them. Only the caller ever sees the codes themselves.
+func (s *Service) IssueAccessCodes(ctx context.Context, concertID string, count int) ([]string, error) {
+	if count < 1 || count > ticketrush.MaxAccessCodes {
+		return nil, ticketrush.Invalidf("count must be between 1 and %d", ticketrush.MaxAccessCodes)
+	}
+	if _, ok := s.Concert(concertID); !ok {
+		return nil, ticketrush.ErrNotFound
+	}
+	codes, hashes := make([]string, count), make([]string, count)
+	for i := range codes {
+		codes[i] = ticketrush.NewAccessCode()
+		hashes[i] = ticketrush.HashAccessCode(codes[i])
+	}
+	if err := s.record.AddAccessCodes(ctx, concertID, hashes); err != nil {
+		return nil, err
+	}
+	if err := s.live.AddAccessCodes(ctx, concertID, hashes); err != nil {
+		return nil, err
+	}
+	return codes, nil
 }

@@ -60,6 +60,10 @@ func (r *record) UpdateQueueSettings(context.Context, string, ticketrush.QueuePa
 	return ticketrush.QueueSettings{}, errors.New("not in this test")
 }
 
+func (r *record) AddAccessCodes(context.Context, string, []string) error {
+	return errors.New("not in this test")
+}
+
 type live struct{ Live }
 
 func (live) LoadConcert(context.Context, ticketrush.Concert, time.Time) (bool, error) {

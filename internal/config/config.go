@@ -5,9 +5,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -31,6 +33,14 @@ type Config struct {
 	QueueTokenSecret []byte
 	AdminToken       string
 	Roles            []string
+
+	// Abuse (API.md "Abuse"): per-user request rate and burst (0 turns the limit off), the proxies
+	// whose X-Forwarded-For names the client, and the claims a JWT must carry when set.
+	UserRateLimit     int
+	UserRateBurst     int
+	TrustedProxyCIDRs []netip.Prefix
+	JWTIssuer         string
+	JWTAudience       string
 
 	// Timings that are not in the environment: fixed here so that every instance agrees.
 	AdmitTick       time.Duration // how often the scheduler runs the admission tick
@@ -65,7 +75,7 @@ func Load(getenv func(string) string) (Config, error) {
 		bad("HTTP_ADDR", "want host:port, got %q", c.HTTPAddr)
 	}
 	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-		bad("REDIS_URL", "want redis://host:port/db or rediss://..., got %q", c.RedisURL)
+		bad("REDIS_URL", "want redis://host:port/db or rediss://..., got %q", Redact(c.RedisURL))
 	}
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		bad("DATABASE_URL", "want postgres://user@host:port/db, got a value that does not parse as one")
@@ -81,12 +91,26 @@ func Load(getenv func(string) string) (Config, error) {
 	if len(c.QueueTokenSecret) < 32 {
 		bad("QUEUE_TOKEN_SECRET", "required, at least 32 bytes (got %d)", len(c.QueueTokenSecret))
 	}
-	if c.AdminToken == "" {
-		bad("ADMIN_TOKEN", "required")
+	if len(c.AdminToken) < 32 {
+		bad("ADMIN_TOKEN", "required, at least 32 bytes (got %d)", len(c.AdminToken))
 	}
-	roles, err := parseRoles(or(getenv("ROLES"), strings.Join(allRoles, ",")))
-	if err != nil {
-		bad("ROLES", "%v", err)
+	var err error
+	if c.UserRateLimit, err = nonNegative(getenv("USER_RATE_LIMIT"), 20); err != nil {
+		bad("USER_RATE_LIMIT", "%v", err)
+	}
+	if c.UserRateBurst, err = nonNegative(getenv("USER_RATE_BURST"), 40); err != nil {
+		bad("USER_RATE_BURST", "%v", err)
+	}
+	if c.UserRateLimit > 0 && c.UserRateBurst < 1 {
+		bad("USER_RATE_BURST", "want at least 1 while USER_RATE_LIMIT is on, got %d", c.UserRateBurst)
+	}
+	if c.TrustedProxyCIDRs, err = parseCIDRs(getenv("TRUSTED_PROXY_CIDRS")); err != nil {
+		bad("TRUSTED_PROXY_CIDRS", "%v", err)
+	}
+	c.JWTIssuer, c.JWTAudience = getenv("JWT_ISSUER"), getenv("JWT_AUDIENCE")
+	roles, err2 := parseRoles(or(getenv("ROLES"), strings.Join(allRoles, ",")))
+	if err2 != nil {
+		bad("ROLES", "%v", err2)
 	}
 	c.Roles = roles
 	if len(errs) > 0 {
@@ -152,4 +176,50 @@ func JWTSecret(getenv func(string) string) ([]byte, error) {
 		return nil, fmt.Errorf("JWT_SECRET: required, at least 32 bytes (got %d)", len(s))
 	}
 	return s, nil
+}
+
+// Redact hides the password of a URL (REDIS_URL, DATABASE_URL) before it is printed or logged.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparseable URL)"
+	}
+	return u.Redacted()
+}
+
+// nonNegative parses an integer variable, def when unset.
+func nonNegative(s string, def int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 1_000_000 {
+		return 0, fmt.Errorf("want an integer 0-1000000, got %q", s)
+	}
+	return n, nil
+}
+
+// parseCIDRs reads a comma-separated list of CIDRs (a bare address is a /32 or /128).
+func parseCIDRs(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return nil, fmt.Errorf("want CIDRs such as 10.0.0.0/8, got %q", f)
+			}
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("want CIDRs such as 10.0.0.0/8, got %q", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ func valid() map[string]string {
 	return map[string]string{
 		"JWT_SECRET":         strings.Repeat("j", 32),
 		"QUEUE_TOKEN_SECRET": strings.Repeat("q", 32),
-		"ADMIN_TOKEN":        "admin",
+		"ADMIN_TOKEN":        strings.Repeat("a", 32),
 	}
 }
 
@@ -43,6 +44,11 @@ func TestLoadErrors(t *testing.T) {
 		{"bad redis", map[string]string{"REDIS_URL": "http://x"}, []string{"REDIS_URL: want redis://"}},
 		{"bad addr", map[string]string{"HTTP_ADDR": "8080"}, []string{"HTTP_ADDR: want host:port"}},
 		{"bad database", map[string]string{"DATABASE_URL": "mysql://x"}, []string{"DATABASE_URL: want postgres://"}},
+		{"short admin token", map[string]string{"ADMIN_TOKEN": strings.Repeat("a", 31)}, []string{"ADMIN_TOKEN: required, at least 32 bytes (got 31)"}},
+		{"bad rate", map[string]string{"USER_RATE_LIMIT": "-1"}, []string{"USER_RATE_LIMIT: want an integer"}},
+		{"zero burst", map[string]string{"USER_RATE_BURST": "0"}, []string{"USER_RATE_BURST: want at least 1"}},
+		{"bad cidr", map[string]string{"TRUSTED_PROXY_CIDRS": "10.0.0.0/8, nope"}, []string{`TRUSTED_PROXY_CIDRS: want CIDRs such as 10.0.0.0/8, got "nope"`}},
+		{"redis password masked", map[string]string{"REDIS_URL": "http://user:hunter2@x"}, []string{"REDIS_URL: want redis://", "xxxxx"}},
 		{"bad key prefix", map[string]string{"REDIS_KEY_PREFIX": "a{b}"}, []string{"REDIS_KEY_PREFIX: want 1-32 chars"}},
 	}
 	for _, tt := range tests {
@@ -61,6 +67,35 @@ func TestLoadErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLoadAbuse(t *testing.T) {
+	c, err := Load(env(valid()))
+	require.NoError(t, err)
+	assert.Equal(t, 20, c.UserRateLimit)
+	assert.Equal(t, 40, c.UserRateBurst)
+	assert.Empty(t, c.TrustedProxyCIDRs)
+
+	m := valid()
+	m["USER_RATE_LIMIT"], m["USER_RATE_BURST"] = "0", "0"
+	m["TRUSTED_PROXY_CIDRS"] = "10.0.0.0/8, 192.168.1.7,::1"
+	m["JWT_ISSUER"], m["JWT_AUDIENCE"] = "login", "ticketrush"
+	c, err = Load(env(m))
+	require.NoError(t, err)
+	assert.Equal(t, 0, c.UserRateLimit)
+	assert.Equal(t, "[10.0.0.0/8 192.168.1.7/32 ::1/128]", fmt.Sprint(c.TrustedProxyCIDRs))
+	assert.Equal(t, "login", c.JWTIssuer)
+	assert.Equal(t, "ticketrush", c.JWTAudience)
+}
+
+// TestLoadMasksPasswords: no configuration error echoes a credential.
+func TestLoadMasksPasswords(t *testing.T) {
+	m := valid()
+	m["REDIS_URL"] = "http://user:hunter2@x"
+	_, err := Load(env(m))
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
+	assert.Equal(t, "redis://:xxxxx@h:6379/0", Redact("redis://:s3cret@h:6379/0"))
 }
 
 func TestRolesSplit(t *testing.T) {

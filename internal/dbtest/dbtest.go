@@ -21,6 +21,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/config"
 )
 
 const howToStart = "run `make services` (or `make test`, which starts Redis and Postgres itself)"
@@ -86,12 +88,12 @@ func client(t testing.TB, u string) rueidis.Client {
 	t.Helper()
 	opt, err := rueidis.ParseURL(u)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Redis URL %s: does not parse", config.Redact(u))
 	}
 	opt.DisableCache = true
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
-		t.Fatalf("Redis at %s is not answering (%v): %s (a cluster: `make cluster`)", u, err, howToStart)
+		t.Fatalf("Redis at %s is not answering (%v): %s (a cluster: `make cluster`)", config.Redact(u), err, howToStart)
 	}
 	t.Cleanup(c.Close)
 	return c
@@ -176,7 +178,7 @@ func Postgres(t testing.TB) string {
 	defer cancel()
 	admin, err := pgx.Connect(ctx, PostgresURL())
 	if err != nil {
-		t.Fatalf("Postgres at %s is not answering (%v): %s", PostgresURL(), err, howToStart)
+		t.Fatalf("Postgres at %s is not answering (%v): %s", config.Redact(PostgresURL()), err, howToStart)
 	}
 	defer admin.Close(context.Background())
 	name := Name("tr_test_")

@@ -25,6 +25,9 @@ type createConcertRequest struct {
 		HoldTTLSeconds   *int  `json:"holdTtlSeconds"`
 		MaxHoldsPerUser  *int  `json:"maxHoldsPerUser"`
 		Paused           *bool `json:"paused"`
+
+		JoinPowBits        *int  `json:"joinPowBits"`
+		AccessCodeRequired *bool `json:"accessCodeRequired"`
 	} `json:"queue"`
 }
 
@@ -41,6 +44,8 @@ func (req createConcertRequest) concert() ticketrush.Concert {
 		set(&c.Queue.AdmitPerSecond, q.AdmitPerSecond)
 		set(&c.Queue.MaxHoldsPerUser, q.MaxHoldsPerUser)
 		set(&c.Queue.Paused, q.Paused)
+		set(&c.Queue.JoinPowBits, q.JoinPowBits)
+		set(&c.Queue.AccessCodeRequired, q.AccessCodeRequired)
 		if q.ActiveTTLSeconds != nil {
 			c.Queue.ActiveTTL = time.Duration(*q.ActiveTTLSeconds) * time.Second
 		}
@@ -64,6 +69,9 @@ type queueSettingsJSON struct {
 	HoldTTLSeconds   int  `json:"holdTtlSeconds"`
 	MaxHoldsPerUser  int  `json:"maxHoldsPerUser"`
 	Paused           bool `json:"paused"`
+
+	JoinPowBits        int  `json:"joinPowBits"`
+	AccessCodeRequired bool `json:"accessCodeRequired"`
 }
 
 func toQueueSettingsJSON(q ticketrush.QueueSettings) queueSettingsJSON {
@@ -71,6 +79,7 @@ func toQueueSettingsJSON(q ticketrush.QueueSettings) queueSettingsJSON {
 		ActiveCapacity: q.ActiveCapacity, AdmitPerSecond: q.AdmitPerSecond,
 		ActiveTTLSeconds: int(q.ActiveTTL / time.Second), HoldTTLSeconds: int(q.HoldTTL / time.Second),
 		MaxHoldsPerUser: q.MaxHoldsPerUser, Paused: q.Paused,
+		JoinPowBits: q.JoinPowBits, AccessCodeRequired: q.AccessCodeRequired,
 	}
 }
 
@@ -158,6 +167,9 @@ type patchQueueRequest struct {
 	ActiveCapacity *int  `json:"activeCapacity"`
 	AdmitPerSecond *int  `json:"admitPerSecond"`
 	Paused         *bool `json:"paused"`
+
+	JoinPowBits        *int  `json:"joinPowBits"`
+	AccessCodeRequired *bool `json:"accessCodeRequired"`
 }
 
 func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -170,10 +182,36 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter
 		return err
 	}
 	q, err := s.Catalog.PatchQueue(r.Context(), id, ticketrush.QueuePatch{
-		ActiveCapacity: req.ActiveCapacity, AdmitPerSecond: req.AdmitPerSecond, Paused: req.Paused})
+		ActiveCapacity: req.ActiveCapacity, AdmitPerSecond: req.AdmitPerSecond, Paused: req.Paused,
+		JoinPowBits: req.JoinPowBits, AccessCodeRequired: req.AccessCodeRequired})
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, toQueueSettingsJSON(q))
+	return nil
+}
+
+type accessCodesRequest struct {
+	Count int `json:"count"`
+}
+
+// issueAccessCodes makes new presale codes for a concert; the codes are shown once, here.
+func (s *Server) issueAccessCodes(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	id, err := concertID(p)
+	if err != nil {
+		return err
+	}
+	var req accessCodesRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	if req.Count < 1 || req.Count > ticketrush.MaxAccessCodes {
+		return ticketrush.Invalidf("count must be between 1 and %d", ticketrush.MaxAccessCodes)
+	}
+	codes, err := s.Catalog.IssueAccessCodes(r.Context(), id, req.Count)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string][]string{"codes": codes})
 	return nil
 }

@@ -21,9 +21,9 @@ const maxBody = 64 << 10
 
 // decode reads a JSON body into v: at most 64 KiB, one value only, and exact: a declared Content-Type
 // must be JSON (415 otherwise; none is taken as JSON), field names match the request's exactly (Go's
-// decoder alone would take "AMOUNT" for "amount"), a field given twice and a null anywhere are refused
-// (nothing in a request body is nullable: leave an optional field out instead), and so is an unknown
-// field, with the names the request takes.
+// decoder alone would take "AMOUNT" for "amount"), a field given twice and a null in a list are refused
+// (Go would store ["2026-...", null] as a time of year 1), and so is an unknown field, with the names
+// the request takes. A field whose value is null is taken as absent, as JSON clients send it.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if err := jsonContent(r); err != nil {
 		return err
@@ -67,10 +67,14 @@ func (e *fieldError) Error() string { return e.msg }
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 // strictJSON walks the next JSON value of dec against the Go type t it will be decoded into: object keys
-// must name t's fields exactly and once each, and no value may be null. Values whose type decodes itself
+// must name t's fields exactly and once each, and neither the body nor a list element may be null. Values whose type decodes itself
 // (time.Time) and scalars are left to the decoder; so are type mismatches. path names the value in
 // errors ("sections[0].name").
 func strictJSON(dec *json.Decoder, t reflect.Type, path string) error {
+	return strictValue(dec, t, path, false)
+}
+
+func strictValue(dec *json.Decoder, t reflect.Type, path string, element bool) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -82,7 +86,10 @@ func strictJSON(dec *json.Decoder, t reflect.Type, path string) error {
 		if path == "" {
 			return &fieldError{"the body is null; a JSON object is required"}
 		}
-		return &fieldError{fmt.Sprintf("field %q must not be null: leave an optional field out instead", path)}
+		if element {
+			return &fieldError{fmt.Sprintf("%q must not be null", path)}
+		}
+		return nil // a field given as null is absent
 	}
 	delim, ok := tok.(json.Delim)
 	if !ok {
@@ -96,7 +103,7 @@ func strictJSON(dec *json.Decoder, t reflect.Type, path string) error {
 			elem = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if err := strictJSON(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := strictValue(dec, elem, fmt.Sprintf("%s[%d]", path, i), true); err != nil {
 				return err
 			}
 		}
@@ -134,7 +141,7 @@ func strictJSON(dec *json.Decoder, t reflect.Type, path string) error {
 				}
 				// any other unknown field: the decoder refuses it with the names the request takes
 			}
-			if err := strictJSON(dec, ft, name); err != nil {
+			if err := strictValue(dec, ft, name, false); err != nil {
 				return err
 			}
 		}

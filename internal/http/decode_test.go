@@ -14,7 +14,8 @@ import (
 )
 
 // TestDecodeIsExact: what "reject unknown fields" means, exactly: field names match case-sensitively, a
-// field given twice and a null anywhere are refused, a body declared as anything but JSON is 415.
+// field given twice and a null list element are refused (a null field is absent), a body declared as
+// anything but JSON is 415.
 func TestDecodeIsExact(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -34,7 +35,9 @@ func TestDecodeIsExact(t *testing.T) {
 		{name: "duplicate nested key", give: `{"sections":[{"name":"A","name":"B"}]}`, wantCode: "INVALID_REQUEST",
 			wantDetail: `"sections[0].name" is given twice`},
 		{name: "null in a list", give: `{"schedules":[null]}`, wantCode: "INVALID_REQUEST", wantDetail: `"schedules[0]" must not be null`},
-		{name: "null field", give: `{"amount":null}`, wantCode: "INVALID_REQUEST", wantDetail: `"amount" must not be null`},
+		{name: "null field is absent", give: `{"amount":1,"sections":null}`},
+		{name: "null in a nested list", give: `{"amount":1,"sections":[{"name":"A"},null]}`, wantCode: "INVALID_REQUEST",
+			wantDetail: `"sections[1]" must not be null`},
 		{name: "null body", give: `null`, wantCode: "INVALID_REQUEST", wantDetail: "the body is null"},
 		{name: "unknown field", give: `{"amount":1,"seat":"A-1"}`, wantCode: "INVALID_REQUEST", wantDetail: "amount, schedules, sections {name}"},
 		{name: "form", contentType: "application/x-www-form-urlencoded", give: `{"amount":1}`, wantCode: "UNSUPPORTED_MEDIA_TYPE"},

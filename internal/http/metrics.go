@@ -35,7 +35,18 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 }
 
 func (m *httpMetrics) observe(route, method string, status int, d time.Duration) {
+	method = methodLabel(method)
 	code := strconv.Itoa(status)
 	m.requests.WithLabelValues(route, method, code).Inc()
 	m.duration.WithLabelValues(route, method, code).Observe(d.Seconds())
+}
+
+// methodLabel bounds the method label: a client may send any token as a method, so anything but the
+// methods of RFC 9110 is counted as "other" (one series, however many methods are invented).
+func methodLabel(m string) string {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE":
+		return m
+	}
+	return "other"
 }

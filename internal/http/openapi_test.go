@@ -285,6 +285,25 @@ var apiCases = []apiCase{
 	{name: "queue state redis down", method: "GET", path: "/admin/v1/concerts/" + concert1 + "/queue", header: asAdmin,
 		down: true, status: 503, code: "UNAVAILABLE"},
 
+	// Abuse: challenge, join body, access codes.
+	{name: "challenge", method: "POST", path: "/v1/concerts/" + concert1 + "/queue/challenge", header: asUser(userAlice), status: 201},
+	{name: "challenge unknown concert", method: "POST", path: "/v1/concerts/" + noConcert + "/queue/challenge", header: asUser(userAlice),
+		status: 404, code: "NOT_FOUND"},
+	{name: "challenge no jwt", method: "POST", path: "/v1/concerts/" + concert1 + "/queue/challenge", status: 401, code: "UNAUTHENTICATED",
+		specRefuses: true},
+	{name: "join with a body", method: "POST", path: "/v1/concerts/" + concert2 + "/queue", header: jsonBody(asUser(userBob)),
+		body: `{"accessCode":"ABCDEFGHIJKLMNOP"}`, status: 201},
+	{name: "join with an unknown field", method: "POST", path: "/v1/concerts/" + concert2 + "/queue", header: jsonBody(asUser(userBob)),
+		body: `{"code":"x"}`, status: 400, code: "INVALID_REQUEST", specRefuses: true},
+	{name: "access codes", method: "POST", path: "/admin/v1/concerts/" + concert1 + "/access-codes", header: jsonBody(asAdmin),
+		body: `{"count":3}`, status: 201},
+	{name: "access codes 0", method: "POST", path: "/admin/v1/concerts/" + concert1 + "/access-codes", header: jsonBody(asAdmin),
+		body: `{"count":0}`, status: 400, code: "INVALID_REQUEST", specRefuses: true},
+	{name: "access codes unknown concert", method: "POST", path: "/admin/v1/concerts/" + noConcert + "/access-codes", header: jsonBody(asAdmin),
+		body: `{"count":3}`, status: 404, code: "NOT_FOUND"},
+	{name: "access codes user token", method: "POST", path: "/admin/v1/concerts/" + concert1 + "/access-codes", header: jsonBody(asUser(userAlice)),
+		body: `{"count":3}`, status: 401, code: "UNAUTHENTICATED"},
+
 	// Admin: queue settings.
 	{name: "patch", method: "PATCH", path: "/admin/v1/concerts/" + concert1 + "/queue", header: jsonBody(asAdmin),
 		body: `{"activeCapacity":10,"admitPerSecond":5,"paused":true}`, status: 200},

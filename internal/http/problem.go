@@ -35,6 +35,9 @@ func writeError(w http.ResponseWriter, err error) (status int) {
 	if p.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
+	if p.Status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1") // a user limit of at least 1/s has a token again within 1 s
+	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)

@@ -1,6 +1,9 @@
 package http
 
 import (
+	"bufio"
+	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -60,7 +63,11 @@ func (s *Server) joinQueue(w http.ResponseWriter, r *http.Request, p httprouter.
 	if _, ok := s.Catalog.Concert(id); !ok {
 		return ticketrush.ErrNotFound
 	}
-	t, created, err := s.Queue.Join(r.Context(), user, id)
+	pass, err := s.joinPass(w, r, user, id)
+	if err != nil {
+		return err
+	}
+	t, created, err := s.Queue.JoinWith(r.Context(), user, id, pass)
 	if err != nil {
 		return err
 	}
@@ -94,5 +101,82 @@ func (s *Server) leaveQueue(w http.ResponseWriter, r *http.Request, _ httprouter
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// joinRequest is the join's optional body (API.md Abuse).
+type joinRequest struct {
+	AccessCode *string `json:"accessCode"`
+	Challenge  *string `json:"challenge"`
+	Nonce      *string `json:"nonce"`
+}
+
+// joinPass reads the join's optional body into what the join script checks: the proof of work checked
+// here (signature, binding, expiry, work: no Redis), the access code hashed. Whether the concert asks
+// for either, and single use, are the script's.
+func (s *Server) joinPass(w http.ResponseWriter, r *http.Request, user, concertID string) (ticketrush.JoinPass, error) {
+	if r.ContentLength == 0 {
+		return ticketrush.JoinPass{}, nil // no body: the join of API.md v1
+	}
+	if r.ContentLength < 0 { // chunked: empty is no body too
+		br := bufio.NewReader(r.Body)
+		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+			return ticketrush.JoinPass{}, nil
+		}
+		r.Body = io.NopCloser(br)
+	}
+	var req joinRequest
+	if err := decode(w, r, &req); err != nil {
+		return ticketrush.JoinPass{}, err
+	}
+	var pass ticketrush.JoinPass
+	if req.Challenge != nil || req.Nonce != nil {
+		if s.Challenges == nil {
+			pass.PowInvalid = true
+		} else {
+			pass = s.Challenges.Pass(deref(req.Challenge), deref(req.Nonce), user, concertID, time.Now())
+			if pass == (ticketrush.JoinPass{}) {
+				pass.PowInvalid = true // an empty challenge and nonce are no proof
+			}
+		}
+	}
+	if req.AccessCode != nil {
+		pass.CodeHash = ticketrush.HashAccessCode(*req.AccessCode)
+		if pass.CodeHash == "" {
+			pass.CodeHash = "-" // not a code of ours: unknown to the script
+		}
+	}
+	return pass, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+type challengeJSON struct {
+	Challenge string    `json:"challenge"`
+	Bits      int       `json:"bits"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// queueChallenge issues a proof-of-work challenge for the caller and concert, at the concert's current
+// difficulty.
+func (s *Server) queueChallenge(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	user, id, err := s.userAndConcert(r, p)
+	if err != nil {
+		return err
+	}
+	c, ok := s.Catalog.Concert(id)
+	if !ok {
+		return ticketrush.ErrNotFound
+	}
+	if s.Challenges == nil {
+		return ticketrush.ErrUnavailable
+	}
+	ch, expires := s.Challenges.Issue(user, id, c.Queue.JoinPowBits, time.Now())
+	writeJSON(w, http.StatusCreated, challengeJSON{Challenge: ch, Bits: c.Queue.JoinPowBits, ExpiresAt: expires.UTC()})
 	return nil
 }

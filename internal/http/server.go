@@ -3,11 +3,13 @@ package http
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +25,7 @@ import (
 // Queue is the waiting room.
 type Queue interface {
 	Join(ctx context.Context, userID, concertID string) (ticketrush.Ticket, bool, error)
+	JoinWith(ctx context.Context, userID, concertID string, pass ticketrush.JoinPass) (ticketrush.Ticket, bool, error)
 	Status(ctx context.Context, userID, token string) (ticketrush.Ticket, error)
 	Leave(ctx context.Context, userID, token string) error
 }
@@ -34,6 +37,13 @@ type Catalog interface {
 	Concert(id string) (ticketrush.Concert, bool)
 	PatchQueue(ctx context.Context, concertID string, p ticketrush.QueuePatch) (ticketrush.QueueSettings, error)
 	QueueState(ctx context.Context, concertID string) (ticketrush.QueueState, error)
+	IssueAccessCodes(ctx context.Context, concertID string, count int) ([]string, error)
+}
+
+// Challenges issues and checks the proof-of-work challenges of a join.
+type Challenges interface {
+	Issue(userID, concertID string, bits int, now time.Time) (string, time.Time)
+	Pass(challenge, nonce, userID, concertID string, now time.Time) ticketrush.JoinPass
 }
 
 // Users verifies user JWTs.
@@ -60,6 +70,10 @@ type Deps struct {
 	// those of an admin create (DefaultCreateTimeout when 0): a dependency that does not answer in time
 	// is a 503 UNAVAILABLE with Retry-After, well before the server's write timeout cuts the response.
 	Timeout, CreateTimeout time.Duration
+
+	Limiter        *Limiter       // the per-instance request limit of every /v1 route; nil: off
+	TrustedProxies []netip.Prefix // TRUSTED_PROXY_CIDRS: whose X-Forwarded-For names the client
+	Challenges     Challenges
 }
 
 // The default request bounds: both well inside the server's 15 s write timeout.
@@ -67,6 +81,10 @@ const (
 	DefaultTimeout       = 2 * time.Second
 	DefaultCreateTimeout = 10 * time.Second
 )
+
+// MaxHeaderBytes bounds a request's header block (net/http adds 4 KiB of slack): a JWT is a few hundred
+// bytes, so a 1 MiB Authorization header is refused (431) before it is read whole or parsed.
+const MaxHeaderBytes = 16 << 10
 
 // Server routes the API.
 type Server struct {
@@ -103,6 +121,7 @@ func NewServer(d Deps) *Server {
 	}
 	s.handle("GET", "/v1/concerts", s.listConcerts)
 	s.handle("POST", "/v1/concerts/:concertId/queue", s.joinQueue)
+	s.handle("POST", "/v1/concerts/:concertId/queue/challenge", s.queueChallenge)
 	s.handle("GET", "/v1/queue", s.queueStatus)
 	s.handle("DELETE", "/v1/queue", s.leaveQueue)
 	s.bookingRoutes()
@@ -111,6 +130,7 @@ func NewServer(d Deps) *Server {
 	s.router.Handle("POST", "/admin/v1/concerts", s.instrument("/admin/v1/concerts", s.CreateTimeout, s.admin(s.createConcert)))
 	s.handle("GET", "/admin/v1/concerts/:concertId/queue", s.admin(s.getQueue))
 	s.handle("PATCH", "/admin/v1/concerts/:concertId/queue", s.admin(s.patchQueue))
+	s.handle("POST", "/admin/v1/concerts/:concertId/access-codes", s.admin(s.issueAccessCodes))
 	s.pageRoutes()
 	return s
 }
@@ -121,8 +141,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // handlerFunc is a route's handler; a returned error is written as a problem document.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
 
-// Handle adds a route, instrumented under its pattern and bounded by the request timeout.
+// Handle adds a route, instrumented under its pattern and bounded by the request timeout; /v1 routes are
+// rate limited per instance.
 func (s *Server) handle(method, pattern string, h handlerFunc) {
+	if strings.HasPrefix(pattern, "/v1/") {
+		h = s.limited(h)
+	}
 	s.router.Handle(method, pattern, s.instrument(pattern, s.Timeout, h))
 }
 
@@ -220,11 +244,21 @@ func (s *Server) user(r *http.Request) (string, error) {
 func (s *Server) admin(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		token, ok := bearer(r)
-		if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.AdminToken)) != 1 {
+		if !ok || !s.isAdminToken(token) {
 			return ticketrush.ErrUnauthenticated
 		}
 		return h(w, r, p)
 	}
+}
+
+// isAdminToken compares SHA-256 digests in constant time, so that neither the token's bytes nor its
+// length show in the time a refusal takes.
+func (s *Server) isAdminToken(token string) bool {
+	if s.AdminToken == "" {
+		return false
+	}
+	got, want := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(s.AdminToken))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 func bearer(r *http.Request) (string, bool) {

@@ -37,7 +37,7 @@ import (
 // headers and the body with the ids it made.
 
 const (
-	testAdminToken = "test-admin-token"
+	testAdminToken = "test-admin-token-0123456789abcdefghij"
 	testJWTSecret  = "contract-test-jwt-secret-0123456789abcdef"
 	testQueueKey   = "contract-test-queue-secret-0123456789abc"
 
@@ -95,7 +95,7 @@ type contract struct {
 	db *postgres.DB
 }
 
-func newContract(t *testing.T) *contract {
+func newContract(t testing.TB) *contract {
 	t.Helper()
 	ctx := context.Background()
 	db, err := postgres.Open(ctx, dbtest.Postgres(t))
@@ -115,7 +115,7 @@ func newContract(t *testing.T) *contract {
 
 // world is one case's services and fixtures.
 type world struct {
-	t       *testing.T
+	t       testing.TB
 	offset  atomic.Int64 // the services' clock: the real time plus offset, for fixtures in the past
 	db      *postgres.DB
 	store   *redis.Store
@@ -137,7 +137,7 @@ func (w *world) at(d time.Duration, f func()) {
 
 // newWorld builds the services over the Redis of rc under prefix and the contract's Postgres, and
 // the fixtures through them.
-func (c *contract) newWorld(t *testing.T, rc rueidis.Client, prefix string) *world {
+func (c *contract) newWorld(t testing.TB, rc rueidis.Client, prefix string) *world {
 	t.Helper()
 	w := &world{t: t, db: c.db, ids: map[string]string{}}
 	log := dbtest.Log(t)
@@ -153,6 +153,7 @@ func (c *contract) newWorld(t *testing.T, rc rueidis.Client, prefix string) *wor
 		Ledger:     c.db,
 		Users:      auth.NewUsers([]byte(testJWTSecret)),
 		AdminToken: testAdminToken,
+		Challenges: auth.NewChallenges([]byte(testQueueKey)),
 		Ready:      map[string]Check{"redis": w.store.Ping, "postgres": c.db.Ping},
 		Registry:   prometheus.NewRegistry(),
 		Log:        log,
@@ -251,6 +252,31 @@ func (w *world) adminCreate(body, key string) {
 	d.Registry = prometheus.NewRegistry() // the case's server registers on the world's
 	NewServer(d).ServeHTTP(rec, r)
 	require.Equal(w.t, http.StatusCreated, rec.Code, rec.Body.String())
+}
+
+// realWorld is a fresh world over the real Redis and Postgres, for tests that need a working server and
+// its fixtures but no particular case; realDeps its server's dependencies.
+func realWorld(t testing.TB) *world {
+	rc, prefix := dbtest.Redis(t)
+	return newContract(t).newWorld(t, rc, prefix)
+}
+
+func realDeps(t testing.TB) Deps { return realWorld(t).deps }
+
+// joinCounter passes joins to the real queue and counts the calls that reach it.
+type joinCounter struct {
+	Queue
+	calls atomic.Int64
+}
+
+func (q *joinCounter) Join(ctx context.Context, userID, concertID string) (ticketrush.Ticket, bool, error) {
+	q.calls.Add(1)
+	return q.Queue.Join(ctx, userID, concertID)
+}
+
+func (q *joinCounter) JoinWith(ctx context.Context, userID, concertID string, pass ticketrush.JoinPass) (ticketrush.Ticket, bool, error) {
+	q.calls.Add(1)
+	return q.Queue.JoinWith(ctx, userID, concertID, pass)
 }
 
 // server builds the real server over the world.

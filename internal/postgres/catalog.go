@@ -24,10 +24,10 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		q := c.Queue
 		tag, err := tx.Exec(ctx, `INSERT INTO concerts (id, title, venue, active_capacity, admit_per_second,
-			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)
-			ON CONFLICT (id) DO NOTHING`,
+			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused, join_pow_bits, access_code_required)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) ON CONFLICT (id) DO NOTHING`,
 			c.ID, c.Title, c.Venue, q.ActiveCapacity, q.AdmitPerSecond, int(q.ActiveTTL/time.Second),
-			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused)
+			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused, q.JoinPowBits, q.AccessCodeRequired)
 		if err != nil {
 			return fmt.Errorf("insert concert: %w", err)
 		}
@@ -133,6 +133,9 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list concerts: %w", err)
 	}
+	if err := db.abuseSettings(ctx, out, index); err != nil {
+		return nil, err
+	}
 	rows, err = db.pool.Query(ctx, `SELECT concert_id, name, price, seats FROM sections ORDER BY concert_id, ordinal`)
 	if err != nil {
 		return nil, fmt.Errorf("list sections: %w", err)
@@ -186,5 +189,36 @@ func (db *DB) UpdateQueueSettings(ctx context.Context, concertID string, p ticke
 	}
 	q.ActiveTTL = time.Duration(ttl) * time.Second
 	q.HoldTTL = time.Duration(hold) * time.Second
+	err = db.pool.QueryRow(ctx, `UPDATE concerts SET
+			join_pow_bits = COALESCE($2, join_pow_bits),
+			access_code_required = COALESCE($3, access_code_required)
+		WHERE id = $1 RETURNING join_pow_bits, access_code_required`,
+		concertID, p.JoinPowBits, p.AccessCodeRequired).Scan(&q.JoinPowBits, &q.AccessCodeRequired)
+	if err != nil {
+		return q, fmt.Errorf("update queue settings %s: %w", concertID, err)
+	}
 	return q, nil
+}
+
+// abuseSettings reads the proof-of-work and access-code settings into the concerts of index.
+func (db *DB) abuseSettings(ctx context.Context, out []ticketrush.Concert, index map[string]int) error {
+	rows, err := db.pool.Query(ctx, `SELECT id, join_pow_bits, access_code_required FROM concerts`)
+	if err != nil {
+		return fmt.Errorf("list concerts: %w", err)
+	}
+	var (
+		id   string
+		bits int
+		req  bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &bits, &req}, func() error {
+		if i, ok := index[id]; ok {
+			out[i].Queue.JoinPowBits, out[i].Queue.AccessCodeRequired = bits, req
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list concerts: %w", err)
+	}
+	return nil
 }

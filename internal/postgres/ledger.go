@@ -88,6 +88,7 @@ func (db *DB) WriteRecords(ctx context.Context, rb ticketrush.RecordBatch) error
 	queueProcessed(b, rb.Processed)
 	queueIdempotency(b, rb.Idempotency)
 	queueMarks(b, rb.QueueMarks)
+	queueCodeClaims(b, rb.CodeClaims)
 	if b.Len() == 0 {
 		return nil
 	}
@@ -262,6 +263,48 @@ func queueMarks(b *pgx.Batch, marks []ticketrush.QueueMark) {
 		seqs[i], leaves[i] = int64(high[id].MaxSeq), int64(high[id].MaxLeave)
 	}
 	b.Queue(upsertQueueMarks, ids, seqs, leaves)
+}
+
+const claimCodes = `UPDATE access_codes AS a SET owner = x.u, claimed_at = 'epoch'::timestamptz + x.t * interval '1 millisecond'
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS x(c, h, u, t)
+WHERE a.concert_id = x.c AND a.code_hash = x.h AND a.owner IS NULL`
+
+// queueCodeClaims records each access code's first user; a code has one (the join script's rule), so a
+// redelivered claim changes nothing.
+func queueCodeClaims(b *pgx.Batch, claims []ticketrush.CodeClaim) {
+	if len(claims) == 0 {
+		return
+	}
+	n := len(claims)
+	cs, hs, us, at := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for i, c := range claims {
+		cs[i], hs[i], us[i], at[i] = c.ConcertID, c.CodeHash, c.UserID, millis(c.At)
+	}
+	b.Queue(claimCodes, cs, hs, us, at)
+}
+
+// AddAccessCodes records new access codes of a concert, by hash.
+func (db *DB) AddAccessCodes(ctx context.Context, concertID string, hashes []string) error {
+	_, err := db.pool.Exec(ctx, `INSERT INTO access_codes (concert_id, code_hash)
+		SELECT $1, h FROM unnest($2::text[]) AS x(h) ON CONFLICT DO NOTHING`, concertID, hashes)
+	if err != nil {
+		return fmt.Errorf("add access codes %s: %w", concertID, err)
+	}
+	return nil
+}
+
+// AccessCodes returns a concert's access codes: hash -> owner ("" unclaimed).
+func (db *DB) AccessCodes(ctx context.Context, concertID string) (map[string]string, error) {
+	rows, err := db.pool.Query(ctx, `SELECT code_hash, COALESCE(owner, '') FROM access_codes WHERE concert_id = $1`, concertID)
+	if err != nil {
+		return nil, fmt.Errorf("access codes %s: %w", concertID, err)
+	}
+	out := map[string]string{}
+	var h, owner string
+	if _, err := pgx.ForEachRow(rows, []any{&h, &owner}, func() error { out[h] = owner; return nil }); err != nil {
+		return nil, fmt.Errorf("access codes %s: %w", concertID, err)
+	}
+	return out, nil
 }
 
 // History returns a user's newest ledger entries, newest first.

@@ -80,7 +80,7 @@ func TestPollCostInRedisCommands(t *testing.T) {
 	concert := loadConcert(t, in.store, settings(func(q *ticketrush.QueueSettings) { q.Paused = true }))
 
 	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"JWT_SECRET": queueSecret, "QUEUE_TOKEN_SECRET": queueSecret, "ADMIN_TOKEN": "x"}[k]
+		return map[string]string{"JWT_SECRET": queueSecret, "QUEUE_TOKEN_SECRET": queueSecret, "ADMIN_TOKEN": queueSecret}[k]
 	})
 	require.NoError(t, err)
 	loops, stop := context.WithCancel(ctx)

@@ -20,6 +20,7 @@ import (
 // Store is the queue state in Redis.
 type Store interface {
 	Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error)
+	JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error)
 	Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error)
 	TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error)
 	Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error)
@@ -53,7 +54,13 @@ func NewService(store Store, tokens Tokens, now func() time.Time, log *slog.Logg
 
 // Join puts the user in the concert's line, or returns their live token; created tells which.
 func (s *Service) Join(ctx context.Context, userID, concertID string) (ticketrush.Ticket, bool, error) {
-	r, err := s.store.Join(ctx, concertID, userID, s.now())
+	return s.JoinWith(ctx, userID, concertID, ticketrush.JoinPass{})
+}
+
+// JoinWith is Join carrying a pass for the concert's gates (proof of work, access code), which the
+// join script checks.
+func (s *Service) JoinWith(ctx context.Context, userID, concertID string, pass ticketrush.JoinPass) (ticketrush.Ticket, bool, error) {
+	r, err := s.store.JoinWith(ctx, concertID, userID, pass, s.now())
 	if err != nil {
 		return ticketrush.Ticket{}, false, err
 	}

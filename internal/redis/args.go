@@ -13,7 +13,7 @@ import (
 func loadArgs(c ticketrush.Concert, now time.Time) []string {
 	q := c.Queue
 	return []string{c.Title, c.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
-		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now)}
+		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.JoinPowBits), flag(q.AccessCodeRequired)}
 }
 
 func joinArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
@@ -33,7 +33,8 @@ func snapshotArgs(afterLeave uint64, limit int, now time.Time) []string {
 }
 
 func configureArgs(q ticketrush.QueueSettings, now time.Time) []string {
-	return []string{itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), flag(q.Paused), millis(now)}
+	return []string{itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), flag(q.Paused), millis(now), itoa(q.JoinPowBits),
+		flag(q.AccessCodeRequired)}
 }
 
 func holdArgs(c ticketrush.QueueClaims, scheduleID, seatID string, price int64, resID string, now time.Time) []string {
@@ -81,3 +82,23 @@ func rememberArgs(userID, key, fingerprint, ref string, created bool, now time.T
 }
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// passArgs are queue_join's powid ("" none, '-' failed the check), powbits, powexp (ms) and code.
+func passArgs(p ticketrush.JoinPass) []string {
+	id := p.PowID
+	if p.PowInvalid {
+		id = "-"
+	}
+	exp := "0"
+	if !p.PowExpires.IsZero() {
+		exp = millis(p.PowExpires)
+	}
+	return []string{id, itoa(p.PowBits), exp, p.CodeHash}
+}
+
+// UserLimit is the per-user rate of the state-changing scripts (USER_RATE_LIMIT/s, bursts of
+// USER_RATE_BURST); Rate 0 turns it off.
+type UserLimit struct{ Rate, Burst int }
+
+// limitArgs are the ulimit, uburst ARGV each rate-limited script takes last.
+func limitArgs(l UserLimit) []string { return []string{itoa(l.Rate), itoa(l.Burst)} }

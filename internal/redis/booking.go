@@ -36,7 +36,8 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
 	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
 	k := s.keys.Concert(c.ConcertID)
-	msg, err := s.exec(ctx, s.seatHold, k.hold(scheduleID), holdArgs(c, scheduleID, seatID, price, id, now))
+	msg, err := s.exec(ctx, s.seatHold, append(k.hold(scheduleID), k.UserRate(c.UserID)),
+		append(holdArgs(c, scheduleID, seatID, price, id, now), limitArgs(s.limit)...))
 	if err != nil {
 		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
 	}
@@ -83,7 +84,9 @@ func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (t
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.holdCancel, concertID, s.keys.Concert(concertID).cancel(scheduleID), cancelArgs(userID, id, now))
+	k := s.keys.Concert(concertID)
+	return s.reservationScript(ctx, s.holdCancel, concertID, append(k.cancel(scheduleID), k.UserRate(userID)),
+		append(cancelArgs(userID, id, now), limitArgs(s.limit)...))
 }
 
 // Sweep lapses up to batch expired holds of a concert and returns how many it lapsed.
@@ -197,7 +200,9 @@ func (s *Store) Claim(ctx context.Context, userID, id string, now time.Time) (ti
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.paymentClaim, concertID, s.keys.Concert(concertID).claim(scheduleID), claimArgs(userID, id, now))
+	k := s.keys.Concert(concertID)
+	return s.reservationScript(ctx, s.paymentClaim, concertID, append(k.claim(scheduleID), k.UserRate(userID)),
+		append(claimArgs(userID, id, now), limitArgs(s.limit)...))
 }
 
 // Complete is step 3 of a payment: the sale. Completing a PAID reservation again returns it unchanged.
@@ -286,7 +291,8 @@ func (s *Store) Balance(ctx context.Context, userID string) (int64, error) {
 func (s *Store) Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error) {
 	w := s.keys.Wallet(userID)
 	id := "c" + ticketrush.NewID() + ticketrush.NewID()
-	msg, err := s.exec(ctx, s.pointsCharge, w.charge(userID, idemKey), chargeArgs(userID, amount, id, now, idemKey, fingerprint))
+	msg, err := s.exec(ctx, s.pointsCharge, append(w.charge(userID, idemKey), w.UserRate(userID)),
+		append(chargeArgs(userID, amount, id, now, idemKey, fingerprint), limitArgs(s.limit)...))
 	if err != nil {
 		return ticketrush.Charge{}, false, fmt.Errorf("charge: %w", err)
 	}

@@ -106,9 +106,10 @@ func TestScriptHeaders(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
 	claims := ticketrush.QueueClaims{ConcertID: "c1", UserID: "fan-1", Seq: 7}
 	q := ticketrush.QueueSettings{ActiveCapacity: 11, AdmitPerSecond: 12, ActiveTTL: 13 * time.Second,
-		HoldTTL: 14 * time.Second, MaxHoldsPerUser: 15, Paused: true}
+		HoldTTL: 14 * time.Second, MaxHoldsPerUser: 15, Paused: true, JoinPowBits: 16, AccessCodeRequired: true}
 	schedules := []string{"s1", "s2"}
 	const at = "1800000000000"
+	lim := UserLimit{Rate: 20, Burst: 40}
 	tests := []struct {
 		script string
 		keys   []string
@@ -117,24 +118,32 @@ func TestScriptHeaders(t *testing.T) {
 	}{
 		{"concert_load", k.load(), loadArgs(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q}, now),
 			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
-				"maxholds": "15", "paused": "1", "now": at}},
-		{"queue_join", k.join(), joinArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
+				"maxholds": "15", "paused": "1", "now": at, "pow": "16", "codereq": "1"}},
+		{"queue_join", append(k.join(), k.UserRate("fan-1"), k.PowUsed("ab12"), k.AccessCodes()),
+			append(append(joinArgs("fan-1", now), limitArgs(lim)...), passArgs(ticketrush.JoinPass{PowID: "ab12", PowBits: 20,
+				PowExpires: now.Add(time.Minute), CodeHash: "cafe"})...),
+			map[string]string{"user": "fan-1", "now": at, "ulimit": "20", "uburst": "40", "powid": "ab12", "powbits": "20",
+				"powexp": "1800000060000", "code": "cafe"}},
 		{"queue_leave", k.leave(), leaveArgs("fan-1", 7, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_status", k.status(), statusArgs(claims, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_tick", k.tick(), tickArgs(now, 50), map[string]string{"now": at, "batch": "50"}},
 		{"queue_snapshot", k.snapshot(), snapshotArgs(9, 100, now), map[string]string{"after": "9", "limit": "100", "now": at}},
-		{"queue_configure", k.configure(), configureArgs(q, now), map[string]string{"cap": "11", "rate": "12", "paused": "1", "now": at}},
-		{"seat_hold", k.hold("s1"), holdArgs(claims, "s1", "A-1", 500, "r1", now),
-			map[string]string{"user": "fan-1", "seq": "7", "schedule": "s1", "seat": "A-1", "price": "500", "id": "r1", "now": at}},
-		{"hold_cancel", k.cancel("s1"), cancelArgs("fan-1", "r1", now), map[string]string{"user": "fan-1", "id": "r1", "now": at}},
+		{"queue_configure", k.configure(), configureArgs(q, now), map[string]string{"cap": "11", "rate": "12", "paused": "1", "now": at,
+			"pow": "16", "codereq": "1"}},
+		{"seat_hold", append(k.hold("s1"), k.UserRate("fan-1")), append(holdArgs(claims, "s1", "A-1", 500, "r1", now), limitArgs(lim)...),
+			map[string]string{"user": "fan-1", "seq": "7", "schedule": "s1", "seat": "A-1", "price": "500", "id": "r1", "now": at,
+				"ulimit": "20", "uburst": "40"}},
+		{"hold_cancel", append(k.cancel("s1"), k.UserRate("fan-1")), append(cancelArgs("fan-1", "r1", now), limitArgs(lim)...),
+			map[string]string{"user": "fan-1", "id": "r1", "now": at, "ulimit": "20", "uburst": "40"}},
 		{"hold_sweep", k.sweep(schedules), sweepArgs(now, 50, schedules), map[string]string{"now": at, "batch": "50", "schedule": "s1,s2"}},
 		{"schedule_counts", k.counts(schedules), countsArgs(now, schedules), map[string]string{"now": at, "schedule": "s1,s2"}},
-		{"payment_claim", k.claim("s1"), claimArgs("fan-1", "r1", now), map[string]string{"user": "fan-1", "id": "r1", "now": at}},
+		{"payment_claim", append(k.claim("s1"), k.UserRate("fan-1")), append(claimArgs("fan-1", "r1", now), limitArgs(lim)...),
+			map[string]string{"user": "fan-1", "id": "r1", "now": at, "ulimit": "20", "uburst": "40"}},
 		{"payment_complete", k.complete("s1"), completeArgs("r1", ticketrush.Payment{ID: "p1", Balance: 300, PaidAt: now.Add(time.Second)}, now),
 			map[string]string{"id": "r1", "payment": "p1", "balance": "300", "paid": "1800000001000", "now": at}},
 		{"payment_release", k.release("s1"), releaseArgs("r1", now), map[string]string{"id": "r1", "now": at}},
-		{"points_charge", w.charge("fan-1", "k1"), chargeArgs("fan-1", 100, "c1", now, "k1", "fp1"),
-			map[string]string{"user": "fan-1", "amount": "100", "id": "c1", "now": at, "key": "k1", "fp": "fp1",
+		{"points_charge", append(w.charge("fan-1", "k1"), w.UserRate("fan-1")), append(chargeArgs("fan-1", 100, "c1", now, "k1", "fp1"), limitArgs(lim)...),
+			map[string]string{"user": "fan-1", "amount": "100", "id": "c1", "now": at, "key": "k1", "fp": "fp1", "ulimit": "20", "uburst": "40",
 				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "limit": strconv.Itoa(ticketrush.MaxBalance)}},
 		{"wallet_debit", w.money(), debitArgs("fan-1", "r1", 500, now),
 			map[string]string{"user": "fan-1", "id": "r1", "amount": "500", "payment": ticketrush.PaymentID("r1"), "now": at}},

@@ -42,10 +42,27 @@ func (c ConcertKeys) Left() string      { return c.base + "q:left" }
 func (c ConcertKeys) LeftLog() string   { return c.base + "q:leftlog" }
 func (c ConcertKeys) LeftN() string     { return c.base + "q:leftn" }
 
+// PowUsed marks a proof-of-work challenge of id as used, until it expires; "" names the placeholder
+// key of a join without one (scripts must declare every key they may touch).
+func (c ConcertKeys) PowUsed(id string) string {
+	if id == "" {
+		return c.base + "pow"
+	}
+	return c.base + "pow:" + id
+}
+
+// AccessCodes is the concert's presale codes: hash of hex SHA-256(code) -> owner user ("" while unclaimed).
+func (c ConcertKeys) AccessCodes() string { return c.base + "codes" }
+
+// UserRate is a user's rate bucket for the concert's state-changing calls (join, hold, cancel, pay):
+// in the concert's slot, so that the scripts check it in the call they make anyway.
+func (c ConcertKeys) UserRate(userID string) string { return c.base + "rl:" + userID }
+
 // All returns every key of the concert, its seat maps of scheduleIDs included.
 func (c ConcertKeys) All(scheduleIDs []string) []string {
 	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
-		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold()}
+		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(),
+		c.AccessCodes()}
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))
 	}
@@ -143,6 +160,9 @@ func (w WalletKeys) Balances() string { return w.base + "bal" }
 func (w WalletKeys) Debits() string   { return w.base + "debits" }
 func (w WalletKeys) Refunds() string  { return w.base + "refunds" }
 func (w WalletKeys) Events() string   { return w.base + "events" }
+
+// UserRate is a user's rate bucket for charges, in the wallet shard's slot.
+func (w WalletKeys) UserRate(userID string) string { return w.base + "rl:" + userID }
 
 // Idempotency is the record of one user's Idempotency-Key; "" names the shard's placeholder key for
 // calls without one (scripts must declare every key they may touch).

@@ -187,7 +187,8 @@ func ConcertHashes(c ticketrush.Concert) (meta, cfg map[string]string) {
 	q := c.Queue
 	meta = map[string]string{"title": c.Title, "venue": c.Venue}
 	cfg = map[string]string{"cap": itoa(q.ActiveCapacity), "rate": itoa(q.AdmitPerSecond), "ttl": ms(q.ActiveTTL),
-		"hold": ms(q.HoldTTL), "maxholds": itoa(q.MaxHoldsPerUser), "paused": flag(q.Paused)}
+		"hold": ms(q.HoldTTL), "maxholds": itoa(q.MaxHoldsPerUser), "paused": flag(q.Paused),
+		"pow": itoa(q.JoinPowBits), "codereq": flag(q.AccessCodeRequired)}
 	return meta, cfg
 }
 

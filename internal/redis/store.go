@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 // which it is talking to).
 func Open(ctx context.Context, url string) (rueidis.Client, error) {
 	opt, err := rueidis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", err)
+	if err != nil { // the parser's error quotes the URL, password and all
+		return nil, fmt.Errorf("parse redis url: %s", strings.ReplaceAll(err.Error(), url, "<REDIS_URL>"))
 	}
 	opt.DisableCache = true // the service does not use client-side caching; miniredis has none either
 	// Bounded waits: a read is not retried on a network error (the request answers 503 and the client
@@ -67,7 +68,13 @@ type Store struct {
 	paymentClaim, paymentComplete, paymentRelease   *script
 	pointsCharge, walletDebit, walletRefund         *script
 	paymentRemember                                 *script
+
+	limit UserLimit // the per-user rate of join, hold, cancel, pay and charge; zero: off
 }
+
+// LimitUsers sets the per-user rate the state-changing scripts enforce (0 turns it off). Call it before
+// the store serves.
+func (s *Store) LimitUsers(l UserLimit) { s.limit = l }
 
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
 func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *Store {
@@ -150,7 +157,16 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 
 // Join puts a fan in a concert's line, or returns their live token's arrival.
 func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error) {
-	msg, err := s.exec(ctx, s.join, s.keys.Concert(concertID).join(), joinArgs(userID, now))
+	return s.JoinWith(ctx, concertID, userID, ticketrush.JoinPass{}, now)
+}
+
+// JoinWith is Join with what the join carries past the concert's proof-of-work and access-code gates;
+// the script checks them (and the user's rate) before anything else.
+func (s *Store) JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
+	k := s.keys.Concert(concertID)
+	keys := append(k.join(), k.UserRate(userID), k.PowUsed(pass.PowID), k.AccessCodes())
+	args := append(append(joinArgs(userID, now), limitArgs(s.limit)...), passArgs(pass)...)
+	msg, err := s.exec(ctx, s.join, keys, args)
 	if err != nil {
 		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
 	}
@@ -298,6 +314,21 @@ func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
 		snap.Leaves = append(snap.Leaves, ticketrush.Leave{Seq: seq, Ordinal: uint64(ord)})
 	}
 	return snap, nil
+}
+
+// AddAccessCodes adds unclaimed access codes (by hash) to a concert; a hash it has already keeps its owner.
+func (s *Store) AddAccessCodes(ctx context.Context, concertID string, hashes []string) error {
+	key := s.keys.Concert(concertID).AccessCodes()
+	var cmds rueidis.Commands
+	for _, h := range hashes {
+		cmds = append(cmds, s.client.B().Hsetnx().Key(key).Field(h).Value("").Build())
+	}
+	for _, r := range s.client.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("add access codes %s: %w", concertID, err)
+		}
+	}
+	return nil
 }
 
 // Configure changes a concert's admission settings in Redis, where the tick reads them.

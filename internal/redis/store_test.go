@@ -290,3 +290,11 @@ func eventTypes(t *testing.T, c rueidis.Client, stream string) []string {
 	}
 	return types
 }
+
+// TestOpenMasksPassword: a REDIS_URL that does not parse is not echoed with its password.
+func TestOpenMasksPassword(t *testing.T) {
+	_, err := Open(context.Background(), "redis://user:hunter2@host:bad/0")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
+	assert.Contains(t, err.Error(), "invalid port")
+}

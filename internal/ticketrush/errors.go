@@ -69,6 +69,11 @@ var (
 	ErrRequestTimeout       = define("REQUEST_TIMEOUT", 408, "Request timeout", "the request body did not arrive in time", false)
 	ErrUnsupportedMediaType = define("UNSUPPORTED_MEDIA_TYPE", 415, "Unsupported media type", "request bodies are JSON: send Content-Type: application/json", false)
 	ErrInternal             = define("INTERNAL", 500, "Internal error", "the error is logged; try again", false)
+	ErrRateLimited          = define("RATE_LIMITED", 429, "Too many requests", "slow down: wait Retry-After seconds", false)
+	ErrPowRequired          = define("POW_REQUIRED", 403, "Proof of work required", "this concert asks for a proof of work: POST .../queue/challenge, solve it, join with challenge and nonce", false)
+	ErrPowInvalid           = define("POW_INVALID", 403, "Proof of work invalid", "the proof is wrong, expired, used already or another user's; get a new challenge", false)
+	ErrAccessCodeRequired   = define("ACCESS_CODE_REQUIRED", 403, "Access code required", "this concert's line is open to access-code holders only: join with accessCode", false)
+	ErrAccessCodeInvalid    = define("ACCESS_CODE_INVALID", 403, "Access code invalid", "the access code is unknown, or another user's", false)
 )
 
 // Codes lists the table in its order.

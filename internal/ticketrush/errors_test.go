@@ -70,6 +70,11 @@ func TestErrorTableLines(t *testing.T) {
 		{ErrRequestTimeout, "REQUEST_TIMEOUT", 408, false},
 		{ErrUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", 415, false},
 		{ErrInternal, "INTERNAL", 500, false},
+		{ErrRateLimited, "RATE_LIMITED", 429, false},
+		{ErrPowRequired, "POW_REQUIRED", 403, false},
+		{ErrPowInvalid, "POW_INVALID", 403, false},
+		{ErrAccessCodeRequired, "ACCESS_CODE_REQUIRED", 403, false},
+		{ErrAccessCodeInvalid, "ACCESS_CODE_INVALID", 403, false},
 	}
 	require.Len(t, tests, len(Codes()), "a code of the table is not pinned here")
 	for _, tt := range tests {

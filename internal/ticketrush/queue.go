@@ -71,6 +71,9 @@ type QueuePatch struct {
 	ActiveCapacity *int
 	AdmitPerSecond *int
 	Paused         *bool
+
+	JoinPowBits        *int
+	AccessCodeRequired *bool
 }
 
 // Apply returns s with the patch applied.
@@ -84,7 +87,24 @@ func (p QueuePatch) Apply(s QueueSettings) QueueSettings {
 	if p.Paused != nil {
 		s.Paused = *p.Paused
 	}
+	if p.JoinPowBits != nil {
+		s.JoinPowBits = *p.JoinPowBits
+	}
+	if p.AccessCodeRequired != nil {
+		s.AccessCodeRequired = *p.AccessCodeRequired
+	}
 	return s
+}
+
+// JoinPass is what a join carries past a concert's gates (API.md Abuse): a proof of work the caller
+// has checked (its challenge's id, difficulty and expiry), or PowInvalid for one that failed the check,
+// and the hex SHA-256 of an access code. The zero pass carries nothing.
+type JoinPass struct {
+	PowID      string
+	PowBits    int
+	PowExpires time.Time
+	PowInvalid bool
+	CodeHash   string
 }
 
 // JoinResult is what a join did: the arrival it found or made.

@@ -121,6 +121,15 @@ type RecordBatch struct {
 	Idempotency  []IdempotencyRecord
 	QueueMarks   []QueueMark
 	Processed    []ProcessedEvent
+	CodeClaims   []CodeClaim
+}
+
+// CodeClaim is a presale access code's first user (a code.claim event; the event itself is in Processed).
+type CodeClaim struct {
+	ConcertID string
+	CodeHash  string // hex SHA-256 of the code
+	UserID    string
+	At        time.Time
 }
 
 // Len is the number of events in the batch.

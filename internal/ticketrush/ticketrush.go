@@ -57,6 +57,9 @@ type QueueSettings struct {
 	HoldTTL         time.Duration
 	MaxHoldsPerUser int
 	Paused          bool
+
+	JoinPowBits        int  // a join needs a proof of work of this many leading zero bits; 0: none
+	AccessCodeRequired bool // a join needs an access code of the admin endpoint
 }
 
 // DefaultQueueSettings are the defaults of docs/api.md's admin section.
@@ -77,6 +80,10 @@ const (
 	MaxTTL              = 7 * 24 * time.Hour
 	MaxHoldsLimit       = 100
 	MaxSeatsPerSchedule = 200_000
+	MaxSeatsPerConcert  = 1_000_000 // over every schedule: the seat rows one create may write
+	MaxSchedules        = 100
+	MaxSections         = 50
+	MaxPowBits          = 32 // 2^32 hashes: minutes of a fan's phone, the most a sale can ask
 )
 
 // Validate reports the first setting out of range.
@@ -92,6 +99,8 @@ func (q QueueSettings) Validate() error {
 		return Invalidf("holdTtlSeconds must be between 1 and %d", int(MaxTTL/time.Second))
 	case q.MaxHoldsPerUser < 1 || q.MaxHoldsPerUser > MaxHoldsLimit:
 		return Invalidf("maxHoldsPerUser must be between 1 and %d", MaxHoldsLimit)
+	case q.JoinPowBits < 0 || q.JoinPowBits > MaxPowBits:
+		return Invalidf("joinPowBits must be between 0 and %d", MaxPowBits)
 	}
 	return nil
 }
@@ -116,10 +125,10 @@ func (c Concert) Validate() error {
 		return Invalidf("title must be 1-200 characters")
 	case len(c.Venue) == 0 || len(c.Venue) > 200:
 		return Invalidf("venue must be 1-200 characters")
-	case len(c.Schedules) == 0 || len(c.Schedules) > 100:
-		return Invalidf("schedules must list 1-100 start times")
-	case len(c.Sections) == 0 || len(c.Sections) > 100:
-		return Invalidf("sections must list 1-100 sections")
+	case len(c.Schedules) == 0 || len(c.Schedules) > MaxSchedules:
+		return Invalidf("schedules must list 1-%d start times", MaxSchedules)
+	case len(c.Sections) == 0 || len(c.Sections) > MaxSections:
+		return Invalidf("sections must list 1-%d sections", MaxSections)
 	case !printable(c.Title) || !printable(c.Venue):
 		return Invalidf("title and venue must be UTF-8 text without control characters")
 	}
@@ -139,6 +148,10 @@ func (c Concert) Validate() error {
 	}
 	if c.TotalSeats() > MaxSeatsPerSchedule {
 		return Invalidf("a schedule may have at most %d seats", MaxSeatsPerSchedule)
+	}
+	if c.TotalSeats()*len(c.Schedules) > MaxSeatsPerConcert {
+		return Invalidf("a concert may have at most %d seats over all its schedules (%d schedules of %d seats asked)",
+			MaxSeatsPerConcert, len(c.Schedules), c.TotalSeats())
 	}
 	return c.Queue.Validate()
 }

@@ -154,6 +154,15 @@ func decodeConcert(src *source, ev ticketrush.EventID, typ string, r *fieldReade
 		b.Reservations = append(b.Reservations, c)
 		return nil
 	}
+	if typ == "code.claim" {
+		cl := ticketrush.CodeClaim{ConcertID: src.concertID, CodeHash: r.str("code"), UserID: r.str("user"), At: r.time("at")}
+		if r.err != nil {
+			return r.err
+		}
+		b.Processed = append(b.Processed, ticketrush.ProcessedEvent{Event: ev, Type: typ, At: cl.At})
+		b.CodeClaims = append(b.CodeClaims, cl)
+		return nil
+	}
 	if !queueEvents[typ] {
 		return bad("unknown concert event type %q", typ)
 	}

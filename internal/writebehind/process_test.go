@@ -72,7 +72,7 @@ func serviceEnv(redisURL, dbURL string) []string {
 		"DATABASE_URL="+dbURL,
 		"JWT_SECRET=writebehind-test-jwt-secret-0123456789abcdef",
 		"QUEUE_TOKEN_SECRET=writebehind-test-queue-secret-0123456789ab",
-		"ADMIN_TOKEN=writebehind-test-admin",
+		"ADMIN_TOKEN=writebehind-test-admin-0123456789abcdefghij",
 		"ROLES=writebehind",
 	)
 }

@@ -23,6 +23,7 @@ type Source interface {
 	Movements(ctx context.Context, typ ticketrush.LedgerType) ([]ticketrush.LedgerEntry, error)
 	IdempotencySince(ctx context.Context, since time.Time) ([]ticketrush.IdempotencyRecord, error)
 	QueueMarks(ctx context.Context) (map[string]ticketrush.QueueMark, error)
+	AccessCodes(ctx context.Context, concertID string) (map[string]string, error)
 }
 
 // ErrRedisWhole is a restore refused because Redis holds the whole state already: restoring over a
@@ -33,6 +34,7 @@ var ErrRedisWhole = errors.New("redis holds the whole state (the state marker is
 type RestoreReport struct {
 	Concerts, Reservations, Held, Sold, Users, IdempotencyKeys int
 	Skipped                                                    []string // reservations the record holds too little of
+	AccessCodes                                                int
 }
 
 // Restore rebuilds the sale's state in Redis from the durable record: the catalog and queue settings,
@@ -69,6 +71,14 @@ func Restore(ctx context.Context, rdb rueidis.Client, src Source, prefix string,
 		if err := restoreConcert(ctx, rdb, keys.Concert(c.ID), c, res, marks[c.ID], now, &rep); err != nil {
 			return rep, fmt.Errorf("restore concert %s: %w", c.ID, err)
 		}
+		codes, err := src.AccessCodes(ctx, c.ID)
+		if err != nil {
+			return rep, err
+		}
+		if err := multi(ctx, rdb, hset(keys.Concert(c.ID).AccessCodes(), codes)); err != nil {
+			return rep, fmt.Errorf("restore access codes %s: %w", c.ID, err)
+		}
+		rep.AccessCodes += len(codes)
 		rep.Concerts++
 	}
 	if err := restoreWallets(ctx, rdb, keys, src, now, &rep); err != nil {

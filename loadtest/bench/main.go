@@ -237,7 +237,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 const (
 	devJWTSecret   = "dev-jwt-secret-change-me-0123456789abcdef"
 	devQueueSecret = "dev-queue-secret-change-me-0123456789abc"
-	devAdminToken  = "dev-admin-token"
+	devAdminToken  = "dev-admin-token-change-me-0123456789ab"
 )
 
 func envOr(getenv func(string) string) func(name, def string) string {

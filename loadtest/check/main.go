@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	cfg.redisURL = or(cfg.redisURL, or(getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"))
 	cfg.databaseURL = or(cfg.databaseURL, or(getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable"))
-	cfg.adminToken = or(getenv("ADMIN_TOKEN"), "dev-admin-token")
+	cfg.adminToken = or(getenv("ADMIN_TOKEN"), "dev-admin-token-change-me-0123456789ab")
 	if cfg.summary == "" {
 		return errors.New("-summary is required")
 	}

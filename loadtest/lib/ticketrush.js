@@ -19,10 +19,15 @@ function baseURL() {
 
 export const BASE = baseURL();
 export const JWT_SECRET = __ENV.JWT_SECRET || 'dev-jwt-secret-change-me-0123456789abcdef';
-export const ADMIN_TOKEN = __ENV.ADMIN_TOKEN || 'dev-admin-token';
+export const ADMIN_TOKEN = __ENV.ADMIN_TOKEN || 'dev-admin-token-change-me-0123456789ab';
 export const PROFILE = (__ENV.PROFILE || 'short').toLowerCase();
 // PURCHASE=off runs the waiting room only (join, poll, leave): for a service without the purchase path.
 export const PURCHASE = (__ENV.PURCHASE || 'on').toLowerCase() !== 'off';
+// POW_BITS=n asks the scenario's concert for a proof of work of n bits at every join (joinPowBits). A k6
+// virtual user solves it in JavaScript, so keep n small (8: ~256 hashes a join): the load stays honest
+// (every join fetches a challenge, carries a proof, and the server checks it and records its single use)
+// while the load generator's CPU goes to load, not hashing. The server's cost does not depend on n.
+export const POW_BITS = Number(__ENV.POW_BITS || 0);
 
 // pick returns the settings of the running profile, with any NAME=value from the environment on top
 // (numbers stay numbers).
@@ -93,12 +98,30 @@ export class Fan {
 
   // join returns the queue body, or null when the join failed.
   join(concertId, tags) {
-    const res = http.post(`${BASE}/v1/concerts/${concertId}/queue`, null,
-      params('join', 'POST /v1/concerts/{id}/queue', this.auth(), [200, 201], tags));
+    let proof = null;
+    let headers = this.auth();
+    if (POW_BITS > 0) {
+      proof = JSON.stringify(this.proof(concertId, tags));
+      headers = this.auth({ 'Content-Type': 'application/json' });
+    }
+    const res = http.post(`${BASE}/v1/concerts/${concertId}/queue`, proof,
+      params('join', 'POST /v1/concerts/{id}/queue', headers, [200, 201], tags));
     const body = res.status === 200 || res.status === 201 ? json(res) : null;
     check(res, { 'join: 201 or 200 with a token': () => body !== null && !!body.token });
     if (body) this.token = body.token;
     return body;
+  }
+
+  // proof fetches a challenge and solves it: {challenge, nonce}.
+  proof(concertId, tags) {
+    const res = http.post(`${BASE}/v1/concerts/${concertId}/queue/challenge`, null,
+      params('challenge', 'POST /v1/concerts/{id}/queue/challenge', this.auth(), [201], tags));
+    if (res.status !== 201) return {};
+    const c = json(res);
+    for (let i = 0; ; i++) {
+      const nonce = String(i);
+      if (zeroBits(crypto.sha256(c.challenge + nonce, 'hex')) >= c.bits) return { challenge: c.challenge, nonce };
+    }
   }
 
   poll(tags) {
@@ -241,6 +264,7 @@ export function createConcert(scenario, spec) {
     exec.test.abort(`${BASE}/readyz answers ${health.status}: start the service (make run) or set BASE_URL`);
   }
   const runId = Date.now().toString(36);
+  if (POW_BITS > 0) spec = Object.assign({}, spec, { queue: Object.assign({}, spec.queue || {}, { joinPowBits: POW_BITS }) });
   const c = admin('POST', '/admin/v1/concerts', Object.assign({ title: `loadtest ${scenario} ${runId}`, venue: 'k6' }, spec));
   const data = {
     runId,
@@ -335,4 +359,15 @@ export function think(range) {
 // seatNumber is n of a seat id "<section>-<n>".
 export function seatNumber(id) {
   return Number(id.slice(id.lastIndexOf('-') + 1));
+}
+
+// zeroBits counts the leading zero bits of a hex digest.
+function zeroBits(hex) {
+  let n = 0;
+  for (const ch of hex) {
+    const v = parseInt(ch, 16);
+    if (v === 0) { n += 4; continue; }
+    return n + (v < 2 ? 3 : v < 4 ? 2 : v < 8 ? 1 : 0);
+  }
+  return n;
 }
