@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -52,6 +53,15 @@ func NewService(record Record, live Live, now func() time.Time, log *slog.Logger
 func (s *Service) Create(ctx context.Context, c ticketrush.Concert) (ticketrush.Concert, error) {
 	if err := c.Validate(); err != nil {
 		return c, err
+	}
+	if c.Sale != nil {
+		sale := *c.Sale
+		seed, err := draw.NewSeed()
+		if err != nil {
+			return c, err
+		}
+		sale.Seed = seed
+		c.Sale = &sale
 	}
 	c.ID = ticketrush.NewID()
 	c.Schedules = slices.Clone(c.Schedules)
@@ -194,4 +204,13 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 		ActiveCapacity: snap.ActiveCapacity, AdmitPerSecond: snap.AdmitPerSecond, Paused: snap.Paused,
 		Seats: seats,
 	}, nil
+}
+
+// Sale returns a concert's sale, nil for a concert without one or unknown (queue.Sales).
+func (s *Service) Sale(concertID string) *ticketrush.Sale {
+	c, ok := s.Concert(concertID)
+	if !ok {
+		return nil
+	}
+	return c.Sale
 }

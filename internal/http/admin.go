@@ -26,6 +26,30 @@ type createConcertRequest struct {
 		MaxHoldsPerUser  *int  `json:"maxHoldsPerUser"`
 		Paused           *bool `json:"paused"`
 	} `json:"queue"`
+	Sale *saleJSON `json:"sale"`
+}
+
+// saleJSON is a concert's scheduled opening (API.md, "On-sale"); the seed is never part of it.
+type saleJSON struct {
+	OpensAt         *time.Time `json:"opensAt"`
+	PrequeueOpensAt *time.Time `json:"prequeueOpensAt"`
+}
+
+// sale checks the request's sale at now and returns it (nil without one); the seed is the catalog's
+// to draw.
+func (req createConcertRequest) sale(now time.Time) (*ticketrush.Sale, error) {
+	if req.Sale == nil {
+		return nil, nil
+	}
+	if req.Sale.OpensAt == nil {
+		return nil, ticketrush.Invalidf("sale.opensAt is required when sale is given")
+	}
+	s := &ticketrush.Sale{OpensAt: req.Sale.OpensAt.UTC().Truncate(time.Millisecond)}
+	s.PrequeueOpensAt = s.OpensAt.Add(-ticketrush.DefaultPrequeueWindow)
+	if req.Sale.PrequeueOpensAt != nil {
+		s.PrequeueOpensAt = req.Sale.PrequeueOpensAt.UTC().Truncate(time.Millisecond)
+	}
+	return s, s.Validate(now, req.Sale.PrequeueOpensAt != nil)
 }
 
 func (req createConcertRequest) concert() ticketrush.Concert {
@@ -92,6 +116,7 @@ type adminConcertJSON struct {
 	Schedules []scheduleJSON    `json:"schedules"`
 	Sections  []sectionJSON     `json:"sections"`
 	Queue     queueSettingsJSON `json:"queue"`
+	Sale      *saleJSON         `json:"sale,omitempty"`
 }
 
 func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -99,7 +124,13 @@ func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprou
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	c, err := s.Catalog.Create(r.Context(), req.concert())
+	concert := req.concert()
+	sale, err := req.sale(time.Now())
+	if err != nil {
+		return err
+	}
+	concert.Sale = sale
+	c, err := s.Catalog.Create(r.Context(), concert)
 	if err != nil {
 		return err
 	}
@@ -110,6 +141,10 @@ func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprou
 	}
 	for _, sec := range c.Sections {
 		out.Sections = append(out.Sections, sectionJSON{Name: sec.Name, Price: sec.Price, Seats: sec.Seats})
+	}
+	if c.Sale != nil {
+		opens, pq := c.Sale.OpensAt.UTC(), c.Sale.PrequeueOpensAt.UTC()
+		out.Sale = &saleJSON{OpensAt: &opens, PrequeueOpensAt: &pq}
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil

@@ -76,6 +76,7 @@ type fakes struct {
 	Booking *fakeBooking
 	Ledger  *fakeLedger
 	Ready   map[string]Check
+	Draws   *fakeDraws
 }
 
 func newFakes() *fakes {
@@ -89,6 +90,7 @@ func newFakes() *fakes {
 		},
 	}
 	f.Booking = newFakeBooking(f.Queue, f.Catalog)
+	f.Draws = &fakeDraws{}
 	f.Ledger = &fakeLedger{entries: map[string][]ticketrush.LedgerEntry{userAlice: {
 		{ID: "pay-1", UserID: userAlice, Type: "PAYMENT", Amount: -165000, BalanceAfter: 35000,
 			ReservationID: "res-1", CreatedAt: testNow},
@@ -124,6 +126,7 @@ func (f *fakes) deps() Deps {
 		Ready:      f.Ready,
 		Registry:   prometheus.NewRegistry(),
 		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Draws:      f.Draws,
 	}
 }
 

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -34,6 +35,8 @@ type ticketJSON struct {
 	PollAfterSeconds     int64      `json:"pollAfterSeconds"`
 	ActiveUntil          *time.Time `json:"activeUntil"`
 	Paused               bool       `json:"paused"`
+	OpensAt              *time.Time `json:"opensAt"`
+	DrawKey              *string    `json:"drawKey"`
 }
 
 func toTicketJSON(t ticketrush.Ticket) ticketJSON {
@@ -49,6 +52,14 @@ func toTicketJSON(t ticketrush.Ticket) ticketJSON {
 		u := t.ActiveUntil.UTC()
 		out.ActiveUntil = &u
 	}
+	if !t.OpensAt.IsZero() {
+		o := t.OpensAt.UTC()
+		out.OpensAt = &o
+	}
+	if t.DrawKey != "" {
+		k := t.DrawKey
+		out.DrawKey = &k
+	}
 	return out
 }
 
@@ -57,10 +68,14 @@ func (s *Server) joinQueue(w http.ResponseWriter, r *http.Request, p httprouter.
 	if err != nil {
 		return err
 	}
-	if _, ok := s.Catalog.Concert(id); !ok {
+	c, ok := s.Catalog.Concert(id)
+	if !ok {
 		return ticketrush.ErrNotFound
 	}
 	t, created, err := s.Queue.Join(r.Context(), user, id)
+	if errors.Is(err, ticketrush.ErrSaleNotOpen) && c.Sale != nil {
+		return &ticketrush.SaleNotOpenError{OpensAt: c.Sale.OpensAt, PrequeueOpensAt: c.Sale.PrequeueOpensAt}
+	}
 	if err != nil {
 		return err
 	}

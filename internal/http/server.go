@@ -55,6 +55,7 @@ type Deps struct {
 	Ready      map[string]Check
 	Registry   *prometheus.Registry
 	Log        *slog.Logger
+	Draws      Draws // the on-sale's public draw
 }
 
 // Server routes the API.
@@ -88,6 +89,8 @@ func NewServer(d Deps) *Server {
 	s.handle("DELETE", "/v1/queue", s.leaveQueue)
 	s.bookingRoutes()
 	s.handle("GET", "/v1/points/history", s.pointsHistory)
+	s.handle("GET", "/v1/concerts/:concertId/draw", s.getDraw)
+	s.handle("GET", "/v1/concerts/:concertId/draw/keys", s.getDrawKeys)
 
 	s.handle("POST", "/admin/v1/concerts", s.admin(s.createConcert))
 	s.handle("GET", "/admin/v1/concerts/:concertId/queue", s.admin(s.getQueue))

@@ -88,6 +88,7 @@ func (db *DB) WriteRecords(ctx context.Context, rb ticketrush.RecordBatch) error
 	queueProcessed(b, rb.Processed)
 	queueIdempotency(b, rb.Idempotency)
 	queueMarks(b, rb.QueueMarks)
+	queueOnSale(b, rb)
 	if b.Len() == 0 {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 	"github.com/ticketrush/ticketrush/lua"
 )
@@ -109,15 +111,29 @@ func TestScriptHeaders(t *testing.T) {
 		HoldTTL: 14 * time.Second, MaxHoldsPerUser: 15, Paused: true}
 	schedules := []string{"s1", "s2"}
 	const at = "1800000000000"
+	sale := ticketrush.Sale{OpensAt: now.Add(time.Minute), PrequeueOpensAt: now.Add(30 * time.Second)}
+	for i := range sale.Seed {
+		sale.Seed[i] = 7
+	}
+	var k9, k8 draw.Key
+	copy(k9[:], bytes.Repeat([]byte{9}, 32))
+	copy(k8[:], bytes.Repeat([]byte{8}, 32))
+	entrants := []draw.Entrant{{User: "fan-1", Key: k9}, {User: "fan-2", Key: k8}}
 	tests := []struct {
 		script string
 		keys   []string
 		args   []string
 		want   map[string]string // argument name -> value; a variadic tail joined by ","
 	}{
-		{"concert_load", k.load(), loadArgs(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q}, now),
+		{"concert_load", k.load(), loadArgs(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q, Sale: &sale}, now),
 			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
-				"maxholds": "15", "paused": "1", "now": at}},
+				"maxholds": "15", "paused": "1", "now": at, "opens": "1800000060000", "pqopens": "1800000030000",
+				"seed": strings.Repeat("07", 32)}},
+		{"draw_seal", k.drawSeal(), drawSealArgs(now), map[string]string{"now": at}},
+		{"draw_place", k.drawPlace(), drawPlaceArgs(3, entrants, "d1", now),
+			map[string]string{"from": "3", "keys": string(bytes.Repeat([]byte{9}, 32)) + string(bytes.Repeat([]byte{8}, 32)),
+				"digest": "d1", "now": at, "user": "fan-1,fan-2"}},
+		{"draw_status", k.drawStatus(), drawStatusArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
 		{"queue_join", k.join(), joinArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
 		{"queue_leave", k.leave(), leaveArgs("fan-1", 7, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_status", k.status(), statusArgs(claims, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},

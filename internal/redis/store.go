@@ -45,6 +45,7 @@ type Store struct {
 	paymentClaim, paymentComplete, paymentRelease   *script
 	pointsCharge, walletDebit, walletRefund         *script
 	paymentRemember                                 *script
+	drawSeal, drawPlace, drawStatus                 *script
 }
 
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
@@ -68,6 +69,9 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *
 	s.walletDebit = s.newScript("wallet_debit", false)
 	s.walletRefund = s.newScript("wallet_refund", false)
 	s.paymentRemember = s.newScript("payment_remember", false)
+	s.drawSeal = s.newScript("draw_seal", false)
+	s.drawPlace = s.newScript("draw_place", false)
+	s.drawStatus = s.newScript("draw_status", true)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "ticketrush_redis_up",
 		Help: "1 when Redis answered a PING at the last scrape, else 0.",
@@ -121,7 +125,7 @@ func joinReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, error) {
 		return ticketrush.JoinResult{}, err
 	}
 	res := ticketrush.JoinResult{
-		Status:      r.status(0, ticketrush.StatusWaiting, ticketrush.StatusActive),
+		Status:      r.status(0, ticketrush.StatusPrequeue, ticketrush.StatusWaiting, ticketrush.StatusActive),
 		Seq:         uint64(r.int(1)),
 		ActiveUntil: fromMillis(r.int(2)),
 		Created:     r.flag(3),

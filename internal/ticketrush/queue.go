@@ -47,6 +47,8 @@ type Ticket struct {
 	PollAfter     time.Duration
 	Paused        bool      // the concert's admission is paused: nobody is admitted until it resumes
 	ActiveUntil   time.Time // zero unless ACTIVE
+	OpensAt       time.Time // the sale's opening while the token is PREQUEUE, else zero
+	DrawKey       string    // the fan's draw key (hex) once their pre-queue is drawn, else ""
 }
 
 // QueueState is a concert's live waiting-room figures as the admin API shows them.
@@ -89,7 +91,7 @@ func (p QueuePatch) Apply(s QueueSettings) QueueSettings {
 
 // JoinResult is what a join did: the arrival it found or made.
 type JoinResult struct {
-	Status      QueueStatus // WAITING or ACTIVE
+	Status      QueueStatus // PREQUEUE, WAITING or ACTIVE
 	Seq         uint64
 	ActiveUntil time.Time
 	Created     bool // a new arrival, not the fan's existing live token

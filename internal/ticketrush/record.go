@@ -121,6 +121,33 @@ type RecordBatch struct {
 	Idempotency  []IdempotencyRecord
 	QueueMarks   []QueueMark
 	Processed    []ProcessedEvent
+	Prequeue     []PrequeueEntry // the on-sale's rows; their events are in Processed too
+	DrawPlaces   []DrawPlace
+	Draws        []DrawRecord
+}
+
+// PrequeueEntry is a fan entering a sale's pre-queue (event queue.prequeue).
+type PrequeueEntry struct {
+	ConcertID string
+	UserID    string
+	At        time.Time
+}
+
+// DrawPlace is an entrant's place in a concert's draw (event draw.place): 1 is the smallest key.
+type DrawPlace struct {
+	ConcertID string
+	Place     int64
+	UserID    string
+}
+
+// DrawRecord is a concert's completed draw (event draw.done): the seed it was keyed with, the count of
+// entrants and the digest of the keys file.
+type DrawRecord struct {
+	ConcertID string
+	Seed      []byte
+	Entrants  int64
+	Digest    string
+	DrawnAt   time.Time
 }
 
 // Len is the number of events in the batch.
