@@ -75,6 +75,9 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 		return ticketrush.Ticket{}, err
 	}
 	if seq > 0 {
+		if err := s.refreshDraw(ctx, claims.ConcertID, v); err != nil { // the draw key shows as soon as it is done
+			return ticketrush.Ticket{}, err
+		}
 		v.placed(claims.UserID, seq)
 		placed := auth.NewClaims(claims.ConcertID, claims.UserID, seq)
 		return s.ticket(s.tokens.Sign(placed), placed, st, v), nil
