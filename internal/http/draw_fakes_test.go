@@ -18,7 +18,9 @@ type fakeDraws struct {
 
 var _ Draws = (*fakeDraws)(nil)
 
-func (d *fakeDraws) DrawState(context.Context, string) (ticketrush.DrawState, error) { return d.State, d.Err }
+func (d *fakeDraws) DrawState(context.Context, string) (ticketrush.DrawState, error) {
+	return d.State, d.Err
+}
 
 func (d *fakeDraws) WriteDrawKeys(_ context.Context, _ string, n int64, w io.Writer) error {
 	_, err := io.WriteString(w, strings.Join(d.Keys[:n], "\n")+"\n")
