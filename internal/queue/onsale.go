@@ -155,6 +155,14 @@ type Drawer struct {
 	log      *slog.Logger
 	metrics  *drawMetrics
 	done     map[string]bool // concerts drawn, as far as this drawer knows
+	lease    time.Duration
+}
+
+// WithLease sets how long the drawer's lease lasts without renewal: how long a crashed drawer holds
+// the others back (drawLease by default).
+func (d *Drawer) WithLease(ttl time.Duration) *Drawer {
+	d.lease = ttl
+	return d
 }
 
 type drawMetrics struct {
@@ -180,7 +188,7 @@ func newDrawMetrics(reg prometheus.Registerer) *drawMetrics {
 // owner names this drawer in the lease (unique per process).
 func (s *Service) NewDrawer(store DrawStore, concerts func() []string, sales Sales, owner string, reg prometheus.Registerer) *Drawer {
 	return &Drawer{store: store, concerts: concerts, sales: sales, owner: owner, now: s.now, log: s.log,
-		metrics: newDrawMetrics(reg), done: map[string]bool{}}
+		metrics: newDrawMetrics(reg), done: map[string]bool{}, lease: drawLease}
 }
 
 // Tick advances the draw of every concert whose opening has passed and that is not drawn yet.
@@ -218,7 +226,7 @@ func (d *Drawer) Run(ctx context.Context, concertID string, sale ticketrush.Sale
 		d.done[concertID] = true
 		return nil
 	}
-	mine, err := d.store.LeaseDraw(ctx, concertID, d.owner, drawLease)
+	mine, err := d.store.LeaseDraw(ctx, concertID, d.owner, d.lease)
 	if err != nil || !mine {
 		return err
 	}
@@ -256,7 +264,7 @@ func (d *Drawer) Run(ctx context.Context, concertID string, sale ticketrush.Sale
 		placed = next
 		if placed%(100*drawPlaceBatch) == 0 || placed == st.Entrants {
 			d.log.Info("draw progress", "concert", concertID, "placed", placed, "entrants", st.Entrants)
-			if _, err := d.store.LeaseDraw(ctx, concertID, d.owner, drawLease); err != nil {
+			if _, err := d.store.LeaseDraw(ctx, concertID, d.owner, d.lease); err != nil {
 				return err
 			}
 		}
