@@ -24,13 +24,17 @@ local count = #ARGV - 4
 if placed ~= from or from + count > n or #keys ~= count * 32 then
   return {placed, 0}
 end
-local users = {}
+local users, members = {}, {}
 for i = 1, count do
   local user = ARGV[4 + i]
-  redis.call('ZADD', wait, base + from + i, user)
+  members[2 * i - 1], members[2 * i] = base + from + i, user
   users[i] = user
 end
 if count > 0 then
+  redis.call('ZADD', wait, unpack(members)) -- one call for the batch: a thousand calls cost a millisecond
+  if from == 0 then
+    redis.call('SETRANGE', dkeys, n * 32 - 1, '\0') -- allocate the keys string once, not grow it per batch
+  end
   redis.call('SETRANGE', dkeys, from * 32, keys)
 end
 placed = from + count
