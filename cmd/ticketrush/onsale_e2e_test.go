@@ -136,6 +136,18 @@ func TestOnSaleEndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusOK, again.status, "a rejoin in the pre-queue: %s", again.body)
 	assert.Equal(t, tokens[fans[3].id], decodeTicket(t, again).Token, "the same token on rejoin")
 	seen = append(seen, again.body)
+	adminRes := s.do(t, req{method: "GET", path: "/admin/v1/concerts/" + id + "/queue", headers: admin()})
+	require.Equal(t, http.StatusOK, adminRes.status)
+	var adminQueue struct {
+		Prequeue int64      `json:"prequeue"`
+		OpensAt  *time.Time `json:"opensAt"`
+		Waiting  int64      `json:"waiting"`
+	}
+	require.NoError(t, json.Unmarshal(adminRes.body, &adminQueue))
+	assert.EqualValues(t, n, adminQueue.Prequeue, "the admin figures count the pre-queue")
+	require.NotNil(t, adminQueue.OpensAt)
+	assert.Zero(t, adminQueue.Waiting)
+	seen = append(seen, adminRes.body)
 	polled := s.poll(t, fans[7], tokens[fans[7].id])
 	assert.Equal(t, "PREQUEUE", polled.Status)
 	metricsBefore := s.do(t, req{method: "GET", path: "/metrics"})

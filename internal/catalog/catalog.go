@@ -28,6 +28,8 @@ type Live interface {
 	Configure(ctx context.Context, concertID string, q ticketrush.QueueSettings, now time.Time) error
 	Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error)
 	ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error)
+	PrequeueSize(ctx context.Context, concertID string) (int64, error)
+	DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error)
 }
 
 // Service is the catalog.
@@ -199,11 +201,26 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 		seats.Held += n.Taken - n.Sold
 		seats.Sold += n.Sold
 	}
-	return ticketrush.QueueState{
+	st := ticketrush.QueueState{
 		Waiting: snap.Waiting, Active: snap.Active,
 		ActiveCapacity: snap.ActiveCapacity, AdmitPerSecond: snap.AdmitPerSecond, Paused: snap.Paused,
 		Seats: seats,
-	}, nil
+	}
+	if sale := c.Sale; sale != nil {
+		if s.now().Before(sale.OpensAt) {
+			st.OpensAt = sale.OpensAt
+		}
+		d, err := s.live.DrawState(ctx, concertID)
+		if err != nil {
+			return ticketrush.QueueState{}, err
+		}
+		if !d.Drawn() {
+			if st.Prequeue, err = s.live.PrequeueSize(ctx, concertID); err != nil {
+				return ticketrush.QueueState{}, err
+			}
+		}
+	}
+	return st, nil
 }
 
 // Sale returns a concert's sale, nil for a concert without one or unknown (queue.Sales).

@@ -161,6 +161,8 @@ type queueStateJSON struct {
 		Held      int64 `json:"held"`
 		Sold      int64 `json:"sold"`
 	} `json:"seats"`
+	Prequeue int64      `json:"prequeue"`
+	OpensAt  *time.Time `json:"opensAt"`
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -175,6 +177,11 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.P
 	out := queueStateJSON{Waiting: st.Waiting, Active: st.Active, ActiveCapacity: st.ActiveCapacity,
 		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused}
 	out.Seats.Available, out.Seats.Held, out.Seats.Sold = st.Seats.Available, st.Seats.Held, st.Seats.Sold
+	out.Prequeue = st.Prequeue
+	if !st.OpensAt.IsZero() {
+		o := st.OpensAt.UTC()
+		out.OpensAt = &o
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

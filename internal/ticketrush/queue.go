@@ -59,6 +59,8 @@ type QueueState struct {
 	AdmitPerSecond int
 	Paused         bool
 	Seats          SeatCounts
+	Prequeue       int64     // fans in the pre-queue of a sale not yet drawn
+	OpensAt        time.Time // the sale's opening while it is ahead, else zero
 }
 
 // SeatCounts counts a concert's seats by state over all its schedules.
