@@ -348,6 +348,7 @@ type service struct {
 	statuses    map[int]int
 	concertID   string
 	scheduleIDs []string
+	saleID      string // a concert with a sale: its pre-queue fills, then it is drawn
 }
 
 func startService(t *testing.T, ctx context.Context) *service {
@@ -409,6 +410,14 @@ func startService(t *testing.T, ctx context.Context) *service {
 	for _, sc := range created.Schedules {
 		s.scheduleIDs = append(s.scheduleIDs, sc.ID)
 	}
+	// The on-sale panels: a sale whose pre-queue is open at once and whose opening comes a few scrapes in.
+	status = s.do("POST", "/admin/v1/concerts", "Bearer "+s.adminToken, "", map[string]any{
+		"title": "promcheck on-sale", "venue": "loopback", "schedules": []string{"2030-01-03T10:00:00Z"},
+		"sections": []map[string]any{{"name": "R", "price": 500, "seats": 50}},
+		"sale":     map[string]any{"opensAt": time.Now().Add(8 * time.Second).UTC().Format(time.RFC3339Nano)},
+	}, &created)
+	require.Equal(t, http.StatusCreated, status, "create the sale concert")
+	s.saleID = created.ID
 	return s
 }
 
@@ -491,6 +500,7 @@ func (s *service) load(ctx context.Context) {
 				map[string]any{"admitPerSecond": 2}, nil)
 		}
 
+		s.do("POST", "/v1/concerts/"+s.saleID+"/queue", s.user(100_000+round), "", nil, nil) // pre-queue, then the line
 		for range 2 {
 			f := &fan{n: n, authz: s.user(n)}
 			n++

@@ -64,4 +64,29 @@ var drawCases = []apiCase{
 	{name: "draw keys without a sale", method: "GET", path: "/v1/concerts/" + concert2 + "/draw/keys", status: 404, code: "NOT_FOUND"},
 }
 
-func init() { apiCases = append(apiCases, drawCases...) }
+// saleBody is createBody with a sale.
+func saleBody(opensAt, prequeueOpensAt time.Time) string {
+	sale := `"sale":{"opensAt":"` + opensAt.UTC().Format(time.RFC3339) + `"`
+	if !prequeueOpensAt.IsZero() {
+		sale += `,"prequeueOpensAt":"` + prequeueOpensAt.UTC().Format(time.RFC3339) + `"`
+	}
+	return strings.TrimSuffix(createBody, "}") + "," + sale + "}}"
+}
+
+var saleCreateCases = []apiCase{
+	{name: "create with a sale", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin),
+		body: saleBody(time.Now().Add(2*time.Hour), time.Now().Add(time.Hour)), status: 201},
+	{name: "create with a sale, default pre-queue", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin),
+		body: saleBody(time.Now().Add(2*time.Hour), time.Time{}), status: 201},
+	{name: "create with a sale opening in the past", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin),
+		body: saleBody(time.Now().Add(-time.Hour), time.Time{}), status: 400, code: "INVALID_REQUEST"},
+	{name: "create with a pre-queue after the opening", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin),
+		body: saleBody(time.Now().Add(time.Hour), time.Now().Add(2*time.Hour)), status: 400, code: "INVALID_REQUEST"},
+	{name: "create with a pre-queue in the past", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin),
+		body: saleBody(time.Now().Add(time.Hour), time.Now().Add(-time.Hour)), status: 400, code: "INVALID_REQUEST"},
+}
+
+func init() {
+	apiCases = append(apiCases, drawCases...)
+	apiCases = append(apiCases, saleCreateCases...)
+}
