@@ -70,7 +70,8 @@ func TestDrawExactlyOnceWithSeveralSchedulersAndACrash(t *testing.T) {
 	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
 	t0 := time.Now().Truncate(time.Millisecond)
 	clk := newClock(t0.Add(time.Second))
-	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), reg)
 	seed, err := draw.NewSeed()
 	require.NoError(t, err)
 	sale := &ticketrush.Sale{PrequeueOpensAt: t0, OpensAt: t0.Add(time.Minute), Seed: seed}
@@ -181,6 +182,24 @@ func TestDrawExactlyOnceWithSeveralSchedulersAndACrash(t *testing.T) {
 	st, err = store.DrawState(ctx, c.ID)
 	require.NoError(t, err)
 	assert.Equal(t, draw.DigestOf(order), st.Digest)
+
+	// A pre-queue token, polled after the draw: one Redis round trip learns the place, then the view
+	// answers (an entrant still waiting: the last of the draw).
+	last := order[n-1].User
+	old := auth.NewQueueTokens([]byte(queueSecret)).Sign(auth.NewClaims(c.ID, last, 0))
+	require.NoError(t, svc.Refresh(ctx))
+	redisPolls := func() float64 {
+		return counter(t, reg, "ticketrush_queue_polls_total", map[string]string{"source": "redis"})
+	}
+	before := redisPolls()
+	for range 5 {
+		tk, err := svc.Status(ctx, last, old)
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.StatusWaiting, tk.Status)
+		assert.Equal(t, order[n-1].Key.Hex(), tk.DrawKey)
+		assert.NotEqual(t, old, tk.Token, "the poll hands back the token of the place")
+	}
+	assert.Equal(t, before+1, redisPolls(), "polls of an old pre-queue token cost one Redis round trip, then none")
 
 	// Admission now takes the head of the draw, each fan once (the watcher above may have begun).
 	admitted, err := rc.Do(ctx, rc.B().Zcard().Key(store.Keys().Concert(c.ID).Active()).Build()).AsInt64()
