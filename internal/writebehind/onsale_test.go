@@ -84,8 +84,9 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 	var before bytes.Buffer
 	require.NoError(t, s.store.WriteDrawKeys(ctx, c.ID, st.Entrants, &before))
 
-	// The record has the draw and every place.
+	// The record has the draw and every place, and agrees with Redis.
 	drainConcert(t, s, c.ID)
+	s.reconcile()
 	rec, ok, err := s.db.Draw(ctx, c.ID)
 	require.NoError(t, err)
 	require.True(t, ok)
