@@ -13,12 +13,15 @@ CREATE TABLE concert_sales (
     CHECK (prequeue_opens_at <= opens_at)
 );
 
--- One row per entrant of a pre-queue (queue.prequeue), kept so that restore can rebuild a pre-queue
--- not yet drawn.
+-- One row per entrant of a pre-queue (queue.prequeue; a queue.unprequeue removes it), kept so that
+-- restore can rebuild a pre-queue not yet drawn. (ev_ms, ev_seq) is the entry's event: a leave removes
+-- only an entry older than itself, whatever order the events are written in.
 CREATE TABLE prequeue_entries (
     concert_id text        NOT NULL REFERENCES concerts (id),
     user_id    text        NOT NULL,
     entered_at timestamptz NOT NULL,
+    ev_ms      bigint      NOT NULL,
+    ev_seq     bigint      NOT NULL,
     PRIMARY KEY (concert_id, user_id)
 );
 

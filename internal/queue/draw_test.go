@@ -218,3 +218,54 @@ func TestDrawExactlyOnceWithSeveralSchedulersAndACrash(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ticketrush.StatusActive, tk.Status, "a pre-queue token follows its entrant into the active set")
 }
+
+// TestLeavePrequeue: a fan leaves the pre-queue with their PREQUEUE token before the seal (and may
+// enter again); once sealed, the token leaves the place the draw gave them.
+func TestLeavePrequeue(t *testing.T) {
+	rc, prefix := dbtest.Redis(t)
+	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
+	t0 := time.Now().Truncate(time.Millisecond)
+	clk := newClock(t0.Add(time.Second))
+	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
+	seed, err := draw.NewSeed()
+	require.NoError(t, err)
+	sale := &ticketrush.Sale{PrequeueOpensAt: t0, OpensAt: t0.Add(time.Minute), Seed: seed}
+	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Sale: sale, Queue: ticketrush.DefaultQueueSettings(),
+		Sections:  []ticketrush.Section{{Name: "R", Price: 1000, Seats: 10}},
+		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: t0.Add(24 * time.Hour)}}}
+	ctx := context.Background()
+	_, err = store.LoadConcert(ctx, c, clk.Now())
+	require.NoError(t, err)
+	sales := func(string) *ticketrush.Sale { return sale }
+	svc.EnableOnSale(store, sales)
+
+	size := func() int64 {
+		n, err := store.PrequeueSize(ctx, c.ID)
+		require.NoError(t, err)
+		return n
+	}
+	ann, _, err := svc.Join(ctx, "ann", c.ID)
+	require.NoError(t, err)
+	bob, _, err := svc.Join(ctx, "bob", c.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, size())
+	require.NoError(t, svc.Leave(ctx, "ann", ann.Token))
+	assert.EqualValues(t, 1, size(), "ann left the pre-queue")
+	st, err := svc.Status(ctx, "ann", ann.Token)
+	require.NoError(t, err)
+	assert.Equal(t, ticketrush.StatusExpired, st.Status)
+	again, created, err := svc.Join(ctx, "ann", c.ID)
+	require.NoError(t, err)
+	assert.True(t, created)
+	assert.Equal(t, ticketrush.StatusPrequeue, again.Status)
+	assert.EqualValues(t, 2, size())
+
+	clk.Set(sale.OpensAt.Add(time.Second))
+	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	require.NoError(t, d.Run(ctx, c.ID, *sale))
+	require.NoError(t, svc.Leave(ctx, "bob", bob.Token))
+	assert.EqualValues(t, 2, size(), "the sealed pre-queue keeps its entrants")
+	wait, err := rc.Do(ctx, rc.B().Zcard().Key(store.Keys().Concert(c.ID).Wait()).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, wait, "bob left the place the draw gave him")
+}

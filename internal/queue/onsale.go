@@ -25,6 +25,25 @@ import (
 type OnSaleStore interface {
 	PrequeueStatus(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.TokenState, uint64, error)
 	DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error)
+	LeavePrequeue(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.QueueStatus, error)
+}
+
+// leavePrequeue gives back a pre-queue token (seq 0): before the seal the fan leaves the pre-queue; once
+// the draw placed them, they leave their place in line.
+func (s *Service) leavePrequeue(ctx context.Context, claims ticketrush.QueueClaims) (ticketrush.QueueStatus, uint64, error) {
+	if s.onSale == nil {
+		return "", 0, nil
+	}
+	from, err := s.onSale.store.LeavePrequeue(ctx, claims.ConcertID, claims.UserID, s.now())
+	if err != nil || from != "" {
+		return from, 0, err
+	}
+	_, seq, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
+	if err != nil || seq == 0 {
+		return "", 0, err
+	}
+	from, err = s.store.Leave(ctx, claims.ConcertID, claims.UserID, seq, s.now())
+	return from, seq, err
 }
 
 // Sales returns a concert's sale, nil for a concert without one (or unknown).

@@ -115,7 +115,12 @@ func (s *Service) Leave(ctx context.Context, userID, token string) error {
 	if err != nil {
 		return err
 	}
-	from, err := s.store.Leave(ctx, claims.ConcertID, userID, claims.Seq, s.now())
+	var from ticketrush.QueueStatus
+	if claims.Seq == 0 {
+		from, claims.Seq, err = s.leavePrequeue(ctx, claims)
+	} else {
+		from, err = s.store.Leave(ctx, claims.ConcertID, userID, claims.Seq, s.now())
+	}
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,8 @@ func drawPlaceArgs(from int64, batch []draw.Entrant, digest string, now time.Tim
 
 func drawStatusArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
 
+func prequeueLeaveArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
+
 func joinArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
 
 func leaveArgs(userID string, seq uint64, now time.Time) []string {

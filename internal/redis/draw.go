@@ -74,6 +74,25 @@ func (s *Store) PrequeueStatus(ctx context.Context, concertID, userID string, no
 	return st, seq, nil
 }
 
+// LeavePrequeue takes a user out of a sale's pre-queue before it is sealed; it reports PREQUEUE when
+// they left, "" when they were not in it or it was sealed already.
+func (s *Store) LeavePrequeue(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.QueueStatus, error) {
+	msg, err := s.exec(ctx, s.prequeueLeave, s.keys.Concert(concertID).prequeueLeave(), prequeueLeaveArgs(userID, now))
+	if err != nil {
+		return "", fmt.Errorf("leave pre-queue %s: %w", concertID, err)
+	}
+	from, err := msg.ToString()
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("leave pre-queue reply: %w", err)
+	case from == "NONE":
+		return "", nil
+	case from == string(ticketrush.StatusPrequeue):
+		return ticketrush.StatusPrequeue, nil
+	}
+	return "", fmt.Errorf("leave pre-queue reply: unexpected %q", from)
+}
+
 // DrawState reads a concert's draw (a plain read of one hash; the seed is not part of it).
 func (s *Store) DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error) {
 	k := s.keys.Concert(concertID)

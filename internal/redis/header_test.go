@@ -133,6 +133,7 @@ func TestScriptHeaders(t *testing.T) {
 		{"draw_place", k.drawPlace(), drawPlaceArgs(3, entrants, "d1", now),
 			map[string]string{"from": "3", "keys": string(bytes.Repeat([]byte{9}, 32)) + string(bytes.Repeat([]byte{8}, 32)),
 				"digest": "d1", "now": at, "user": "fan-1,fan-2"}},
+		{"prequeue_leave", k.prequeueLeave(), prequeueLeaveArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
 		{"draw_status", k.drawStatus(), drawStatusArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
 		{"queue_join", k.join(), joinArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
 		{"queue_leave", k.leave(), leaveArgs("fan-1", 7, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},

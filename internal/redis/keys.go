@@ -90,6 +90,8 @@ func (c ConcertKeys) drawPlace() []string {
 	return []string{c.Wait(), c.Draw(), c.DrawKeys(), c.Events()}
 }
 
+func (c ConcertKeys) prequeueLeave() []string { return []string{c.Prequeue(), c.Draw(), c.Events()} }
+
 func (c ConcertKeys) drawStatus() []string {
 	return []string{c.Prequeue(), c.Draw(), c.Wait(), c.Active(), c.ActiveSeq()}
 }

@@ -71,6 +71,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"draw_seal":        k.drawSeal(),
 		"draw_place":       k.drawPlace(),
 		"draw_status":      k.drawStatus(),
+		"prequeue_leave":   k.prequeueLeave(),
 	}
 	for _, name := range lua.Names() {
 		keys, ok := scripts[name]

@@ -46,6 +46,7 @@ type Store struct {
 	pointsCharge, walletDebit, walletRefund         *script
 	paymentRemember                                 *script
 	drawSeal, drawPlace, drawStatus                 *script
+	prequeueLeave                                   *script
 }
 
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
@@ -72,6 +73,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *
 	s.drawSeal = s.newScript("draw_seal", false)
 	s.drawPlace = s.newScript("draw_place", false)
 	s.drawStatus = s.newScript("draw_status", true)
+	s.prequeueLeave = s.newScript("prequeue_leave", false)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "ticketrush_redis_up",
 		Help: "1 when Redis answered a PING at the last scrape, else 0.",

@@ -124,6 +124,8 @@ type RecordBatch struct {
 	Prequeue     []PrequeueEntry // the on-sale's rows; their events are in Processed too
 	DrawPlaces   []DrawPlace
 	Draws        []DrawRecord
+	// PrequeueLeaves are fans who left a pre-queue before its seal (event queue.unprequeue; At: when).
+	PrequeueLeaves []PrequeueEntry
 }
 
 // PrequeueEntry is a fan entering a sale's pre-queue (event queue.prequeue).
@@ -131,6 +133,7 @@ type PrequeueEntry struct {
 	ConcertID string
 	UserID    string
 	At        time.Time
+	Event     EventID // the entry's (or the leave's) event: orders an entry and a leave of one fan
 }
 
 // DrawPlace is an entrant's place in a concert's draw (event draw.place): 1 is the smallest key.

@@ -96,7 +96,7 @@ var reservationStatus = map[string]ticketrush.ReservationStatus{
 var queueEvents = map[string]bool{
 	"concert.load": true, "queue.join": true, "queue.admit": true, "queue.lapse": true, "queue.leave": true,
 	"queue.configure": true, "queue.done": true,
-	"queue.prequeue": true, "draw.seal": true, "draw.place": true, "draw.done": true,
+	"queue.prequeue": true, "draw.seal": true, "draw.place": true, "draw.done": true, "queue.unprequeue": true,
 }
 
 // ledgerTypes maps the wallet's point events to their ledger type.
@@ -164,14 +164,16 @@ func decodeConcert(src *source, ev ticketrush.EventID, typ string, r *fieldReade
 	if seq, leave := r.optInt("seq"), r.optInt("ord"); seq > 0 || leave > 0 {
 		b.QueueMarks = append(b.QueueMarks, ticketrush.QueueMark{ConcertID: src.concertID, MaxSeq: uint64(max(seq, 0)), MaxLeave: uint64(max(leave, 0))})
 	}
-	return decodeOnSale(src, typ, r, b)
+	return decodeOnSale(src, ev, typ, r, b)
 }
 
 // decodeOnSale adds the on-sale's rows of the events queue.prequeue, draw.place and draw.done.
-func decodeOnSale(src *source, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
+func decodeOnSale(src *source, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
 	switch typ {
 	case "queue.prequeue":
-		b.Prequeue = append(b.Prequeue, ticketrush.PrequeueEntry{ConcertID: src.concertID, UserID: r.str("user"), At: r.time("at")})
+		b.Prequeue = append(b.Prequeue, ticketrush.PrequeueEntry{ConcertID: src.concertID, UserID: r.str("user"), At: r.time("at"), Event: ev})
+	case "queue.unprequeue":
+		b.PrequeueLeaves = append(b.PrequeueLeaves, ticketrush.PrequeueEntry{ConcertID: src.concertID, UserID: r.str("user"), At: r.time("at"), Event: ev})
 	case "draw.place":
 		from := r.int("from")
 		users := r.opt("users")

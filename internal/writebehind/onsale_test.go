@@ -43,6 +43,16 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusPrequeue, tk.Status)
 	}
+	// One more fan enters, leaves and enters again, another enters and leaves: the record keeps the first.
+	again, _, err := s.queue.Join(ctx, "again", c.ID)
+	require.NoError(t, err)
+	require.NoError(t, s.queue.Leave(ctx, "again", again.Token))
+	again, _, err = s.queue.Join(ctx, "again", c.ID)
+	require.NoError(t, err)
+	gone, _, err := s.queue.Join(ctx, "gone", c.ID)
+	require.NoError(t, err)
+	require.NoError(t, s.queue.Leave(ctx, "gone", gone.Token))
+	users = append(users, "again")
 	drainConcert(t, s, c.ID)
 
 	require.NoError(t, s.rdb.Do(ctx, s.rdb.B().Flushall().Build()).Error())
@@ -67,7 +77,7 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 	}
 	entrants, err := s.store.PrequeueSize(ctx, c.ID)
 	require.NoError(t, err)
-	assert.EqualValues(t, n, entrants, "the pre-queue's entrants are back")
+	assert.EqualValues(t, n+1, entrants, "the pre-queue's entrants are back, and only they")
 
 	// The draw not yet run still runs at the opening.
 	drawer := s.queue.NewDrawer(s.store, s.cat.IDs, s.cat.Sale, "drawer", prometheus.NewRegistry())
@@ -79,7 +89,7 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 	order := seed.Draw(c.ID, users)
 	st, err := s.store.DrawState(ctx, c.ID)
 	require.NoError(t, err)
-	assert.EqualValues(t, n, st.Entrants)
+	assert.EqualValues(t, n+1, st.Entrants)
 	assert.Equal(t, draw.DigestOf(order), st.Digest, "the draw is that of the committed seed and every entrant")
 	var before bytes.Buffer
 	require.NoError(t, s.store.WriteDrawKeys(ctx, c.ID, st.Entrants, &before))
@@ -94,7 +104,7 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 	assert.Equal(t, seed[:], rec.Seed)
 	places, err := s.db.DrawPlaces(ctx, c.ID)
 	require.NoError(t, err)
-	require.Len(t, places, n)
+	require.Len(t, places, n+1)
 	for i, p := range places {
 		assert.Equal(t, order[i].User, p.UserID, "place %d", p.Place)
 		assert.EqualValues(t, i+1, p.Place)
@@ -104,12 +114,12 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 	require.NoError(t, s.rdb.Do(ctx, s.rdb.B().Flushall().Build()).Error())
 	_, err = Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
 	require.NoError(t, err)
-	again, err := s.store.DrawState(ctx, c.ID)
+	restored, err := s.store.DrawState(ctx, c.ID)
 	require.NoError(t, err)
-	assert.True(t, again.Drawn())
-	assert.Equal(t, st.Digest, again.Digest)
+	assert.True(t, restored.Drawn())
+	assert.Equal(t, st.Digest, restored.Digest)
 	var after bytes.Buffer
-	require.NoError(t, s.store.WriteDrawKeys(ctx, c.ID, again.Entrants, &after))
+	require.NoError(t, s.store.WriteDrawKeys(ctx, c.ID, restored.Entrants, &after))
 	assert.Equal(t, before.String(), after.String())
 }
 

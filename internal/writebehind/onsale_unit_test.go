@@ -17,6 +17,7 @@ func TestDecodeOnSale(t *testing.T) {
 	const concert = "c0ncert00001"
 	src := &source{stream: "tr:{c:" + concert + "}:events", concertID: concert}
 	seed := strings.Repeat("ab", 32)
+	ev := ticketrush.EventID{Stream: src.stream, Ms: 1, Seq: 0} // the entry id the cases decode under, 1-0
 	tests := []struct {
 		name   string
 		fields map[string]string
@@ -25,7 +26,7 @@ func TestDecodeOnSale(t *testing.T) {
 	}{
 		{"pre-queue entry", map[string]string{"type": "queue.prequeue", "user": "ann", "at": "1000"}, "",
 			func(t *testing.T, b ticketrush.RecordBatch) {
-				assert.Equal(t, []ticketrush.PrequeueEntry{{ConcertID: concert, UserID: "ann", At: time.UnixMilli(1000).UTC()}}, b.Prequeue)
+				assert.Equal(t, []ticketrush.PrequeueEntry{{ConcertID: concert, UserID: "ann", At: time.UnixMilli(1000).UTC(), Event: ev}}, b.Prequeue)
 			}},
 		{"seal", map[string]string{"type": "draw.seal", "n": "3", "base": "0", "seq": "3", "at": "1"}, "",
 			func(t *testing.T, b ticketrush.RecordBatch) {
@@ -45,6 +46,10 @@ func TestDecodeOnSale(t *testing.T) {
 				require.Len(t, b.Draws, 1)
 				assert.EqualValues(t, 3, b.Draws[0].Entrants)
 				assert.Len(t, b.Draws[0].Seed, 32)
+			}},
+		{"pre-queue leave", map[string]string{"type": "queue.unprequeue", "user": "ann", "at": "2000"}, "",
+			func(t *testing.T, b ticketrush.RecordBatch) {
+				assert.Equal(t, []ticketrush.PrequeueEntry{{ConcertID: concert, UserID: "ann", At: time.UnixMilli(2000).UTC(), Event: ev}}, b.PrequeueLeaves)
 			}},
 		{"places without their start", map[string]string{"type": "draw.place", "users": "ann", "at": "1"}, `"from" is missing`, nil},
 		{"done with a short seed", map[string]string{"type": "draw.done", "n": "3", "digest": "d1", "seed": "abcd", "at": "5"}, "seed", nil},
