@@ -344,6 +344,27 @@ function saleOverview() {
         query(`sum(rate(ticketrush_points_charged_total[${RATE}]))`, 'charged/s'),
         query(`sum(rate(ticketrush_points_debited_total[${RATE}]))`, 'spent/s'),
       ],
+    }))
+
+    .withRow(new dash.RowBuilder('On-sale draw'))
+    .withPanel(ts({
+      title: 'Pre-queue',
+      description: 'Fans in the pre-queue of each concert with a sale, until its draw at the opening (then 0). Measured by the scheduler every tick.',
+      unit: units.Short,
+      min: 0,
+      thresholds: thresholds(NEUTRAL),
+      targets: [query(`max by (concert) (ticketrush_draw_prequeue_entrants{${concert}})`, '{{concert}}')],
+    }))
+    .withPanel(ts({
+      title: 'Draw: entrants placed and time to draw',
+      description: 'Entrants placed in line by the draw per second (progress while a draw runs), and how long each completed draw took from seal to the last place. Admission starts only once a draw is complete; a million entrants take seconds.',
+      unit: units.Short,
+      min: 0,
+      thresholds: thresholds(NEUTRAL),
+      targets: [
+        query(`sum by (concert) (rate(ticketrush_draw_placed_total{${concert}}[${RATE}]))`, 'placed/s {{concert}}'),
+        query(`max by (concert) (ticketrush_draw_duration_seconds{${concert}})`, 'seconds to draw {{concert}}'),
+      ],
     })));
 }
 

@@ -358,7 +358,8 @@ type service struct {
 	statuses    map[int]int
 	concertID   string
 	scheduleIDs []string
-	quiet       sale // a concert where every fan buys: nobody cancels, leaves or lapses
+	saleID      string // a concert with a sale: its pre-queue fills, then it is drawn
+	quiet       sale   // a concert where every fan buys: nobody cancels, leaves or lapses
 }
 
 // sale is a concert of the check and its schedules.
@@ -423,6 +424,12 @@ func startService(t *testing.T, ctx context.Context) *service {
 		"sections":  []map[string]any{{"name": "R", "price": 500, "seats": 1000}},
 		"queue": map[string]any{"activeCapacity": 10000, "admitPerSecond": 1000, "activeTtlSeconds": 3600,
 			"holdTtlSeconds": 3600, "maxHoldsPerUser": 2},
+	})
+	// The on-sale panels: a sale whose pre-queue is open at once and whose opening comes a few scrapes in.
+	s.saleID, _ = s.createConcert(t, map[string]any{
+		"title": "promcheck on-sale", "venue": "loopback", "schedules": []string{"2030-01-03T10:00:00Z"},
+		"sections": []map[string]any{{"name": "R", "price": 500, "seats": 50}},
+		"sale":     map[string]any{"opensAt": time.Now().Add(8 * time.Second).UTC().Format(time.RFC3339Nano)},
 	})
 	return s
 }
@@ -525,6 +532,7 @@ func (s *service) load(ctx context.Context) {
 		}
 
 		s.buyQuietly(n)
+		s.do("POST", "/v1/concerts/"+s.saleID+"/queue", s.user(100_000+round), "", nil, nil) // pre-queue, then the line
 		for range 2 {
 			f := &fan{n: n, authz: s.user(n)}
 			n++

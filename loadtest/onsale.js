@@ -1,7 +1,11 @@
-// onsale: the minute a sale opens. Fans arrive in a spike (ramping arrival rate), join the line, poll at
-// the pollAfterSeconds the server gives, and once admitted list the dates and the seat map, hold seats
-// (some chase the same front rows), charge points and pay. A share gives up in the line, cancels its
-// holds and leaves, or walks away and lets the hold lapse.
+// onsale: the minute a sale opens. The concert has a sale (API.md "On-sale") whose pre-queue is open
+// from the start: fans arrive during the pre-queue (PREQUEUE tokens, polling when told), the opening
+// draws them into the line by lot, and the rush of post-opening arrivals queues behind them (ramping
+// arrival rate: a trickle before the opening, the spike at it). Fans poll at the pollAfterSeconds the
+// server gives (taking the fresh token a pre-queue poll hands back), and once admitted list the dates
+// and the seat map, hold seats (some chase the same front rows), charge points and pay. A share gives up
+// in the line, cancels its holds and leaves, or walks away and lets the hold lapse. After a run,
+// `ticketrush verify-draw --concert <id>` checks the draw.
 //
 //   k6 run loadtest/onsale.js                  short profile, about 70 s
 //   PROFILE=full k6 run loadtest/onsale.js     the long one
@@ -16,6 +20,7 @@ import {
 const P = pick({
   short: {
     peak: 30, // fans arriving per second at the top of the spike
+    prequeue: 15, early: 10, // seconds from setup to the opening; fans per second arriving in the pre-queue
     rampUp: '10s', plateau: '30s', rampDown: '10s',
     capacity: 150, admit: 20, // activeCapacity, admitPerSecond
     schedules: 2, vipSeats: 60, rSeats: 240, // per schedule
@@ -26,6 +31,7 @@ const P = pick({
   },
   full: {
     peak: 200,
+    prequeue: 120, early: 50,
     rampUp: '1m', plateau: '3m', rampDown: '1m',
     capacity: 2000, admit: 150,
     schedules: 2, vipSeats: 1000, rSeats: 9000,
@@ -45,6 +51,9 @@ const PAY_TWICE = 0.05; // send a payment again with the same Idempotency-Key
 const FRONT_ROW = 8; // the seats chasers fight over: the first free VIP seats
 
 const stages = [
+  { target: P.early, duration: '2s' }, // the pre-queue fills
+  { target: P.early, duration: `${Math.max(P.prequeue - 4, 1)}s` },
+  { target: P.peak, duration: '2s' }, // the opening
   { target: P.peak, duration: P.rampUp },
   { target: P.peak, duration: P.plateau },
   { target: 0, duration: P.rampDown },
@@ -72,6 +81,8 @@ const holdConflicts = new Counter('hold_conflicts');
 const timeInQueue = new Trend('time_in_queue', true);
 const timeToPurchase = new Trend('time_to_purchase', true);
 const pollsPerFan = new Trend('polls_per_fan');
+const prequeueEntrants = new Counter('prequeue_entrants');
+const placedAfterOpening = new Trend('placed_after_opening', true); // opening -> the entrant's first WAITING poll
 
 const eps = ['join', 'poll', 'leave'].concat(PURCHASE ? ['schedules', 'seats', 'hold', 'cancel', 'charge', 'pay', 'balance'] : []);
 
@@ -93,7 +104,10 @@ export const options = {
 };
 
 export function setup() {
-  return createConcert('onsale', {
+  // The pre-queue is open at once (prequeueOpensAt defaults to 30 minutes before the opening).
+  const opensAt = new Date(Date.now() + P.prequeue * 1000).toISOString();
+  const data = createConcert('onsale', {
+    sale: { opensAt },
     schedules: Array.from({ length: P.schedules }, (_, i) => new Date(Date.UTC(2030, 0, 1 + i, 10)).toISOString()),
     sections: [{ name: 'VIP', price: 165000, seats: P.vipSeats }, { name: 'R', price: 143000, seats: P.rSeats }],
     queue: {
@@ -101,6 +115,8 @@ export function setup() {
       holdTtlSeconds: P.holdTtl, maxHoldsPerUser: 4,
     },
   });
+  data.opensAt = opensAt;
+  return data;
 }
 
 export default function (data) {
@@ -114,8 +130,10 @@ export default function (data) {
   // The line: poll when the server says, until admitted; some give up first.
   const patience = Math.random() < GIVE_UP_IN_LINE ? between(P.patienceMin, P.patienceMax) * 1000 : Infinity;
   let polls = 0;
-  while (q.status === 'WAITING') {
-    if (Date.now() - t0 > patience) {
+  const entrant = q.status === 'PREQUEUE';
+  if (entrant) prequeueEntrants.add(1);
+  while (q.status === 'WAITING' || q.status === 'PREQUEUE') {
+    if (q.status === 'WAITING' && Date.now() - t0 > patience) {
       fan.leave();
       dropped.line.add(1);
       pollsPerFan.add(polls);
@@ -124,6 +142,10 @@ export default function (data) {
     sleep(q.pollAfterSeconds + Math.random() * 0.2);
     const next = fan.poll();
     if (!next) return;
+    if (next.token) fan.token = next.token; // a drawn pre-queue token comes back as the token of its place
+    if (q.status === 'PREQUEUE' && next.status !== 'PREQUEUE' && data.opensAt) {
+      placedAfterOpening.add(Date.now() - Date.parse(data.opensAt));
+    }
     q = next;
     polls++;
   }

@@ -2,20 +2,27 @@
 -- KEYS[1] meta    hash: title, venue
 -- KEYS[2] cfg     hash: cap, rate, ttl (ms), hold (ms), maxholds, paused ('0'|'1'), pow (bits), codereq ('0'|'1')
 -- KEYS[3] events  stream: the concert's outbox
+-- KEYS[4] draw    hash: seed (hex, secret until the draw), sealed, base, n, placed, digest, drawnAt
 -- ARGV[1] title  ARGV[2] venue  ARGV[3] cap  ARGV[4] rate  ARGV[5] ttl (ms)  ARGV[6] hold (ms)
 -- ARGV[7] maxholds  ARGV[8] paused ('0'|'1')  ARGV[9] now (ms)
 -- ARGV[10] pow (joinPowBits)  ARGV[11] codereq (accessCodeRequired, '0'|'1')
+-- ARGV[12] opens (ms, '' without a sale)  ARGV[13] pqopens (ms)  ARGV[14] seed (hex; '' without a sale)
 -- Reply: 1 when loaded, 0 when the concert was already there (nothing written).
 -- Errors: none.
-local meta, cfg, events = KEYS[1], KEYS[2], KEYS[3]
+local meta, cfg, events, draw = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local title, venue, cap, rate, ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local hold, maxholds, paused, now = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local pow, codereq = ARGV[10], ARGV[11]
+local opens, pqopens, seed = ARGV[12], ARGV[13], ARGV[14]
 if redis.call('EXISTS', cfg) == 1 then
   return 0
 end
 redis.call('HSET', meta, 'title', title, 'venue', venue)
 redis.call('HSET', cfg, 'cap', cap, 'rate', rate, 'ttl', ttl, 'hold', hold, 'maxholds', maxholds, 'paused', paused)
 redis.call('HSET', cfg, 'pow', pow, 'codereq', codereq)
+if opens ~= '' then
+  redis.call('HSET', cfg, 'opens', opens, 'pqopens', pqopens)
+  redis.call('HSET', draw, 'seed', seed)
+end
 redis.call('XADD', events, '*', 'type', 'concert.load', 'at', now)
 return 1

@@ -1,7 +1,12 @@
 -- queue_join: a fan joins a concert's waiting line, or gets back the live token they already hold.
--- FIFO by arrival: seq is an INCR. Admitted at once when nobody waits, a slot is free, the queue is not
--- paused and the admission rate budget has a token left.
--- KEYS[1] cfg       hash: cap, rate, ttl (ms), paused
+-- FIFO by arrival: seq is an INCR. A concert with a sale (cfg opens, pqopens) refuses joins before the
+-- pre-queue opens, takes joins before the opening into the pre-queue (PREQUEUE, seq 0), and from the
+-- opening on queues FIFO behind the entrants' places: the first join after the opening seals the
+-- pre-queue (as draw_seal does), so a racing join is an entrant or an arrival, never both. Nobody is
+-- admitted before the draw is in place (draw drawnAt). Admitted at once when nobody waits, a slot is free, the queue is not
+-- paused and the admission rate budget has a token left. A join past the user's rate limit does
+-- nothing; a concert may ask a fan without a live token for an access code and a proof of work.
+-- KEYS[1] cfg       hash: cap, rate, ttl (ms), paused, opens, pqopens (ms, a sale's), pow (bits), codereq
 -- KEYS[2] seq       string: arrival sequence
 -- KEYS[3] wait      zset: member user, score seq (the line)
 -- KEYS[4] active    zset: member user, score activeUntil (ms)
@@ -10,30 +15,33 @@
 -- KEYS[7] bucket    hash: tok, ts (ms): the admission rate budget, refilled at rate/s up to rate
 -- KEYS[8] admitted  string: admissions so far
 -- KEYS[9] events    stream: the concert's outbox
--- KEYS[10] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
--- KEYS[11] pow      string: marks the proof's challenge used until it expires (a placeholder without one)
--- KEYS[12] codes    hash: hex SHA-256(access code) -> owner user ('' while unclaimed)
+-- KEYS[10] pre      zset: the pre-queue's entrants, member user, score entry time (ms)
+-- KEYS[11] draw     hash: sealed ('1' once the pre-queue is closed), base, n, drawnAt (see draw_seal)
+-- KEYS[12] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
+-- KEYS[13] pow      string: marks the proof's challenge used until it expires (a placeholder without one)
+-- KEYS[14] codes    hash: hex SHA-256(access code) -> owner user ('' while unclaimed)
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
 -- ARGV[3] ulimit (requests/s, 0 = off)  ARGV[4] uburst
 -- ARGV[5] powid (the checked challenge's id; '' none, '-' a proof that failed the check)  ARGV[6] powbits
 -- (its difficulty)  ARGV[7] powexp (its expiry, ms)  ARGV[8] code (hex SHA-256 of the access code, '' none)
--- Reply: {status ('WAITING'|'ACTIVE'), seq, activeUntil (ms, 0 unless ACTIVE), created (1|0)}
+-- Reply: {status ('PREQUEUE'|'WAITING'|'ACTIVE'), seq (0 for PREQUEUE), activeUntil (ms, 0 unless ACTIVE),
+--         created (1|0)}
 -- Event: code.claim code user at, when a join claims an access code
--- Errors: NOT_FOUND (no such concert in Redis), RATE_LIMITED, ACCESS_CODE_REQUIRED, ACCESS_CODE_INVALID,
---         POW_REQUIRED, POW_INVALID
+-- Errors: NOT_FOUND (no such concert in Redis), RATE_LIMITED, SALE_NOT_OPEN (before the pre-queue opens),
+--         ACCESS_CODE_REQUIRED, ACCESS_CODE_INVALID, POW_REQUIRED, POW_INVALID
 local cfg, seq, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local head, bucket, admitted, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local pre, draw, rl, pow, codes = KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14]
 local user, now = ARGV[1], tonumber(ARGV[2])
-local rl, ulimit, uburst = KEYS[10], tonumber(ARGV[3]), tonumber(ARGV[4])
-local pow, codes = KEYS[11], KEYS[12]
+local ulimit, uburst = tonumber(ARGV[3]), tonumber(ARGV[4])
 local powid, powbits, powexp, code = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'opens', 'pqopens', 'pow', 'codereq')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
--- Rate limit (issue 15): the user's bucket, GCRA at ulimit/s with bursts of uburst; a limited call
--- does nothing. ulimit 0 turns it off.
+-- Rate limit: the user's bucket, GCRA at ulimit/s with bursts of uburst; a limited call does nothing.
+-- ulimit 0 turns it off.
 if ulimit > 0 then
   local gap = 1000 / ulimit
   local tat = math.max(tonumber(redis.call('GET', rl)) or 0, now)
@@ -42,17 +50,22 @@ if ulimit > 0 then
   end
   redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - now) + 1)
 end
--- Gates (issue 15): an access code and a proof of work, asked of a fan without a live token only.
-local gate = redis.call('HMGET', cfg, 'pow', 'codereq')
-local need = tonumber(gate[1]) or 0
-if need > 0 or gate[2] == '1' then
-  local live = redis.call('ZSCORE', wait, user)
+local opens, pqopens = tonumber(conf[5]), tonumber(conf[6])
+local sealed = opens and redis.call('HGET', draw, 'sealed') == '1'
+if opens and not sealed and now < pqopens then
+  return redis.error_reply('SALE_NOT_OPEN')
+end
+-- Gates: an access code and a proof of work, asked of a fan without a live token (in the line, the
+-- pre-queue or the active set) only.
+local need, codereq = tonumber(conf[7]) or 0, conf[8] == '1'
+if need > 0 or codereq then
+  local live = redis.call('ZSCORE', wait, user) or redis.call('ZSCORE', pre, user)
   if not live and redis.call('HEXISTS', aseq, user) == 1 then
     live = tonumber(redis.call('ZSCORE', active, user) or 0) > now
   end
   if not live then
     local owner
-    if gate[2] == '1' then
+    if codereq then
       if code == '' then
         return redis.error_reply('ACCESS_CODE_REQUIRED')
       end
@@ -78,6 +91,27 @@ if need > 0 or gate[2] == '1' then
     end
   end
 end
+-- The on-sale: before the opening a join enters the pre-queue; the first join after it seals.
+local gated = false -- a sale whose draw is not in place yet: nobody is admitted
+if opens then
+  if not sealed then
+    if now < opens then
+      if redis.call('ZSCORE', pre, user) then
+        return {'PREQUEUE', 0, 0, 0}
+      end
+      redis.call('ZADD', pre, now, user)
+      redis.call('XADD', events, '*', 'type', 'queue.prequeue', 'user', user, 'at', now)
+      return {'PREQUEUE', 0, 0, 1}
+    end
+    -- The opening has passed and no scheduler sealed yet: this join seals, so it is an arrival.
+    local n = redis.call('ZCARD', pre)
+    local base = tonumber(redis.call('GET', seq) or '0')
+    redis.call('INCRBY', seq, n)
+    redis.call('HSET', draw, 'sealed', '1', 'base', base, 'n', n, 'placed', 0)
+    redis.call('XADD', events, '*', 'type', 'draw.seal', 'n', n, 'base', base, 'seq', base + n, 'at', now)
+  end
+  gated = redis.call('HEXISTS', draw, 'drawnAt') == 0
+end
 
 local waiting = redis.call('ZSCORE', wait, user)
 if waiting then
@@ -94,9 +128,13 @@ if live then
   redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', live, 'at', now)
 end
 
+if gated and redis.call('ZSCORE', pre, user) then
+  return {'PREQUEUE', 0, 0, 0} -- an entrant the draw has not placed yet
+end
+
 local arrival = redis.call('INCR', seq)
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
-if conf[4] ~= '1' and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
+if conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
   local b = redis.call('HMGET', bucket, 'tok', 'ts')
   local tok, ts = tonumber(b[1]) or rate, tonumber(b[2]) or now
   if now > ts then

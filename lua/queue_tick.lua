@@ -1,5 +1,5 @@
 -- queue_tick: one admission round for one concert. Lapses ACTIVE tokens past their activeUntil, then,
--- unless paused, admits min(free slots, rate budget, batch) fans from the head of the line. Atomic, so
+-- unless paused or a sale's draw is not in place yet (cfg opens set, draw drawnAt not), admits min(free slots, rate budget, batch) fans from the head of the line. Atomic, so
 -- any number of schedulers may run it at once without admitting past capacity or rate.
 -- KEYS[1]  cfg       hash: cap, rate, ttl (ms), paused
 -- KEYS[2]  wait      zset: member user, score seq
@@ -11,17 +11,20 @@
 -- KEYS[8]  left      zset: member seq, score seq
 -- KEYS[9]  leftlog   zset: member seq, score leave ordinal
 -- KEYS[10] events    stream: the concert's outbox
+-- KEYS[11] draw      hash: the on-sale's draw; drawnAt once every entrant is placed
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- Reply: {admitted, lapsed, waiting, active} (counts after the tick)
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, wait, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local draw = KEYS[11]
 local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'opens')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
+local gated = conf[5] and redis.call('HEXISTS', draw, 'drawnAt') == 0
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
 
 local lapsed = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)
@@ -40,7 +43,7 @@ end
 local n = 0
 local free = cap - redis.call('ZCARD', active)
 local want = math.min(free, math.floor(tok), batch)
-if conf[4] ~= '1' and want > 0 then
+if conf[4] ~= '1' and not gated and want > 0 then
   local popped = redis.call('ZPOPMIN', wait, want)
   local till = now + ttl
   local last

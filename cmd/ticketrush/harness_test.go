@@ -295,6 +295,8 @@ type ticket struct {
 	PollAfterSeconds     int64      `json:"pollAfterSeconds"`
 	ActiveUntil          *time.Time `json:"activeUntil"`
 	Paused               bool       `json:"paused"`
+	OpensAt              *time.Time `json:"opensAt"`
+	DrawKey              *string    `json:"drawKey"`
 }
 
 func decodeTicket(t testing.TB, res response) ticket {

@@ -21,6 +21,9 @@ var (
 	_ queue.Store          = (*redis.Store)(nil)
 	_ queue.TickStore      = (*redis.Store)(nil)
 	_ catalog.Live         = (*redis.Store)(nil)
+	_ queue.OnSaleStore    = (*redis.Store)(nil)
+	_ queue.DrawStore      = (*redis.Store)(nil)
+	_ httpapi.Draws        = (*redis.Store)(nil)
 
 	_ catalog.Record      = (*postgres.DB)(nil)
 	_ writebehind.Record  = (*postgres.DB)(nil)

@@ -30,6 +30,7 @@ commands:
   migrate                     apply the Postgres migrations to DATABASE_URL
   reconcile [--wait 1m]       compare Redis with Postgres; print every difference, exit 1 on any
   restore [--force]           rebuild Redis from Postgres after Redis lost its state
+  verify-draw --concert ID    check a concert's on-sale draw from its public endpoints ([--user U])
   version                     print the version, commit and Go version
 
 Configuration comes from the environment (README.md, "Configuration").
@@ -76,6 +77,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return reconcile(ctx, rest, getenv, stdout)
 	case "restore":
 		return restore(ctx, rest, getenv, stdout)
+	case "verify-draw":
+		return verifyDraw(ctx, rest, getenv, stdout)
 	case "version", "--version", "-version":
 		if ok, err := parse(flag.NewFlagSet("version", flag.ContinueOnError), rest, stdout, versionHelp); !ok {
 			return err

@@ -22,6 +22,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
 
@@ -65,6 +66,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return fmt.Errorf("load catalog: %w", err)
 	}
 	waitingRoom := queue.NewService(store, auth.NewQueueTokens(cfg.QueueTokenSecret), time.Now, log, reg)
+	waitingRoom.EnableOnSale(store, cat.Sale)
 	purchases := booking.NewService(store, cat, waitingRoom, time.Now, log, reg)
 
 	loops, stopLoops := context.WithCancel(context.Background())
@@ -78,6 +80,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		sched := waitingRoom.NewScheduler(store, cat.IDs)
 		wg.Go(func() { sched.Run(loops, cfg.AdmitTick) })
 		wg.Go(func() { purchases.RunSweeper(loops, cfg.SweepInterval) })
+		drawer := waitingRoom.NewDrawer(store, cat.IDs, cat.Sale, ticketrush.NewID(), reg)
+		wg.Go(func() { drawer.RunLoop(loops, cfg.AdmitTick) })
 	}
 	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": state.Check}
 	if cfg.Has(config.RoleWriteBehind) {
@@ -101,6 +105,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Limiter:        httpapi.NewLimiter(cfg.UserRateLimit, cfg.UserRateBurst, time.Now),
 		Challenges:     auth.NewChallenges(cfg.QueueTokenSecret),
 		TrustedProxies: cfg.TrustedProxyCIDRs,
+		Draws:          store,
 	})
 	srv := &http.Server{
 		Handler:           api,

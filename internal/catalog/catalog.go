@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -33,6 +34,8 @@ type Live interface {
 	Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error)
 	ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error)
 	AddAccessCodes(ctx context.Context, concertID string, hashes []string) error
+	PrequeueSize(ctx context.Context, concertID string) (int64, error)
+	DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error)
 }
 
 // Service is the catalog.
@@ -77,6 +80,15 @@ const pingBound = 2 * time.Second
 func (s *Service) Create(ctx context.Context, c ticketrush.Concert, key string) (ticketrush.Concert, bool, error) {
 	if err := c.Validate(); err != nil {
 		return c, false, err
+	}
+	if c.Sale != nil {
+		sale := *c.Sale
+		seed, err := draw.NewSeed()
+		if err != nil {
+			return c, false, err
+		}
+		sale.Seed = seed
+		c.Sale = &sale
 	}
 	c.ID = newID(key, "concert")
 	c.Schedules = slices.Clone(c.Schedules)
@@ -167,7 +179,11 @@ func sameConcert(a, b ticketrush.Concert) bool {
 			return false
 		}
 	}
-	return true
+	if (a.Sale == nil) != (b.Sale == nil) {
+		return false
+	}
+	// The seeds differ (each create draws one); the first create's stands.
+	return a.Sale == nil || a.Sale.OpensAt.Equal(b.Sale.OpensAt) && a.Sale.PrequeueOpensAt.Equal(b.Sale.PrequeueOpensAt)
 }
 
 // newID is a fresh id, or without randomness the id of what under key: the same key, the same ids.
@@ -303,11 +319,35 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 		seats.Held += n.Taken - n.Sold
 		seats.Sold += n.Sold
 	}
-	return ticketrush.QueueState{
+	st := ticketrush.QueueState{
 		Waiting: snap.Waiting, Active: snap.Active,
 		ActiveCapacity: snap.ActiveCapacity, AdmitPerSecond: snap.AdmitPerSecond, Paused: snap.Paused,
 		Seats: seats,
-	}, nil
+	}
+	if sale := c.Sale; sale != nil {
+		if s.now().Before(sale.OpensAt) {
+			st.OpensAt = sale.OpensAt
+		}
+		d, err := s.live.DrawState(ctx, concertID)
+		if err != nil {
+			return ticketrush.QueueState{}, err
+		}
+		if !d.Drawn() {
+			if st.Prequeue, err = s.live.PrequeueSize(ctx, concertID); err != nil {
+				return ticketrush.QueueState{}, err
+			}
+		}
+	}
+	return st, nil
+}
+
+// Sale returns a concert's sale, nil for a concert without one or unknown (queue.Sales).
+func (s *Service) Sale(concertID string) *ticketrush.Sale {
+	c, ok := s.Concert(concertID)
+	if !ok {
+		return nil
+	}
+	return c.Sale
 }
 
 // IssueAccessCodes makes count new presale codes for a concert: recorded (by hash) in Postgres first,

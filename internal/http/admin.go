@@ -29,6 +29,30 @@ type createConcertRequest struct {
 		JoinPowBits        *int  `json:"joinPowBits"`
 		AccessCodeRequired *bool `json:"accessCodeRequired"`
 	} `json:"queue"`
+	Sale *saleJSON `json:"sale"`
+}
+
+// saleJSON is a concert's scheduled opening (API.md, "On-sale"); the seed is never part of it.
+type saleJSON struct {
+	OpensAt         *time.Time `json:"opensAt"`
+	PrequeueOpensAt *time.Time `json:"prequeueOpensAt"`
+}
+
+// sale checks the request's sale at now and returns it (nil without one); the seed is the catalog's
+// to draw.
+func (req createConcertRequest) sale(now time.Time) (*ticketrush.Sale, error) {
+	if req.Sale == nil {
+		return nil, nil
+	}
+	if req.Sale.OpensAt == nil {
+		return nil, ticketrush.Invalidf("sale.opensAt is required when sale is given")
+	}
+	s := &ticketrush.Sale{OpensAt: req.Sale.OpensAt.UTC().Truncate(time.Millisecond)}
+	s.PrequeueOpensAt = s.OpensAt.Add(-ticketrush.DefaultPrequeueWindow)
+	if req.Sale.PrequeueOpensAt != nil {
+		s.PrequeueOpensAt = req.Sale.PrequeueOpensAt.UTC().Truncate(time.Millisecond)
+	}
+	return s, s.Validate(now, req.Sale.PrequeueOpensAt != nil)
 }
 
 func (req createConcertRequest) concert() ticketrush.Concert {
@@ -101,6 +125,7 @@ type adminConcertJSON struct {
 	Schedules []scheduleJSON    `json:"schedules"`
 	Sections  []sectionJSON     `json:"sections"`
 	Queue     queueSettingsJSON `json:"queue"`
+	Sale      *saleJSON         `json:"sale,omitempty"`
 }
 
 func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -108,11 +133,17 @@ func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprou
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
+	concert := req.concert()
+	sale, err := req.sale(time.Now())
+	if err != nil {
+		return err
+	}
+	concert.Sale = sale
 	key, err := idempotencyKey(r)
 	if err != nil {
 		return err
 	}
-	c, done, err := s.Catalog.Create(r.Context(), req.concert(), key)
+	c, done, err := s.Catalog.Create(r.Context(), concert, key)
 	if err != nil {
 		return err
 	}
@@ -130,6 +161,10 @@ func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprou
 	for _, sec := range c.Sections {
 		out.Sections = append(out.Sections, sectionJSON{Name: sec.Name, Price: sec.Price, Seats: sec.Seats})
 	}
+	if c.Sale != nil {
+		opens, pq := c.Sale.OpensAt.UTC(), c.Sale.PrequeueOpensAt.UTC()
+		out.Sale = &saleJSON{OpensAt: &opens, PrequeueOpensAt: &pq}
+	}
 	writeJSON(w, status, out)
 	return nil
 }
@@ -145,6 +180,8 @@ type queueStateJSON struct {
 		Held      int64 `json:"held"`
 		Sold      int64 `json:"sold"`
 	} `json:"seats"`
+	Prequeue int64      `json:"prequeue"`
+	OpensAt  *time.Time `json:"opensAt"`
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -159,6 +196,11 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.P
 	out := queueStateJSON{Waiting: st.Waiting, Active: st.Active, ActiveCapacity: st.ActiveCapacity,
 		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused}
 	out.Seats.Available, out.Seats.Held, out.Seats.Sold = st.Seats.Available, st.Seats.Held, st.Seats.Sold
+	out.Prequeue = st.Prequeue
+	if !st.OpensAt.IsZero() {
+		o := st.OpensAt.UTC()
+		out.OpensAt = &o
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

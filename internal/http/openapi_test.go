@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -61,14 +62,6 @@ var statusesNotProduced = func() map[string]bool {
 	// 202: a create still being written when its 10 s bound passes; only a create of millions of seats
 	// is that slow (catalog's TestCreateOutlivesItsRequest covers it with a stand-in for Postgres).
 	out["POST /admin/v1/concerts 202"] = true
-	// 429 RATE_LIMITED is documented for the routes a rate limiter in front of the service guards;
-	// the service itself has none (docs/api.md, "Errors").
-	for _, op := range []string{"GET /v1/concerts", "POST /v1/concerts/{concertId}/queue", "GET /v1/queue", "DELETE /v1/queue",
-		"GET /v1/concerts/{concertId}/schedules", "GET /v1/concerts/{concertId}/schedules/{scheduleId}/seats",
-		"POST /v1/reservations", "GET /v1/reservations/{id}", "DELETE /v1/reservations/{id}", "GET /v1/points",
-		"GET /v1/points/history", "POST /v1/points/charges", "POST /v1/payments", "GET /v1/payments/{id}"} {
-		out[op+" 429"] = true
-	}
 	return out
 }()
 
@@ -85,6 +78,9 @@ type apiCase struct {
 	// slowBody: the body does not arrive before the server's read deadline (the reader fails as net/http's
 	// does when its read timeout passes).
 	slowBody bool
+	// limited: the server's per-instance rate limit is 1 a second with no burst, and the request is sent
+	// once before the one checked (which the limit then refuses).
+	limited bool
 
 	status int
 	code   string // the problem code of an error response
@@ -301,6 +297,16 @@ var apiCases = []apiCase{
 		body: `{"count":0}`, status: 400, code: "INVALID_REQUEST", specRefuses: true},
 	{name: "access codes unknown concert", method: "POST", path: "/admin/v1/concerts/" + noConcert + "/access-codes", header: jsonBody(asAdmin),
 		body: `{"count":3}`, status: 404, code: "NOT_FOUND"},
+	{name: "join without the proof of work", method: "POST", path: "/v1/concerts/" + concert2 + "/queue", header: asUser(userBob),
+		setup: powRequired, status: 403, code: "POW_REQUIRED"},
+	{name: "join over 64 KiB", method: "POST", path: "/v1/concerts/" + concert2 + "/queue", header: jsonBody(asUser(userBob)),
+		body: padded(`{"accessCode":"ABCDEFGHIJKLMNOP"}`), status: 413, code: "PAYLOAD_TOO_LARGE"},
+	{name: "access codes over 64 KiB", method: "POST", path: "/admin/v1/concerts/" + concert1 + "/access-codes", header: jsonBody(asAdmin),
+		body: padded(`{"count":3}`), status: 413, code: "PAYLOAD_TOO_LARGE"},
+	{name: "access codes internal error", method: "POST", path: "/admin/v1/concerts/" + concert1 + "/access-codes", header: jsonBody(asAdmin),
+		body: `{"count":3}`, broken: true, status: 500, code: "INTERNAL"},
+	{name: "access codes redis down", method: "POST", path: "/admin/v1/concerts/" + concert1 + "/access-codes", header: jsonBody(asAdmin),
+		body: `{"count":3}`, down: true, status: 503, code: "UNAVAILABLE"},
 	{name: "access codes user token", method: "POST", path: "/admin/v1/concerts/" + concert1 + "/access-codes", header: jsonBody(asUser(userAlice)),
 		body: `{"count":3}`, status: 401, code: "UNAUTHENTICATED"},
 
@@ -564,7 +570,18 @@ func (tt apiCase) request(w *world) *http.Request {
 	return r
 }
 
-// newCaseWorld builds the world of one case: on the real Redis under a fresh prefix, or, when the case
+// setUp applies the case's setup and its rate limit to the world.
+func (w *world) setUp(tt apiCase) {
+	if tt.setup != nil {
+		tt.setup(w)
+	}
+	if tt.limited {
+		at := time.Now()
+		w.deps.Limiter = NewLimiter(1, 1, func() time.Time { return at })
+	}
+}
+
+// newCaseWorld builds the world of one case (its setup applied): on the real Redis under a fresh prefix, or, when the case
 // wants Redis down, on a private redis-server that is shut down once the fixtures are made. The latter's
 // client does not retry: rueidis retries a read-only script until the request's context ends, and
 // these requests have no deadline.
@@ -573,6 +590,7 @@ func (c *contract) newCaseWorld(t *testing.T, tt apiCase) *world {
 	if !tt.down {
 		rc, prefix := dbtest.Redis(t)
 		w := c.newWorld(t, rc, prefix)
+		w.setUp(tt)
 		if tt.broken {
 			broken(w)
 		}
@@ -586,6 +604,7 @@ func (c *contract) newCaseWorld(t *testing.T, tt apiCase) *world {
 	require.NoError(t, err)
 	t.Cleanup(rc.Close)
 	w := c.newWorld(t, rc, dbtest.Name("t"))
+	w.setUp(tt)
 	err = rc.Do(context.Background(), rc.B().Shutdown().Nosave().Build()).Error()
 	require.Error(t, err, "SHUTDOWN answers only by closing the connection")
 	require.Error(t, w.store.Ping(context.Background()), "Redis is down")
@@ -605,12 +624,10 @@ func TestOpenAPIContract(t *testing.T) {
 	exercised := map[string]bool{} // operations with any case
 	produced := map[string]bool{}  // "operation status" the server answered
 	var mu sync.Mutex
-	for _, tt := range apiCases {
+	firstSuccess := map[string]apiCase{} // operation -> its first success case
+	run := func(tt apiCase) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := c.newCaseWorld(t, tt)
-			if tt.setup != nil {
-				tt.setup(w)
-			}
 			srv := w.server()
 			ctx := context.Background()
 
@@ -625,6 +642,9 @@ func TestOpenAPIContract(t *testing.T) {
 				assert.NoError(t, err, "the request breaks openapi.yaml")
 			}
 
+			if tt.limited {
+				srv.ServeHTTP(httptest.NewRecorder(), tt.request(w)) // takes the one token there is
+			}
 			rec := httptest.NewRecorder()
 			srv.ServeHTTP(rec, tt.request(w))
 			res := rec.Result()
@@ -647,12 +667,31 @@ func TestOpenAPIContract(t *testing.T) {
 			produced[op+" "+strconv.Itoa(res.StatusCode)] = true
 			if res.StatusCode < 300 {
 				succeeded[op] = true
+				if _, ok := firstSuccess[op]; !ok {
+					firstSuccess[op] = tt
+				}
 			}
 		})
 	}
+	for _, tt := range apiCases {
+		run(tt)
+	}
+
+	// 429: every operation that documents it, by its first success case sent past the rate limit.
+	doc, _ := loadSpec(t)
+	for path, item := range doc.Paths.Map() {
+		for method, operation := range item.Operations() {
+			op := operationKey(method, path)
+			tt, ok := firstSuccess[op]
+			if !ok || operation.Responses.Status(http.StatusTooManyRequests) == nil || produced[op+" 429"] {
+				continue
+			}
+			tt.name, tt.limited, tt.status, tt.code, tt.specRefuses = tt.name+" past the rate limit", true, 429, "RATE_LIMITED", false
+			run(tt)
+		}
+	}
 
 	// Every status openapi.yaml documents for an operation is one a case produced.
-	doc, _ := loadSpec(t)
 	for path, item := range doc.Paths.Map() {
 		for method, operation := range item.Operations() {
 			op := operationKey(method, path)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -15,6 +16,13 @@ type problem struct {
 	Status int    `json:"status"`
 	Code   string `json:"code"`
 	Detail string `json:"detail,omitempty"`
+}
+
+// saleNotOpenProblem is SALE_NOT_OPEN's problem document: it carries the sale's times (API.md, "On-sale").
+type saleNotOpenProblem struct {
+	problem
+	OpensAt         time.Time `json:"opensAt"`
+	PrequeueOpensAt time.Time `json:"prequeueOpensAt"`
 }
 
 // errPayloadTooLarge and errMethod are the adapter's own refusals (codes of the same table).
@@ -40,6 +48,10 @@ func writeError(w http.ResponseWriter, err error) (status int) {
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
+	if e, ok := ticketrush.AsSaleNotOpen(err); ok {
+		_ = json.NewEncoder(w).Encode(saleNotOpenProblem{p, e.OpensAt.UTC(), e.PrequeueOpensAt.UTC()})
+		return p.Status
+	}
 	_ = json.NewEncoder(w).Encode(p)
 	return p.Status
 }

@@ -37,6 +37,8 @@ type ticketJSON struct {
 	PollAfterSeconds     int64      `json:"pollAfterSeconds"`
 	ActiveUntil          *time.Time `json:"activeUntil"`
 	Paused               bool       `json:"paused"`
+	OpensAt              *time.Time `json:"opensAt"`
+	DrawKey              *string    `json:"drawKey"`
 }
 
 func toTicketJSON(t ticketrush.Ticket) ticketJSON {
@@ -52,6 +54,14 @@ func toTicketJSON(t ticketrush.Ticket) ticketJSON {
 		u := t.ActiveUntil.UTC()
 		out.ActiveUntil = &u
 	}
+	if !t.OpensAt.IsZero() {
+		o := t.OpensAt.UTC()
+		out.OpensAt = &o
+	}
+	if t.DrawKey != "" {
+		k := t.DrawKey
+		out.DrawKey = &k
+	}
 	return out
 }
 
@@ -60,7 +70,8 @@ func (s *Server) joinQueue(w http.ResponseWriter, r *http.Request, p httprouter.
 	if err != nil {
 		return err
 	}
-	if _, ok := s.Catalog.Concert(id); !ok {
+	c, ok := s.Catalog.Concert(id)
+	if !ok {
 		return ticketrush.ErrNotFound
 	}
 	pass, err := s.joinPass(w, r, user, id)
@@ -68,6 +79,9 @@ func (s *Server) joinQueue(w http.ResponseWriter, r *http.Request, p httprouter.
 		return err
 	}
 	t, created, err := s.Queue.JoinWith(r.Context(), user, id, pass)
+	if errors.Is(err, ticketrush.ErrSaleNotOpen) && c.Sale != nil {
+		return &ticketrush.SaleNotOpenError{OpensAt: c.Sale.OpensAt, PrequeueOpensAt: c.Sale.PrequeueOpensAt}
+	}
 	if err != nil {
 		return err
 	}

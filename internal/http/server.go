@@ -74,6 +74,7 @@ type Deps struct {
 	Limiter        *Limiter       // the per-instance request limit of every /v1 route; nil: off
 	TrustedProxies []netip.Prefix // TRUSTED_PROXY_CIDRS: whose X-Forwarded-For names the client
 	Challenges     Challenges
+	Draws          Draws // the on-sale's public draw
 }
 
 // The default request bounds: both well inside the server's 15 s write timeout.
@@ -126,6 +127,8 @@ func NewServer(d Deps) *Server {
 	s.handle("DELETE", "/v1/queue", s.leaveQueue)
 	s.bookingRoutes()
 	s.handle("GET", "/v1/points/history", s.pointsHistory)
+	s.handle("GET", "/v1/concerts/:concertId/draw", s.getDraw)
+	s.handle("GET", "/v1/concerts/:concertId/draw/keys", s.getDrawKeys)
 
 	s.router.Handle("POST", "/admin/v1/concerts", s.instrument("/admin/v1/concerts", s.CreateTimeout, s.admin(s.createConcert)))
 	s.handle("GET", "/admin/v1/concerts/:concertId/queue", s.admin(s.getQueue))

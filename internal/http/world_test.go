@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -144,6 +145,7 @@ func (c *contract) newWorld(t testing.TB, rc rueidis.Client, prefix string) *wor
 	w.store = redis.NewStore(rc, prefix, prometheus.NewRegistry())
 	w.cat = catalog.NewService(c.db, w.store, w.now, log)
 	w.queue = queue.NewService(w.store, auth.NewQueueTokens([]byte(testQueueKey)), w.now, log, prometheus.NewRegistry())
+	w.queue.EnableOnSale(w.store, w.cat.Sale)
 	w.booking = booking.NewService(w.store, w.cat, w.queue, w.now, log, prometheus.NewRegistry())
 	w.deps = Deps{
 		API:        true,
@@ -154,6 +156,7 @@ func (c *contract) newWorld(t testing.TB, rc rueidis.Client, prefix string) *wor
 		Users:      auth.NewUsers([]byte(testJWTSecret)),
 		AdminToken: testAdminToken,
 		Challenges: auth.NewChallenges([]byte(testQueueKey)),
+		Draws:      w.store,
 		Ready:      map[string]Check{"redis": w.store.Ping, "postgres": c.db.Ping},
 		Registry:   prometheus.NewRegistry(),
 		Log:        log,
@@ -321,6 +324,7 @@ func broken(w *world) {
 	w.deps.Catalog = brokenCatalog{w.cat}
 	w.deps.Booking = brokenBooking{w.booking}
 	w.deps.Ledger = &downLedger{err: errDown}
+	w.deps.Draws = brokenDraws{}
 }
 
 // downLedger stands in for the ledger when Postgres is down or fails: it records the calls and
@@ -345,12 +349,19 @@ type brokenQueue struct{ Queue }
 func (brokenQueue) Join(context.Context, string, string) (ticketrush.Ticket, bool, error) {
 	return ticketrush.Ticket{}, false, errDown
 }
+func (brokenQueue) JoinWith(context.Context, string, string, ticketrush.JoinPass) (ticketrush.Ticket, bool, error) {
+	return ticketrush.Ticket{}, false, errDown
+}
 func (brokenQueue) Status(context.Context, string, string) (ticketrush.Ticket, error) {
 	return ticketrush.Ticket{}, errDown
 }
 func (brokenQueue) Leave(context.Context, string, string) error { return errDown }
 
 type brokenCatalog struct{ Catalog }
+
+func (brokenCatalog) IssueAccessCodes(context.Context, string, int) ([]string, error) {
+	return nil, errDown
+}
 
 func (brokenCatalog) Create(context.Context, ticketrush.Concert, string) (ticketrush.Concert, bool, error) {
 	return ticketrush.Concert{}, false, errDown
@@ -361,6 +372,14 @@ func (brokenCatalog) PatchQueue(context.Context, string, ticketrush.QueuePatch) 
 func (brokenCatalog) QueueState(context.Context, string) (ticketrush.QueueState, error) {
 	return ticketrush.QueueState{}, errDown
 }
+
+// brokenDraws fails every read of the draw.
+type brokenDraws struct{}
+
+func (brokenDraws) DrawState(context.Context, string) (ticketrush.DrawState, error) {
+	return ticketrush.DrawState{}, errDown
+}
+func (brokenDraws) WriteDrawKeys(context.Context, string, int64, io.Writer) error { return errDown }
 
 type brokenBooking struct{ Booking }
 

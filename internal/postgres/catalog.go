@@ -34,6 +34,12 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 		if tag.RowsAffected() == 0 {
 			return ticketrush.ErrExists
 		}
+		if sale := c.Sale; sale != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO concert_sales (concert_id, opens_at, prequeue_opens_at, seed)
+				VALUES ($1,$2,$3,$4)`, c.ID, sale.OpensAt, sale.PrequeueOpensAt, sale.Seed[:]); err != nil {
+				return fmt.Errorf("insert sale: %w", err)
+			}
+		}
 		for i, s := range c.Sections {
 			if _, err := tx.Exec(ctx, `INSERT INTO sections (concert_id, name, price, seats, ordinal) VALUES ($1,$2,$3,$4,$5)`,
 				c.ID, s.Name, s.Price, s.Seats, i); err != nil {
@@ -165,6 +171,28 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
+	}
+	rows, err = db.pool.Query(ctx, `SELECT concert_id, opens_at, prequeue_opens_at, seed FROM concert_sales`)
+	if err != nil {
+		return nil, fmt.Errorf("list sales: %w", err)
+	}
+	var opens, pqopens time.Time
+	var seed []byte
+	_, err = pgx.ForEachRow(rows, []any{&cid, &opens, &pqopens, &seed}, func() error {
+		i, ok := index[cid]
+		if !ok {
+			return nil
+		}
+		if len(seed) != 32 {
+			return fmt.Errorf("sale of %s: seed of %d bytes", cid, len(seed))
+		}
+		sale := &ticketrush.Sale{OpensAt: opens.UTC(), PrequeueOpensAt: pqopens.UTC()}
+		copy(sale.Seed[:], seed)
+		out[i].Sale = sale
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sales: %w", err)
 	}
 	return out, nil
 }

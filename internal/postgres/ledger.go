@@ -89,6 +89,7 @@ func (db *DB) WriteRecords(ctx context.Context, rb ticketrush.RecordBatch) error
 	queueIdempotency(b, rb.Idempotency)
 	queueMarks(b, rb.QueueMarks)
 	queueCodeClaims(b, rb.CodeClaims)
+	queueOnSale(b, rb)
 	if b.Len() == 0 {
 		return nil
 	}

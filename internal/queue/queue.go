@@ -45,6 +45,8 @@ type Service struct {
 
 	mu    sync.RWMutex
 	views map[string]*view
+
+	onSale *onSale // nil: no concert has a sale (EnableOnSale)
 }
 
 // NewService returns the waiting room over store.
@@ -98,6 +100,9 @@ func (s *Service) Status(ctx context.Context, userID, token string) (ticketrush.
 	if err != nil {
 		return ticketrush.Ticket{}, err
 	}
+	if claims.Seq == 0 {
+		return s.prequeueStatus(ctx, token, claims, v)
+	}
 	if st, pos, ok := v.lookup(claims.Seq); ok {
 		s.metrics.polls.WithLabelValues("view").Inc()
 		return s.ticket(token, claims, ticketrush.TokenState{Status: st, Position: pos}, v), nil
@@ -117,7 +122,12 @@ func (s *Service) Leave(ctx context.Context, userID, token string) error {
 	if err != nil {
 		return err
 	}
-	from, err := s.store.Leave(ctx, claims.ConcertID, userID, claims.Seq, s.now())
+	var from ticketrush.QueueStatus
+	if claims.Seq == 0 {
+		from, claims.Seq, err = s.leavePrequeue(ctx, claims)
+	} else {
+		from, err = s.store.Leave(ctx, claims.ConcertID, userID, claims.Seq, s.now())
+	}
 	if err != nil {
 		return err
 	}
@@ -179,6 +189,17 @@ func (s *Service) ticket(token string, c ticketrush.QueueClaims, st ticketrush.T
 	case ticketrush.StatusActive:
 		t.ActiveUntil = st.ActiveUntil
 		t.PollAfter = 30 * time.Second
+	case ticketrush.StatusPrequeue:
+		if sale := s.sale(c.ConcertID); sale != nil {
+			now := s.now()
+			if now.Before(sale.OpensAt) {
+				t.OpensAt = sale.OpensAt
+			}
+			t.EstimatedWait, t.PollAfter = prequeuePacing(sale.OpensAt, now)
+		}
+	}
+	if c.Seq > 0 || st.Status != ticketrush.StatusPrequeue {
+		t.DrawKey = s.drawKey(c.ConcertID, c.UserID, v)
 	}
 	return t
 }
@@ -236,6 +257,9 @@ func (s *Service) refreshView(ctx context.Context, concertID string, v *view) er
 		}
 		v.apply(snap, now)
 		s.metrics.observe(concertID, snap, v)
+		if err := s.refreshDraw(ctx, concertID, v); err != nil {
+			return err
+		}
 		if len(snap.Leaves) < leavesPerSnapshot {
 			return nil
 		}

@@ -29,6 +29,38 @@ type view struct {
 	paused      bool
 	samples     []sample // admissions so far over time, for the measured admission rate
 	refreshedAt time.Time
+	drawn       bool              // the concert's sale has been drawn (never unset)
+	places      map[string]uint64 // entrant -> arrival seq the draw gave them, learnt from pre-queue polls
+}
+
+// placeOf returns the arrival seq the draw gave an entrant, when this instance has learnt it.
+func (v *view) placeOf(user string) (uint64, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	seq, ok := v.places[user]
+	return seq, ok
+}
+
+// placed records the arrival seq the draw gave an entrant.
+func (v *view) placed(user string, seq uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.places == nil {
+		v.places = map[string]uint64{}
+	}
+	v.places[user] = seq
+}
+
+func (v *view) isDrawn() bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.drawn
+}
+
+func (v *view) setDrawn() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.drawn = true
 }
 
 type sample struct {

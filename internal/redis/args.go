@@ -1,9 +1,11 @@
 package redis
 
 import (
+	"encoding/hex"
 	"strconv"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -13,8 +15,50 @@ import (
 func loadArgs(c ticketrush.Concert, now time.Time) []string {
 	q := c.Queue
 	return []string{c.Title, c.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
-		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.JoinPowBits), flag(q.AccessCodeRequired)}
+		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.JoinPowBits), flag(q.AccessCodeRequired),
+		saleOpens(c.Sale), salePrequeueOpens(c.Sale), saleSeed(c.Sale)}
 }
+
+func saleOpens(s *ticketrush.Sale) string {
+	if s == nil {
+		return ""
+	}
+	return millis(s.OpensAt)
+}
+
+func salePrequeueOpens(s *ticketrush.Sale) string {
+	if s == nil {
+		return ""
+	}
+	return millis(s.PrequeueOpensAt)
+}
+
+func saleSeed(s *ticketrush.Sale) string {
+	if s == nil {
+		return ""
+	}
+	return hex.EncodeToString(s.Seed[:])
+}
+
+func drawSealArgs(now time.Time) []string { return []string{millis(now)} }
+
+// drawPlaceArgs builds draw_place's ARGV for a batch starting after draw place from.
+func drawPlaceArgs(from int64, batch []draw.Entrant, digest string, now time.Time) []string {
+	keys := make([]byte, 0, len(batch)*draw.KeySize)
+	for _, e := range batch {
+		keys = append(keys, e.Key[:]...)
+	}
+	args := make([]string, 0, 4+len(batch))
+	args = append(args, i64toa(from), string(keys), digest, millis(now))
+	for _, e := range batch {
+		args = append(args, e.User)
+	}
+	return args
+}
+
+func drawStatusArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
+
+func prequeueLeaveArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
 
 func joinArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
 

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 	"github.com/ticketrush/ticketrush/lua"
 )
@@ -110,20 +112,35 @@ func TestScriptHeaders(t *testing.T) {
 	schedules := []string{"s1", "s2"}
 	const at = "1800000000000"
 	lim := UserLimit{Rate: 20, Burst: 40}
+	sale := ticketrush.Sale{OpensAt: now.Add(time.Minute), PrequeueOpensAt: now.Add(30 * time.Second)}
+	for i := range sale.Seed {
+		sale.Seed[i] = 7
+	}
+	var k9, k8 draw.Key
+	copy(k9[:], bytes.Repeat([]byte{9}, 32))
+	copy(k8[:], bytes.Repeat([]byte{8}, 32))
+	entrants := []draw.Entrant{{User: "fan-1", Key: k9}, {User: "fan-2", Key: k8}}
 	tests := []struct {
 		script string
 		keys   []string
 		args   []string
 		want   map[string]string // argument name -> value; a variadic tail joined by ","
 	}{
-		{"concert_load", k.load(), loadArgs(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q}, now),
+		{"concert_load", k.load(), loadArgs(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q, Sale: &sale}, now),
 			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
-				"maxholds": "15", "paused": "1", "now": at, "pow": "16", "codereq": "1"}},
+				"maxholds": "15", "paused": "1", "now": at, "pow": "16", "codereq": "1", "opens": "1800000060000",
+				"pqopens": "1800000030000", "seed": strings.Repeat("07", 32)}},
 		{"queue_join", append(k.join(), k.UserRate("fan-1"), k.PowUsed("ab12"), k.AccessCodes()),
 			append(append(joinArgs("fan-1", now), limitArgs(lim)...), passArgs(ticketrush.JoinPass{PowID: "ab12", PowBits: 20,
 				PowExpires: now.Add(time.Minute), CodeHash: "cafe"})...),
 			map[string]string{"user": "fan-1", "now": at, "ulimit": "20", "uburst": "40", "powid": "ab12", "powbits": "20",
 				"powexp": "1800000060000", "code": "cafe"}},
+		{"draw_seal", k.drawSeal(), drawSealArgs(now), map[string]string{"now": at}},
+		{"draw_place", k.drawPlace(), drawPlaceArgs(3, entrants, "d1", now),
+			map[string]string{"from": "3", "keys": string(bytes.Repeat([]byte{9}, 32)) + string(bytes.Repeat([]byte{8}, 32)),
+				"digest": "d1", "now": at, "user": "fan-1,fan-2"}},
+		{"prequeue_leave", k.prequeueLeave(), prequeueLeaveArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
+		{"draw_status", k.drawStatus(), drawStatusArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
 		{"queue_leave", k.leave(), leaveArgs("fan-1", 7, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_status", k.status(), statusArgs(claims, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_tick", k.tick(), tickArgs(now, 50), map[string]string{"now": at, "batch": "50"}},

@@ -58,11 +58,20 @@ func (c ConcertKeys) AccessCodes() string { return c.base + "codes" }
 // in the concert's slot, so that the scripts check it in the call they make anyway.
 func (c ConcertKeys) UserRate(userID string) string { return c.base + "rl:" + userID }
 
+// The on-sale's keys (see lua/draw_*.lua): the pre-queue's entrants, the draw's state (the seed among
+// it, secret until the draw), its keys in draw order as one string of raw 32-byte keys, and the lease
+// that keeps schedulers from computing the same draw at once.
+func (c ConcertKeys) Prequeue() string { return c.base + "q:pre" }
+func (c ConcertKeys) Draw() string     { return c.base + "draw" }
+func (c ConcertKeys) DrawKeys() string { return c.base + "dkeys" }
+func (c ConcertKeys) DrawLock() string { return c.base + "dlock" }
+
 // All returns every key of the concert, its seat maps of scheduleIDs included.
 func (c ConcertKeys) All(scheduleIDs []string) []string {
 	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
 		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(),
 		c.AccessCodes()}
+	keys = append(keys, c.Prequeue(), c.Draw(), c.DrawKeys(), c.DrawLock())
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))
 	}
@@ -71,10 +80,11 @@ func (c ConcertKeys) All(scheduleIDs []string) []string {
 
 // The KEYS of each script, in the order of its header.
 
-func (c ConcertKeys) load() []string { return []string{c.Meta(), c.Cfg(), c.Events()} }
+func (c ConcertKeys) load() []string { return []string{c.Meta(), c.Cfg(), c.Events(), c.Draw()} }
 
 func (c ConcertKeys) join() []string {
-	return []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events()}
+	return []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
+		c.Prequeue(), c.Draw()}
 }
 
 func (c ConcertKeys) leave() []string {
@@ -86,7 +96,21 @@ func (c ConcertKeys) status() []string {
 }
 
 func (c ConcertKeys) tick() []string {
-	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(), c.Events()}
+	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(), c.Events(), c.Draw()}
+}
+
+func (c ConcertKeys) drawSeal() []string {
+	return []string{c.Cfg(), c.Seq(), c.Prequeue(), c.Draw(), c.Events()}
+}
+
+func (c ConcertKeys) drawPlace() []string {
+	return []string{c.Wait(), c.Draw(), c.DrawKeys(), c.Events()}
+}
+
+func (c ConcertKeys) prequeueLeave() []string { return []string{c.Prequeue(), c.Draw(), c.Events()} }
+
+func (c ConcertKeys) drawStatus() []string {
+	return []string{c.Prequeue(), c.Draw(), c.Wait(), c.Active(), c.ActiveSeq()}
 }
 
 func (c ConcertKeys) snapshot() []string {

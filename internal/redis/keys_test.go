@@ -68,6 +68,10 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"wallet_debit":     w.money(),
 		"wallet_refund":    w.money(),
 		"payment_remember": w.remember("fan-42", "key{with}braces"),
+		"draw_seal":        k.drawSeal(),
+		"draw_place":       k.drawPlace(),
+		"draw_status":      k.drawStatus(),
+		"prequeue_leave":   k.prequeueLeave(),
 	}
 	for _, name := range lua.Names() {
 		keys, ok := scripts[name]
@@ -115,6 +119,9 @@ func TestKeyNames(t *testing.T) {
 	assert.Equal(t, "tr:{c:c1}:res", k.Concert("c1").Reservations())
 	assert.Equal(t, "tr:{c:c1}:seats:s1", k.Concert("c1").Seats("s1"))
 	assert.Equal(t, "tr:{c:c1}:q:wait", k.Concert("c1").Wait())
+	assert.Equal(t, "tr:{c:c1}:q:pre", k.Concert("c1").Prequeue())
+	assert.Equal(t, "tr:{c:c1}:draw", k.Concert("c1").Draw())
+	assert.Equal(t, "tr:{c:c1}:dkeys", k.Concert("c1").DrawKeys())
 	assert.Equal(t, "tr:{w:45}:bal", k.Wallet("fan-42").Balances())
 	assert.Equal(t, "tr:{w:45}:idem:fan-42:k1", k.Wallet("fan-42").Idempotency("fan-42", "k1"))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -198,4 +199,31 @@ func msOf(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+// SaleHashes returns the fields concert_load adds for a concert with a sale: cfg's opens and pqopens,
+// and the draw hash's seed (hex, secret until the draw). Both are empty without a sale.
+func SaleHashes(c ticketrush.Concert) (cfg, draw map[string]string) {
+	if c.Sale == nil {
+		return nil, nil
+	}
+	return map[string]string{"opens": saleOpens(c.Sale), "pqopens": salePrequeueOpens(c.Sale)},
+		map[string]string{"seed": saleSeed(c.Sale)}
+}
+
+// DrawnHash is the draw hash of a completed draw as draw_place leaves it (base 0: restore restarts the
+// line empty, above every arrival ever issued), without its seed (SaleHashes).
+func DrawnHash(entrants int64, digest string, drawnAt time.Time) map[string]string {
+	n := strconv.FormatInt(entrants, 10)
+	return map[string]string{"sealed": "1", "base": "0", "n": n, "placed": n, "digest": digest,
+		"drawnAt": strconv.FormatInt(msOf(drawnAt), 10)}
+}
+
+// DrawKeysValue is the dkeys string of a draw: every key's raw bytes in draw order.
+func DrawKeysValue(order []draw.Entrant) string {
+	b := make([]byte, 0, len(order)*draw.KeySize)
+	for _, e := range order {
+		b = append(b, e.Key[:]...)
+	}
+	return string(b)
 }

@@ -120,6 +120,13 @@ func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, c
 	return msg, res[1], nil
 }
 
+// unavailable maps the error of a plain command (not a script's reply) as mapError does: a failed
+// round trip is ErrUnavailable, so that a request answers 503.
+func unavailable(err error) error {
+	_, mapped := mapError(err)
+	return mapped
+}
+
 // mapError turns a script's error reply, a code of the error table (ticketrush.Codes), into that
 // code's domain error, and anything else (a dead connection, a timeout) into ErrUnavailable. It returns
 // the code for the error metric.

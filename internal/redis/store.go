@@ -68,6 +68,8 @@ type Store struct {
 	paymentClaim, paymentComplete, paymentRelease   *script
 	pointsCharge, walletDebit, walletRefund         *script
 	paymentRemember                                 *script
+	drawSeal, drawPlace, drawStatus                 *script
+	prequeueLeave                                   *script
 
 	limit UserLimit // the per-user rate of join, hold, cancel, pay and charge; zero: off
 }
@@ -97,6 +99,10 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *
 	s.walletDebit = s.newScript("wallet_debit", false)
 	s.walletRefund = s.newScript("wallet_refund", false)
 	s.paymentRemember = s.newScript("payment_remember", false)
+	s.drawSeal = s.newScript("draw_seal", false)
+	s.drawPlace = s.newScript("draw_place", false)
+	s.drawStatus = s.newScript("draw_status", true)
+	s.prequeueLeave = s.newScript("prequeue_leave", false)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "ticketrush_redis_up",
 		Help: "1 when Redis served every hash slot the service needs at the last scrape (Store.Ping), else 0.",
@@ -184,7 +190,7 @@ func joinReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, error) {
 		return ticketrush.JoinResult{}, err
 	}
 	res := ticketrush.JoinResult{
-		Status:      r.status(0, ticketrush.StatusWaiting, ticketrush.StatusActive),
+		Status:      r.status(0, ticketrush.StatusPrequeue, ticketrush.StatusWaiting, ticketrush.StatusActive),
 		Seq:         uint64(r.int(1)),
 		ActiveUntil: fromMillis(r.int(2)),
 		Created:     r.flag(3),
@@ -325,7 +331,7 @@ func (s *Store) AddAccessCodes(ctx context.Context, concertID string, hashes []s
 	}
 	for _, r := range s.client.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
-			return fmt.Errorf("add access codes %s: %w", concertID, err)
+			return fmt.Errorf("add access codes %s: %w", concertID, unavailable(err))
 		}
 	}
 	return nil

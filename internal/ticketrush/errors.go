@@ -160,3 +160,9 @@ func (e *InvalidError) ErrorDetail() string { return e.Detail }
 func Invalidf(format string, args ...any) error {
 	return &InvalidError{Detail: fmt.Sprintf(format, args...)}
 }
+
+// The on-sale's codes (API.md v2, "On-sale").
+var (
+	ErrSaleNotOpen  = define("SALE_NOT_OPEN", 409, "Sale not open", "the concert's pre-queue has not opened yet", false)
+	ErrDrawNotReady = define("DRAW_NOT_READY", 409, "Draw not ready", "the concert's pre-queue has not been drawn yet", false)
+)

@@ -75,6 +75,8 @@ func TestErrorTableLines(t *testing.T) {
 		{ErrPowInvalid, "POW_INVALID", 403, false},
 		{ErrAccessCodeRequired, "ACCESS_CODE_REQUIRED", 403, false},
 		{ErrAccessCodeInvalid, "ACCESS_CODE_INVALID", 403, false},
+		{ErrSaleNotOpen, "SALE_NOT_OPEN", 409, false},
+		{ErrDrawNotReady, "DRAW_NOT_READY", 409, false},
 	}
 	require.Len(t, tests, len(Codes()), "a code of the table is not pinned here")
 	for _, tt := range tests {

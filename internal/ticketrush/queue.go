@@ -47,6 +47,8 @@ type Ticket struct {
 	PollAfter     time.Duration
 	Paused        bool      // the concert's admission is paused: nobody is admitted until it resumes
 	ActiveUntil   time.Time // zero unless ACTIVE
+	OpensAt       time.Time // the sale's opening while the token is PREQUEUE, else zero
+	DrawKey       string    // the fan's draw key (hex) once their pre-queue is drawn, else ""
 }
 
 // QueueState is a concert's live waiting-room figures as the admin API shows them.
@@ -57,6 +59,8 @@ type QueueState struct {
 	AdmitPerSecond int
 	Paused         bool
 	Seats          SeatCounts
+	Prequeue       int64     // fans in the pre-queue of a sale not yet drawn
+	OpensAt        time.Time // the sale's opening while it is ahead, else zero
 }
 
 // SeatCounts counts a concert's seats by state over all its schedules.
@@ -109,7 +113,7 @@ type JoinPass struct {
 
 // JoinResult is what a join did: the arrival it found or made.
 type JoinResult struct {
-	Status      QueueStatus // WAITING or ACTIVE
+	Status      QueueStatus // PREQUEUE, WAITING or ACTIVE
 	Seq         uint64
 	ActiveUntil time.Time
 	Created     bool // a new arrival, not the fan's existing live token

@@ -122,6 +122,11 @@ type RecordBatch struct {
 	QueueMarks   []QueueMark
 	Processed    []ProcessedEvent
 	CodeClaims   []CodeClaim
+	Prequeue     []PrequeueEntry // the on-sale's rows; their events are in Processed too
+	DrawPlaces   []DrawPlace
+	Draws        []DrawRecord
+	// PrequeueLeaves are fans who left a pre-queue before its seal (event queue.unprequeue; At: when).
+	PrequeueLeaves []PrequeueEntry
 }
 
 // CodeClaim is a presale access code's first user (a code.claim event; the event itself is in Processed).
@@ -130,6 +135,31 @@ type CodeClaim struct {
 	CodeHash  string // hex SHA-256 of the code
 	UserID    string
 	At        time.Time
+}
+
+// PrequeueEntry is a fan entering a sale's pre-queue (event queue.prequeue).
+type PrequeueEntry struct {
+	ConcertID string
+	UserID    string
+	At        time.Time
+	Event     EventID // the entry's (or the leave's) event: orders an entry and a leave of one fan
+}
+
+// DrawPlace is an entrant's place in a concert's draw (event draw.place): 1 is the smallest key.
+type DrawPlace struct {
+	ConcertID string
+	Place     int64
+	UserID    string
+}
+
+// DrawRecord is a concert's completed draw (event draw.done): the seed it was keyed with, the count of
+// entrants and the digest of the keys file.
+type DrawRecord struct {
+	ConcertID string
+	Seed      []byte
+	Entrants  int64
+	Digest    string
+	DrawnAt   time.Time
 }
 
 // Len is the number of events in the batch.

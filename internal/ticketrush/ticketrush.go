@@ -18,6 +18,7 @@ type Concert struct {
 	Schedules []Schedule
 	Sections  []Section
 	Queue     QueueSettings
+	Sale      *Sale // nil: the line is open at once (plain FIFO)
 }
 
 // Schedule is one performance of a concert.

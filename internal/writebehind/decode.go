@@ -1,8 +1,10 @@
 package writebehind
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/redis"
@@ -94,6 +96,7 @@ var reservationStatus = map[string]ticketrush.ReservationStatus{
 var queueEvents = map[string]bool{
 	"concert.load": true, "queue.join": true, "queue.admit": true, "queue.lapse": true, "queue.leave": true,
 	"queue.configure": true, "queue.done": true,
+	"queue.prequeue": true, "draw.seal": true, "draw.place": true, "draw.done": true, "queue.unprequeue": true,
 }
 
 // ledgerTypes maps the wallet's point events to their ledger type.
@@ -170,7 +173,34 @@ func decodeConcert(src *source, ev ticketrush.EventID, typ string, r *fieldReade
 	if seq, leave := r.optInt("seq"), r.optInt("ord"); seq > 0 || leave > 0 {
 		b.QueueMarks = append(b.QueueMarks, ticketrush.QueueMark{ConcertID: src.concertID, MaxSeq: uint64(max(seq, 0)), MaxLeave: uint64(max(leave, 0))})
 	}
-	return nil
+	return decodeOnSale(src, ev, typ, r, b)
+}
+
+// decodeOnSale adds the on-sale's rows of the events queue.prequeue, draw.place and draw.done.
+func decodeOnSale(src *source, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
+	switch typ {
+	case "queue.prequeue":
+		b.Prequeue = append(b.Prequeue, ticketrush.PrequeueEntry{ConcertID: src.concertID, UserID: r.str("user"), At: r.time("at"), Event: ev})
+	case "queue.unprequeue":
+		b.PrequeueLeaves = append(b.PrequeueLeaves, ticketrush.PrequeueEntry{ConcertID: src.concertID, UserID: r.str("user"), At: r.time("at"), Event: ev})
+	case "draw.place":
+		from := r.int("from")
+		users := r.opt("users")
+		if r.err != nil || users == "" {
+			return r.err
+		}
+		for i, u := range strings.Split(users, ",") {
+			b.DrawPlaces = append(b.DrawPlaces, ticketrush.DrawPlace{ConcertID: src.concertID, Place: from + int64(i) + 1, UserID: u})
+		}
+	case "draw.done":
+		seed, err := hex.DecodeString(r.str("seed"))
+		if r.err == nil && (err != nil || len(seed) != 32) {
+			return bad("draw.done seed is not 32 bytes of hex")
+		}
+		b.Draws = append(b.Draws, ticketrush.DrawRecord{ConcertID: src.concertID, Seed: seed, Entrants: r.int("n"),
+			Digest: r.str("digest"), DrawnAt: r.time("at")})
+	}
+	return r.err
 }
 
 func decodeWallet(src *source, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -24,6 +25,9 @@ type Source interface {
 	IdempotencySince(ctx context.Context, since time.Time) ([]ticketrush.IdempotencyRecord, error)
 	QueueMarks(ctx context.Context) (map[string]ticketrush.QueueMark, error)
 	AccessCodes(ctx context.Context, concertID string) (map[string]string, error)
+	Prequeue(ctx context.Context, concertID string) ([]ticketrush.PrequeueEntry, error)
+	Draw(ctx context.Context, concertID string) (ticketrush.DrawRecord, bool, error)
+	DrawPlaces(ctx context.Context, concertID string) ([]ticketrush.DrawPlace, error)
 }
 
 // ErrRedisWhole is a restore refused because Redis holds the whole state already: restoring over a
@@ -79,6 +83,9 @@ func Restore(ctx context.Context, rdb rueidis.Client, src Source, prefix string,
 			return rep, fmt.Errorf("restore access codes %s: %w", c.ID, err)
 		}
 		rep.AccessCodes += len(codes)
+		if err := restoreOnSale(ctx, rdb, keys.Concert(c.ID), c, src); err != nil {
+			return rep, fmt.Errorf("restore sale of concert %s: %w", c.ID, err)
+		}
 		rep.Concerts++
 	}
 	if err := restoreWallets(ctx, rdb, keys, src, now, &rep); err != nil {
@@ -315,4 +322,52 @@ func (r RestoreReport) Print(w io.Writer) {
 	for _, id := range r.Skipped {
 		fmt.Fprintf(w, "skipped reservation %s: the record lacks its hold (see the dead-letter streams)\n", id)
 	}
+}
+
+// restoreOnSale writes back a concert's sale: its opening times and seed (so the commitment is
+// unchanged), its pre-queue's entrants as the record has them (so a draw not yet run still runs, at its
+// opening), and a completed draw with its keys, recomputed from the seed and the recorded places (the
+// draw is a pure function of them). The line itself restarts empty like every line.
+func restoreOnSale(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c ticketrush.Concert, src Source) error {
+	if c.Sale == nil {
+		return nil
+	}
+	cfg, drawHash := redis.SaleHashes(c)
+	cmds := append(hset(k.Cfg(), cfg), hset(k.Draw(), drawHash)...)
+	entries, err := src.Prequeue(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(entries); start += 10_000 {
+		members := map[string]int64{}
+		for _, e := range entries[start:min(start+10_000, len(entries))] {
+			members[e.UserID] = ms(e.At)
+		}
+		cmds = append(cmds, zadd(k.Prequeue(), members)...)
+	}
+	d, drawn, err := src.Draw(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if drawn {
+		places, err := src.DrawPlaces(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		if int64(len(places)) != d.Entrants {
+			return fmt.Errorf("the record has %d draw places of %d entrants; wait for the write-behind and restore again", len(places), d.Entrants)
+		}
+		seed := draw.Seed(c.Sale.Seed)
+		order := make([]draw.Entrant, len(places))
+		for i, p := range places {
+			order[i] = draw.Entrant{User: p.UserID, Key: seed.KeyOf(c.ID, p.UserID)}
+		}
+		if got := draw.DigestOf(order); got != d.Digest {
+			return fmt.Errorf("the recorded places hash to %s, the draw to %s", got, d.Digest)
+		}
+		value := redis.DrawKeysValue(order)
+		cmds = append(cmds, hset(k.Draw(), redis.DrawnHash(d.Entrants, d.Digest, d.DrawnAt))...)
+		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.DrawKeys()).Value(value).Build() })
+	}
+	return multi(ctx, rdb, cmds)
 }

@@ -1,0 +1,271 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/auth"
+	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/draw"
+	"github.com/ticketrush/ticketrush/internal/queue"
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// clock is a time the test moves.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) Now() time.Time   { return time.Unix(0, c.ns.Load()) }
+func (c *clock) Set(t time.Time)  { c.ns.Store(t.UnixNano()) }
+func newClock(t time.Time) *clock { c := &clock{}; c.Set(t); return c }
+func quietLog() *slog.Logger      { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// placeCounter is a drawer's DrawStore that counts the entrants each applied batch placed, and can
+// kill its drawer (cancel its context) after a number of applied batches.
+type placeCounter struct {
+	queue.DrawStore
+	placed    *atomic.Int64
+	killAfter int
+	kill      context.CancelFunc
+	applied   int
+	noLease   bool // the lease excludes nobody: as if each drawer's lease had lapsed while it was paused
+}
+
+func (p *placeCounter) LeaseDraw(ctx context.Context, concertID, owner string, ttl time.Duration) (bool, error) {
+	if p.noLease {
+		return true, nil
+	}
+	return p.DrawStore.LeaseDraw(ctx, concertID, owner, ttl)
+}
+
+func (p *placeCounter) PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error) {
+	next, applied, err := p.DrawStore.PlaceDraw(ctx, concertID, from, batch, digest, now)
+	if applied {
+		p.placed.Add(int64(len(batch)))
+		p.applied++
+		if p.kill != nil && p.applied == p.killAfter {
+			p.kill() // the drawer dies between two batches
+		}
+	}
+	return next, applied, err
+}
+
+// TestDrawExactlyOnceWithSeveralSchedulersAndACrash draws a pre-queue of 2,500 with one drawer killed
+// after its first batch and then three drawers placing at once to finish it: every entrant is placed exactly once,
+// in draw order, nobody is admitted before the draw is complete, and nobody twice after.
+func TestDrawExactlyOnceWithSeveralSchedulersAndACrash(t *testing.T) {
+	const n = 2500
+	rc, prefix := dbtest.Redis(t)
+	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
+	t0 := time.Now().Truncate(time.Millisecond)
+	clk := newClock(t0.Add(time.Second))
+	reg := prometheus.NewRegistry()
+	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), reg)
+	seed, err := draw.NewSeed()
+	require.NoError(t, err)
+	sale := &ticketrush.Sale{PrequeueOpensAt: t0, OpensAt: t0.Add(time.Minute), Seed: seed}
+	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Sale: sale,
+		Queue:     settings(func(q *ticketrush.QueueSettings) { q.ActiveCapacity, q.AdmitPerSecond = 100_000, 100_000 }),
+		Sections:  []ticketrush.Section{{Name: "R", Price: 1000, Seats: 10}},
+		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: t0.Add(24 * time.Hour)}}}
+	ctx := context.Background()
+	_, err = store.LoadConcert(ctx, c, clk.Now())
+	require.NoError(t, err)
+	sales := func(id string) *ticketrush.Sale {
+		if id == c.ID {
+			return sale
+		}
+		return nil
+	}
+	svc.EnableOnSale(store, sales)
+	concerts := func() []string { return []string{c.ID} }
+
+	users := make([]string, n)
+	for i := range users {
+		users[i] = fmt.Sprintf("u%04d", i)
+		tk, _, err := svc.Join(ctx, users[i], c.ID)
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.StatusPrequeue, tk.Status)
+	}
+	clk.Set(sale.OpensAt.Add(time.Second))
+	sched := svc.NewScheduler(store, concerts)
+
+	// The first drawer dies after one batch.
+	placed := &atomic.Int64{}
+	dying, kill := context.WithCancel(ctx)
+	first := &placeCounter{DrawStore: store, placed: placed, killAfter: 1, kill: kill}
+	d1 := svc.NewDrawer(first, concerts, sales, "drawer-1", prometheus.NewRegistry()).WithLease(300 * time.Millisecond)
+	require.ErrorIs(t, d1.Run(dying, c.ID, *sale), context.Canceled)
+	st, err := store.DrawState(ctx, c.ID)
+	require.NoError(t, err)
+	require.True(t, st.Sealed)
+	require.False(t, st.Drawn(), "the draw is not complete after one batch")
+	require.EqualValues(t, 1000, st.Placed)
+	require.NoError(t, sched.Tick(ctx))
+	r, err := store.Tick(ctx, c.ID, clk.Now(), 1000)
+	require.NoError(t, err)
+	require.Zero(t, r.Admitted, "nobody is admitted before the draw is complete")
+	require.Zero(t, r.Active)
+
+	// Three drawers race to finish it, placing at once: the lease, which only spares duplicate work,
+	// excludes none of them here; the cursor alone keeps each batch to one placing.
+	var wg sync.WaitGroup
+	loops, stop := context.WithCancel(ctx)
+	defer stop()
+	for i := range 3 {
+		ds := &placeCounter{DrawStore: store, placed: placed, noLease: true}
+		d := svc.NewDrawer(ds, concerts, sales, fmt.Sprintf("drawer-%d", i+2), prometheus.NewRegistry()).WithLease(300 * time.Millisecond)
+		wg.Go(func() { d.RunLoop(loops, 20*time.Millisecond) })
+	}
+	// Admission ticks run all along: they must admit nobody until the draw is complete.
+	var early atomic.Int64
+	wg.Go(func() {
+		for loops.Err() == nil {
+			r, err := store.Tick(ctx, c.ID, clk.Now(), 1000)
+			if err != nil || r.Admitted == 0 {
+				continue
+			}
+			// Drawn only ever goes from false to true: not drawn after a tick that admitted means
+			// the tick admitted before the draw was complete.
+			if after, err := store.DrawState(ctx, c.ID); err == nil && !after.Drawn() {
+				early.Add(1)
+			}
+			return
+		}
+	})
+	require.Eventually(t, func() bool {
+		st, err := store.DrawState(ctx, c.ID)
+		return err == nil && st.Drawn()
+	}, 60*time.Second, 20*time.Millisecond)
+	stop()
+	wg.Wait()
+	assert.Zero(t, early.Load(), "admitted before the draw was complete")
+	assert.EqualValues(t, n, placed.Load(), "every batch was applied exactly once")
+
+	// The line: every entrant once, at their place in draw order (waiting, or admitted already by the
+	// watcher above with the seq of their place).
+	order := draw.Seed(seed).Draw(c.ID, users)
+	k := store.Keys().Concert(c.ID)
+	wait, err := rc.Do(ctx, rc.B().Zrange().Key(k.Wait()).Min("0").Max("-1").Withscores().Build()).AsZScores()
+	require.NoError(t, err)
+	seqOf := map[string]int64{}
+	for _, z := range wait {
+		seqOf[z.Member] = int64(z.Score)
+	}
+	admittedSeqs, err := rc.Do(ctx, rc.B().Hgetall().Key(k.ActiveSeq()).Build()).AsStrMap()
+	require.NoError(t, err)
+	for u, v := range admittedSeqs {
+		_, dup := seqOf[u]
+		require.False(t, dup, "%s is both waiting and admitted", u)
+		seqOf[u], err = strconv.ParseInt(v, 10, 64)
+		require.NoError(t, err)
+	}
+	require.Len(t, seqOf, n)
+	misplaced := 0
+	for i, e := range order {
+		if seqOf[e.User] != int64(i+1) {
+			misplaced++
+		}
+	}
+	assert.Zero(t, misplaced, "entrants not at their place in draw order")
+	st, err = store.DrawState(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Equal(t, draw.DigestOf(order), st.Digest)
+
+	// A pre-queue token, polled after the draw: one Redis round trip learns the place, then the view
+	// answers (an entrant still waiting: the last of the draw).
+	last := order[n-1].User
+	old := auth.NewQueueTokens([]byte(queueSecret)).Sign(auth.NewClaims(c.ID, last, 0))
+	require.NoError(t, svc.Refresh(ctx))
+	redisPolls := func() float64 {
+		return counter(t, reg, "ticketrush_queue_polls_total", map[string]string{"source": "redis"})
+	}
+	before := redisPolls()
+	for range 5 {
+		tk, err := svc.Status(ctx, last, old)
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.StatusWaiting, tk.Status)
+		assert.Equal(t, order[n-1].Key.Hex(), tk.DrawKey)
+		assert.NotEqual(t, old, tk.Token, "the poll hands back the token of the place")
+	}
+	assert.Equal(t, before+1, redisPolls(), "polls of an old pre-queue token cost one Redis round trip, then none")
+
+	// Admission now takes the head of the draw, each fan once (the watcher above may have begun).
+	admitted, err := rc.Do(ctx, rc.B().Zcard().Key(store.Keys().Concert(c.ID).Active()).Build()).AsInt64()
+	require.NoError(t, err)
+	for admitted < n {
+		r, err := store.Tick(ctx, c.ID, clk.Now(), 1000)
+		require.NoError(t, err)
+		require.Positive(t, r.Admitted)
+		admitted += int64(r.Admitted)
+	}
+	assert.EqualValues(t, n, admitted)
+	active, err := rc.Do(ctx, rc.B().Zcard().Key(store.Keys().Concert(c.ID).Active()).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.EqualValues(t, n, active, "nobody admitted twice: the active set holds each entrant once")
+	tk, err := svc.Status(ctx, order[0].User, auth.NewQueueTokens([]byte(queueSecret)).Sign(auth.NewClaims(c.ID, order[0].User, 0)))
+	require.NoError(t, err)
+	assert.Equal(t, ticketrush.StatusActive, tk.Status, "a pre-queue token follows its entrant into the active set")
+}
+
+// TestLeavePrequeue: a fan leaves the pre-queue with their PREQUEUE token before the seal (and may
+// enter again); once sealed, the token leaves the place the draw gave them.
+func TestLeavePrequeue(t *testing.T) {
+	rc, prefix := dbtest.Redis(t)
+	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
+	t0 := time.Now().Truncate(time.Millisecond)
+	clk := newClock(t0.Add(time.Second))
+	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
+	seed, err := draw.NewSeed()
+	require.NoError(t, err)
+	sale := &ticketrush.Sale{PrequeueOpensAt: t0, OpensAt: t0.Add(time.Minute), Seed: seed}
+	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Sale: sale, Queue: ticketrush.DefaultQueueSettings(),
+		Sections:  []ticketrush.Section{{Name: "R", Price: 1000, Seats: 10}},
+		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: t0.Add(24 * time.Hour)}}}
+	ctx := context.Background()
+	_, err = store.LoadConcert(ctx, c, clk.Now())
+	require.NoError(t, err)
+	sales := func(string) *ticketrush.Sale { return sale }
+	svc.EnableOnSale(store, sales)
+
+	size := func() int64 {
+		n, err := store.PrequeueSize(ctx, c.ID)
+		require.NoError(t, err)
+		return n
+	}
+	ann, _, err := svc.Join(ctx, "ann", c.ID)
+	require.NoError(t, err)
+	bob, _, err := svc.Join(ctx, "bob", c.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, size())
+	require.NoError(t, svc.Leave(ctx, "ann", ann.Token))
+	assert.EqualValues(t, 1, size(), "ann left the pre-queue")
+	st, err := svc.Status(ctx, "ann", ann.Token)
+	require.NoError(t, err)
+	assert.Equal(t, ticketrush.StatusExpired, st.Status)
+	again, created, err := svc.Join(ctx, "ann", c.ID)
+	require.NoError(t, err)
+	assert.True(t, created)
+	assert.Equal(t, ticketrush.StatusPrequeue, again.Status)
+	assert.EqualValues(t, 2, size())
+
+	clk.Set(sale.OpensAt.Add(time.Second))
+	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	require.NoError(t, d.Run(ctx, c.ID, *sale))
+	require.NoError(t, svc.Leave(ctx, "bob", bob.Token))
+	assert.EqualValues(t, 2, size(), "the sealed pre-queue keeps its entrants")
+	wait, err := rc.Do(ctx, rc.B().Zcard().Key(store.Keys().Concert(c.ID).Wait()).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, wait, "bob left the place the draw gave him")
+}

@@ -1,0 +1,305 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ticketrush/ticketrush/internal/auth"
+	"github.com/ticketrush/ticketrush/internal/draw"
+	"github.com/ticketrush/ticketrush/internal/periodic"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// The on-sale (API.md, "On-sale"): pre-queue tokens, the drawn places of entrants, and the drawer that
+// runs each concert's draw once, resumably, off the request path.
+
+// OnSaleStore is the on-sale's state in Redis.
+type OnSaleStore interface {
+	PrequeueStatus(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.TokenState, uint64, error)
+	DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error)
+	LeavePrequeue(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.QueueStatus, error)
+}
+
+// leavePrequeue gives back a pre-queue token (seq 0): before the seal the fan leaves the pre-queue; once
+// the draw placed them, they leave their place in line.
+func (s *Service) leavePrequeue(ctx context.Context, claims ticketrush.QueueClaims) (ticketrush.QueueStatus, uint64, error) {
+	if s.onSale == nil {
+		return "", 0, nil
+	}
+	from, err := s.onSale.store.LeavePrequeue(ctx, claims.ConcertID, claims.UserID, s.now())
+	if err != nil || from != "" {
+		return from, 0, err
+	}
+	_, seq, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
+	if err != nil || seq == 0 {
+		return "", 0, err
+	}
+	from, err = s.store.Leave(ctx, claims.ConcertID, claims.UserID, seq, s.now())
+	return from, seq, err
+}
+
+// Sales returns a concert's sale, nil for a concert without one (or unknown).
+type Sales func(concertID string) *ticketrush.Sale
+
+// onSale is what the service needs for concerts with a sale; nil until EnableOnSale.
+type onSale struct {
+	store OnSaleStore
+	sales Sales
+}
+
+// EnableOnSale lets the service answer pre-queue tokens and show draw keys, over store and the
+// catalog's sales. Call it before serving.
+func (s *Service) EnableOnSale(store OnSaleStore, sales Sales) {
+	s.onSale = &onSale{store: store, sales: sales}
+}
+
+func (s *Service) sale(concertID string) *ticketrush.Sale {
+	if s.onSale == nil {
+		return nil
+	}
+	return s.onSale.sales(concertID)
+}
+
+// prequeueStatus answers a poll of a pre-queue token (seq 0). Once the draw placed the entrant, the
+// ticket carries a fresh token of their place (both work); the place is kept in the view, so a poll with
+// the old token costs a Redis round trip once per instance, not once per poll.
+func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticketrush.QueueClaims, v *view) (ticketrush.Ticket, error) {
+	if seq, ok := v.placeOf(claims.UserID); ok {
+		placed := auth.NewClaims(claims.ConcertID, claims.UserID, seq)
+		if st, pos, ok := v.lookup(seq); ok {
+			s.metrics.polls.WithLabelValues("view").Inc()
+			return s.ticket(s.tokens.Sign(placed), placed, ticketrush.TokenState{Status: st, Position: pos}, v), nil
+		}
+		s.metrics.polls.WithLabelValues("redis").Inc()
+		st, err := s.store.TokenStatus(ctx, placed, s.now())
+		if err != nil {
+			return ticketrush.Ticket{}, err
+		}
+		return s.ticket(s.tokens.Sign(placed), placed, st, v), nil
+	}
+	if s.onSale == nil {
+		return ticketrush.Ticket{}, errors.New("pre-queue token without an on-sale store")
+	}
+	s.metrics.polls.WithLabelValues("redis").Inc()
+	st, seq, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
+	if err != nil {
+		return ticketrush.Ticket{}, err
+	}
+	if seq > 0 {
+		if err := s.refreshDraw(ctx, claims.ConcertID, v); err != nil { // the draw key shows as soon as it is done
+			return ticketrush.Ticket{}, err
+		}
+		v.placed(claims.UserID, seq)
+		placed := auth.NewClaims(claims.ConcertID, claims.UserID, seq)
+		return s.ticket(s.tokens.Sign(placed), placed, st, v), nil
+	}
+	return s.ticket(token, claims, st, v), nil
+}
+
+// prequeuePacing is the estimated wait and poll interval of a PREQUEUE token at now: the wait counts down
+// to the opening; polls spread at random over up to a minute while the opening is far, and come back
+// within a few seconds after it (the draw of a large pre-queue takes seconds).
+func prequeuePacing(opensAt, now time.Time) (wait, pollAfter time.Duration) {
+	until := opensAt.Sub(now)
+	if until < 0 {
+		return 0, time.Second
+	}
+	secs := math.Ceil(until.Seconds())
+	jitter := time.Duration(rand.IntN(3)+1) * time.Second
+	if until > 2*time.Minute {
+		// Far from the opening: one poll somewhere in the next 30-60 s, so a million entrants spread out.
+		return time.Duration(secs) * time.Second, time.Duration(30+rand.IntN(31)) * time.Second
+	}
+	return time.Duration(secs) * time.Second, time.Duration(secs)*time.Second + jitter
+}
+
+// drawKey is the fan's draw key once their concert's pre-queue is drawn, else "".
+func (s *Service) drawKey(concertID, userID string, v *view) string {
+	sale := s.sale(concertID)
+	if sale == nil || !v.isDrawn() {
+		return ""
+	}
+	return draw.Seed(sale.Seed).KeyOf(concertID, userID).Hex()
+}
+
+// refreshDraw learns whether a sale's draw is done (once it is, never asked again).
+func (s *Service) refreshDraw(ctx context.Context, concertID string, v *view) error {
+	if s.sale(concertID) == nil || v.isDrawn() {
+		return nil
+	}
+	st, err := s.onSale.store.DrawState(ctx, concertID)
+	if err != nil {
+		return err
+	}
+	if st.Drawn() {
+		v.setDrawn()
+	}
+	return nil
+}
+
+// DrawStore runs the draw's steps in Redis.
+type DrawStore interface {
+	SealDraw(ctx context.Context, concertID string, now time.Time) (ticketrush.DrawState, error)
+	LeaseDraw(ctx context.Context, concertID, owner string, ttl time.Duration) (bool, error)
+	PrequeueSize(ctx context.Context, concertID string) (int64, error)
+	Entrants(ctx context.Context, concertID string, offset, limit int64) ([]string, error)
+	PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error)
+}
+
+// Draw batching: entrants read and placed per script call, so that no call holds Redis for long.
+const (
+	drawReadBatch  = 10_000
+	drawPlaceBatch = 1_000
+	drawLease      = 15 * time.Second
+)
+
+// Drawer runs the draw of every concert with a sale once its opening has passed: seal the pre-queue,
+// compute every entrant's key in Go (draw.Seed.Draw, a pure function), and place the entrants in draw
+// order in batches. Any number of drawers may run: the lease spares duplicate work, and draw_place's
+// cursor makes each batch land once, so a drawer killed between batches is resumed by the next.
+type Drawer struct {
+	store    DrawStore
+	concerts func() []string
+	sales    Sales
+	owner    string
+	now      func() time.Time
+	log      *slog.Logger
+	metrics  *drawMetrics
+	done     map[string]bool // concerts drawn, as far as this drawer knows
+	lease    time.Duration
+}
+
+// WithLease sets how long the drawer's lease lasts without renewal: how long a crashed drawer holds
+// the others back (drawLease by default).
+func (d *Drawer) WithLease(ttl time.Duration) *Drawer {
+	d.lease = ttl
+	return d
+}
+
+type drawMetrics struct {
+	placed   *prometheus.CounterVec
+	duration *prometheus.GaugeVec
+	prequeue *prometheus.GaugeVec
+}
+
+func newDrawMetrics(reg prometheus.Registerer) *drawMetrics {
+	m := &drawMetrics{
+		placed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_draw_placed_total", Help: "Pre-queue entrants placed in line by this instance's draws."}, []string{"concert"}),
+		duration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_draw_duration_seconds", Help: "How long the last draw this instance completed took, from seal to the last place."}, []string{"concert"}),
+		prequeue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_draw_prequeue_entrants", Help: "Fans in a concert's pre-queue (until its draw is done)."}, []string{"concert"}),
+	}
+	reg.MustRegister(m.placed, m.duration, m.prequeue)
+	return m
+}
+
+// NewDrawer returns a drawer over the concerts that concerts lists, registering its metrics with reg.
+// owner names this drawer in the lease (unique per process).
+func (s *Service) NewDrawer(store DrawStore, concerts func() []string, sales Sales, owner string, reg prometheus.Registerer) *Drawer {
+	return &Drawer{store: store, concerts: concerts, sales: sales, owner: owner, now: s.now, log: s.log,
+		metrics: newDrawMetrics(reg), done: map[string]bool{}, lease: drawLease}
+}
+
+// Tick advances the draw of every concert whose opening has passed and that is not drawn yet.
+func (d *Drawer) Tick(ctx context.Context) error {
+	var errs []error
+	for _, id := range d.concerts() {
+		sale := d.sales(id)
+		if sale == nil || d.done[id] {
+			continue
+		}
+		if d.now().Before(sale.OpensAt) {
+			if n, err := d.store.PrequeueSize(ctx, id); err == nil {
+				d.metrics.prequeue.WithLabelValues(id).Set(float64(n))
+			}
+			continue
+		}
+		if err := d.Run(ctx, id, *sale); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run draws one concert, or resumes its draw, if this drawer can take the lease; it returns when the
+// draw is done, another drawer holds the lease, or ctx ends (between batches: the next run resumes).
+func (d *Drawer) Run(ctx context.Context, concertID string, sale ticketrush.Sale) error {
+	st, err := d.store.SealDraw(ctx, concertID, d.now())
+	if err != nil {
+		return err
+	}
+	if !st.Sealed {
+		return nil
+	}
+	if st.Drawn() {
+		d.done[concertID] = true
+		return nil
+	}
+	mine, err := d.store.LeaseDraw(ctx, concertID, d.owner, d.lease)
+	if err != nil || !mine {
+		return err
+	}
+	start := time.Now()
+	users := make([]string, 0, st.Entrants)
+	for off := int64(0); off < st.Entrants; off += drawReadBatch {
+		batch, err := d.store.Entrants(ctx, concertID, off, drawReadBatch)
+		if err != nil {
+			return err
+		}
+		users = append(users, batch...)
+	}
+	if int64(len(users)) != st.Entrants {
+		return fmt.Errorf("draw %s: read %d entrants, sealed with %d", concertID, len(users), st.Entrants)
+	}
+	order := draw.Seed(sale.Seed).Draw(concertID, users)
+	digest := draw.DigestOf(order)
+	d.log.Info("draw started", "concert", concertID, "entrants", len(order), "placed", st.Placed)
+	placed := st.Placed
+	for placed < st.Entrants || (st.Entrants == 0 && placed == 0) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		end := min(placed+drawPlaceBatch, st.Entrants)
+		next, applied, err := d.store.PlaceDraw(ctx, concertID, placed, order[placed:end], digest, d.now())
+		if err != nil {
+			return err
+		}
+		if applied {
+			d.metrics.placed.WithLabelValues(concertID).Add(float64(end - placed))
+		}
+		if next <= placed && !applied {
+			return fmt.Errorf("draw %s: cursor at %d did not move", concertID, next)
+		}
+		placed = next
+		if placed%(100*drawPlaceBatch) == 0 || placed == st.Entrants {
+			d.log.Info("draw progress", "concert", concertID, "placed", placed, "entrants", st.Entrants)
+			if _, err := d.store.LeaseDraw(ctx, concertID, d.owner, d.lease); err != nil {
+				return err
+			}
+		}
+		if st.Entrants == 0 {
+			break
+		}
+	}
+	d.done[concertID] = true
+	d.metrics.duration.WithLabelValues(concertID).Set(time.Since(start).Seconds())
+	d.metrics.prequeue.WithLabelValues(concertID).Set(0)
+	d.log.Info("draw done", "concert", concertID, "entrants", st.Entrants, "seconds",
+		strconv.FormatFloat(time.Since(start).Seconds(), 'f', 3, 64))
+	return nil
+}
+
+// RunLoop advances the draws every interval until ctx ends.
+func (d *Drawer) RunLoop(ctx context.Context, interval time.Duration) {
+	periodic.Run(ctx, interval, d.Tick, d.log, "draw")
+}

@@ -1,0 +1,189 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/draw"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// The on-sale's Redis side: sealing the pre-queue, placing the draw in batches, the state of pre-queue
+// tokens, and reading the draw back (entrants, keys) for the scheduler and the public endpoints.
+
+// SealDraw closes a sale's pre-queue if its opening has passed (once; see lua/draw_seal.lua) and
+// returns the draw's state; Sealed is false before the opening.
+func (s *Store) SealDraw(ctx context.Context, concertID string, now time.Time) (ticketrush.DrawState, error) {
+	msg, err := s.exec(ctx, s.drawSeal, s.keys.Concert(concertID).drawSeal(), drawSealArgs(now))
+	if err != nil {
+		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
+	}
+	r, err := reply(msg, 5)
+	if err != nil {
+		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
+	}
+	st := ticketrush.DrawState{Sealed: r.flag(0), Entrants: r.int(2), Placed: r.int(3), DrawnAt: fromMillis(r.int(4))}
+	r.int(1)
+	if r.err != nil {
+		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, r.err)
+	}
+	return st, nil
+}
+
+// PlaceDraw places one batch of entrants that starts after draw place from; it returns the cursor
+// after the call and whether this call applied the batch (false: another scheduler was there first).
+func (s *Store) PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error) {
+	msg, err := s.exec(ctx, s.drawPlace, s.keys.Concert(concertID).drawPlace(), drawPlaceArgs(from, batch, digest, now))
+	if err != nil {
+		return 0, false, fmt.Errorf("place draw %s: %w", concertID, err)
+	}
+	r, err := reply(msg, 2)
+	if err != nil {
+		return 0, false, fmt.Errorf("place draw %s: %w", concertID, err)
+	}
+	placed, applied := r.int(0), r.flag(1)
+	if r.err != nil {
+		return 0, false, fmt.Errorf("place draw %s: %w", concertID, r.err)
+	}
+	return placed, applied, nil
+}
+
+// PrequeueStatus returns the state of a user's pre-queue token (seq 0) and, once the draw placed them,
+// their arrival seq.
+func (s *Store) PrequeueStatus(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
+	msg, err := s.exec(ctx, s.drawStatus, s.keys.Concert(concertID).drawStatus(), drawStatusArgs(userID, now))
+	if err != nil {
+		return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, err)
+	}
+	r, err := reply(msg, 4)
+	if err != nil {
+		return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, err)
+	}
+	st := ticketrush.TokenState{
+		Status: r.status(0, ticketrush.StatusPrequeue, ticketrush.StatusWaiting, ticketrush.StatusActive, ticketrush.StatusExpired),
+	}
+	seq := uint64(r.int(1))
+	st.Position, st.ActiveUntil = r.int(2), fromMillis(r.int(3))
+	if r.err != nil {
+		return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, r.err)
+	}
+	return st, seq, nil
+}
+
+// LeavePrequeue takes a user out of a sale's pre-queue before it is sealed; it reports PREQUEUE when
+// they left, "" when they were not in it or it was sealed already.
+func (s *Store) LeavePrequeue(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.QueueStatus, error) {
+	msg, err := s.exec(ctx, s.prequeueLeave, s.keys.Concert(concertID).prequeueLeave(), prequeueLeaveArgs(userID, now))
+	if err != nil {
+		return "", fmt.Errorf("leave pre-queue %s: %w", concertID, err)
+	}
+	from, err := msg.ToString()
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("leave pre-queue reply: %w", err)
+	case from == "NONE":
+		return "", nil
+	case from == string(ticketrush.StatusPrequeue):
+		return ticketrush.StatusPrequeue, nil
+	}
+	return "", fmt.Errorf("leave pre-queue reply: unexpected %q", from)
+}
+
+// DrawState reads a concert's draw (a plain read of one hash; the seed is not part of it).
+func (s *Store) DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error) {
+	k := s.keys.Concert(concertID)
+	vals, err := s.client.Do(ctx, s.client.B().Hmget().Key(k.Draw()).Field("sealed", "n", "placed", "digest", "drawnAt").Build()).ToArray()
+	if err != nil {
+		return ticketrush.DrawState{}, fmt.Errorf("draw state %s: %w", concertID, unavailable(err))
+	}
+	if len(vals) != 5 {
+		return ticketrush.DrawState{}, fmt.Errorf("draw state %s: %d fields, want 5", concertID, len(vals))
+	}
+	str := func(i int) string { v, _ := vals[i].ToString(); return v }
+	num := func(i int) int64 { v, _ := vals[i].AsInt64(); return v }
+	return ticketrush.DrawState{Sealed: str(0) == "1", Entrants: num(1), Placed: num(2), Digest: str(3),
+		DrawnAt: fromMillis(num(4))}, nil
+}
+
+// PrequeueSize is the number of the pre-queue's entrants so far.
+func (s *Store) PrequeueSize(ctx context.Context, concertID string) (int64, error) {
+	n, err := s.client.Do(ctx, s.client.B().Zcard().Key(s.keys.Concert(concertID).Prequeue()).Build()).AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("pre-queue size %s: %w", concertID, unavailable(err))
+	}
+	return n, nil
+}
+
+// Entrants reads the pre-queue's entrants, up to limit from offset (in the order Redis keeps them; the
+// draw does not depend on it).
+func (s *Store) Entrants(ctx context.Context, concertID string, offset, limit int64) ([]string, error) {
+	users, err := s.client.Do(ctx, s.client.B().Zrange().Key(s.keys.Concert(concertID).Prequeue()).
+		Min(i64toa(offset)).Max(i64toa(offset+limit-1)).Build()).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("entrants %s: %w", concertID, unavailable(err))
+	}
+	return users, nil
+}
+
+// LeaseDraw takes or renews the lease on computing a concert's draw for owner; it reports whether
+// owner holds it. The lease only spares schedulers duplicate work: draw_place's cursor keeps the
+// placing exactly-once whoever holds it.
+func (s *Store) LeaseDraw(ctx context.Context, concertID, owner string, ttl time.Duration) (bool, error) {
+	key := s.keys.Concert(concertID).DrawLock()
+	err := s.client.Do(ctx, s.client.B().Set().Key(key).Value(owner).Nx().Px(ttl).Build()).Error()
+	if err == nil {
+		return true, nil
+	}
+	if !rueidis.IsRedisNil(err) {
+		return false, fmt.Errorf("lease draw %s: %w", concertID, unavailable(err))
+	}
+	holder, err := s.client.Do(ctx, s.client.B().Get().Key(key).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("lease draw %s: %w", concertID, unavailable(err))
+	}
+	if holder != owner {
+		return false, nil
+	}
+	if err := s.client.Do(ctx, s.client.B().Pexpire().Key(key).Milliseconds(ttl.Milliseconds()).Build()).Error(); err != nil {
+		return false, fmt.Errorf("lease draw %s: %w", concertID, unavailable(err))
+	}
+	return true, nil
+}
+
+// drawKeysChunk is how many keys one read of the keys string fetches.
+const drawKeysChunk = 2048
+
+// WriteDrawKeys writes the first n keys of a concert's draw to w as hex lines, in draw order, reading
+// them from Redis a chunk at a time (a million keys are 32 MB in Redis, 65 MB as text).
+func (s *Store) WriteDrawKeys(ctx context.Context, concertID string, n int64, w io.Writer) error {
+	key := s.keys.Concert(concertID).DrawKeys()
+	line := make([]byte, 0, drawKeysChunk*(2*draw.KeySize+1))
+	for from := int64(0); from < n; from += drawKeysChunk {
+		to := min(from+drawKeysChunk, n)
+		raw, err := s.client.Do(ctx, s.client.B().Getrange().Key(key).Start(from*draw.KeySize).End(to*draw.KeySize-1).Build()).AsBytes()
+		if err != nil {
+			return fmt.Errorf("draw keys %s: %w", concertID, unavailable(err))
+		}
+		if int64(len(raw)) != (to-from)*draw.KeySize {
+			return fmt.Errorf("draw keys %s: %d bytes at key %d, want %d", concertID, len(raw), from, (to-from)*draw.KeySize)
+		}
+		line = line[:0]
+		for i := 0; i < len(raw); i += draw.KeySize {
+			var k draw.Key
+			copy(k[:], raw[i:i+draw.KeySize])
+			line = append(line, k.Hex()...)
+			line = append(line, '\n')
+		}
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}

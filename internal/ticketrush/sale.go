@@ -1,0 +1,78 @@
+package ticketrush
+
+import (
+	"errors"
+	"time"
+)
+
+// DefaultPrequeueWindow is how long before the opening the pre-queue opens when the admin does not say.
+const DefaultPrequeueWindow = 30 * time.Minute
+
+// Sale is a concert's scheduled opening (API.md, "On-sale"): nobody is admitted before OpensAt; fans who
+// join from PrequeueOpensAt on are entrants of the draw at OpensAt, placed by lot ahead of later arrivals.
+// Seed is the draw's secret: never shown by an API, a metric or a log before the draw.
+type Sale struct {
+	OpensAt         time.Time
+	PrequeueOpensAt time.Time
+	Seed            [32]byte
+}
+
+// Validate checks a sale at its concert's creation, at now: the opening ahead, the pre-queue opening no
+// later than it. A pre-queue opening left to its default may be past already: the pre-queue is open at once.
+func (s Sale) Validate(now time.Time, prequeueGiven bool) error {
+	switch {
+	case s.OpensAt.IsZero():
+		return Invalidf("sale.opensAt is required when sale is given")
+	case !s.OpensAt.After(now):
+		return Invalidf("sale.opensAt must be in the future")
+	case prequeueGiven && !s.PrequeueOpensAt.After(now):
+		return Invalidf("sale.prequeueOpensAt must be in the future")
+	case s.PrequeueOpensAt.After(s.OpensAt):
+		return Invalidf("sale.prequeueOpensAt must not be after sale.opensAt")
+	}
+	return nil
+}
+
+// SaleNotOpenError is a join before the pre-queue opens; the problem document carries both times.
+type SaleNotOpenError struct {
+	OpensAt, PrequeueOpensAt time.Time
+}
+
+func (e *SaleNotOpenError) Error() string { return "sale not open" }
+func (e *SaleNotOpenError) Unwrap() error { return ErrSaleNotOpen }
+func (e *SaleNotOpenError) ErrorDetail() string {
+	return "the pre-queue opens at " + e.PrequeueOpensAt.UTC().Format(time.RFC3339) + " and the sale at " +
+		e.OpensAt.UTC().Format(time.RFC3339) + "; join again then"
+}
+
+// AsSaleNotOpen returns the sale times of a SALE_NOT_OPEN refusal.
+func AsSaleNotOpen(err error) (*SaleNotOpenError, bool) {
+	var e *SaleNotOpenError
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// DrawStatus is where a concert's draw stands.
+type DrawStatus string
+
+// The draw statuses of API.md.
+const (
+	DrawPending DrawStatus = "PENDING" // the pre-queue has not opened
+	DrawOpen    DrawStatus = "OPEN"    // the pre-queue is open, or closed and being drawn
+	DrawDrawn   DrawStatus = "DRAWN"
+)
+
+// DrawState is a concert's draw as Redis keeps it.
+type DrawState struct {
+	Sealed   bool // the pre-queue is closed: later joins are post-opening arrivals
+	Entrants int64
+	Placed   int64 // entrants placed in the line so far (the draw's resumable cursor)
+	Digest   string
+	DrawnAt  time.Time // zero until every entrant is placed
+}
+
+// Drawn reports whether every entrant is placed.
+func (d DrawState) Drawn() bool { return !d.DrawnAt.IsZero() }
+
+// StatusPrequeue is a pre-queue entrant's token before the draw placed them.
+const StatusPrequeue QueueStatus = "PREQUEUE"

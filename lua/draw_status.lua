@@ -1,0 +1,32 @@
+-- draw_status: the state of a pre-queue token (seq 0) of a sale, read only: still in the pre-queue,
+-- placed in the line by the draw (their seq), admitted, or gone.
+-- KEYS[1] pre     zset: the pre-queue's entrants
+-- KEYS[2] draw    hash: sealed, drawnAt
+-- KEYS[3] wait    zset: the line, member user, score seq
+-- KEYS[4] active  zset: member user, score activeUntil (ms)
+-- KEYS[5] aseq    hash: user -> seq of the ACTIVE token
+-- ARGV[1] user id
+-- ARGV[2] now (ms)
+-- Reply: {status ('PREQUEUE'|'WAITING'|'ACTIVE'|'EXPIRED'), seq (0 unless WAITING or ACTIVE),
+--         position (1-based, 0 unless WAITING), activeUntil (ms, 0 unless ACTIVE)}
+-- Errors: none.
+local pre, draw, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local user, now = ARGV[1], tonumber(ARGV[2])
+if not redis.call('ZSCORE', pre, user) then
+  return {'EXPIRED', 0, 0, 0}
+end
+local waiting = redis.call('ZSCORE', wait, user)
+if waiting then
+  return {'WAITING', tonumber(waiting), redis.call('ZCOUNT', wait, '-inf', waiting), 0}
+end
+local live = redis.call('HGET', aseq, user)
+if live then
+  local till = tonumber(redis.call('ZSCORE', active, user))
+  if till and till > now then
+    return {'ACTIVE', tonumber(live), 0, till}
+  end
+end
+if redis.call('HEXISTS', draw, 'drawnAt') == 0 then
+  return {'PREQUEUE', 0, 0, 0}
+end
+return {'EXPIRED', 0, 0, 0}
