@@ -1,4 +1,4 @@
-// onsale: the minute a sale opens. The concert has a sale (API.md "On-sale") whose pre-queue is open
+// onsale: the minute a sale opens. The concert has a sale (docs/api.md "On-sale") whose pre-queue is open
 // from the start: fans arrive during the pre-queue (PREQUEUE tokens, polling when told), the opening
 // draws them into the line by lot, and the rush of post-opening arrivals queues behind them (ramping
 // arrival rate: a trickle before the opening, the spike at it). Fans poll at the pollAfterSeconds the

@@ -1,4 +1,4 @@
--- The on-sale (API.md, "On-sale"): a concert's scheduled opening and the secret seed of its draw,
+-- The on-sale (docs/api.md, "On-sale"): a concert's scheduled opening and the secret seed of its draw,
 -- written with the catalog; the pre-queue's entries, the draw and every entrant's place, written by the
 -- write-behind worker from the concert's outbox (events queue.prequeue, draw.place, draw.done), so that
 -- the draw can be audited after Redis is gone.

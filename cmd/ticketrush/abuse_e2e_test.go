@@ -82,7 +82,7 @@ func TestRateLimitAcrossInstances(t *testing.T) {
 }
 
 // TestProofOfWorkJoin: with joinPowBits set, joins without, with a wrong, a reused, an expired and
-// another user's proof are refused as API.md says; a valid proof joins once; a fan with a live token
+// another user's proof are refused as docs/api.md says; a valid proof joins once; a fan with a live token
 // rejoins without one; the difficulty changes live.
 func TestProofOfWorkJoin(t *testing.T) {
 	s := startService(t, nil)

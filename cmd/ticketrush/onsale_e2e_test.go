@@ -74,7 +74,7 @@ func (s *service) createSaleConcert(t testing.TB, pq, opens time.Time, paused bo
 	return c.ID, res.body
 }
 
-// drawKeyOf is API.md's draw key, computed here from its definition.
+// drawKeyOf is docs/api.md's draw key, computed here from its definition.
 func drawKeyOf(seed []byte, concertID, userID string) string {
 	m := hmac.New(sha256.New, seed)
 	m.Write([]byte(concertID + ":" + userID))

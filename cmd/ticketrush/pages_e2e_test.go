@@ -469,7 +469,7 @@ func weight(tb *tab) int {
 		performance.getEntriesByType('resource').filter(e => e.initiatorType !== 'fetch').reduce((s, e) => s + e.transferSize, 0)`))
 }
 
-// nextAPI stands in front of the service with what API.md version 2 adds and the service does not serve
+// nextAPI stands in front of the service with what docs/api.md version 2 adds and the service does not serve
 // yet: GET /v1/queue/events (it polls the service and streams each status as an SSE "status" event),
 // and statuses rewritten to ones the service cannot give today (PREQUEUE, or a status no version has).
 // It counts the page's own polls and streams.
@@ -479,11 +479,11 @@ type nextAPI struct {
 	polls   atomic.Int64                   // the page's GET /v1/queue
 	streams atomic.Int64                   // the page's GET /v1/queue/events
 	rewrite atomic.Pointer[map[string]any] // members set on every queue body, when not nil
-	// The proof of work of API.md "Abuse": joins need a solved challenge while powBits > 0.
+	// The proof of work of docs/api.md "Abuse": joins need a solved challenge while powBits > 0.
 	powBits    atomic.Int64
 	challenges sync.Map // challenge -> true, until used
 	solved     atomic.Int64
-	// An access code (API.md "Abuse"): joins need it while it is not empty.
+	// An access code (docs/api.md "Abuse"): joins need it while it is not empty.
 	accessCode atomic.Pointer[string]
 }
 
@@ -638,7 +638,7 @@ func (n *nextAPI) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TestPagesNextAPI checks the page against what API.md version 2 adds: the event stream, the
+// TestPagesNextAPI checks the page against what docs/api.md version 2 adds: the event stream, the
 // pre-queue, and a status it does not know.
 func TestPagesNextAPI(t *testing.T) {
 	br := newBrowser(t)

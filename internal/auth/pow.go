@@ -17,7 +17,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// Challenges issues and checks the proof-of-work challenges of API.md's Abuse section without Redis:
+// Challenges issues and checks the proof-of-work challenges of docs/api.md's Abuse section without Redis:
 // a challenge is base64url(payload) "." base64url(HMAC-SHA256) where payload = version(1) | expires
 // (8, Unix ms) | bits(1) | id(16, random) | len+concert | user, so it is bound to the user and concert,
 // and says its own difficulty and expiry. Single use is the join script's (it keeps the ids it has
@@ -116,7 +116,7 @@ func (c *Challenges) Pass(challenge, nonce, userID, concertID string, now time.T
 	return ticketrush.JoinPass{PowID: p.ID, PowBits: p.Bits, PowExpires: p.ExpiresAt}
 }
 
-// ValidNonce reports whether a nonce is 1-64 printable ASCII characters, as API.md says.
+// ValidNonce reports whether a nonce is 1-64 printable ASCII characters, as docs/api.md says.
 func ValidNonce(nonce string) bool {
 	if len(nonce) < 1 || len(nonce) > 64 {
 		return false

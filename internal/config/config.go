@@ -34,7 +34,7 @@ type Config struct {
 	AdminToken       string
 	Roles            []string
 
-	// Abuse (API.md "Abuse"): per-user request rate and burst (0 turns the limit off), the proxies
+	// Abuse (docs/api.md "Abuse"): per-user request rate and burst (0 turns the limit off), the proxies
 	// whose X-Forwarded-For names the client, and the claims a JWT must carry when set.
 	UserRateLimit     int
 	UserRateBurst     int

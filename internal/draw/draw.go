@@ -1,6 +1,6 @@
 // Package draw is the on-sale's lot: a pure function of a committed seed and the pre-queue's entrants,
 // shared by the scheduler that runs the draw, the public endpoints that publish it and
-// `ticketrush verify-draw` that checks it (API.md, "On-sale"). Nothing here touches Redis or the clock:
+// `ticketrush verify-draw` that checks it (docs/api.md, "On-sale"). Nothing here touches Redis or the clock:
 // the same seed and entrants give the same places on any instance, after any crash.
 package draw
 
@@ -96,7 +96,7 @@ func (s Seed) Draw(concertID string, users []string) []Entrant {
 	return out
 }
 
-// Digest hashes keys in the order given, each as hex followed by "\n": the entrantsDigest of API.md,
+// Digest hashes keys in the order given, each as hex followed by "\n": the entrantsDigest of docs/api.md,
 // the SHA-256 of the keys file.
 type Digest struct{ h hash.Hash }
 

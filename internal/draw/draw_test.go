@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The key and commitment are those of API.md, computed here from their definitions with the standard
+// The key and commitment are those of docs/api.md, computed here from their definitions with the standard
 // library, not with the package's own helpers.
 func TestKeyAndCommitmentFollowTheContract(t *testing.T) {
 	seed, err := ParseSeed(strings.Repeat("ab", 32))

@@ -32,7 +32,7 @@ type createConcertRequest struct {
 	Sale *saleJSON `json:"sale"`
 }
 
-// saleJSON is a concert's scheduled opening (API.md, "On-sale"); the seed is never part of it.
+// saleJSON is a concert's scheduled opening (docs/api.md, "On-sale"); the seed is never part of it.
 type saleJSON struct {
 	OpensAt         *time.Time `json:"opensAt"`
 	PrequeueOpensAt *time.Time `json:"prequeueOpensAt"`

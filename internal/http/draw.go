@@ -20,7 +20,7 @@ type Draws interface {
 	WriteDrawKeys(ctx context.Context, concertID string, n int64, w io.Writer) error
 }
 
-// drawJSON is the public draw of API.md's On-sale; fields not yet known are null. seed is set only
+// drawJSON is the public draw of docs/api.md's On-sale; fields not yet known are null. seed is set only
 // once the draw is done.
 type drawJSON struct {
 	ConcertID       string     `json:"concertId"`

@@ -134,7 +134,7 @@ func TestPagesKeepToTheCSP(t *testing.T) {
 }
 
 // TestFanPageWordsEveryCode checks that the fan's page has words for every problem code: the
-// server's table, its own refusals and the codes API.md adds in version 2.
+// server's table, its own refusals and the codes docs/api.md adds in version 2.
 func TestFanPageWordsEveryCode(t *testing.T) {
 	js, err := fs.ReadFile(web.Files, "static/fan.js")
 	require.NoError(t, err)

@@ -18,7 +18,7 @@ type problem struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// saleNotOpenProblem is SALE_NOT_OPEN's problem document: it carries the sale's times (API.md, "On-sale").
+// saleNotOpenProblem is SALE_NOT_OPEN's problem document: it carries the sale's times (docs/api.md, "On-sale").
 type saleNotOpenProblem struct {
 	problem
 	OpensAt         time.Time `json:"opensAt"`

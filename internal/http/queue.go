@@ -118,7 +118,7 @@ func (s *Server) leaveQueue(w http.ResponseWriter, r *http.Request, _ httprouter
 	return nil
 }
 
-// joinRequest is the join's optional body (API.md Abuse).
+// joinRequest is the join's optional body (docs/api.md Abuse).
 type joinRequest struct {
 	AccessCode *string `json:"accessCode"`
 	Challenge  *string `json:"challenge"`
@@ -130,7 +130,7 @@ type joinRequest struct {
 // for either, and single use, are the script's.
 func (s *Server) joinPass(w http.ResponseWriter, r *http.Request, user, concertID string) (ticketrush.JoinPass, error) {
 	if r.ContentLength == 0 {
-		return ticketrush.JoinPass{}, nil // no body: the join of API.md v1
+		return ticketrush.JoinPass{}, nil // no body: the join of docs/api.md v1
 	}
 	if r.ContentLength < 0 { // chunked: empty is no body too
 		br := bufio.NewReader(r.Body)

@@ -15,7 +15,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// Limiter is the per-instance request limit of API.md's Abuse section: a token bucket per key (a user
+// Limiter is the per-instance request limit of docs/api.md's Abuse section: a token bucket per key (a user
 // id, or a client address on public endpoints), refilled at rate a second up to burst. Reads are limited
 // here alone, so a poll costs no Redis round trip; the state-changing calls are limited again in Redis,
 // across instances, by the scripts they run (internal/redis UserLimit), with the same algorithm (GCRA:

@@ -18,7 +18,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// The on-sale (API.md, "On-sale"): pre-queue tokens, the drawn places of entrants, and the drawer that
+// The on-sale (docs/api.md, "On-sale"): pre-queue tokens, the drawn places of entrants, and the drawer that
 // runs each concert's draw once, resumably, off the request path.
 
 // OnSaleStore is the on-sale's state in Redis.

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Presale access codes (API.md Abuse): 80 random bits, written as 16 characters of base32, kept only
+// Presale access codes (docs/api.md Abuse): 80 random bits, written as 16 characters of base32, kept only
 // as their SHA-256 (a leaked table gives nobody a code).
 const (
 	MaxAccessCodes = 100_000 // per admin call

@@ -161,7 +161,7 @@ func Invalidf(format string, args ...any) error {
 	return &InvalidError{Detail: fmt.Sprintf(format, args...)}
 }
 
-// The on-sale's codes (API.md v2, "On-sale").
+// The on-sale's codes (docs/api.md v2, "On-sale").
 var (
 	ErrSaleNotOpen  = define("SALE_NOT_OPEN", 409, "Sale not open", "the concert's pre-queue has not opened yet", false)
 	ErrDrawNotReady = define("DRAW_NOT_READY", 409, "Draw not ready", "the concert's pre-queue has not been drawn yet", false)

@@ -100,7 +100,7 @@ func (p QueuePatch) Apply(s QueueSettings) QueueSettings {
 	return s
 }
 
-// JoinPass is what a join carries past a concert's gates (API.md Abuse): a proof of work the caller
+// JoinPass is what a join carries past a concert's gates (docs/api.md Abuse): a proof of work the caller
 // has checked (its challenge's id, difficulty and expiry), or PowInvalid for one that failed the check,
 // and the hex SHA-256 of an access code. The zero pass carries nothing.
 type JoinPass struct {

@@ -8,7 +8,7 @@ import (
 // DefaultPrequeueWindow is how long before the opening the pre-queue opens when the admin does not say.
 const DefaultPrequeueWindow = 30 * time.Minute
 
-// Sale is a concert's scheduled opening (API.md, "On-sale"): nobody is admitted before OpensAt; fans who
+// Sale is a concert's scheduled opening (docs/api.md, "On-sale"): nobody is admitted before OpensAt; fans who
 // join from PrequeueOpensAt on are entrants of the draw at OpensAt, placed by lot ahead of later arrivals.
 // Seed is the draw's secret: never shown by an API, a metric or a log before the draw.
 type Sale struct {
@@ -55,7 +55,7 @@ func AsSaleNotOpen(err error) (*SaleNotOpenError, bool) {
 // DrawStatus is where a concert's draw stands.
 type DrawStatus string
 
-// The draw statuses of API.md.
+// The draw statuses of docs/api.md.
 const (
 	DrawPending DrawStatus = "PENDING" // the pre-queue has not opened
 	DrawOpen    DrawStatus = "OPEN"    // the pre-queue is open, or closed and being drawn

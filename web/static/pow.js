@@ -1,4 +1,4 @@
-// The proof of work of API.md "Abuse", in a Web Worker so that the page stays responsive: find a nonce
+// The proof of work of docs/api.md "Abuse", in a Web Worker so that the page stays responsive: find a nonce
 // such that SHA-256(challenge + nonce) starts with `bits` zero bits. Pure JavaScript SHA-256, so it
 // works without crypto.subtle (which needs a secure context) and without a promise per try.
 // In: {challenge, bits}. Out: {tries, expected} now and then, then {nonce, tries}.
