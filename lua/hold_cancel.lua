@@ -4,10 +4,11 @@
 -- KEYS[3] res      hash: res -> reservation JSON
 -- KEYS[4] uholds   hash: user -> comma list of open reservations
 -- KEYS[5] events   stream: the concert's outbox
+-- KEYS[6] inv      hash: avail (the seat comes back)
 -- ARGV[1] user  ARGV[2] id (the reservation)  ARGV[3] now (ms)
 -- Reply: the reservation JSON after the change
 -- Errors: NOT_FOUND (no such reservation, or not the caller's), RESERVATION_NOT_HELD (not HELD, or lapsed)
-local seats, holds, res, uholds, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local seats, holds, res, uholds, events, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local user, id, now = ARGV[1], ARGV[2], ARGV[3]
 local raw = redis.call('HGET', res, id)
 if not raw then
@@ -24,6 +25,7 @@ rec.status = 'CANCELLED'
 raw = cjson.encode(rec)
 redis.call('HSET', res, id, raw)
 redis.call('HDEL', seats, rec.seat)
+redis.call('HINCRBY', inv, 'avail', 1)
 redis.call('ZREM', holds, id)
 local rest = {}
 for rid in string.gmatch(redis.call('HGET', uholds, user) or '', '[^,]+') do

@@ -10,16 +10,29 @@
 -- KEYS[7] bucket    hash: tok, ts (ms): the admission rate budget, refilled at rate/s up to rate
 -- KEYS[8] admitted  string: admissions so far
 -- KEYS[9] events    stream: the concert's outbox
+-- KEYS[10] inv      hash: avail, soldout (kept by the seat scripts)
+-- KEYS[11] holds    zset: member res, score expires (ms): lapsed but unswept holds count as available
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
 -- Reply: {status ('WAITING'|'ACTIVE'), seq, activeUntil (ms, 0 unless ACTIVE), created (1|0)}
--- Errors: NOT_FOUND (no such concert in Redis)
+-- Errors: NOT_FOUND (no such concert in Redis), SOLD_OUT (every seat is sold; an ACTIVE fan gets their token)
 local cfg, seq, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local head, bucket, admitted, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local inv, holds = KEYS[10], KEYS[11]
 local user, now = ARGV[1], tonumber(ARGV[2])
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
+end
+local stock = redis.call('HMGET', inv, 'avail', 'soldout')
+if stock[2] == '1' and not (redis.call('HGET', aseq, user) and
+    tonumber(redis.call('ZSCORE', active, user) or '0') > now) then
+  return redis.error_reply('SOLD_OUT')
+end
+local room = true -- activePerSeat: admitted at once only while ACTIVE stays within aps x AVAILABLE seats
+if tonumber(conf[5] or '0') > 0 then
+  local avail = tonumber(stock[1] or '0') + redis.call('ZCOUNT', holds, '-inf', now)
+  room = redis.call('ZCARD', active) < tonumber(conf[5]) * avail
 end
 
 local waiting = redis.call('ZSCORE', wait, user)
@@ -39,7 +52,7 @@ end
 
 local arrival = redis.call('INCR', seq)
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
-if conf[4] ~= '1' and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
+if room and conf[4] ~= '1' and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
   local b = redis.call('HMGET', bucket, 'tok', 'ts')
   local tok, ts = tonumber(b[1]) or rate, tonumber(b[2]) or now
   if now > ts then

@@ -1,6 +1,7 @@
 -- queue_tick: one admission round for one concert. Lapses ACTIVE tokens past their activeUntil, then,
 -- unless paused, admits min(free slots, rate budget, batch) fans from the head of the line. Atomic, so
--- any number of schedulers may run it at once without admitting past capacity or rate.
+-- any number of schedulers may run it at once without admitting past capacity or rate. With aps
+-- (activePerSeat) > 0 it admits nobody past aps x the seats AVAILABLE now; once sold out, nobody.
 -- KEYS[1]  cfg       hash: cap, rate, ttl (ms), paused
 -- KEYS[2]  wait      zset: member user, score seq
 -- KEYS[3]  active    zset: member user, score activeUntil (ms)
@@ -11,14 +12,17 @@
 -- KEYS[8]  left      zset: member seq, score seq
 -- KEYS[9]  leftlog   zset: member seq, score leave ordinal
 -- KEYS[10] events    stream: the concert's outbox
+-- KEYS[11] inv       hash: avail, soldout: the inventory the line protects (kept by the seat scripts)
+-- KEYS[12] holds     zset: member res, score expires (ms): lapsed but unswept holds count as available
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- Reply: {admitted, lapsed, waiting, active} (counts after the tick)
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, wait, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local inv, holds = KEYS[11], KEYS[12]
 local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
@@ -40,6 +44,14 @@ end
 local n = 0
 local free = cap - redis.call('ZCARD', active)
 local want = math.min(free, math.floor(tok), batch)
+local stock = redis.call('HMGET', inv, 'avail', 'soldout')
+local aps = tonumber(conf[5] or '0')
+if stock[2] == '1' then
+  want = 0
+elseif aps > 0 then
+  local avail = tonumber(stock[1] or '0') + redis.call('ZCOUNT', holds, '-inf', now)
+  want = math.min(want, aps * avail - redis.call('ZCARD', active))
+end
 if conf[4] ~= '1' and want > 0 then
   local popped = redis.call('ZPOPMIN', wait, want)
   local till = now + ttl

@@ -192,6 +192,6 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 	return ticketrush.QueueState{
 		Waiting: snap.Waiting, Active: snap.Active,
 		ActiveCapacity: snap.ActiveCapacity, AdmitPerSecond: snap.AdmitPerSecond, Paused: snap.Paused,
-		Seats: seats,
+		Seats: seats, SoldOut: snap.SoldOut, ActivePerSeat: snap.ActivePerSeat,
 	}, nil
 }

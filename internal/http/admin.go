@@ -25,6 +25,7 @@ type createConcertRequest struct {
 		HoldTTLSeconds   *int  `json:"holdTtlSeconds"`
 		MaxHoldsPerUser  *int  `json:"maxHoldsPerUser"`
 		Paused           *bool `json:"paused"`
+		ActivePerSeat    *int  `json:"activePerSeat"`
 	} `json:"queue"`
 }
 
@@ -41,6 +42,7 @@ func (req createConcertRequest) concert() ticketrush.Concert {
 		set(&c.Queue.AdmitPerSecond, q.AdmitPerSecond)
 		set(&c.Queue.MaxHoldsPerUser, q.MaxHoldsPerUser)
 		set(&c.Queue.Paused, q.Paused)
+		set(&c.Queue.ActivePerSeat, q.ActivePerSeat)
 		if q.ActiveTTLSeconds != nil {
 			c.Queue.ActiveTTL = time.Duration(*q.ActiveTTLSeconds) * time.Second
 		}
@@ -64,13 +66,14 @@ type queueSettingsJSON struct {
 	HoldTTLSeconds   int  `json:"holdTtlSeconds"`
 	MaxHoldsPerUser  int  `json:"maxHoldsPerUser"`
 	Paused           bool `json:"paused"`
+	ActivePerSeat    int  `json:"activePerSeat"`
 }
 
 func toQueueSettingsJSON(q ticketrush.QueueSettings) queueSettingsJSON {
 	return queueSettingsJSON{
 		ActiveCapacity: q.ActiveCapacity, AdmitPerSecond: q.AdmitPerSecond,
 		ActiveTTLSeconds: int(q.ActiveTTL / time.Second), HoldTTLSeconds: int(q.HoldTTL / time.Second),
-		MaxHoldsPerUser: q.MaxHoldsPerUser, Paused: q.Paused,
+		MaxHoldsPerUser: q.MaxHoldsPerUser, Paused: q.Paused, ActivePerSeat: q.ActivePerSeat,
 	}
 }
 
@@ -126,6 +129,8 @@ type queueStateJSON struct {
 		Held      int64 `json:"held"`
 		Sold      int64 `json:"sold"`
 	} `json:"seats"`
+	SoldOut       bool `json:"soldOut"`
+	ActivePerSeat int  `json:"activePerSeat"`
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -138,7 +143,7 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.P
 		return err
 	}
 	out := queueStateJSON{Waiting: st.Waiting, Active: st.Active, ActiveCapacity: st.ActiveCapacity,
-		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused}
+		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused, SoldOut: st.SoldOut, ActivePerSeat: st.ActivePerSeat}
 	out.Seats.Available, out.Seats.Held, out.Seats.Sold = st.Seats.Available, st.Seats.Held, st.Seats.Sold
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -148,6 +153,7 @@ type patchQueueRequest struct {
 	ActiveCapacity *int  `json:"activeCapacity"`
 	AdmitPerSecond *int  `json:"admitPerSecond"`
 	Paused         *bool `json:"paused"`
+	ActivePerSeat  *int  `json:"activePerSeat"`
 }
 
 func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -160,7 +166,8 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter
 		return err
 	}
 	q, err := s.Catalog.PatchQueue(r.Context(), id, ticketrush.QueuePatch{
-		ActiveCapacity: req.ActiveCapacity, AdmitPerSecond: req.AdmitPerSecond, Paused: req.Paused})
+		ActiveCapacity: req.ActiveCapacity, AdmitPerSecond: req.AdmitPerSecond, Paused: req.Paused,
+		ActivePerSeat: req.ActivePerSeat})
 	if err != nil {
 		return err
 	}

@@ -34,12 +34,13 @@ type ticketJSON struct {
 	PollAfterSeconds     int64      `json:"pollAfterSeconds"`
 	ActiveUntil          *time.Time `json:"activeUntil"`
 	Paused               bool       `json:"paused"`
+	SeatsAvailable       int64      `json:"seatsAvailable"`
 }
 
 func toTicketJSON(t ticketrush.Ticket) ticketJSON {
 	out := ticketJSON{
 		Token: t.Token, ConcertID: t.ConcertID, Status: string(t.Status), Position: t.Position,
-		PollAfterSeconds: int64(t.PollAfter / time.Second), Paused: t.Paused,
+		PollAfterSeconds: int64(t.PollAfter / time.Second), Paused: t.Paused, SeatsAvailable: t.SeatsAvailable,
 	}
 	if !(t.Paused && t.Status == ticketrush.StatusWaiting) {
 		wait := int64(t.EstimatedWait / time.Second)

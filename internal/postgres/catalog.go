@@ -18,9 +18,10 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		q := c.Queue
 		_, err := tx.Exec(ctx, `INSERT INTO concerts (id, title, venue, active_capacity, admit_per_second,
-			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)`,
+			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused, active_per_seat)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
 			c.ID, c.Title, c.Venue, q.ActiveCapacity, q.AdmitPerSecond, int(q.ActiveTTL/time.Second),
-			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused)
+			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused, q.ActivePerSeat)
 		if err != nil {
 			return fmt.Errorf("insert concert: %w", err)
 		}
@@ -54,7 +55,7 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 // Concerts returns the whole catalog, oldest concert first.
 func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	rows, err := db.pool.Query(ctx, `SELECT id, title, venue, active_capacity, admit_per_second, active_ttl_seconds,
-		hold_ttl_seconds, max_holds_per_user, paused FROM concerts ORDER BY created_at, id`)
+		hold_ttl_seconds, max_holds_per_user, paused, active_per_seat FROM concerts ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list concerts: %w", err)
 	}
@@ -64,7 +65,7 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 		var c ticketrush.Concert
 		var ttl, hold int
 		if err := rows.Scan(&c.ID, &c.Title, &c.Venue, &c.Queue.ActiveCapacity, &c.Queue.AdmitPerSecond, &ttl, &hold,
-			&c.Queue.MaxHoldsPerUser, &c.Queue.Paused); err != nil {
+			&c.Queue.MaxHoldsPerUser, &c.Queue.Paused, &c.Queue.ActivePerSeat); err != nil {
 			return nil, fmt.Errorf("list concerts: %w", err)
 		}
 		c.Queue.ActiveTTL = time.Duration(ttl) * time.Second
@@ -115,11 +116,13 @@ func (db *DB) UpdateQueueSettings(ctx context.Context, concertID string, p ticke
 	err := db.pool.QueryRow(ctx, `UPDATE concerts SET
 			active_capacity = COALESCE($2, active_capacity),
 			admit_per_second = COALESCE($3, admit_per_second),
-			paused = COALESCE($4, paused)
+			paused = COALESCE($4, paused),
+			active_per_seat = COALESCE($5, active_per_seat)
 		WHERE id = $1
-		RETURNING active_capacity, admit_per_second, active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused`,
-		concertID, p.ActiveCapacity, p.AdmitPerSecond, p.Paused).
-		Scan(&q.ActiveCapacity, &q.AdmitPerSecond, &ttl, &hold, &q.MaxHoldsPerUser, &q.Paused)
+		RETURNING active_capacity, admit_per_second, active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused,
+			active_per_seat`,
+		concertID, p.ActiveCapacity, p.AdmitPerSecond, p.Paused, p.ActivePerSeat).
+		Scan(&q.ActiveCapacity, &q.AdmitPerSecond, &ttl, &hold, &q.MaxHoldsPerUser, &q.Paused, &q.ActivePerSeat)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q, ticketrush.ErrNotFound
 	}

@@ -162,6 +162,7 @@ func (s *Service) claims(userID, token string) (ticketrush.QueueClaims, error) {
 
 func (s *Service) ticket(token string, c ticketrush.QueueClaims, st ticketrush.TokenState, v *view) ticketrush.Ticket {
 	t := ticketrush.Ticket{Token: token, ConcertID: c.ConcertID, Status: st.Status, Paused: v.isPaused()}
+	_, t.SeatsAvailable = v.inventory()
 	switch st.Status {
 	case ticketrush.StatusWaiting:
 		t.Position = st.Position

@@ -29,6 +29,10 @@ type view struct {
 	paused      bool
 	samples     []sample // admissions so far over time, for the measured admission rate
 	refreshedAt time.Time
+	soldOut     bool          // every seat is SOLD: the line is closed
+	available   int64         // seats AVAILABLE at the last refresh
+	changed     chan struct{} // closed and replaced when a refresh changes what a poll could read
+	shown       readout       // what the last refresh showed
 }
 
 type sample struct {
@@ -62,6 +66,44 @@ func (v *view) apply(s ticketrush.QueueSnapshot, at time.Time) {
 	}
 	v.samples = v.samples[cut:]
 	v.refreshedAt = at
+	v.soldOut, v.available = s.SoldOut, s.SeatsAvailable
+	if now := (readout{v.found, v.head, v.lastLeave, v.paused, v.soldOut, v.available}); now != v.shown {
+		v.shown = now
+		v.notify()
+	}
+}
+
+// readout is what a poll of the view can read; event streams wake only when it changes.
+type readout struct {
+	found           bool
+	head, leave     uint64
+	paused, soldOut bool
+	available       int64
+}
+
+// notify wakes every event stream waiting on this view (callers hold v.mu).
+func (v *view) notify() {
+	if v.changed != nil {
+		close(v.changed)
+	}
+	v.changed = make(chan struct{})
+}
+
+// watch returns a channel closed at the next refresh of the view.
+func (v *view) watch() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.changed == nil {
+		v.changed = make(chan struct{})
+	}
+	return v.changed
+}
+
+// inventory returns whether the concert is sold out and the seats AVAILABLE, as of the last refresh.
+func (v *view) inventory() (soldOut bool, available int64) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.soldOut, v.available
 }
 
 func (v *view) insertLeft(seq uint64) {
@@ -111,6 +153,9 @@ func (v *view) lookup(seq uint64) (ticketrush.QueueStatus, int64, bool) {
 	i, found := slices.BinarySearch(v.left, seq)
 	if found {
 		return ticketrush.StatusExpired, 0, true
+	}
+	if v.soldOut {
+		return ticketrush.StatusSoldOut, 0, true
 	}
 	return ticketrush.StatusWaiting, int64(seq-v.head) - int64(i), true
 }

@@ -42,10 +42,14 @@ func (c ConcertKeys) Left() string      { return c.base + "q:left" }
 func (c ConcertKeys) LeftLog() string   { return c.base + "q:leftlog" }
 func (c ConcertKeys) LeftN() string     { return c.base + "q:leftn" }
 
+// Inventory is the concert's seat count hash (seats, avail, sold, soldout), kept by the seat scripts in
+// the concert's slot so that the admission tick reads it in the same script.
+func (c ConcertKeys) Inventory() string { return c.base + "inv" }
+
 // All returns every key of the concert, its seat maps of scheduleIDs included.
 func (c ConcertKeys) All(scheduleIDs []string) []string {
 	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
-		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold()}
+		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(), c.Inventory()}
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))
 	}
@@ -54,10 +58,11 @@ func (c ConcertKeys) All(scheduleIDs []string) []string {
 
 // The KEYS of each script, in the order of its header.
 
-func (c ConcertKeys) load() []string { return []string{c.Meta(), c.Cfg(), c.Events()} }
+func (c ConcertKeys) load() []string { return []string{c.Meta(), c.Cfg(), c.Events(), c.Inventory()} }
 
 func (c ConcertKeys) join() []string {
-	return []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events()}
+	return []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
+		c.Inventory(), c.Holds()}
 }
 
 func (c ConcertKeys) leave() []string {
@@ -65,15 +70,16 @@ func (c ConcertKeys) leave() []string {
 }
 
 func (c ConcertKeys) status() []string {
-	return []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Done()}
+	return []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Done(), c.Inventory()}
 }
 
 func (c ConcertKeys) tick() []string {
-	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(), c.Events()}
+	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(), c.Events(),
+		c.Inventory(), c.Holds()}
 }
 
 func (c ConcertKeys) snapshot() []string {
-	return []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Wait(), c.Active(), c.LeftLog()}
+	return []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Wait(), c.Active(), c.LeftLog(), c.Inventory(), c.Holds()}
 }
 
 func (c ConcertKeys) configure() []string { return []string{c.Cfg(), c.Events()} }
@@ -86,15 +92,16 @@ func (c ConcertKeys) Paying() string                 { return c.base + "paying" 
 func (c ConcertKeys) Sold() string                   { return c.base + "sold" }
 
 func (c ConcertKeys) hold(scheduleID string) []string {
-	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Paying()}
+	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Paying(),
+		c.Inventory()}
 }
 
 func (c ConcertKeys) cancel(scheduleID string) []string {
-	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events()}
+	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Inventory()}
 }
 
 func (c ConcertKeys) sweep(scheduleIDs []string) []string {
-	keys := []string{c.Holds(), c.Reservations(), c.UserHolds(), c.Events()}
+	keys := []string{c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Inventory()}
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))
 	}
@@ -114,11 +121,12 @@ func (c ConcertKeys) claim(scheduleID string) []string {
 }
 
 func (c ConcertKeys) complete(scheduleID string) []string {
-	return []string{c.Seats(scheduleID), c.Reservations(), c.Paying(), c.UserHolds(), c.Sold(), c.Active(), c.ActiveSeq(), c.Done(), c.Events()}
+	return []string{c.Seats(scheduleID), c.Reservations(), c.Paying(), c.UserHolds(), c.Sold(), c.Active(), c.ActiveSeq(), c.Done(), c.Events(),
+		c.Inventory()}
 }
 
 func (c ConcertKeys) release(scheduleID string) []string {
-	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.UserHolds(), c.Events()}
+	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.UserHolds(), c.Events(), c.Inventory()}
 }
 
 // WalletShards is the fixed number of wallet shards. Changing it moves balances between keys: it is

@@ -168,7 +168,8 @@ func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 	}
 	st := ticketrush.TokenState{
-		Status:      r.status(0, ticketrush.StatusWaiting, ticketrush.StatusActive, ticketrush.StatusExpired, ticketrush.StatusDone),
+		Status: r.status(0, ticketrush.StatusWaiting, ticketrush.StatusActive, ticketrush.StatusExpired, ticketrush.StatusDone,
+			ticketrush.StatusSoldOut),
 		Position:    r.int(1),
 		ActiveUntil: fromMillis(r.int(2)),
 	}
@@ -215,9 +216,9 @@ func (s *Store) Snapshot(ctx context.Context, concertID string, afterLeave uint6
 }
 
 // snapshotReply reads queue_snapshot's {found, head, tail, admitted, waiting, active, cap, rate, paused,
-// {seq, ordinal, ...}}.
+// {seq, ordinal, ...}, soldout, available, aps}.
 func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
-	r, err := reply(msg, 10)
+	r, err := reply(msg, 13)
 	if err != nil {
 		return ticketrush.QueueSnapshot{}, err
 	}
@@ -231,6 +232,9 @@ func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
 		ActiveCapacity: int(r.int(6)),
 		AdmitPerSecond: int(r.int(7)),
 		Paused:         r.flag(8),
+		SoldOut:        r.flag(10),
+		SeatsAvailable: r.int(11),
+		ActivePerSeat:  int(r.int(12)),
 	}
 	if r.err != nil {
 		return ticketrush.QueueSnapshot{}, r.err

@@ -15,6 +15,8 @@ const (
 	StatusActive  QueueStatus = "ACTIVE"
 	StatusExpired QueueStatus = "EXPIRED"
 	StatusDone    QueueStatus = "DONE"
+	// StatusSoldOut: the token's line closed because every seat of the concert is SOLD.
+	StatusSoldOut QueueStatus = "SOLD_OUT"
 )
 
 // GateError is the refusal of a gated call whose token has status s: nil for ACTIVE.
@@ -39,14 +41,15 @@ type QueueClaims struct {
 
 // Ticket is a queue token's state as the queue API shows it.
 type Ticket struct {
-	Token         string
-	ConcertID     string
-	Status        QueueStatus
-	Position      int64
-	EstimatedWait time.Duration // unknown (zero) while Paused
-	PollAfter     time.Duration
-	Paused        bool      // the concert's admission is paused: nobody is admitted until it resumes
-	ActiveUntil   time.Time // zero unless ACTIVE
+	Token          string
+	ConcertID      string
+	Status         QueueStatus
+	Position       int64
+	EstimatedWait  time.Duration // unknown (zero) while Paused
+	PollAfter      time.Duration
+	Paused         bool      // the concert's admission is paused: nobody is admitted until it resumes
+	ActiveUntil    time.Time // zero unless ACTIVE
+	SeatsAvailable int64     // seats of the concert AVAILABLE at the instance's last view refresh
 }
 
 // QueueState is a concert's live waiting-room figures as the admin API shows them.
@@ -57,6 +60,8 @@ type QueueState struct {
 	AdmitPerSecond int
 	Paused         bool
 	Seats          SeatCounts
+	SoldOut        bool
+	ActivePerSeat  int
 }
 
 // SeatCounts counts a concert's seats by state over all its schedules.
@@ -71,6 +76,7 @@ type QueuePatch struct {
 	ActiveCapacity *int
 	AdmitPerSecond *int
 	Paused         *bool
+	ActivePerSeat  *int
 }
 
 // Apply returns s with the patch applied.
@@ -83,6 +89,9 @@ func (p QueuePatch) Apply(s QueueSettings) QueueSettings {
 	}
 	if p.Paused != nil {
 		s.Paused = *p.Paused
+	}
+	if p.ActivePerSeat != nil {
+		s.ActivePerSeat = *p.ActivePerSeat
 	}
 	return s
 }
@@ -115,6 +124,9 @@ type QueueSnapshot struct {
 	AdmitPerSecond int
 	Paused         bool
 	Leaves         []Leave // leaves after the ordinal asked for, in ordinal order
+	SoldOut        bool    // every seat of every schedule is SOLD
+	SeatsAvailable int64   // seats AVAILABLE now (a lapsed, unswept hold counts as available)
+	ActivePerSeat  int
 }
 
 // Leave is one fan leaving the line: their seq and the leave's ordinal in the concert's leave log.

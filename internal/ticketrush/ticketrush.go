@@ -55,6 +55,7 @@ type QueueSettings struct {
 	HoldTTL         time.Duration
 	MaxHoldsPerUser int
 	Paused          bool
+	ActivePerSeat   int // > 0: at most ActivePerSeat x the AVAILABLE seats are ACTIVE at once; 0: off
 }
 
 // DefaultQueueSettings are the defaults of API.md's admin section.
@@ -74,6 +75,7 @@ const (
 	MaxAdmitPerSecond   = 1_000_000
 	MaxTTL              = 7 * 24 * time.Hour
 	MaxHoldsLimit       = 100
+	MaxActivePerSeat    = 1000
 	MaxSeatsPerSchedule = 200_000
 )
 
@@ -90,6 +92,8 @@ func (q QueueSettings) Validate() error {
 		return Invalidf("holdTtlSeconds must be between 1 and %d", int(MaxTTL/time.Second))
 	case q.MaxHoldsPerUser < 1 || q.MaxHoldsPerUser > MaxHoldsLimit:
 		return Invalidf("maxHoldsPerUser must be between 1 and %d", MaxHoldsLimit)
+	case q.ActivePerSeat < 0 || q.ActivePerSeat > MaxActivePerSeat:
+		return Invalidf("activePerSeat must be between 0 and %d", MaxActivePerSeat)
 	}
 	return nil
 }
