@@ -45,6 +45,7 @@ const (
 	qtBobWaiting   = "qt-bob-c1-waiting"   // bob, concert1, WAITING at position 1
 	qtCarolExpired = "qt-carol-c1-expired" // carol, concert1, EXPIRED
 	qtDaveDone     = "qt-dave-c1-done"     // dave, concert1, DONE
+	qtBobSoldOut   = "qt-bob-c2-soldout"   // bob, concert2, SOLD_OUT
 	qtAliceC2      = "qt-alice-c2-active"  // alice, concert2, ACTIVE
 	qtForged       = "qt-forged"           // unknown to the queue
 
@@ -179,6 +180,7 @@ func newFakeQueue() *fakeQueue {
 	q.add(qtCarolExpired, userCarol, concert1, ticketrush.StatusExpired)
 	q.add(qtDaveDone, userDave, concert1, ticketrush.StatusDone)
 	q.add(qtAliceC2, userAlice, concert2, ticketrush.StatusActive)
+	q.add(qtBobSoldOut, userBob, concert2, ticketrush.StatusSoldOut)
 	return q
 }
 
