@@ -94,6 +94,7 @@ var reservationStatus = map[string]ticketrush.ReservationStatus{
 var queueEvents = map[string]bool{
 	"concert.load": true, "queue.join": true, "queue.admit": true, "queue.lapse": true, "queue.leave": true,
 	"queue.configure": true, "queue.done": true,
+	"concert.soldout": true, // the sale of the last seat: recorded in processed_events with its time
 }
 
 // ledgerTypes maps the wallet's point events to their ledger type.
