@@ -292,6 +292,7 @@ type ticket struct {
 	PollAfterSeconds     int64      `json:"pollAfterSeconds"`
 	ActiveUntil          *time.Time `json:"activeUntil"`
 	Paused               bool       `json:"paused"`
+	SeatsAvailable       int64      `json:"seatsAvailable"`
 }
 
 func decodeTicket(t testing.TB, res response) ticket {
@@ -378,6 +379,13 @@ type queueState struct {
 	ActiveCapacity int   `json:"activeCapacity"`
 	AdmitPerSecond int   `json:"admitPerSecond"`
 	Paused         bool  `json:"paused"`
+	SoldOut        bool  `json:"soldOut"`
+	ActivePerSeat  int   `json:"activePerSeat"`
+	Seats          struct {
+		Available int64 `json:"available"`
+		Held      int64 `json:"held"`
+		Sold      int64 `json:"sold"`
+	} `json:"seats"`
 }
 
 func (s *service) queueState(t testing.TB, concertID string) queueState {
