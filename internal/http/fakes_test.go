@@ -189,6 +189,15 @@ func (q *fakeQueue) add(token, user, concert string, st ticketrush.QueueStatus) 
 	q.tokens[token] = &fakeToken{user: user, concert: concert, seq: q.seq, status: st}
 }
 
+// Watch emits the token's status once, as Status answers it.
+func (q *fakeQueue) Watch(ctx context.Context, userID, token string, emit func(ticketrush.Ticket) error) error {
+	t, err := q.Status(ctx, userID, token)
+	if err != nil {
+		return err
+	}
+	return emit(t)
+}
+
 func (q *fakeQueue) Join(_ context.Context, userID, concertID string) (ticketrush.Ticket, bool, error) {
 	if q.Err != nil {
 		return ticketrush.Ticket{}, false, q.Err
