@@ -1,21 +1,24 @@
 -- queue_configure: changes a concert's admission settings. The tick reads them from here, so they are
 -- in force on the next tick of every scheduler.
--- KEYS[1] cfg     hash: cap, rate, ttl (ms), hold (ms), maxholds, paused, aps
+-- KEYS[1] cfg     hash: cap, rate, ttl (ms), hold (ms), maxholds, paused, aps, abandon (ms), noshow (ms)
 -- KEYS[2] events  stream: the concert's outbox
 -- ARGV[1] cap ('' keeps it)
 -- ARGV[2] rate ('' keeps it)
 -- ARGV[3] paused ('0'|'1'; '' keeps it)
 -- ARGV[4] now (ms)
 -- ARGV[5] aps (activePerSeat; '' keeps it)
+-- ARGV[6] abandon (abandonAfter, ms; '' keeps it)
+-- ARGV[7] noshow (noShow, ms; '' keeps it)
 -- Reply: {cap, rate, paused (0|1), aps} after the change
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, events = KEYS[1], KEYS[2]
 local cap, rate, paused, now, aps = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local abandon, noshow = ARGV[6], ARGV[7]
 if redis.call('EXISTS', cfg) == 0 then
   return redis.error_reply('NOT_FOUND')
 end
-local given = {cap = cap, rate = rate, paused = paused, aps = aps}
-for _, name in ipairs({'cap', 'rate', 'paused', 'aps'}) do
+local given = {cap = cap, rate = rate, paused = paused, aps = aps, abandon = abandon, noshow = noshow}
+for _, name in ipairs({'cap', 'rate', 'paused', 'aps', 'abandon', 'noshow'}) do
   if given[name] ~= '' then
     redis.call('HSET', cfg, name, given[name])
   end

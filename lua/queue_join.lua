@@ -12,13 +12,14 @@
 -- KEYS[9] events    stream: the concert's outbox
 -- KEYS[10] inv      hash: avail, soldout (kept by the seat scripts)
 -- KEYS[11] holds    zset: member res, score expires (ms): lapsed but unswept holds count as available
+-- KEYS[12] alive    hash: seq -> when its fan was last seen (ms): a join or rejoin is a sign of life
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
 -- Reply: {status ('WAITING'|'ACTIVE'), seq, activeUntil (ms, 0 unless ACTIVE), created (1|0)}
 -- Errors: NOT_FOUND (no such concert in Redis), SOLD_OUT (every seat is sold; an ACTIVE fan gets their token)
 local cfg, seq, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local head, bucket, admitted, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local inv, holds = KEYS[10], KEYS[11]
+local inv, holds, alive = KEYS[10], KEYS[11], KEYS[12]
 local user, now = ARGV[1], tonumber(ARGV[2])
 local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps')
 if not conf[1] then
@@ -37,6 +38,7 @@ end
 
 local waiting = redis.call('ZSCORE', wait, user)
 if waiting then
+  redis.call('HSET', alive, waiting, now)
   return {'WAITING', tonumber(waiting), 0, 0}
 end
 local live = redis.call('HGET', aseq, user)
@@ -70,5 +72,6 @@ if room and conf[4] ~= '1' and redis.call('ZCARD', wait) == 0 and redis.call('ZC
   end
 end
 redis.call('ZADD', wait, arrival, user)
+redis.call('HSET', alive, arrival, now)
 redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', arrival, 'at', now)
 return {'WAITING', arrival, 0, 1}

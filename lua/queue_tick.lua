@@ -1,7 +1,9 @@
 -- queue_tick: one admission round for one concert. Lapses ACTIVE tokens past their activeUntil, then,
 -- unless paused, admits min(free slots, rate budget, batch) fans from the head of the line. Atomic, so
 -- any number of schedulers may run it at once without admitting past capacity or rate. With aps
--- (activePerSeat) > 0 it admits nobody past aps x the seats AVAILABLE now; once sold out, nobody.
+-- (activePerSeat) > 0 it admits nobody past aps x the seats AVAILABLE now; once sold out, nobody. With
+-- abandon (abandonAfter) > 0 a fan at the head not seen for that long is dropped (EXPIRED), not admitted,
+-- and the next one takes the place; the head then moves past them too.
 -- KEYS[1]  cfg       hash: cap, rate, ttl (ms), paused
 -- KEYS[2]  wait      zset: member user, score seq
 -- KEYS[3]  active    zset: member user, score activeUntil (ms)
@@ -14,15 +16,17 @@
 -- KEYS[10] events    stream: the concert's outbox
 -- KEYS[11] inv       hash: avail, soldout: the inventory the line protects (kept by the seat scripts)
 -- KEYS[12] holds     zset: member res, score expires (ms): lapsed but unswept holds count as available
+-- KEYS[13] alive     hash: seq -> when its fan was last seen (ms), written by the instances once a second
+-- KEYS[14] abandoned string: fans dropped so far for not polling (abandonAfter) or not showing up
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
--- Reply: {admitted, lapsed, waiting, active} (counts after the tick)
+-- Reply: {admitted, lapsed, waiting, active, abandoned} (counts after the tick; abandoned: in this tick)
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, wait, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local inv, holds = KEYS[11], KEYS[12]
+local inv, holds, alive, abandoned = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
 local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
@@ -52,22 +56,39 @@ elseif aps > 0 then
   local avail = tonumber(stock[1] or '0') + redis.call('ZCOUNT', holds, '-inf', now)
   want = math.min(want, aps * avail - redis.call('ZCARD', active))
 end
+local dropped = 0
 if conf[4] ~= '1' and want > 0 then
-  local popped = redis.call('ZPOPMIN', wait, want)
+  local abandon = tonumber(conf[6] or '0')
   local till = now + ttl
   local last
-  for i = 1, #popped, 2 do
-    local user, seq = popped[i], popped[i + 1]
-    redis.call('ZADD', active, till, user)
-    redis.call('HSET', aseq, user, seq)
-    redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', now)
-    last = seq
+  while n < want and n + dropped < batch do
+    local popped = redis.call('ZPOPMIN', wait, math.min(want - n, batch - n - dropped))
+    if #popped == 0 then break end
+    for i = 1, #popped, 2 do
+      local user, seq = popped[i], popped[i + 1]
+      local seen = tonumber(redis.call('HGET', alive, seq) or '0')
+      redis.call('HDEL', alive, seq)
+      if abandon > 0 and seen + abandon <= now then
+        dropped = dropped + 1
+        redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', now)
+      else
+        redis.call('ZADD', active, till, user)
+        redis.call('HSET', aseq, user, seq)
+        redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', now)
+        n = n + 1
+      end
+      last = seq
+    end
   end
-  n = #popped / 2
   if n > 0 then
     tok = tok - n
-    redis.call('SET', head, last)
     redis.call('INCRBY', admitted, n)
+  end
+  if dropped > 0 then
+    redis.call('INCRBY', abandoned, dropped)
+  end
+  if last then -- the head moves past every fan who left the line here, admitted or dropped
+    redis.call('SET', head, last)
     local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)
     if #gone > 0 then
       redis.call('ZREM', left, unpack(gone))
@@ -76,4 +97,4 @@ if conf[4] ~= '1' and want > 0 then
   end
 end
 redis.call('HSET', bucket, 'tok', string.format('%.6f', tok), 'ts', ts)
-return {n, #lapsed, redis.call('ZCARD', wait), redis.call('ZCARD', active)}
+return {n, #lapsed, redis.call('ZCARD', wait), redis.call('ZCARD', active), dropped}

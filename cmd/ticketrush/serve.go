@@ -68,6 +68,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	wg.Go(func() { cat.Run(loops, cfg.CatalogRefresh) })
 	if cfg.Has(config.RoleAPI) {
 		wg.Go(func() { waitingRoom.RunRefresher(loops, cfg.SnapshotRefresh) })
+		wg.Go(func() { waitingRoom.RunLiveness(loops, cfg.LivenessFlush) })
 	}
 	if cfg.Has(config.RoleScheduler) {
 		sched := waitingRoom.NewScheduler(store, cat.IDs)

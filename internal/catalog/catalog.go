@@ -193,5 +193,6 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 		Waiting: snap.Waiting, Active: snap.Active,
 		ActiveCapacity: snap.ActiveCapacity, AdmitPerSecond: snap.AdmitPerSecond, Paused: snap.Paused,
 		Seats: seats, SoldOut: snap.SoldOut, ActivePerSeat: snap.ActivePerSeat,
+		Abandoned: snap.Abandoned,
 	}, nil
 }

@@ -26,6 +26,8 @@ type createConcertRequest struct {
 		MaxHoldsPerUser  *int  `json:"maxHoldsPerUser"`
 		Paused           *bool `json:"paused"`
 		ActivePerSeat    *int  `json:"activePerSeat"`
+		AbandonAfter     *int  `json:"abandonAfterSeconds"`
+		NoShow           *int  `json:"noShowSeconds"`
 	} `json:"queue"`
 }
 
@@ -43,6 +45,12 @@ func (req createConcertRequest) concert() ticketrush.Concert {
 		set(&c.Queue.MaxHoldsPerUser, q.MaxHoldsPerUser)
 		set(&c.Queue.Paused, q.Paused)
 		set(&c.Queue.ActivePerSeat, q.ActivePerSeat)
+		if q.AbandonAfter != nil {
+			c.Queue.AbandonAfter = time.Duration(*q.AbandonAfter) * time.Second
+		}
+		if q.NoShow != nil {
+			c.Queue.NoShow = time.Duration(*q.NoShow) * time.Second
+		}
 		if q.ActiveTTLSeconds != nil {
 			c.Queue.ActiveTTL = time.Duration(*q.ActiveTTLSeconds) * time.Second
 		}
@@ -67,6 +75,8 @@ type queueSettingsJSON struct {
 	MaxHoldsPerUser  int  `json:"maxHoldsPerUser"`
 	Paused           bool `json:"paused"`
 	ActivePerSeat    int  `json:"activePerSeat"`
+	AbandonAfter     int  `json:"abandonAfterSeconds"`
+	NoShow           int  `json:"noShowSeconds"`
 }
 
 func toQueueSettingsJSON(q ticketrush.QueueSettings) queueSettingsJSON {
@@ -74,6 +84,7 @@ func toQueueSettingsJSON(q ticketrush.QueueSettings) queueSettingsJSON {
 		ActiveCapacity: q.ActiveCapacity, AdmitPerSecond: q.AdmitPerSecond,
 		ActiveTTLSeconds: int(q.ActiveTTL / time.Second), HoldTTLSeconds: int(q.HoldTTL / time.Second),
 		MaxHoldsPerUser: q.MaxHoldsPerUser, Paused: q.Paused, ActivePerSeat: q.ActivePerSeat,
+		AbandonAfter: int(q.AbandonAfter / time.Second), NoShow: int(q.NoShow / time.Second),
 	}
 }
 
@@ -129,8 +140,9 @@ type queueStateJSON struct {
 		Held      int64 `json:"held"`
 		Sold      int64 `json:"sold"`
 	} `json:"seats"`
-	SoldOut       bool `json:"soldOut"`
-	ActivePerSeat int  `json:"activePerSeat"`
+	SoldOut       bool  `json:"soldOut"`
+	ActivePerSeat int   `json:"activePerSeat"`
+	Abandoned     int64 `json:"abandoned"`
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -143,7 +155,8 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.P
 		return err
 	}
 	out := queueStateJSON{Waiting: st.Waiting, Active: st.Active, ActiveCapacity: st.ActiveCapacity,
-		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused, SoldOut: st.SoldOut, ActivePerSeat: st.ActivePerSeat}
+		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused, SoldOut: st.SoldOut, ActivePerSeat: st.ActivePerSeat,
+		Abandoned: st.Abandoned}
 	out.Seats.Available, out.Seats.Held, out.Seats.Sold = st.Seats.Available, st.Seats.Held, st.Seats.Sold
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -154,6 +167,17 @@ type patchQueueRequest struct {
 	AdmitPerSecond *int  `json:"admitPerSecond"`
 	Paused         *bool `json:"paused"`
 	ActivePerSeat  *int  `json:"activePerSeat"`
+	AbandonAfter   *int  `json:"abandonAfterSeconds"`
+	NoShow         *int  `json:"noShowSeconds"`
+}
+
+// secs is a patched number of seconds as a duration, nil when it is not patched.
+func secs(n *int) *time.Duration {
+	if n == nil {
+		return nil
+	}
+	d := time.Duration(*n) * time.Second
+	return &d
 }
 
 func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -167,7 +191,7 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter
 	}
 	q, err := s.Catalog.PatchQueue(r.Context(), id, ticketrush.QueuePatch{
 		ActiveCapacity: req.ActiveCapacity, AdmitPerSecond: req.AdmitPerSecond, Paused: req.Paused,
-		ActivePerSeat: req.ActivePerSeat})
+		ActivePerSeat: req.ActivePerSeat, AbandonAfter: secs(req.AbandonAfter), NoShow: secs(req.NoShow)})
 	if err != nil {
 		return err
 	}

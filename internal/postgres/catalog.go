@@ -18,10 +18,11 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		q := c.Queue
 		_, err := tx.Exec(ctx, `INSERT INTO concerts (id, title, venue, active_capacity, admit_per_second,
-			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused, active_per_seat)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
+			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused, active_per_seat, abandon_after_seconds,
+			no_show_seconds) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`,
 			c.ID, c.Title, c.Venue, q.ActiveCapacity, q.AdmitPerSecond, int(q.ActiveTTL/time.Second),
-			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused, q.ActivePerSeat)
+			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused, q.ActivePerSeat, int(q.AbandonAfter/time.Second),
+			int(q.NoShow/time.Second))
 		if err != nil {
 			return fmt.Errorf("insert concert: %w", err)
 		}
@@ -55,7 +56,8 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 // Concerts returns the whole catalog, oldest concert first.
 func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	rows, err := db.pool.Query(ctx, `SELECT id, title, venue, active_capacity, admit_per_second, active_ttl_seconds,
-		hold_ttl_seconds, max_holds_per_user, paused, active_per_seat FROM concerts ORDER BY created_at, id`)
+		hold_ttl_seconds, max_holds_per_user, paused, active_per_seat, abandon_after_seconds, no_show_seconds
+		FROM concerts ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list concerts: %w", err)
 	}
@@ -63,11 +65,13 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	index := map[string]int{}
 	for rows.Next() {
 		var c ticketrush.Concert
-		var ttl, hold int
+		var ttl, hold, abandon, noShow int
 		if err := rows.Scan(&c.ID, &c.Title, &c.Venue, &c.Queue.ActiveCapacity, &c.Queue.AdmitPerSecond, &ttl, &hold,
-			&c.Queue.MaxHoldsPerUser, &c.Queue.Paused, &c.Queue.ActivePerSeat); err != nil {
+			&c.Queue.MaxHoldsPerUser, &c.Queue.Paused, &c.Queue.ActivePerSeat, &abandon, &noShow); err != nil {
 			return nil, fmt.Errorf("list concerts: %w", err)
 		}
+		c.Queue.AbandonAfter = time.Duration(abandon) * time.Second
+		c.Queue.NoShow = time.Duration(noShow) * time.Second
 		c.Queue.ActiveTTL = time.Duration(ttl) * time.Second
 		c.Queue.HoldTTL = time.Duration(hold) * time.Second
 		index[c.ID] = len(out)
@@ -112,17 +116,19 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 // UpdateQueueSettings applies a patch to a concert's queue settings and returns the result.
 func (db *DB) UpdateQueueSettings(ctx context.Context, concertID string, p ticketrush.QueuePatch) (ticketrush.QueueSettings, error) {
 	var q ticketrush.QueueSettings
-	var ttl, hold int
+	var ttl, hold, abandon, noShow int
 	err := db.pool.QueryRow(ctx, `UPDATE concerts SET
 			active_capacity = COALESCE($2, active_capacity),
 			admit_per_second = COALESCE($3, admit_per_second),
 			paused = COALESCE($4, paused),
-			active_per_seat = COALESCE($5, active_per_seat)
+			active_per_seat = COALESCE($5, active_per_seat),
+			abandon_after_seconds = COALESCE($6, abandon_after_seconds),
+			no_show_seconds = COALESCE($7, no_show_seconds)
 		WHERE id = $1
 		RETURNING active_capacity, admit_per_second, active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused,
-			active_per_seat`,
-		concertID, p.ActiveCapacity, p.AdmitPerSecond, p.Paused, p.ActivePerSeat).
-		Scan(&q.ActiveCapacity, &q.AdmitPerSecond, &ttl, &hold, &q.MaxHoldsPerUser, &q.Paused, &q.ActivePerSeat)
+			active_per_seat, abandon_after_seconds, no_show_seconds`,
+		concertID, p.ActiveCapacity, p.AdmitPerSecond, p.Paused, p.ActivePerSeat, seconds(p.AbandonAfter), seconds(p.NoShow)).
+		Scan(&q.ActiveCapacity, &q.AdmitPerSecond, &ttl, &hold, &q.MaxHoldsPerUser, &q.Paused, &q.ActivePerSeat, &abandon, &noShow)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q, ticketrush.ErrNotFound
 	}
@@ -131,5 +137,16 @@ func (db *DB) UpdateQueueSettings(ctx context.Context, concertID string, p ticke
 	}
 	q.ActiveTTL = time.Duration(ttl) * time.Second
 	q.HoldTTL = time.Duration(hold) * time.Second
+	q.AbandonAfter = time.Duration(abandon) * time.Second
+	q.NoShow = time.Duration(noShow) * time.Second
 	return q, nil
+}
+
+// seconds is a patched duration in whole seconds, nil when it is not patched.
+func seconds(d *time.Duration) *int {
+	if d == nil {
+		return nil
+	}
+	n := int(*d / time.Second)
+	return &n
 }

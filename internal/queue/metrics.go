@@ -7,20 +7,21 @@ import (
 )
 
 type metrics struct {
-	joined   *prometheus.CounterVec
-	admitted *prometheus.CounterVec
-	left     *prometheus.CounterVec
-	lapsed   *prometheus.CounterVec
-	polls    *prometheus.CounterVec
-	waiting  *prometheus.GaugeVec
-	active   *prometheus.GaugeVec
-	capacity *prometheus.GaugeVec
-	rate     *prometheus.GaugeVec
-	paused   *prometheus.GaugeVec
-	measured *prometheus.GaugeVec
-	backWait *prometheus.GaugeVec
-	seats    *prometheus.GaugeVec
-	soldOut  *prometheus.GaugeVec
+	joined    *prometheus.CounterVec
+	admitted  *prometheus.CounterVec
+	left      *prometheus.CounterVec
+	lapsed    *prometheus.CounterVec
+	polls     *prometheus.CounterVec
+	waiting   *prometheus.GaugeVec
+	active    *prometheus.GaugeVec
+	capacity  *prometheus.GaugeVec
+	rate      *prometheus.GaugeVec
+	paused    *prometheus.GaugeVec
+	measured  *prometheus.GaugeVec
+	backWait  *prometheus.GaugeVec
+	seats     *prometheus.GaugeVec
+	soldOut   *prometheus.GaugeVec
+	abandoned *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -56,9 +57,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ticketrush_concert_seats_available", Help: "Seats AVAILABLE now over every schedule (a lapsed hold counts as available)."}, concert),
 		soldOut: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ticketrush_concert_sold_out", Help: "1 once every seat of the concert is SOLD."}, concert),
+		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_queue_abandoned_total",
+			Help: "Fans dropped by the admission tick: WAITING ones silent for abandonAfterSeconds (reason silent)."},
+			[]string{"concert", "reason"}),
 	}
 	reg.MustRegister(m.joined, m.admitted, m.left, m.lapsed, m.polls, m.waiting, m.active, m.capacity, m.rate, m.paused,
-		m.measured, m.backWait, m.seats, m.soldOut)
+		m.measured, m.backWait, m.seats, m.soldOut, m.abandoned)
 	return m
 }
 

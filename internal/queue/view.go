@@ -29,6 +29,7 @@ type view struct {
 	paused      bool
 	samples     []sample // admissions so far over time, for the measured admission rate
 	refreshedAt time.Time
+	abandon     time.Duration // abandonAfter: 0 off
 	soldOut     bool          // every seat is SOLD: the line is closed
 	available   int64         // seats AVAILABLE at the last refresh
 	changed     chan struct{} // closed and replaced when a refresh changes what a poll could read
@@ -66,7 +67,7 @@ func (v *view) apply(s ticketrush.QueueSnapshot, at time.Time) {
 	}
 	v.samples = v.samples[cut:]
 	v.refreshedAt = at
-	v.soldOut, v.available = s.SoldOut, s.SeatsAvailable
+	v.soldOut, v.available, v.abandon = s.SoldOut, s.SeatsAvailable, s.AbandonAfter
 	if now := (readout{v.found, v.head, v.lastLeave, v.paused, v.soldOut, v.available}); now != v.shown {
 		v.shown = now
 		v.notify()
@@ -97,6 +98,13 @@ func (v *view) watch() <-chan struct{} {
 		v.changed = make(chan struct{})
 	}
 	return v.changed
+}
+
+// abandonAfter is the concert's abandonAfter at the last refresh (0: off).
+func (v *view) abandonAfter() time.Duration {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.abandon
 }
 
 // inventory returns whether the concert is sold out and the seats AVAILABLE, as of the last refresh.

@@ -13,7 +13,8 @@ import (
 func loadArgs(c ticketrush.Concert, now time.Time) []string {
 	q := c.Queue
 	return []string{c.Title, c.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
-		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.ActivePerSeat), itoa(c.TotalSeats() * len(c.Schedules))}
+		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.ActivePerSeat), itoa(c.TotalSeats() * len(c.Schedules)),
+		ms(q.AbandonAfter), ms(q.NoShow)}
 }
 
 func joinArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
@@ -33,7 +34,8 @@ func snapshotArgs(afterLeave uint64, limit int, now time.Time) []string {
 }
 
 func configureArgs(q ticketrush.QueueSettings, now time.Time) []string {
-	return []string{itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), flag(q.Paused), millis(now), itoa(q.ActivePerSeat)}
+	return []string{itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), flag(q.Paused), millis(now), itoa(q.ActivePerSeat),
+		ms(q.AbandonAfter), ms(q.NoShow)}
 }
 
 func holdArgs(c ticketrush.QueueClaims, scheduleID, seatID string, price int64, resID string, now time.Time) []string {

@@ -106,7 +106,8 @@ func TestScriptHeaders(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
 	claims := ticketrush.QueueClaims{ConcertID: "c1", UserID: "fan-1", Seq: 7}
 	q := ticketrush.QueueSettings{ActiveCapacity: 11, AdmitPerSecond: 12, ActiveTTL: 13 * time.Second,
-		HoldTTL: 14 * time.Second, MaxHoldsPerUser: 15, Paused: true, ActivePerSeat: 16}
+		HoldTTL: 14 * time.Second, MaxHoldsPerUser: 15, Paused: true, ActivePerSeat: 16,
+		AbandonAfter: 17 * time.Second, NoShow: 18 * time.Second}
 	schedules := []string{"s1", "s2"}
 	const at = "1800000000000"
 	tests := []struct {
@@ -118,13 +119,14 @@ func TestScriptHeaders(t *testing.T) {
 		{"concert_load", k.load(), loadArgs(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q,
 			Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}}, Sections: []ticketrush.Section{{Name: "A", Seats: 3}}}, now),
 			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
-				"maxholds": "15", "paused": "1", "now": at, "aps": "16", "total": "6"}},
+				"maxholds": "15", "paused": "1", "now": at, "aps": "16", "total": "6", "abandon": "17000", "noshow": "18000"}},
 		{"queue_join", k.join(), joinArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
 		{"queue_leave", k.leave(), leaveArgs("fan-1", 7, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_status", k.status(), statusArgs(claims, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_tick", k.tick(), tickArgs(now, 50), map[string]string{"now": at, "batch": "50"}},
 		{"queue_snapshot", k.snapshot(), snapshotArgs(9, 100, now), map[string]string{"after": "9", "limit": "100", "now": at}},
-		{"queue_configure", k.configure(), configureArgs(q, now), map[string]string{"cap": "11", "rate": "12", "paused": "1", "now": at, "aps": "16"}},
+		{"queue_configure", k.configure(), configureArgs(q, now), map[string]string{"cap": "11", "rate": "12", "paused": "1", "now": at, "aps": "16", "abandon": "17000",
+			"noshow": "18000"}},
 		{"seat_hold", k.hold("s1"), holdArgs(claims, "s1", "A-1", 500, "r1", now),
 			map[string]string{"user": "fan-1", "seq": "7", "schedule": "s1", "seat": "A-1", "price": "500", "id": "r1", "now": at}},
 		{"hold_cancel", k.cancel("s1"), cancelArgs("fan-1", "r1", now), map[string]string{"user": "fan-1", "id": "r1", "now": at}},

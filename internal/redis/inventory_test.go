@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -216,4 +217,65 @@ func assertActive(t *testing.T, s *Store, concertID, user string, seq uint64) {
 func oneSchedule(c ticketrush.Concert) ticketrush.Concert {
 	c.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}}
 	return c
+}
+
+// TestAbandonment: with abandonAfter 2 s, the tick drops the fans at the head of the line who were
+// last seen (joined, rejoined or marked alive by an instance) 2 s or more ago, admits the others in
+// order, and moves the head past both; the dropped read EXPIRED and are counted.
+func TestAbandonment(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		q := ticketrush.DefaultQueueSettings()
+		q.Paused, q.AbandonAfter = true, 2*time.Second
+		mustLoad(t, s, oneSchedule(concert(cid, func(qs *ticketrush.QueueSettings) { *qs = q })))
+		var fans []ticketrush.QueueClaims
+		for i := 1; i <= 6; i++ {
+			fans = append(fans, join(t, s, cid, "u"+strconv.Itoa(i), ticketrush.StatusWaiting))
+		}
+		require.NoError(t, s.MarkAlive(ctx, cid, []uint64{fans[1].Seq, fans[3].Seq}, t0.Add(1500*time.Millisecond)))
+		_, err := s.Join(ctx, cid, "u6", t0.Add(1500*time.Millisecond))
+		require.NoError(t, err, "a rejoin is a sign of life too")
+
+		q.Paused = false
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		r, err := s.Tick(ctx, cid, t0.Add(3*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TickResult{Admitted: 3, Waiting: 0, Active: 3, Abandoned: 3}, r)
+		for i, f := range fans {
+			st, err := s.TokenStatus(ctx, f, t0.Add(3*time.Second))
+			require.NoError(t, err)
+			want := ticketrush.StatusExpired
+			if i%2 == 1 {
+				want = ticketrush.StatusActive
+			}
+			assert.Equal(t, want, st.Status, "u%d", i+1)
+		}
+		var order []string
+		entries, err := c.Do(ctx, c.B().Xrange().Key(s.keys.Concert(cid).Events()).Start("-").End("+").Build()).AsXRange()
+		require.NoError(t, err)
+		for _, e := range entries {
+			if e.FieldValues["type"] == "queue.abandon" || e.FieldValues["type"] == "queue.admit" {
+				order = append(order, e.FieldValues["type"]+" "+e.FieldValues["user"])
+			}
+		}
+		assert.Equal(t, []string{"queue.abandon u1", "queue.admit u2", "queue.abandon u3", "queue.admit u4",
+			"queue.abandon u5", "queue.admit u6"}, order, "in arrival order")
+		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(3*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), snap.Abandoned)
+		assert.Equal(t, fans[5].Seq, snap.Head, "the head is past everyone who left the line")
+		n, err := c.Do(ctx, c.B().Hlen().Key(s.keys.Concert(cid).Alive()).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "nothing kept for fans who left the line")
+
+		q.Paused = true
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		quiet := join(t, s, cid, "u7", ticketrush.StatusWaiting)
+		q.Paused, q.AbandonAfter = false, 0
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		r, err = s.Tick(ctx, cid, t0.Add(time.Hour), 100)
+		require.NoError(t, err)
+		assert.Equal(t, 1, r.Admitted, "abandonAfter 0: silence is no reason to drop a fan")
+		assertActive(t, s, cid, "u7", quiet.Seq)
+	})
 }

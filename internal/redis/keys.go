@@ -46,10 +46,15 @@ func (c ConcertKeys) LeftN() string     { return c.base + "q:leftn" }
 // the concert's slot so that the admission tick reads it in the same script.
 func (c ConcertKeys) Inventory() string { return c.base + "inv" }
 
+// Alive is the hash seq -> when the fan of that WAITING arrival was last seen (Unix ms), written by the
+// instances once a second per concert; Abandoned counts the fans dropped for silence or no-show.
+func (c ConcertKeys) Alive() string     { return c.base + "q:alive" }
+func (c ConcertKeys) Abandoned() string { return c.base + "q:abandoned" }
+
 // All returns every key of the concert, its seat maps of scheduleIDs included.
 func (c ConcertKeys) All(scheduleIDs []string) []string {
 	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
-		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(), c.Inventory()}
+		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(), c.Inventory(), c.Alive(), c.Abandoned()}
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))
 	}
@@ -62,11 +67,11 @@ func (c ConcertKeys) load() []string { return []string{c.Meta(), c.Cfg(), c.Even
 
 func (c ConcertKeys) join() []string {
 	return []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
-		c.Inventory(), c.Holds()}
+		c.Inventory(), c.Holds(), c.Alive()}
 }
 
 func (c ConcertKeys) leave() []string {
-	return []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events()}
+	return []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Alive()}
 }
 
 func (c ConcertKeys) status() []string {
@@ -75,11 +80,12 @@ func (c ConcertKeys) status() []string {
 
 func (c ConcertKeys) tick() []string {
 	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(), c.Events(),
-		c.Inventory(), c.Holds()}
+		c.Inventory(), c.Holds(), c.Alive(), c.Abandoned()}
 }
 
 func (c ConcertKeys) snapshot() []string {
-	return []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Wait(), c.Active(), c.LeftLog(), c.Inventory(), c.Holds()}
+	return []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Wait(), c.Active(), c.LeftLog(), c.Inventory(), c.Holds(),
+		c.Abandoned()}
 }
 
 func (c ConcertKeys) configure() []string { return []string{c.Cfg(), c.Events()} }

@@ -185,7 +185,8 @@ func ConcertHashes(c ticketrush.Concert) (meta, cfg map[string]string) {
 	q := c.Queue
 	meta = map[string]string{"title": c.Title, "venue": c.Venue}
 	cfg = map[string]string{"cap": itoa(q.ActiveCapacity), "rate": itoa(q.AdmitPerSecond), "ttl": ms(q.ActiveTTL),
-		"hold": ms(q.HoldTTL), "maxholds": itoa(q.MaxHoldsPerUser), "paused": flag(q.Paused), "aps": itoa(q.ActivePerSeat)}
+		"hold": ms(q.HoldTTL), "maxholds": itoa(q.MaxHoldsPerUser), "paused": flag(q.Paused), "aps": itoa(q.ActivePerSeat),
+		"abandon": ms(q.AbandonAfter), "noshow": ms(q.NoShow)}
 	return meta, cfg
 }
 

@@ -192,13 +192,14 @@ func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch
 	return res, nil
 }
 
-// tickReply reads queue_tick's {admitted, lapsed, waiting, active}.
+// tickReply reads queue_tick's {admitted, lapsed, waiting, active, abandoned}.
 func tickReply(msg rueidis.RedisMessage) (ticketrush.TickResult, error) {
-	r, err := reply(msg, 4)
+	r, err := reply(msg, 5)
 	if err != nil {
 		return ticketrush.TickResult{}, err
 	}
-	res := ticketrush.TickResult{Admitted: int(r.int(0)), Lapsed: int(r.int(1)), Waiting: r.int(2), Active: r.int(3)}
+	res := ticketrush.TickResult{Admitted: int(r.int(0)), Lapsed: int(r.int(1)), Waiting: r.int(2), Active: r.int(3),
+		Abandoned: int(r.int(4))}
 	return res, r.err
 }
 
@@ -216,9 +217,9 @@ func (s *Store) Snapshot(ctx context.Context, concertID string, afterLeave uint6
 }
 
 // snapshotReply reads queue_snapshot's {found, head, tail, admitted, waiting, active, cap, rate, paused,
-// {seq, ordinal, ...}, soldout, available, aps}.
+// {seq, ordinal, ...}, soldout, available, aps, abandoned, abandon (ms)}.
 func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
-	r, err := reply(msg, 13)
+	r, err := reply(msg, 15)
 	if err != nil {
 		return ticketrush.QueueSnapshot{}, err
 	}
@@ -235,6 +236,8 @@ func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
 		SoldOut:        r.flag(10),
 		SeatsAvailable: r.int(11),
 		ActivePerSeat:  int(r.int(12)),
+		Abandoned:      r.int(13),
+		AbandonAfter:   time.Duration(r.int(14)) * time.Millisecond,
 	}
 	if r.err != nil {
 		return ticketrush.QueueSnapshot{}, r.err
@@ -255,6 +258,24 @@ func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
 		snap.Leaves = append(snap.Leaves, ticketrush.Leave{Seq: seq, Ordinal: uint64(ord)})
 	}
 	return snap, nil
+}
+
+// MarkAlive records that the fans of the given WAITING arrivals were seen at now: one command, which
+// an instance sends at most once a second per concert for every token it served in that second.
+func (s *Store) MarkAlive(ctx context.Context, concertID string, seqs []uint64, now time.Time) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	at := millis(now)
+	cmd := s.client.B().Hset().Key(s.keys.Concert(concertID).Alive()).FieldValue()
+	for _, seq := range seqs {
+		cmd = cmd.FieldValue(utoa(seq), at)
+	}
+	if err := s.client.Do(ctx, cmd.Build()).Error(); err != nil {
+		_, mapped := mapError(err)
+		return fmt.Errorf("mark alive %s: %w", concertID, mapped)
+	}
+	return nil
 }
 
 // Configure changes a concert's admission settings in Redis, where the tick reads them.

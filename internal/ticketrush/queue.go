@@ -62,6 +62,7 @@ type QueueState struct {
 	Seats          SeatCounts
 	SoldOut        bool
 	ActivePerSeat  int
+	Abandoned      int64
 }
 
 // SeatCounts counts a concert's seats by state over all its schedules.
@@ -77,6 +78,8 @@ type QueuePatch struct {
 	AdmitPerSecond *int
 	Paused         *bool
 	ActivePerSeat  *int
+	AbandonAfter   *time.Duration
+	NoShow         *time.Duration
 }
 
 // Apply returns s with the patch applied.
@@ -92,6 +95,12 @@ func (p QueuePatch) Apply(s QueueSettings) QueueSettings {
 	}
 	if p.ActivePerSeat != nil {
 		s.ActivePerSeat = *p.ActivePerSeat
+	}
+	if p.AbandonAfter != nil {
+		s.AbandonAfter = *p.AbandonAfter
+	}
+	if p.NoShow != nil {
+		s.NoShow = *p.NoShow
 	}
 	return s
 }
@@ -127,6 +136,8 @@ type QueueSnapshot struct {
 	SoldOut        bool    // every seat of every schedule is SOLD
 	SeatsAvailable int64   // seats AVAILABLE now (a lapsed, unswept hold counts as available)
 	ActivePerSeat  int
+	Abandoned      int64         // fans dropped so far for not polling or not showing up
+	AbandonAfter   time.Duration // 0: off
 }
 
 // Leave is one fan leaving the line: their seq and the leave's ordinal in the concert's leave log.
@@ -137,8 +148,9 @@ type Leave struct {
 
 // TickResult is what one admission tick did.
 type TickResult struct {
-	Admitted int
-	Lapsed   int
-	Waiting  int64
-	Active   int64
+	Admitted  int
+	Lapsed    int
+	Waiting   int64
+	Active    int64
+	Abandoned int // WAITING fans dropped in this tick for not polling
 }

@@ -55,7 +55,9 @@ type QueueSettings struct {
 	HoldTTL         time.Duration
 	MaxHoldsPerUser int
 	Paused          bool
-	ActivePerSeat   int // > 0: at most ActivePerSeat x the AVAILABLE seats are ACTIVE at once; 0: off
+	ActivePerSeat   int           // > 0: at most ActivePerSeat x the AVAILABLE seats are ACTIVE at once; 0: off
+	AbandonAfter    time.Duration // a WAITING fan silent this long is skipped at admission (EXPIRED); 0: off
+	NoShow          time.Duration // an ACTIVE fan with no gated call this long after admission is EXPIRED; 0: off
 }
 
 // DefaultQueueSettings are the defaults of API.md's admin section.
@@ -66,6 +68,8 @@ func DefaultQueueSettings() QueueSettings {
 		ActiveTTL:       1800 * time.Second,
 		HoldTTL:         300 * time.Second,
 		MaxHoldsPerUser: 4,
+		AbandonAfter:    300 * time.Second,
+		NoShow:          120 * time.Second,
 	}
 }
 
@@ -94,6 +98,10 @@ func (q QueueSettings) Validate() error {
 		return Invalidf("maxHoldsPerUser must be between 1 and %d", MaxHoldsLimit)
 	case q.ActivePerSeat < 0 || q.ActivePerSeat > MaxActivePerSeat:
 		return Invalidf("activePerSeat must be between 0 and %d", MaxActivePerSeat)
+	case q.AbandonAfter < 0 || q.AbandonAfter > MaxTTL || q.AbandonAfter%time.Second != 0:
+		return Invalidf("abandonAfterSeconds must be between 0 and %d", int(MaxTTL/time.Second))
+	case q.NoShow < 0 || q.NoShow > MaxTTL || q.NoShow%time.Second != 0:
+		return Invalidf("noShowSeconds must be between 0 and %d", int(MaxTTL/time.Second))
 	}
 	return nil
 }
