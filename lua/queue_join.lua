@@ -13,15 +13,16 @@
 -- KEYS[10] inv      hash: avail, soldout (kept by the seat scripts)
 -- KEYS[11] holds    zset: member res, score expires (ms): lapsed but unswept holds count as available
 -- KEYS[12] alive    hash: seq -> when its fan was last seen (ms): a join or rejoin is a sign of life
+-- KEYS[13] noshow   zset: member user, score the deadline (ms) of their first gated call after admission
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
 -- Reply: {status ('WAITING'|'ACTIVE'), seq, activeUntil (ms, 0 unless ACTIVE), created (1|0)}
 -- Errors: NOT_FOUND (no such concert in Redis), SOLD_OUT (every seat is sold; an ACTIVE fan gets their token)
 local cfg, seq, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local head, bucket, admitted, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local inv, holds, alive = KEYS[10], KEYS[11], KEYS[12]
+local inv, holds, alive, noshow = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 local user, now = ARGV[1], tonumber(ARGV[2])
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'noshow')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
@@ -68,6 +69,9 @@ if room and conf[4] ~= '1' and redis.call('ZCARD', wait) == 0 and redis.call('ZC
     redis.call('SET', head, arrival)
     redis.call('INCR', admitted)
     redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', arrival, 'until', till, 'at', now)
+    if tonumber(conf[6] or '0') > 0 then
+      redis.call('ZADD', noshow, now + tonumber(conf[6]), user)
+    end
     return {'ACTIVE', arrival, till, 1}
   end
 end

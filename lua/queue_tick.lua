@@ -18,15 +18,19 @@
 -- KEYS[12] holds     zset: member res, score expires (ms): lapsed but unswept holds count as available
 -- KEYS[13] alive     hash: seq -> when its fan was last seen (ms), written by the instances once a second
 -- KEYS[14] abandoned string: fans dropped so far for not polling (abandonAfter) or not showing up
+-- KEYS[15] noshow    zset: member user, score the deadline (ms) of their first gated call after admission
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
--- Reply: {admitted, lapsed, waiting, active, abandoned} (counts after the tick; abandoned: in this tick)
+-- With noshow > 0 an ACTIVE fan still in noshow at their deadline (no gated call since admission) is
+-- EXPIRED first, freeing the slot.
+-- Reply: {admitted, lapsed, waiting, active, abandoned, noshows} (counts after the tick; abandoned and
+--        noshows: in this tick)
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, wait, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local inv, holds, alive, abandoned = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
+local inv, holds, alive, abandoned, noshow = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
@@ -38,6 +42,21 @@ for _, user in ipairs(lapsed) do
   redis.call('ZREM', active, user)
   redis.call('HDEL', aseq, user)
   redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', now)
+end
+
+local noshows = 0
+for _, user in ipairs(redis.call('ZRANGEBYSCORE', noshow, '-inf', now, 'LIMIT', 0, batch)) do
+  redis.call('ZREM', noshow, user)
+  local seq = redis.call('HGET', aseq, user)
+  if seq and tonumber(redis.call('ZSCORE', active, user) or '0') > now then
+    redis.call('ZREM', active, user)
+    redis.call('HDEL', aseq, user)
+    redis.call('XADD', events, '*', 'type', 'queue.noshow', 'user', user, 'seq', seq, 'at', now)
+    noshows = noshows + 1
+  end
+end
+if noshows > 0 then
+  redis.call('INCRBY', abandoned, noshows)
 end
 
 local b = redis.call('HMGET', bucket, 'tok', 'ts')
@@ -58,7 +77,7 @@ elseif aps > 0 then
 end
 local dropped = 0
 if conf[4] ~= '1' and want > 0 then
-  local abandon = tonumber(conf[6] or '0')
+  local abandon, show = tonumber(conf[6] or '0'), tonumber(conf[7] or '0')
   local till = now + ttl
   local last
   while n < want and n + dropped < batch do
@@ -75,6 +94,9 @@ if conf[4] ~= '1' and want > 0 then
         redis.call('ZADD', active, till, user)
         redis.call('HSET', aseq, user, seq)
         redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', now)
+        if show > 0 then
+          redis.call('ZADD', noshow, now + show, user)
+        end
         n = n + 1
       end
       last = seq
@@ -97,4 +119,4 @@ if conf[4] ~= '1' and want > 0 then
   end
 end
 redis.call('HSET', bucket, 'tok', string.format('%.6f', tok), 'ts', ts)
-return {n, #lapsed, redis.call('ZCARD', wait), redis.call('ZCARD', active), dropped}
+return {n, #lapsed, redis.call('ZCARD', wait), redis.call('ZCARD', active), dropped, noshows}

@@ -11,6 +11,7 @@
 -- KEYS[9] events   stream: the concert's outbox
 -- KEYS[10] paying  zset: member res, score claimed (ms): every reservation being paid (PAYING)
 -- KEYS[11] inv     hash: avail (one seat fewer, unless it was another fan's lapsed hold)
+-- KEYS[12] noshow  zset: member user: a gated call, so the fan has shown up
 -- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
 -- ARGV[6] id (of the new reservation)  ARGV[7] now (ms)
 -- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
@@ -18,7 +19,7 @@
 --         not live), SEAT_UNAVAILABLE, HOLD_LIMIT_REACHED
 local cfg, wait, active, aseq, seats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local holds, res, uholds, events, paying = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local inv = KEYS[11]
+local inv, noshow = KEYS[11], KEYS[12]
 local user, seq, schedule, seat, price, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local t = tonumber(now)
 local conf = redis.call('HMGET', cfg, 'hold', 'maxholds')
@@ -31,6 +32,8 @@ if redis.call('HGET', aseq, user) ~= seq or tonumber(redis.call('ZSCORE', active
   end
   return redis.error_reply('QUEUE_TOKEN_EXPIRED')
 end
+
+redis.call('ZREM', noshow, user) -- a gated call: the fan showed up, whatever the seat's answer
 
 -- The seat: free, or held past its expiry.
 local state = redis.call('HGET', seats, seat)

@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ticketrush_concert_sold_out", Help: "1 once every seat of the concert is SOLD."}, concert),
 		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketrush_queue_abandoned_total",
-			Help: "Fans dropped by the admission tick: WAITING ones silent for abandonAfterSeconds (reason silent)."},
+			Help: "Fans dropped by the admission tick: WAITING ones silent for abandonAfterSeconds (reason silent), ACTIVE ones with no gated call within noShowSeconds (reason noshow)."},
 			[]string{"concert", "reason"}),
 	}
 	reg.MustRegister(m.joined, m.admitted, m.left, m.lapsed, m.polls, m.waiting, m.active, m.capacity, m.rate, m.paused,

@@ -279,3 +279,46 @@ func TestAbandonment(t *testing.T) {
 		assertActive(t, s, cid, "u7", quiet.Seq)
 	})
 }
+
+// TestNoShow: with noShow 2 s an admitted fan who makes no gated call by then is EXPIRED by the tick,
+// freeing the slot for the next fan; a gated read or a hold is showing up.
+func TestNoShow(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, oneSchedule(concert(cid, func(q *ticketrush.QueueSettings) {
+			q.ActiveCapacity, q.NoShow, q.AbandonAfter = 3, 2*time.Second, 0
+		})))
+		reader := join(t, s, cid, "reader", ticketrush.StatusActive)
+		holder := join(t, s, cid, "holder", ticketrush.StatusActive)
+		quiet := join(t, s, cid, "quiet", ticketrush.StatusActive)
+		next := join(t, s, cid, "next", ticketrush.StatusWaiting)
+
+		_, _, err := s.GatedSeats(ctx, reader, sA, t0.Add(time.Second))
+		require.NoError(t, err)
+		_, _, err = s.Hold(ctx, holder, sA, "VIP-1", 100, t0.Add(time.Second))
+		require.NoError(t, err)
+		r, err := s.Tick(ctx, cid, t0.Add(1999*time.Millisecond), 100)
+		require.NoError(t, err)
+		assert.Zero(t, r.NoShows, "before the deadline")
+		r, err = s.Tick(ctx, cid, t0.Add(2*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TickResult{Admitted: 1, Waiting: 0, Active: 3, NoShows: 1}, r)
+		for _, f := range []ticketrush.QueueClaims{reader, holder, quiet, next} {
+			st, err := s.TokenStatus(ctx, f, t0.Add(2*time.Second))
+			require.NoError(t, err)
+			want := ticketrush.StatusActive
+			if f.UserID == "quiet" {
+				want = ticketrush.StatusExpired
+			}
+			assert.Equal(t, want, st.Status, f.UserID)
+		}
+		assert.Equal(t, []string{"queue.noshow"}, filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "queue.noshow"))
+		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(2*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), snap.Abandoned)
+
+		r, err = s.Tick(ctx, cid, t0.Add(4*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, 1, r.NoShows, "next, admitted by the tick at 2 s, never showed either")
+	})
+}

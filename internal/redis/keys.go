@@ -51,10 +51,13 @@ func (c ConcertKeys) Inventory() string { return c.base + "inv" }
 func (c ConcertKeys) Alive() string     { return c.base + "q:alive" }
 func (c ConcertKeys) Abandoned() string { return c.base + "q:abandoned" }
 
+// NoShow is the zset user -> deadline (ms) of an admitted fan's first gated call (noShowSeconds).
+func (c ConcertKeys) NoShow() string { return c.base + "q:noshow" }
+
 // All returns every key of the concert, its seat maps of scheduleIDs included.
 func (c ConcertKeys) All(scheduleIDs []string) []string {
 	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
-		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(), c.Inventory(), c.Alive(), c.Abandoned()}
+		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(), c.Inventory(), c.Alive(), c.Abandoned(), c.NoShow()}
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))
 	}
@@ -67,7 +70,7 @@ func (c ConcertKeys) load() []string { return []string{c.Meta(), c.Cfg(), c.Even
 
 func (c ConcertKeys) join() []string {
 	return []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
-		c.Inventory(), c.Holds(), c.Alive()}
+		c.Inventory(), c.Holds(), c.Alive(), c.NoShow()}
 }
 
 func (c ConcertKeys) leave() []string {
@@ -80,7 +83,7 @@ func (c ConcertKeys) status() []string {
 
 func (c ConcertKeys) tick() []string {
 	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(), c.Events(),
-		c.Inventory(), c.Holds(), c.Alive(), c.Abandoned()}
+		c.Inventory(), c.Holds(), c.Alive(), c.Abandoned(), c.NoShow()}
 }
 
 func (c ConcertKeys) snapshot() []string {
@@ -99,7 +102,7 @@ func (c ConcertKeys) Sold() string                   { return c.base + "sold" }
 
 func (c ConcertKeys) hold(scheduleID string) []string {
 	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Paying(),
-		c.Inventory()}
+		c.Inventory(), c.NoShow()}
 }
 
 func (c ConcertKeys) cancel(scheduleID string) []string {

@@ -192,14 +192,14 @@ func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch
 	return res, nil
 }
 
-// tickReply reads queue_tick's {admitted, lapsed, waiting, active, abandoned}.
+// tickReply reads queue_tick's {admitted, lapsed, waiting, active, abandoned, noshows}.
 func tickReply(msg rueidis.RedisMessage) (ticketrush.TickResult, error) {
-	r, err := reply(msg, 5)
+	r, err := reply(msg, 6)
 	if err != nil {
 		return ticketrush.TickResult{}, err
 	}
 	res := ticketrush.TickResult{Admitted: int(r.int(0)), Lapsed: int(r.int(1)), Waiting: r.int(2), Active: r.int(3),
-		Abandoned: int(r.int(4))}
+		Abandoned: int(r.int(4)), NoShows: int(r.int(5))}
 	return res, r.err
 }
 

@@ -153,4 +153,5 @@ type TickResult struct {
 	Waiting   int64
 	Active    int64
 	Abandoned int // WAITING fans dropped in this tick for not polling
+	NoShows   int // ACTIVE fans expired in this tick for making no gated call
 }
