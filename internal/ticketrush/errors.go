@@ -67,7 +67,7 @@ var (
 	ErrPayloadTooLarge     = define("PAYLOAD_TOO_LARGE", 413, "Payload too large", "request bodies are limited to 64 KiB", false)
 	ErrMethodNotAllowed    = define("METHOD_NOT_ALLOWED", 405, "Method not allowed", "see the Allow header", false)
 	ErrInternal            = define("INTERNAL", 500, "Internal error", "the error is logged; try again", false)
-	ErrSoldOut             = define("SOLD_OUT", 409, "Sold out", "every seat of this concert is sold", true)
+	ErrSoldOut             = define("SOLD_OUT", 409, "Sold out", "every seat of this concert is sold", false)
 )
 
 // Codes lists the table in its order.

@@ -68,6 +68,7 @@ func TestErrorTableLines(t *testing.T) {
 		{ErrPayloadTooLarge, "PAYLOAD_TOO_LARGE", 413, false},
 		{ErrMethodNotAllowed, "METHOD_NOT_ALLOWED", 405, false},
 		{ErrInternal, "INTERNAL", 500, false},
+		{ErrSoldOut, "SOLD_OUT", 409, false},
 	}
 	require.Len(t, tests, len(Codes()), "a code of the table is not pinned here")
 	for _, tt := range tests {
