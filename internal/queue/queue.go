@@ -172,8 +172,9 @@ func (s *Service) claims(userID, token string) (ticketrush.QueueClaims, error) {
 }
 
 func (s *Service) ticket(token string, c ticketrush.QueueClaims, st ticketrush.TokenState, v *view) ticketrush.Ticket {
-	t := ticketrush.Ticket{Token: token, ConcertID: c.ConcertID, Status: st.Status, Paused: v.isPaused()}
-	_, t.SeatsAvailable = v.inventory()
+	t := ticketrush.Ticket{Token: token, ConcertID: c.ConcertID, Status: st.Status}
+	var abandon time.Duration
+	t.Paused, t.SeatsAvailable, abandon = v.pollInfo()
 	switch st.Status {
 	case ticketrush.StatusWaiting:
 		t.Position = st.Position
@@ -181,9 +182,9 @@ func (s *Service) ticket(token string, c ticketrush.QueueClaims, st ticketrush.T
 		if t.Paused {
 			t.EstimatedWait = 0 // nobody is admitted: no wait can be estimated; the poll cadence stays
 		}
-		if a := v.abandonAfter(); a > 0 {
+		if abandon > 0 {
 			// A fan who polls as told is never dropped for silence: at least three polls per window.
-			t.PollAfter = min(t.PollAfter, max(time.Second, (a/3).Truncate(time.Second)))
+			t.PollAfter = min(t.PollAfter, max(time.Second, (abandon/3).Truncate(time.Second)))
 		}
 	case ticketrush.StatusActive:
 		t.ActiveUntil = st.ActiveUntil

@@ -100,18 +100,12 @@ func (v *view) watch() <-chan struct{} {
 	return v.changed
 }
 
-// abandonAfter is the concert's abandonAfter at the last refresh (0: off).
-func (v *view) abandonAfter() time.Duration {
+// pollInfo is what every poll's answer carries from the last refresh, read under one lock: whether
+// admission is paused, the seats AVAILABLE, and abandonAfter (0: off).
+func (v *view) pollInfo() (paused bool, available int64, abandon time.Duration) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.abandon
-}
-
-// inventory returns whether the concert is sold out and the seats AVAILABLE, as of the last refresh.
-func (v *view) inventory() (soldOut bool, available int64) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.soldOut, v.available
+	return v.paused, v.available, v.abandon
 }
 
 func (v *view) insertLeft(seq uint64) {
