@@ -12,10 +12,11 @@ func Final(st ticketrush.QueueStatus) bool {
 	return st == ticketrush.StatusExpired || st == ticketrush.StatusDone || st == ticketrush.StatusSoldOut
 }
 
-// Watch sends the token's state to emit at once, on every change, and at least every pollAfter while
-// nothing changes (the heartbeat), until the status is final, emit fails or ctx ends. It is served from
-// the instance's view like a poll: a WAITING token wakes when a view refresh changes what a poll could
-// read and is answered without a Redis round trip; no Redis channel exists per fan. An ACTIVE token,
+// Watch sends the token's state to emit at once, on every change of status (or of the line's pause),
+// and at least every pollAfter (the heartbeat, which carries the moving position and seat count), until
+// the status is final, emit fails or ctx ends. It is served from the instance's view like a poll: a
+// WAITING token wakes when a view refresh moves the head, a leave, the pause or sold out, and is
+// answered without a Redis round trip; no Redis channel exists per fan. An ACTIVE token,
 // which the view cannot place, is checked in Redis at its heartbeat and at its activeUntil.
 func (s *Service) Watch(ctx context.Context, userID, token string, emit func(ticketrush.Ticket) error) error {
 	t, err := s.Status(ctx, userID, token)
@@ -60,9 +61,8 @@ func (s *Service) Watch(ctx context.Context, userID, token string, emit func(tic
 			if t, err = s.Status(ctx, userID, token); err != nil {
 				return err
 			}
-			if beat || t.Status != last.Status || t.Position != last.Position || t.Paused != last.Paused ||
-				t.SeatsAvailable != last.SeatsAvailable {
-				break // news, or the heartbeat: send it
+			if beat || t.Status != last.Status || t.Paused != last.Paused {
+				break // a new status (or pause), or the heartbeat, which carries the new position and seats
 			}
 		}
 	}

@@ -68,18 +68,18 @@ func (v *view) apply(s ticketrush.QueueSnapshot, at time.Time) {
 	v.samples = v.samples[cut:]
 	v.refreshedAt = at
 	v.soldOut, v.available, v.abandon = s.SoldOut, s.SeatsAvailable, s.AbandonAfter
-	if now := (readout{v.found, v.head, v.lastLeave, v.paused, v.soldOut, v.available}); now != v.shown {
+	if now := (readout{v.found, v.head, v.lastLeave, v.paused, v.soldOut}); now != v.shown {
 		v.shown = now
 		v.notify()
 	}
 }
 
-// readout is what a poll of the view can read; event streams wake only when it changes.
+// readout is what can change a status a poll of the view reads; event streams wake only when it
+// changes (not for seat counts, which their heartbeat carries).
 type readout struct {
 	found           bool
 	head, leave     uint64
 	paused, soldOut bool
-	available       int64
 }
 
 // notify wakes every event stream waiting on this view (callers hold v.mu).
