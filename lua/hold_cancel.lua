@@ -4,14 +4,15 @@
 -- KEYS[3] res      hash: res -> reservation JSON
 -- KEYS[4] uholds   hash: user -> comma list of open reservations
 -- KEYS[5] events   stream: the concert's outbox
--- KEYS[6] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
+-- KEYS[6] inv      hash: avail (the seat comes back)
+-- KEYS[7] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
 -- ARGV[1] user  ARGV[2] id (the reservation)  ARGV[3] now (ms)
 -- ARGV[4] ulimit (requests/s, 0 = off)  ARGV[5] uburst
 -- Reply: the reservation JSON after the change
 -- Errors: NOT_FOUND (no such reservation, or not the caller's), RESERVATION_NOT_HELD (not HELD, or lapsed), RATE_LIMITED
-local seats, holds, res, uholds, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local seats, holds, res, uholds, events, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local user, id, now = ARGV[1], ARGV[2], ARGV[3]
-local rl, ulimit, uburst = KEYS[6], tonumber(ARGV[4]), tonumber(ARGV[5])
+local rl, ulimit, uburst = KEYS[7], tonumber(ARGV[4]), tonumber(ARGV[5])
 -- Rate limit (issue 15): the user's bucket, GCRA at ulimit/s with bursts of uburst; a limited call
 -- does nothing. ulimit 0 turns it off.
 if ulimit > 0 then
@@ -37,6 +38,7 @@ rec.status = 'CANCELLED'
 raw = cjson.encode(rec)
 redis.call('HSET', res, id, raw)
 redis.call('HDEL', seats, rec.seat)
+redis.call('HINCRBY', inv, 'avail', 1)
 redis.call('ZREM', holds, id)
 local rest = {}
 for rid in string.gmatch(redis.call('HGET', uholds, user) or '', '[^,]+') do

@@ -10,12 +10,13 @@
 -- KEYS[7] aseq     hash: user -> seq of the ACTIVE token
 -- KEYS[8] done     set: seqs whose fan finished
 -- KEYS[9] events   stream: the concert's outbox
+-- KEYS[10] inv     hash: seats, sold, soldout: the sale that sells the last seat marks the concert sold out
 -- ARGV[1] id (the reservation)  ARGV[2] payment id  ARGV[3] balance after the debit  ARGV[4] paid at (ms)
 -- ARGV[5] now (ms)
 -- Reply: the reservation JSON (status PAID)
 -- Errors: NOT_FOUND (no such reservation), RESERVATION_NOT_HELD (not being paid: the caller refunds)
 local seats, res, paying, uholds, sold = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local active, aseq, done, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local active, aseq, done, events, inv = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local id, payment, balance, paid, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local raw = redis.call('HGET', res, id)
 if not raw then
@@ -34,6 +35,7 @@ redis.call('HSET', res, id, raw)
 redis.call('ZREM', paying, id)
 redis.call('HSET', seats, rec.seat, 'S|' .. id)
 redis.call('HINCRBY', sold, rec.schedule, 1)
+local total = redis.call('HINCRBY', inv, 'sold', 1)
 local open = {}
 for rid in string.gmatch(redis.call('HGET', uholds, rec.user) or '', '[^,]+') do
   if rid ~= id then
@@ -46,6 +48,10 @@ end
 redis.call('HSET', uholds, rec.user, table.concat(open, ','))
 redis.call('XADD', events, '*', 'type', 'sale', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
   'seat', rec.seat, 'price', rec.price, 'payment', payment, 'at', paid)
+if total >= tonumber(redis.call('HGET', inv, 'seats') or '0') and redis.call('HGET', inv, 'soldout') ~= '1' then
+  redis.call('HSET', inv, 'soldout', 1)
+  redis.call('XADD', events, '*', 'type', 'concert.soldout', 'sold', total, 'at', now)
+end
 if #open == 0 and tonumber(redis.call('HGET', aseq, rec.user)) == rec.seq then
   redis.call('ZREM', active, rec.user)
   redis.call('HDEL', aseq, rec.user)

@@ -7,10 +7,12 @@
 -- KEYS[4] paying   zset: member res, score claimed at (ms)
 -- KEYS[5] uholds   hash: user -> comma list of open reservations
 -- KEYS[6] events   stream: the concert's outbox
+-- KEYS[7] inv      hash: avail (the seat comes back when the hold has lapsed)
 -- ARGV[1] id (the reservation)  ARGV[2] now (ms)
 -- Reply: the reservation JSON after the change (unchanged when it was not PAYING)
 -- Errors: NOT_FOUND
 local seats, holds, res, paying, uholds, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local inv = KEYS[7]
 local id, now = ARGV[1], ARGV[2]
 local raw = redis.call('HGET', res, id)
 if not raw then
@@ -29,6 +31,7 @@ if rec.expiresAt > tonumber(now) then
 else
   rec.status = 'EXPIRED'
   redis.call('HDEL', seats, rec.seat)
+  redis.call('HINCRBY', inv, 'avail', 1)
   local rest = {}
   for rid in string.gmatch(redis.call('HGET', uholds, rec.user) or '', '[^,]+') do
     if rid ~= id then rest[#rest + 1] = rid end

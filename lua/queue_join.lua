@@ -6,7 +6,8 @@
 -- admitted before the draw is in place (draw drawnAt). Admitted at once when nobody waits, a slot is free, the queue is not
 -- paused and the admission rate budget has a token left. A join past the user's rate limit does
 -- nothing; a concert may ask a fan without a live token for an access code and a proof of work.
--- KEYS[1] cfg       hash: cap, rate, ttl (ms), paused, opens, pqopens (ms, a sale's), pow (bits), codereq
+-- KEYS[1] cfg       hash: cap, rate, ttl (ms), paused, opens, pqopens (ms, a sale's), pow (bits), codereq,
+--                   aps (activePerSeat), noshow (ms)
 -- KEYS[2] seq       string: arrival sequence
 -- KEYS[3] wait      zset: member user, score seq (the line)
 -- KEYS[4] active    zset: member user, score activeUntil (ms)
@@ -17,9 +18,13 @@
 -- KEYS[9] events    stream: the concert's outbox
 -- KEYS[10] pre      zset: the pre-queue's entrants, member user, score entry time (ms)
 -- KEYS[11] draw     hash: sealed ('1' once the pre-queue is closed), base, n, drawnAt (see draw_seal)
--- KEYS[12] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
--- KEYS[13] pow      string: marks the proof's challenge used until it expires (a placeholder without one)
--- KEYS[14] codes    hash: hex SHA-256(access code) -> owner user ('' while unclaimed)
+-- KEYS[12] inv      hash: avail, soldout (kept by the seat scripts)
+-- KEYS[13] holds    zset: member res, score expires (ms): lapsed but unswept holds count as available
+-- KEYS[14] alive    hash: seq -> when its fan was last seen (ms): a join or rejoin is a sign of life
+-- KEYS[15] noshow   zset: member user, score the deadline (ms) of their first gated call after admission
+-- KEYS[16] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
+-- KEYS[17] pow      string: marks the proof's challenge used until it expires (a placeholder without one)
+-- KEYS[18] codes    hash: hex SHA-256(access code) -> owner user ('' while unclaimed)
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
 -- ARGV[3] ulimit (requests/s, 0 = off)  ARGV[4] uburst
@@ -29,14 +34,17 @@
 --         created (1|0)}
 -- Event: code.claim code user at, when a join claims an access code
 -- Errors: NOT_FOUND (no such concert in Redis), RATE_LIMITED, SALE_NOT_OPEN (before the pre-queue opens),
---         ACCESS_CODE_REQUIRED, ACCESS_CODE_INVALID, POW_REQUIRED, POW_INVALID
+--         SOLD_OUT (every seat is sold; an ACTIVE fan gets their token), ACCESS_CODE_REQUIRED,
+--         ACCESS_CODE_INVALID, POW_REQUIRED, POW_INVALID
 local cfg, seq, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local head, bucket, admitted, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local pre, draw, rl, pow, codes = KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14]
+local pre, draw, inv, holds, alive, noshow = KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+local rl, pow, codes = KEYS[16], KEYS[17], KEYS[18]
 local user, now = ARGV[1], tonumber(ARGV[2])
 local ulimit, uburst = tonumber(ARGV[3]), tonumber(ARGV[4])
 local powid, powbits, powexp, code = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'opens', 'pqopens', 'pow', 'codereq')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'opens', 'pqopens', 'pow', 'codereq', 'aps',
+  'noshow')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
@@ -54,6 +62,16 @@ local opens, pqopens = tonumber(conf[5]), tonumber(conf[6])
 local sealed = opens and redis.call('HGET', draw, 'sealed') == '1'
 if opens and not sealed and now < pqopens then
   return redis.error_reply('SALE_NOT_OPEN')
+end
+local stock = redis.call('HMGET', inv, 'avail', 'soldout')
+if stock[2] == '1' and not (redis.call('HGET', aseq, user) and
+    tonumber(redis.call('ZSCORE', active, user) or '0') > now) then
+  return redis.error_reply('SOLD_OUT')
+end
+local room = true -- activePerSeat: admitted at once only while ACTIVE stays within aps x AVAILABLE seats
+if tonumber(conf[9] or '0') > 0 then
+  local avail = tonumber(stock[1] or '0') + redis.call('ZCOUNT', holds, '-inf', now)
+  room = redis.call('ZCARD', active) < tonumber(conf[9]) * avail
 end
 -- Gates: an access code and a proof of work, asked of a fan without a live token (in the line, the
 -- pre-queue or the active set) only.
@@ -115,6 +133,7 @@ end
 
 local waiting = redis.call('ZSCORE', wait, user)
 if waiting then
+  redis.call('HSET', alive, waiting, now)
   return {'WAITING', tonumber(waiting), 0, 0}
 end
 local live = redis.call('HGET', aseq, user)
@@ -134,7 +153,7 @@ end
 
 local arrival = redis.call('INCR', seq)
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
-if conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
+if room and conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
   local b = redis.call('HMGET', bucket, 'tok', 'ts')
   local tok, ts = tonumber(b[1]) or rate, tonumber(b[2]) or now
   if now > ts then
@@ -148,9 +167,13 @@ if conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and redis.cal
     redis.call('SET', head, arrival)
     redis.call('INCR', admitted)
     redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', arrival, 'until', till, 'at', now)
+    if tonumber(conf[10] or '0') > 0 then
+      redis.call('ZADD', noshow, now + tonumber(conf[10]), user)
+    end
     return {'ACTIVE', arrival, till, 1}
   end
 end
 redis.call('ZADD', wait, arrival, user)
+redis.call('HSET', alive, arrival, now)
 redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', arrival, 'at', now)
 return {'WAITING', arrival, 0, 1}

@@ -8,16 +8,19 @@
 -- KEYS[5] leftlog  zset: member seq, score leave ordinal (what instances read incrementally)
 -- KEYS[6] leftn    string: leave ordinal counter
 -- KEYS[7] events   stream: the concert's outbox
+-- KEYS[8] alive    hash: seq -> when its fan was last seen (ms): a leaver's entry goes
 -- ARGV[1] user id
 -- ARGV[2] seq of the token being given back
 -- ARGV[3] now (ms)
 -- Reply: 'WAITING' (left the line), 'ACTIVE' (slot given back), 'NONE' (the token was no longer live)
 -- Errors: none.
 local wait, active, aseq, left, leftlog, leftn, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local alive = KEYS[8]
 local user, seq, now = ARGV[1], ARGV[2], ARGV[3]
 local waiting = redis.call('ZSCORE', wait, user)
 if waiting and tonumber(waiting) == tonumber(seq) then
   redis.call('ZREM', wait, user)
+  redis.call('HDEL', alive, seq)
   redis.call('ZADD', left, seq, seq)
   local ord = redis.call('INCR', leftn)
   redis.call('ZADD', leftlog, ord, seq)

@@ -4,13 +4,14 @@
 -- KEYS[2] active  zset: member user, score activeUntil (ms)
 -- KEYS[3] aseq    hash: user -> seq of the ACTIVE token
 -- KEYS[4] done    set: seqs whose fan finished (paid their last hold)
+-- KEYS[5] inv     hash: soldout: once every seat is sold, a token still in the line reads SOLD_OUT
 -- ARGV[1] user id
 -- ARGV[2] seq
 -- ARGV[3] now (ms)
--- Reply: {status ('WAITING'|'ACTIVE'|'EXPIRED'|'DONE'), position (1-based, 0 unless WAITING),
+-- Reply: {status ('WAITING'|'ACTIVE'|'EXPIRED'|'DONE'|'SOLD_OUT'), position (1-based, 0 unless WAITING),
 --         activeUntil (ms, 0 unless ACTIVE)}
 -- Errors: none.
-local wait, active, aseq, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local wait, active, aseq, done, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local user, seq, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local n = tonumber(seq)
 if tonumber(redis.call('HGET', aseq, user)) == n then
@@ -20,6 +21,9 @@ if tonumber(redis.call('HGET', aseq, user)) == n then
   end
 end
 if tonumber(redis.call('ZSCORE', wait, user)) == n then
+  if redis.call('HGET', inv, 'soldout') == '1' then
+    return {'SOLD_OUT', 0, 0}
+  end
   return {'WAITING', redis.call('ZCOUNT', wait, '-inf', n), 0}
 end
 if redis.call('SISMEMBER', done, seq) == 1 then

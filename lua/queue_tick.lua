@@ -1,6 +1,10 @@
 -- queue_tick: one admission round for one concert. Lapses ACTIVE tokens past their activeUntil, then,
--- unless paused or a sale's draw is not in place yet (cfg opens set, draw drawnAt not), admits min(free slots, rate budget, batch) fans from the head of the line. Atomic, so
--- any number of schedulers may run it at once without admitting past capacity or rate.
+-- unless paused or a sale's draw is not in place yet (cfg opens set, draw drawnAt not), admits min(free
+-- slots, rate budget, batch) fans from the head of the line. Atomic, so any number of schedulers may run
+-- it at once without admitting past capacity or rate. With aps
+-- (activePerSeat) > 0 it admits nobody past aps x the seats AVAILABLE now; once sold out, nobody. With
+-- abandon (abandonAfter) > 0 a fan at the head not seen for that long is dropped (EXPIRED), not admitted,
+-- and the next one takes the place; the head then moves past them too.
 -- KEYS[1]  cfg       hash: cap, rate, ttl (ms), paused
 -- KEYS[2]  wait      zset: member user, score seq
 -- KEYS[3]  active    zset: member user, score activeUntil (ms)
@@ -12,19 +16,28 @@
 -- KEYS[9]  leftlog   zset: member seq, score leave ordinal
 -- KEYS[10] events    stream: the concert's outbox
 -- KEYS[11] draw      hash: the on-sale's draw; drawnAt once every entrant is placed
+-- KEYS[12] inv       hash: avail, soldout: the inventory the line protects (kept by the seat scripts)
+-- KEYS[13] holds     zset: member res, score expires (ms): lapsed but unswept holds count as available
+-- KEYS[14] alive     hash: seq -> when its fan was last seen (ms), written by the instances once a second
+-- KEYS[15] abandoned string: fans dropped so far for not polling (abandonAfter) or not showing up
+-- KEYS[16] noshow    zset: member user, score the deadline (ms) of their first gated call after admission
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
--- Reply: {admitted, lapsed, waiting, active} (counts after the tick)
+-- With noshow > 0 an ACTIVE fan still in noshow at their deadline (no gated call since admission) is
+-- EXPIRED first, freeing the slot.
+-- Reply: {admitted, lapsed, waiting, active, abandoned, noshows} (counts after the tick; abandoned and
+--        noshows: in this tick)
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, wait, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local draw = KEYS[11]
+local draw, inv, holds, alive, abandoned, noshow = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
 local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'opens')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow', 'opens')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
-local gated = conf[5] and redis.call('HEXISTS', draw, 'drawnAt') == 0
+local gated = conf[8] and redis.call('HEXISTS', draw, 'drawnAt') == 0
+local opens = tonumber(conf[8] or '0') -- a pre-queue entrant's silence counts from the opening
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
 
 local lapsed = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)
@@ -35,6 +48,21 @@ for _, user in ipairs(lapsed) do
   redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', now)
 end
 
+local noshows = 0
+for _, user in ipairs(redis.call('ZRANGEBYSCORE', noshow, '-inf', now, 'LIMIT', 0, batch)) do
+  redis.call('ZREM', noshow, user)
+  local seq = redis.call('HGET', aseq, user)
+  if seq and tonumber(redis.call('ZSCORE', active, user) or '0') > now then
+    redis.call('ZREM', active, user)
+    redis.call('HDEL', aseq, user)
+    redis.call('XADD', events, '*', 'type', 'queue.noshow', 'user', user, 'seq', seq, 'at', now)
+    noshows = noshows + 1
+  end
+end
+if noshows > 0 then
+  redis.call('INCRBY', abandoned, noshows)
+end
+
 local b = redis.call('HMGET', bucket, 'tok', 'ts')
 local tok, ts = tonumber(b[1]) or rate, tonumber(b[2]) or now
 if now > ts then
@@ -43,22 +71,50 @@ end
 local n = 0
 local free = cap - redis.call('ZCARD', active)
 local want = math.min(free, math.floor(tok), batch)
+local stock = redis.call('HMGET', inv, 'avail', 'soldout')
+local aps = tonumber(conf[5] or '0')
+if stock[2] == '1' then
+  want = 0
+elseif aps > 0 then
+  local avail = tonumber(stock[1] or '0') + redis.call('ZCOUNT', holds, '-inf', now)
+  want = math.min(want, aps * avail - redis.call('ZCARD', active))
+end
+local dropped = 0
 if conf[4] ~= '1' and not gated and want > 0 then
-  local popped = redis.call('ZPOPMIN', wait, want)
+  local abandon, show = tonumber(conf[6] or '0'), tonumber(conf[7] or '0')
   local till = now + ttl
   local last
-  for i = 1, #popped, 2 do
-    local user, seq = popped[i], popped[i + 1]
-    redis.call('ZADD', active, till, user)
-    redis.call('HSET', aseq, user, seq)
-    redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', now)
-    last = seq
+  while n < want and n + dropped < batch do
+    local popped = redis.call('ZPOPMIN', wait, math.min(want - n, batch - n - dropped))
+    if #popped == 0 then break end
+    for i = 1, #popped, 2 do
+      local user, seq = popped[i], popped[i + 1]
+      local seen = math.max(tonumber(redis.call('HGET', alive, seq) or '0'), opens)
+      redis.call('HDEL', alive, seq)
+      if abandon > 0 and seen + abandon <= now then
+        dropped = dropped + 1
+        redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', now)
+      else
+        redis.call('ZADD', active, till, user)
+        redis.call('HSET', aseq, user, seq)
+        redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', now)
+        if show > 0 then
+          redis.call('ZADD', noshow, now + show, user)
+        end
+        n = n + 1
+      end
+      last = seq
+    end
   end
-  n = #popped / 2
   if n > 0 then
     tok = tok - n
-    redis.call('SET', head, last)
     redis.call('INCRBY', admitted, n)
+  end
+  if dropped > 0 then
+    redis.call('INCRBY', abandoned, dropped)
+  end
+  if last then -- the head moves past every fan who left the line here, admitted or dropped
+    redis.call('SET', head, last)
     local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)
     if #gone > 0 then
       redis.call('ZREM', left, unpack(gone))
@@ -67,4 +123,4 @@ if conf[4] ~= '1' and not gated and want > 0 then
   end
 end
 redis.call('HSET', bucket, 'tok', string.format('%.6f', tok), 'ts', ts)
-return {n, #lapsed, redis.call('ZCARD', wait), redis.call('ZCARD', active)}
+return {n, #lapsed, redis.call('ZCARD', wait), redis.call('ZCARD', active), dropped, noshows}

@@ -10,7 +10,9 @@
 -- KEYS[8] uholds   hash: user -> comma list of the user's open (HELD or being paid) reservations
 -- KEYS[9] events   stream: the concert's outbox
 -- KEYS[10] paying  zset: member res, score claimed (ms): every reservation being paid (PAYING)
--- KEYS[11] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
+-- KEYS[11] inv     hash: avail (one seat fewer, unless it was another fan's lapsed hold)
+-- KEYS[12] noshow  zset: member user: a gated call, so the fan has shown up
+-- KEYS[13] rl      string: the user's rate bucket (its theoretical arrival time, ms), same slot
 -- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
 -- ARGV[6] id (of the new reservation)  ARGV[7] now (ms)
 -- ARGV[8] ulimit (requests/s, 0 = off)  ARGV[9] uburst
@@ -19,8 +21,9 @@
 --         not live), SEAT_UNAVAILABLE, HOLD_LIMIT_REACHED, RATE_LIMITED
 local cfg, wait, active, aseq, seats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local holds, res, uholds, events, paying = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local inv, noshow = KEYS[11], KEYS[12]
 local user, seq, schedule, seat, price, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local rl, ulimit, uburst = KEYS[11], tonumber(ARGV[8]), tonumber(ARGV[9])
+local rl, ulimit, uburst = KEYS[13], tonumber(ARGV[8]), tonumber(ARGV[9])
 local t = tonumber(now)
 local conf = redis.call('HMGET', cfg, 'hold', 'maxholds')
 if not conf[1] then
@@ -42,6 +45,8 @@ if redis.call('HGET', aseq, user) ~= seq or tonumber(redis.call('ZSCORE', active
   end
   return redis.error_reply('QUEUE_TOKEN_EXPIRED')
 end
+
+redis.call('ZREM', noshow, user) -- a gated call: the fan showed up, whatever the seat's answer
 
 -- The seat: free, or held past its expiry.
 local state = redis.call('HGET', seats, seat)
@@ -81,6 +86,8 @@ if stale then -- lapse the previous holder's expired hold of this seat
   redis.call('HSET', uholds, stale.user, table.concat(rest, ','))
   redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', stale.id, 'user', stale.user,
     'schedule', stale.schedule, 'seat', stale.seat, 'at', now)
+else -- a free seat: one fewer available (a lapsed hold's seat was counted taken already)
+  redis.call('HINCRBY', inv, 'avail', -1)
 end
 
 local expires = t + tonumber(conf[1])

@@ -297,6 +297,7 @@ type ticket struct {
 	Paused               bool       `json:"paused"`
 	OpensAt              *time.Time `json:"opensAt"`
 	DrawKey              *string    `json:"drawKey"`
+	SeatsAvailable       int64      `json:"seatsAvailable"`
 }
 
 func decodeTicket(t testing.TB, res response) ticket {
@@ -383,6 +384,13 @@ type queueState struct {
 	ActiveCapacity int   `json:"activeCapacity"`
 	AdmitPerSecond int   `json:"admitPerSecond"`
 	Paused         bool  `json:"paused"`
+	SoldOut        bool  `json:"soldOut"`
+	ActivePerSeat  int   `json:"activePerSeat"`
+	Seats          struct {
+		Available int64 `json:"available"`
+		Held      int64 `json:"held"`
+		Sold      int64 `json:"sold"`
+	} `json:"seats"`
 }
 
 func (s *service) queueState(t testing.TB, concertID string) queueState {

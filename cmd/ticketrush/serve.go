@@ -75,6 +75,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	wg.Go(func() { cat.Run(loops, cfg.CatalogRefresh) })
 	if cfg.Has(config.RoleAPI) {
 		wg.Go(func() { waitingRoom.RunRefresher(loops, cfg.SnapshotRefresh) })
+		wg.Go(func() { waitingRoom.RunLiveness(loops, cfg.LivenessFlush) })
 	}
 	if cfg.Has(config.RoleScheduler) {
 		sched := waitingRoom.NewScheduler(store, cat.IDs)
@@ -115,6 +116,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
 	}
+	srv.RegisterOnShutdown(api.StopStreams)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

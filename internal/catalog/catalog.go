@@ -322,7 +322,8 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 	st := ticketrush.QueueState{
 		Waiting: snap.Waiting, Active: snap.Active,
 		ActiveCapacity: snap.ActiveCapacity, AdmitPerSecond: snap.AdmitPerSecond, Paused: snap.Paused,
-		Seats: seats,
+		Seats: seats, SoldOut: snap.SoldOut, ActivePerSeat: snap.ActivePerSeat,
+		Abandoned: snap.Abandoned,
 	}
 	if sale := c.Sale; sale != nil {
 		if s.now().Before(sale.OpensAt) {

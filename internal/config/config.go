@@ -45,6 +45,7 @@ type Config struct {
 	// Timings that are not in the environment: fixed here so that every instance agrees.
 	AdmitTick       time.Duration // how often the scheduler runs the admission tick
 	SnapshotRefresh time.Duration // how often an api instance refreshes its per-concert queue view
+	LivenessFlush   time.Duration // how often an api instance writes which WAITING fans it saw (per concert)
 	CatalogRefresh  time.Duration // how often an instance re-reads the concert list from Postgres
 	SweepInterval   time.Duration // how often the scheduler lapses expired holds and recovers stuck payments
 	ShutdownTimeout time.Duration
@@ -63,6 +64,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AdminToken:      getenv("ADMIN_TOKEN"),
 		AdmitTick:       100 * time.Millisecond,
 		SnapshotRefresh: 200 * time.Millisecond,
+		LivenessFlush:   time.Second,
 		CatalogRefresh:  2 * time.Second,
 		SweepInterval:   250 * time.Millisecond,
 		ShutdownTimeout: 10 * time.Second,

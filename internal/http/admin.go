@@ -28,6 +28,9 @@ type createConcertRequest struct {
 
 		JoinPowBits        *int  `json:"joinPowBits"`
 		AccessCodeRequired *bool `json:"accessCodeRequired"`
+		ActivePerSeat      *int  `json:"activePerSeat"`
+		AbandonAfter       *int  `json:"abandonAfterSeconds"`
+		NoShow             *int  `json:"noShowSeconds"`
 	} `json:"queue"`
 	Sale *saleJSON `json:"sale"`
 }
@@ -70,6 +73,13 @@ func (req createConcertRequest) concert() ticketrush.Concert {
 		set(&c.Queue.Paused, q.Paused)
 		set(&c.Queue.JoinPowBits, q.JoinPowBits)
 		set(&c.Queue.AccessCodeRequired, q.AccessCodeRequired)
+		set(&c.Queue.ActivePerSeat, q.ActivePerSeat)
+		if q.AbandonAfter != nil {
+			c.Queue.AbandonAfter = time.Duration(*q.AbandonAfter) * time.Second
+		}
+		if q.NoShow != nil {
+			c.Queue.NoShow = time.Duration(*q.NoShow) * time.Second
+		}
 		if q.ActiveTTLSeconds != nil {
 			c.Queue.ActiveTTL = time.Duration(*q.ActiveTTLSeconds) * time.Second
 		}
@@ -96,6 +106,9 @@ type queueSettingsJSON struct {
 
 	JoinPowBits        int  `json:"joinPowBits"`
 	AccessCodeRequired bool `json:"accessCodeRequired"`
+	ActivePerSeat      int  `json:"activePerSeat"`
+	AbandonAfter       int  `json:"abandonAfterSeconds"`
+	NoShow             int  `json:"noShowSeconds"`
 }
 
 func toQueueSettingsJSON(q ticketrush.QueueSettings) queueSettingsJSON {
@@ -103,7 +116,8 @@ func toQueueSettingsJSON(q ticketrush.QueueSettings) queueSettingsJSON {
 		ActiveCapacity: q.ActiveCapacity, AdmitPerSecond: q.AdmitPerSecond,
 		ActiveTTLSeconds: int(q.ActiveTTL / time.Second), HoldTTLSeconds: int(q.HoldTTL / time.Second),
 		MaxHoldsPerUser: q.MaxHoldsPerUser, Paused: q.Paused,
-		JoinPowBits: q.JoinPowBits, AccessCodeRequired: q.AccessCodeRequired,
+		JoinPowBits: q.JoinPowBits, AccessCodeRequired: q.AccessCodeRequired, ActivePerSeat: q.ActivePerSeat,
+		AbandonAfter: int(q.AbandonAfter / time.Second), NoShow: int(q.NoShow / time.Second),
 	}
 }
 
@@ -180,8 +194,11 @@ type queueStateJSON struct {
 		Held      int64 `json:"held"`
 		Sold      int64 `json:"sold"`
 	} `json:"seats"`
-	Prequeue int64      `json:"prequeue"`
-	OpensAt  *time.Time `json:"opensAt"`
+	Prequeue      int64      `json:"prequeue"`
+	OpensAt       *time.Time `json:"opensAt"`
+	SoldOut       bool       `json:"soldOut"`
+	ActivePerSeat int        `json:"activePerSeat"`
+	Abandoned     int64      `json:"abandoned"`
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -194,7 +211,8 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.P
 		return err
 	}
 	out := queueStateJSON{Waiting: st.Waiting, Active: st.Active, ActiveCapacity: st.ActiveCapacity,
-		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused}
+		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused, SoldOut: st.SoldOut, ActivePerSeat: st.ActivePerSeat,
+		Abandoned: st.Abandoned}
 	out.Seats.Available, out.Seats.Held, out.Seats.Sold = st.Seats.Available, st.Seats.Held, st.Seats.Sold
 	out.Prequeue = st.Prequeue
 	if !st.OpensAt.IsZero() {
@@ -212,6 +230,18 @@ type patchQueueRequest struct {
 
 	JoinPowBits        *int  `json:"joinPowBits"`
 	AccessCodeRequired *bool `json:"accessCodeRequired"`
+	ActivePerSeat      *int  `json:"activePerSeat"`
+	AbandonAfter       *int  `json:"abandonAfterSeconds"`
+	NoShow             *int  `json:"noShowSeconds"`
+}
+
+// secs is a patched number of seconds as a duration, nil when it is not patched.
+func secs(n *int) *time.Duration {
+	if n == nil {
+		return nil
+	}
+	d := time.Duration(*n) * time.Second
+	return &d
 }
 
 func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -225,7 +255,8 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter
 	}
 	q, err := s.Catalog.PatchQueue(r.Context(), id, ticketrush.QueuePatch{
 		ActiveCapacity: req.ActiveCapacity, AdmitPerSecond: req.AdmitPerSecond, Paused: req.Paused,
-		JoinPowBits: req.JoinPowBits, AccessCodeRequired: req.AccessCodeRequired})
+		JoinPowBits: req.JoinPowBits, AccessCodeRequired: req.AccessCodeRequired,
+		ActivePerSeat: req.ActivePerSeat, AbandonAfter: secs(req.AbandonAfter), NoShow: secs(req.NoShow)})
 	if err != nil {
 		return err
 	}

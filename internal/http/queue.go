@@ -39,12 +39,13 @@ type ticketJSON struct {
 	Paused               bool       `json:"paused"`
 	OpensAt              *time.Time `json:"opensAt"`
 	DrawKey              *string    `json:"drawKey"`
+	SeatsAvailable       int64      `json:"seatsAvailable"`
 }
 
 func toTicketJSON(t ticketrush.Ticket) ticketJSON {
 	out := ticketJSON{
 		Token: t.Token, ConcertID: t.ConcertID, Status: string(t.Status), Position: t.Position,
-		PollAfterSeconds: int64(t.PollAfter / time.Second), Paused: t.Paused,
+		PollAfterSeconds: int64(t.PollAfter / time.Second), Paused: t.Paused, SeatsAvailable: t.SeatsAvailable,
 	}
 	if !(t.Paused && t.Status == ticketrush.StatusWaiting) {
 		wait := int64(t.EstimatedWait / time.Second)

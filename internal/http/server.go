@@ -28,6 +28,7 @@ type Queue interface {
 	JoinWith(ctx context.Context, userID, concertID string, pass ticketrush.JoinPass) (ticketrush.Ticket, bool, error)
 	Status(ctx context.Context, userID, token string) (ticketrush.Ticket, error)
 	Leave(ctx context.Context, userID, token string) error
+	Watch(ctx context.Context, userID, token string, emit func(ticketrush.Ticket) error) error
 }
 
 // Catalog is the concert catalog and its queue settings.
@@ -93,6 +94,9 @@ type Server struct {
 	router      *httprouter.Router
 	metrics     *httpMetrics
 	unavailable *burstLog
+
+	streams     context.Context // ends when the server stops: event streams end with it
+	stopStreams context.CancelFunc
 }
 
 // NewServer builds the router.
@@ -105,6 +109,7 @@ func NewServer(d Deps) *Server {
 	}
 	s := &Server{Deps: d, router: httprouter.New(), metrics: newHTTPMetrics(d.Registry),
 		unavailable: newBurstLog(d.Log, unavailableBurst)}
+	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.router.HandleMethodNotAllowed = true
 	s.router.NotFound = s.fallback(ticketrush.ErrNotFound)
 	s.router.MethodNotAllowed = s.fallback(errMethod)
@@ -125,6 +130,7 @@ func NewServer(d Deps) *Server {
 	s.handle("POST", "/v1/concerts/:concertId/queue/challenge", s.queueChallenge)
 	s.handle("GET", "/v1/queue", s.queueStatus)
 	s.handle("DELETE", "/v1/queue", s.leaveQueue)
+	s.handle("GET", "/v1/queue/events", s.queueEvents)
 	s.bookingRoutes()
 	s.handle("GET", "/v1/points/history", s.pointsHistory)
 	s.handle("GET", "/v1/concerts/:concertId/draw", s.getDraw)
@@ -230,6 +236,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap gives http.ResponseController the connection's writer (flush, write deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // user returns the user id of the request's bearer JWT.
 func (s *Server) user(r *http.Request) (string, error) {

@@ -64,6 +64,7 @@ const (
 	qtCarolExpired = "{qtCarolExpired}" // carol, concert1, EXPIRED (activeTtl passed)
 	qtDaveDone     = "{qtDaveDone}"     // dave, concert1, DONE (paid his only hold)
 	qtAliceC2      = "{qtAliceC2}"      // alice, concert2, ACTIVE, holding A-1 (her one hold there)
+	qtHenrySoldOut = "{qtHenrySoldOut}" // henry, concert2, WAITING when concert2 sold out (soldOutC2)
 	qtForged       = "qt-forged"
 
 	resAliceHeld      = "{resAliceHeld}"      // schedule1 VIP-1, HELD
@@ -228,7 +229,7 @@ func (w *world) fixtures() {
 	pay(userAlice, w.ids[resAlicePaid])
 
 	w.ids[qtAliceC2] = join(userAlice, c2.ID, ticketrush.StatusActive)
-	hold(userAlice, w.ids[qtAliceC2], w.ids[schedule3], "A-1")
+	w.ids["{resAliceC2}"] = hold(userAlice, w.ids[qtAliceC2], w.ids[schedule3], "A-1")
 }
 
 // replace puts the world's ids in place of the placeholders in s.
@@ -255,6 +256,30 @@ func (w *world) adminCreate(body, key string) {
 	d.Registry = prometheus.NewRegistry() // the case's server registers on the world's
 	NewServer(d).ServeHTTP(rec, r)
 	require.Equal(w.t, http.StatusCreated, rec.Code, rec.Body.String())
+}
+
+// soldOutC2 sells concert2 out through the real services: alice pays her A-1, frank buys A-2, while
+// henry waits (the line paused) with the token qtHenrySoldOut.
+func soldOutC2(w *world) {
+	t, ctx, c2 := w.t, context.Background(), w.ids[concert2]
+	frank, _, err := w.queue.Join(ctx, "frank", c2)
+	require.NoError(t, err)
+	require.Equal(t, ticketrush.StatusActive, frank.Status)
+	r, err := w.booking.Hold(ctx, "frank", frank.Token, w.ids[schedule3], "A-2")
+	require.NoError(t, err)
+	paused := true
+	_, err = w.cat.PatchQueue(ctx, c2, ticketrush.QueuePatch{Paused: &paused})
+	require.NoError(t, err)
+	henry, _, err := w.queue.Join(ctx, "henry", c2)
+	require.NoError(t, err)
+	require.Equal(t, ticketrush.StatusWaiting, henry.Status)
+	w.ids[qtHenrySoldOut] = henry.Token
+	_, _, err = w.booking.Charge(ctx, "frank", 1000, "")
+	require.NoError(t, err)
+	for user, res := range map[string]string{userAlice: w.ids["{resAliceC2}"], "frank": r.ID} {
+		_, _, err = w.booking.PayOnce(ctx, user, res, "")
+		require.NoError(t, err, "%s pays", user)
+	}
 }
 
 // realWorld is a fresh world over the real Redis and Postgres, for tests that need a working server and
@@ -351,6 +376,9 @@ func (brokenQueue) Join(context.Context, string, string) (ticketrush.Ticket, boo
 }
 func (brokenQueue) JoinWith(context.Context, string, string, ticketrush.JoinPass) (ticketrush.Ticket, bool, error) {
 	return ticketrush.Ticket{}, false, errDown
+}
+func (brokenQueue) Watch(context.Context, string, string, func(ticketrush.Ticket) error) error {
+	return errDown
 }
 func (brokenQueue) Status(context.Context, string, string) (ticketrush.Ticket, error) {
 	return ticketrush.Ticket{}, errDown

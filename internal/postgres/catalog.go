@@ -24,10 +24,12 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		q := c.Queue
 		tag, err := tx.Exec(ctx, `INSERT INTO concerts (id, title, venue, active_capacity, admit_per_second,
-			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused, join_pow_bits, access_code_required)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) ON CONFLICT (id) DO NOTHING`,
+			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused, join_pow_bits, access_code_required,
+			active_per_seat, abandon_after_seconds, no_show_seconds)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) ON CONFLICT (id) DO NOTHING`,
 			c.ID, c.Title, c.Venue, q.ActiveCapacity, q.AdmitPerSecond, int(q.ActiveTTL/time.Second),
-			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused, q.JoinPowBits, q.AccessCodeRequired)
+			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused, q.JoinPowBits, q.AccessCodeRequired,
+			q.ActivePerSeat, int(q.AbandonAfter/time.Second), int(q.NoShow/time.Second))
 		if err != nil {
 			return fmt.Errorf("insert concert: %w", err)
 		}
@@ -118,7 +120,8 @@ func (r *seatRows) Err() error             { return nil }
 // Concerts returns the whole catalog, oldest concert first.
 func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	rows, err := db.pool.Query(ctx, `SELECT id, title, venue, active_capacity, admit_per_second, active_ttl_seconds,
-		hold_ttl_seconds, max_holds_per_user, paused FROM concerts ORDER BY created_at, id`)
+		hold_ttl_seconds, max_holds_per_user, paused, join_pow_bits, access_code_required, active_per_seat,
+		abandon_after_seconds, no_show_seconds FROM concerts ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list concerts: %w", err)
 	}
@@ -126,11 +129,14 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	index := map[string]int{}
 	for rows.Next() {
 		var c ticketrush.Concert
-		var ttl, hold int
+		var ttl, hold, abandon, noShow int
 		if err := rows.Scan(&c.ID, &c.Title, &c.Venue, &c.Queue.ActiveCapacity, &c.Queue.AdmitPerSecond, &ttl, &hold,
-			&c.Queue.MaxHoldsPerUser, &c.Queue.Paused); err != nil {
+			&c.Queue.MaxHoldsPerUser, &c.Queue.Paused, &c.Queue.JoinPowBits, &c.Queue.AccessCodeRequired,
+			&c.Queue.ActivePerSeat, &abandon, &noShow); err != nil {
 			return nil, fmt.Errorf("list concerts: %w", err)
 		}
+		c.Queue.AbandonAfter = time.Duration(abandon) * time.Second
+		c.Queue.NoShow = time.Duration(noShow) * time.Second
 		c.Queue.ActiveTTL = time.Duration(ttl) * time.Second
 		c.Queue.HoldTTL = time.Duration(hold) * time.Second
 		index[c.ID] = len(out)
@@ -138,9 +144,6 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list concerts: %w", err)
-	}
-	if err := db.abuseSettings(ctx, out, index); err != nil {
-		return nil, err
 	}
 	rows, err = db.pool.Query(ctx, `SELECT concert_id, name, price, seats FROM sections ORDER BY concert_id, ordinal`)
 	if err != nil {
@@ -200,15 +203,23 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 // UpdateQueueSettings applies a patch to a concert's queue settings and returns the result.
 func (db *DB) UpdateQueueSettings(ctx context.Context, concertID string, p ticketrush.QueuePatch) (ticketrush.QueueSettings, error) {
 	var q ticketrush.QueueSettings
-	var ttl, hold int
+	var ttl, hold, abandon, noShow int
 	err := db.pool.QueryRow(ctx, `UPDATE concerts SET
 			active_capacity = COALESCE($2, active_capacity),
 			admit_per_second = COALESCE($3, admit_per_second),
-			paused = COALESCE($4, paused)
+			paused = COALESCE($4, paused),
+			join_pow_bits = COALESCE($5, join_pow_bits),
+			access_code_required = COALESCE($6, access_code_required),
+			active_per_seat = COALESCE($7, active_per_seat),
+			abandon_after_seconds = COALESCE($8, abandon_after_seconds),
+			no_show_seconds = COALESCE($9, no_show_seconds)
 		WHERE id = $1
-		RETURNING active_capacity, admit_per_second, active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused`,
-		concertID, p.ActiveCapacity, p.AdmitPerSecond, p.Paused).
-		Scan(&q.ActiveCapacity, &q.AdmitPerSecond, &ttl, &hold, &q.MaxHoldsPerUser, &q.Paused)
+		RETURNING active_capacity, admit_per_second, active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused,
+			join_pow_bits, access_code_required, active_per_seat, abandon_after_seconds, no_show_seconds`,
+		concertID, p.ActiveCapacity, p.AdmitPerSecond, p.Paused, p.JoinPowBits, p.AccessCodeRequired, p.ActivePerSeat,
+		seconds(p.AbandonAfter), seconds(p.NoShow)).
+		Scan(&q.ActiveCapacity, &q.AdmitPerSecond, &ttl, &hold, &q.MaxHoldsPerUser, &q.Paused, &q.JoinPowBits,
+			&q.AccessCodeRequired, &q.ActivePerSeat, &abandon, &noShow)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q, ticketrush.ErrNotFound
 	}
@@ -217,36 +228,16 @@ func (db *DB) UpdateQueueSettings(ctx context.Context, concertID string, p ticke
 	}
 	q.ActiveTTL = time.Duration(ttl) * time.Second
 	q.HoldTTL = time.Duration(hold) * time.Second
-	err = db.pool.QueryRow(ctx, `UPDATE concerts SET
-			join_pow_bits = COALESCE($2, join_pow_bits),
-			access_code_required = COALESCE($3, access_code_required)
-		WHERE id = $1 RETURNING join_pow_bits, access_code_required`,
-		concertID, p.JoinPowBits, p.AccessCodeRequired).Scan(&q.JoinPowBits, &q.AccessCodeRequired)
-	if err != nil {
-		return q, fmt.Errorf("update queue settings %s: %w", concertID, err)
-	}
+	q.AbandonAfter = time.Duration(abandon) * time.Second
+	q.NoShow = time.Duration(noShow) * time.Second
 	return q, nil
 }
 
-// abuseSettings reads the proof-of-work and access-code settings into the concerts of index.
-func (db *DB) abuseSettings(ctx context.Context, out []ticketrush.Concert, index map[string]int) error {
-	rows, err := db.pool.Query(ctx, `SELECT id, join_pow_bits, access_code_required FROM concerts`)
-	if err != nil {
-		return fmt.Errorf("list concerts: %w", err)
-	}
-	var (
-		id   string
-		bits int
-		req  bool
-	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &bits, &req}, func() error {
-		if i, ok := index[id]; ok {
-			out[i].Queue.JoinPowBits, out[i].Queue.AccessCodeRequired = bits, req
-		}
+// seconds is a patched duration in whole seconds, nil when it is not patched.
+func seconds(d *time.Duration) *int {
+	if d == nil {
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("list concerts: %w", err)
 	}
-	return nil
+	n := int(*d / time.Second)
+	return &n
 }

@@ -7,18 +7,21 @@ import (
 )
 
 type metrics struct {
-	joined   *prometheus.CounterVec
-	admitted *prometheus.CounterVec
-	left     *prometheus.CounterVec
-	lapsed   *prometheus.CounterVec
-	polls    *prometheus.CounterVec
-	waiting  *prometheus.GaugeVec
-	active   *prometheus.GaugeVec
-	capacity *prometheus.GaugeVec
-	rate     *prometheus.GaugeVec
-	paused   *prometheus.GaugeVec
-	measured *prometheus.GaugeVec
-	backWait *prometheus.GaugeVec
+	joined    *prometheus.CounterVec
+	admitted  *prometheus.CounterVec
+	left      *prometheus.CounterVec
+	lapsed    *prometheus.CounterVec
+	polls     *prometheus.CounterVec
+	waiting   *prometheus.GaugeVec
+	active    *prometheus.GaugeVec
+	capacity  *prometheus.GaugeVec
+	rate      *prometheus.GaugeVec
+	paused    *prometheus.GaugeVec
+	measured  *prometheus.GaugeVec
+	backWait  *prometheus.GaugeVec
+	seats     *prometheus.GaugeVec
+	soldOut   *prometheus.GaugeVec
+	abandoned *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,9 +53,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ticketrush_queue_admission_rate", Help: "Measured admissions per second over the last 30 s (the configured rate until measured)."}, concert),
 		backWait: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ticketrush_queue_estimated_wait_seconds", Help: "Estimated wait of a fan joining the back of the line now."}, concert),
+		seats: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_concert_seats_available", Help: "Seats AVAILABLE now over every schedule (a lapsed hold counts as available)."}, concert),
+		soldOut: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketrush_concert_sold_out", Help: "1 once every seat of the concert is SOLD."}, concert),
+		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketrush_queue_abandoned_total",
+			Help: "Fans dropped by the admission tick: WAITING ones silent for abandonAfterSeconds (reason silent), ACTIVE ones with no gated call within noShowSeconds (reason noshow)."},
+			[]string{"concert", "reason"}),
 	}
 	reg.MustRegister(m.joined, m.admitted, m.left, m.lapsed, m.polls, m.waiting, m.active, m.capacity, m.rate, m.paused,
-		m.measured, m.backWait)
+		m.measured, m.backWait, m.seats, m.soldOut, m.abandoned)
 	for _, source := range []string{"view", "redis"} {
 		m.polls.WithLabelValues(source) // at 0: "Polls answered from memory" divides by their sum
 	}
@@ -89,4 +100,10 @@ func (m *metrics) observe(concertID string, s ticketrush.QueueSnapshot, v *view)
 		paused = 1
 	}
 	m.paused.WithLabelValues(concertID).Set(paused)
+	m.seats.WithLabelValues(concertID).Set(float64(s.SeatsAvailable))
+	soldOut := 0.0
+	if s.SoldOut {
+		soldOut = 1
+	}
+	m.soldOut.WithLabelValues(concertID).Set(soldOut)
 }

@@ -72,9 +72,16 @@ func (s *Service) sale(concertID string) *ticketrush.Sale {
 // ticket carries a fresh token of their place (both work); the place is kept in the view, so a poll with
 // the old token costs a Redis round trip once per instance, not once per poll.
 func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticketrush.QueueClaims, v *view) (ticketrush.Ticket, error) {
+	if v.isSoldOut() { // the line is closed: no entrant will be admitted, placed or not
+		s.metrics.polls.WithLabelValues("view").Inc()
+		return s.ticket(token, claims, ticketrush.TokenState{Status: ticketrush.StatusSoldOut}, v), nil
+	}
 	if seq, ok := v.placeOf(claims.UserID); ok {
 		placed := auth.NewClaims(claims.ConcertID, claims.UserID, seq)
 		if st, pos, ok := v.lookup(seq); ok {
+			if st == ticketrush.StatusWaiting {
+				s.alive(claims.ConcertID, seq) // a poll with the pre-queue token is a sign of life too
+			}
 			s.metrics.polls.WithLabelValues("view").Inc()
 			return s.ticket(s.tokens.Sign(placed), placed, ticketrush.TokenState{Status: st, Position: pos}, v), nil
 		}

@@ -64,7 +64,9 @@ func commandStats(t *testing.T, c rueidis.Client) (total int64, byCommand map[st
 // TestPollCostInRedisCommands counts the Redis commands that 10,000 polls of WAITING tokens cost, on a
 // redis-server of the test's own so that nothing else counts. The snapshot refresher runs at the
 // production interval, and the test makes sure it runs at least once per 500 polls: far more often,
-// per poll, than at a sale, so the figure is an upper bound of what polls cost.
+// per poll, than at a sale, so the figure is an upper bound of what polls cost. The liveness flush
+// (abandonAfterSeconds is on: every poll marks its fan alive) runs at its production interval too,
+// and its writes count.
 // No cluster counterpart: a cluster runs the same scripts and reads, one per poll on the concert's
 // master, and the shared cluster's counters count every other test too.
 func TestPollCostInRedisCommands(t *testing.T) {
@@ -86,6 +88,7 @@ func TestPollCostInRedisCommands(t *testing.T) {
 	loops, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { in.svc.RunRefresher(loops, cfg.SnapshotRefresh) })
+	wg.Go(func() { in.svc.RunLiveness(loops, cfg.LivenessFlush) })
 	defer func() { stop(); wg.Wait() }()
 
 	users := make([]string, fans)
@@ -124,13 +127,13 @@ func TestPollCostInRedisCommands(t *testing.T) {
 
 	commands := after - before
 	var roundTrips int64 // what the client sent: script calls and anything else outside scripts
-	for _, name := range []string{"evalsha", "evalsha_ro", "eval", "eval_ro", "script|load", "ping"} {
+	for _, name := range []string{"evalsha", "evalsha_ro", "eval", "eval_ro", "script|load", "ping", "hset"} {
 		roundTrips += afterBy[name] - beforeBy[name]
 	}
 	n := refreshes() - refreshesBefore
 	perPoll := float64(commands) / polls
 	t.Logf("%d polls of WAITING tokens in %v with %d snapshot refreshes (every %v): %d Redis commands "+
-		"(%d sent by the client, the rest run inside the snapshot script) = %.4f commands per poll, "+
+		"(%d sent by the client: snapshot scripts and liveness flushes; the rest run inside the scripts) = %.4f commands per poll, "+
 		"%.4f round trips per poll", polls, elapsed.Round(time.Millisecond), n, cfg.SnapshotRefresh, commands,
 		roundTrips, perPoll, float64(roundTrips)/polls)
 	for _, name := range slices.Sorted(maps.Keys(afterBy)) {
@@ -143,4 +146,5 @@ func TestPollCostInRedisCommands(t *testing.T) {
 	assert.Zero(t, store.statuses.Load()-statusBefore, "no poll fell back to queue_status")
 	assert.EqualValues(t, polls, viewPolls()-viewBefore, "every poll was answered by the view")
 	assert.GreaterOrEqual(t, n, int64(polls/perWindow), "the refresher ran throughout")
+	assert.Positive(t, afterBy["hset"]-beforeBy["hset"], "the liveness flush ran and is counted")
 }

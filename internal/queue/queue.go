@@ -24,6 +24,7 @@ type Store interface {
 	Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error)
 	TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error)
 	Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error)
+	MarkAlive(ctx context.Context, concertID string, seqs []uint64, now time.Time) error
 }
 
 // Tokens signs and verifies queue tokens.
@@ -47,11 +48,14 @@ type Service struct {
 	views map[string]*view
 
 	onSale *onSale // nil: no concert has a sale (EnableOnSale)
+	liveMu sync.Mutex
+	live   liveness
 }
 
 // NewService returns the waiting room over store.
 func NewService(store Store, tokens Tokens, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Service {
-	return &Service{store: store, tokens: tokens, now: now, log: log, metrics: newMetrics(reg), views: map[string]*view{}}
+	return &Service{store: store, tokens: tokens, now: now, log: log, metrics: newMetrics(reg), views: map[string]*view{},
+		live: liveness{seen: map[string]map[uint64]struct{}{}, streams: map[string]map[uint64]int{}}}
 }
 
 // Join puts the user in the concert's line, or returns their live token; created tells which.
@@ -105,12 +109,18 @@ func (s *Service) Status(ctx context.Context, userID, token string) (ticketrush.
 	}
 	if st, pos, ok := v.lookup(claims.Seq); ok {
 		s.metrics.polls.WithLabelValues("view").Inc()
+		if st == ticketrush.StatusWaiting {
+			s.alive(claims.ConcertID, claims.Seq)
+		}
 		return s.ticket(token, claims, ticketrush.TokenState{Status: st, Position: pos}, v), nil
 	}
 	s.metrics.polls.WithLabelValues("redis").Inc()
 	state, err := s.store.TokenStatus(ctx, claims, s.now())
 	if err != nil {
 		return ticketrush.Ticket{}, err
+	}
+	if state.Status == ticketrush.StatusWaiting {
+		s.alive(claims.ConcertID, claims.Seq)
 	}
 	return s.ticket(token, claims, state, v), nil
 }
@@ -178,13 +188,19 @@ func (s *Service) claims(userID, token string) (ticketrush.QueueClaims, error) {
 }
 
 func (s *Service) ticket(token string, c ticketrush.QueueClaims, st ticketrush.TokenState, v *view) ticketrush.Ticket {
-	t := ticketrush.Ticket{Token: token, ConcertID: c.ConcertID, Status: st.Status, Paused: v.isPaused()}
+	t := ticketrush.Ticket{Token: token, ConcertID: c.ConcertID, Status: st.Status}
+	var abandon time.Duration
+	t.Paused, t.SeatsAvailable, abandon = v.pollInfo()
 	switch st.Status {
 	case ticketrush.StatusWaiting:
 		t.Position = st.Position
 		t.EstimatedWait, t.PollAfter = pacing(st.Position, v.rate())
 		if t.Paused {
 			t.EstimatedWait = 0 // nobody is admitted: no wait can be estimated; the poll cadence stays
+		}
+		if abandon > 0 {
+			// A fan who polls as told is never dropped for silence: at least three polls per window.
+			t.PollAfter = min(t.PollAfter, max(time.Second, (abandon/3).Truncate(time.Second)))
 		}
 	case ticketrush.StatusActive:
 		t.ActiveUntil = st.ActiveUntil

@@ -50,6 +50,8 @@ func (sc *Scheduler) Tick(ctx context.Context) error {
 		if r.Lapsed > 0 {
 			sc.metrics.lapsed.WithLabelValues(id).Add(float64(r.Lapsed))
 		}
+		sc.metrics.abandoned.WithLabelValues(id, "silent").Add(float64(r.Abandoned)) // at 0 from the first tick
+		sc.metrics.abandoned.WithLabelValues(id, "noshow").Add(float64(r.NoShows))
 	}
 	return errors.Join(errs...)
 }

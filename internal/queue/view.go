@@ -31,6 +31,11 @@ type view struct {
 	refreshedAt time.Time
 	drawn       bool              // the concert's sale has been drawn (never unset)
 	places      map[string]uint64 // entrant -> arrival seq the draw gave them, learnt from pre-queue polls
+	abandon     time.Duration     // abandonAfter: 0 off
+	soldOut     bool              // every seat is SOLD: the line is closed
+	available   int64             // seats AVAILABLE at the last refresh
+	changed     chan struct{}     // closed and replaced when a refresh changes what a poll could read
+	shown       readout           // what the last refresh showed
 }
 
 // placeOf returns the arrival seq the draw gave an entrant, when this instance has learnt it.
@@ -94,6 +99,45 @@ func (v *view) apply(s ticketrush.QueueSnapshot, at time.Time) {
 	}
 	v.samples = v.samples[cut:]
 	v.refreshedAt = at
+	v.soldOut, v.available, v.abandon = s.SoldOut, s.SeatsAvailable, s.AbandonAfter
+	if now := (readout{v.found, v.head, v.lastLeave, v.paused, v.soldOut}); now != v.shown {
+		v.shown = now
+		v.notify()
+	}
+}
+
+// readout is what can change a status a poll of the view reads; event streams wake only when it
+// changes (not for seat counts, which their heartbeat carries).
+type readout struct {
+	found           bool
+	head, leave     uint64
+	paused, soldOut bool
+}
+
+// notify wakes every event stream waiting on this view (callers hold v.mu).
+func (v *view) notify() {
+	if v.changed != nil {
+		close(v.changed)
+	}
+	v.changed = make(chan struct{})
+}
+
+// watch returns a channel closed at the next refresh of the view.
+func (v *view) watch() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.changed == nil {
+		v.changed = make(chan struct{})
+	}
+	return v.changed
+}
+
+// pollInfo is what every poll's answer carries from the last refresh, read under one lock: whether
+// admission is paused, the seats AVAILABLE, and abandonAfter (0: off).
+func (v *view) pollInfo() (paused bool, available int64, abandon time.Duration) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.paused, v.available, v.abandon
 }
 
 func (v *view) insertLeft(seq uint64) {
@@ -144,7 +188,17 @@ func (v *view) lookup(seq uint64) (ticketrush.QueueStatus, int64, bool) {
 	if found {
 		return ticketrush.StatusExpired, 0, true
 	}
+	if v.soldOut {
+		return ticketrush.StatusSoldOut, 0, true
+	}
 	return ticketrush.StatusWaiting, int64(seq-v.head) - int64(i), true
+}
+
+// isSoldOut reports whether the concert was sold out at the last refresh.
+func (v *view) isSoldOut() bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.soldOut
 }
 
 // isPaused reports whether the concert's admission was paused at the last refresh.

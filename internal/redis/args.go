@@ -16,7 +16,8 @@ func loadArgs(c ticketrush.Concert, now time.Time) []string {
 	q := c.Queue
 	return []string{c.Title, c.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
 		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.JoinPowBits), flag(q.AccessCodeRequired),
-		saleOpens(c.Sale), salePrequeueOpens(c.Sale), saleSeed(c.Sale)}
+		saleOpens(c.Sale), salePrequeueOpens(c.Sale), saleSeed(c.Sale), itoa(q.ActivePerSeat),
+		itoa(c.TotalSeats() * len(c.Schedules)), ms(q.AbandonAfter), ms(q.NoShow)}
 }
 
 func saleOpens(s *ticketrush.Sale) string {
@@ -78,7 +79,7 @@ func snapshotArgs(afterLeave uint64, limit int, now time.Time) []string {
 
 func configureArgs(q ticketrush.QueueSettings, now time.Time) []string {
 	return []string{itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), flag(q.Paused), millis(now), itoa(q.JoinPowBits),
-		flag(q.AccessCodeRequired)}
+		flag(q.AccessCodeRequired), itoa(q.ActivePerSeat), ms(q.AbandonAfter), ms(q.NoShow)}
 }
 
 func holdArgs(c ticketrush.QueueClaims, scheduleID, seatID string, price int64, resID string, now time.Time) []string {

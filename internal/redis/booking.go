@@ -184,9 +184,13 @@ func seatStatus(state string, nowMs int64) ticketrush.SeatStatus {
 	return ticketrush.SeatHeld
 }
 
-// gated runs the token status script and cmd in one round trip.
+// gated runs the token status script and cmd in one round trip. A gated call is the fan showing up
+// (noShowSeconds): the same round trip takes them off the concert's no-show watch.
 func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, cmd func() rueidis.Completed) (ticketrush.TokenState, rueidis.RedisResult, error) {
-	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now), cmd)
+	shown := func() rueidis.Completed {
+		return s.client.B().Zrem().Key(s.keys.Concert(c.ConcertID).NoShow()).Member(c.UserID).Build()
+	}
+	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now), cmd, shown)
 	if err != nil {
 		return ticketrush.TokenState{}, data, fmt.Errorf("token status: %w", err)
 	}

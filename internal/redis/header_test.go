@@ -108,7 +108,8 @@ func TestScriptHeaders(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
 	claims := ticketrush.QueueClaims{ConcertID: "c1", UserID: "fan-1", Seq: 7}
 	q := ticketrush.QueueSettings{ActiveCapacity: 11, AdmitPerSecond: 12, ActiveTTL: 13 * time.Second,
-		HoldTTL: 14 * time.Second, MaxHoldsPerUser: 15, Paused: true, JoinPowBits: 16, AccessCodeRequired: true}
+		HoldTTL: 14 * time.Second, MaxHoldsPerUser: 15, Paused: true, JoinPowBits: 16, AccessCodeRequired: true,
+		ActivePerSeat: 17, AbandonAfter: 18 * time.Second, NoShow: 19 * time.Second}
 	schedules := []string{"s1", "s2"}
 	const at = "1800000000000"
 	lim := UserLimit{Rate: 20, Burst: 40}
@@ -126,10 +127,12 @@ func TestScriptHeaders(t *testing.T) {
 		args   []string
 		want   map[string]string // argument name -> value; a variadic tail joined by ","
 	}{
-		{"concert_load", k.load(), loadArgs(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q, Sale: &sale}, now),
+		{"concert_load", k.load(), loadArgs(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q, Sale: &sale,
+			Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}}, Sections: []ticketrush.Section{{Name: "A", Seats: 3}}}, now),
 			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
 				"maxholds": "15", "paused": "1", "now": at, "pow": "16", "codereq": "1", "opens": "1800000060000",
-				"pqopens": "1800000030000", "seed": strings.Repeat("07", 32)}},
+				"pqopens": "1800000030000", "seed": strings.Repeat("07", 32), "aps": "17", "total": "6",
+				"abandon": "18000", "noshow": "19000"}},
 		{"queue_join", append(k.join(), k.UserRate("fan-1"), k.PowUsed("ab12"), k.AccessCodes()),
 			append(append(joinArgs("fan-1", now), limitArgs(lim)...), passArgs(ticketrush.JoinPass{PowID: "ab12", PowBits: 20,
 				PowExpires: now.Add(time.Minute), CodeHash: "cafe"})...),
@@ -146,7 +149,7 @@ func TestScriptHeaders(t *testing.T) {
 		{"queue_tick", k.tick(), tickArgs(now, 50), map[string]string{"now": at, "batch": "50"}},
 		{"queue_snapshot", k.snapshot(), snapshotArgs(9, 100, now), map[string]string{"after": "9", "limit": "100", "now": at}},
 		{"queue_configure", k.configure(), configureArgs(q, now), map[string]string{"cap": "11", "rate": "12", "paused": "1", "now": at,
-			"pow": "16", "codereq": "1"}},
+			"pow": "16", "codereq": "1", "aps": "17", "abandon": "18000", "noshow": "19000"}},
 		{"seat_hold", append(k.hold("s1"), k.UserRate("fan-1")), append(holdArgs(claims, "s1", "A-1", 500, "r1", now), limitArgs(lim)...),
 			map[string]string{"user": "fan-1", "seq": "7", "schedule": "s1", "seat": "A-1", "price": "500", "id": "r1", "now": at,
 				"ulimit": "20", "uburst": "40"}},

@@ -66,11 +66,23 @@ func (c ConcertKeys) Draw() string     { return c.base + "draw" }
 func (c ConcertKeys) DrawKeys() string { return c.base + "dkeys" }
 func (c ConcertKeys) DrawLock() string { return c.base + "dlock" }
 
+// Inventory is the concert's seat count hash (seats, avail, sold, soldout), kept by the seat scripts in
+// the concert's slot so that the admission tick reads it in the same script.
+func (c ConcertKeys) Inventory() string { return c.base + "inv" }
+
+// Alive is the hash seq -> when the fan of that WAITING arrival was last seen (Unix ms), written by the
+// instances once a second per concert; Abandoned counts the fans dropped for silence or no-show.
+func (c ConcertKeys) Alive() string     { return c.base + "q:alive" }
+func (c ConcertKeys) Abandoned() string { return c.base + "q:abandoned" }
+
+// NoShow is the zset user -> deadline (ms) of an admitted fan's first gated call (noShowSeconds).
+func (c ConcertKeys) NoShow() string { return c.base + "q:noshow" }
+
 // All returns every key of the concert, its seat maps of scheduleIDs included.
 func (c ConcertKeys) All(scheduleIDs []string) []string {
 	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
 		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(),
-		c.AccessCodes()}
+		c.AccessCodes(), c.Inventory(), c.Alive(), c.Abandoned(), c.NoShow()}
 	keys = append(keys, c.Prequeue(), c.Draw(), c.DrawKeys(), c.DrawLock())
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))
@@ -80,23 +92,26 @@ func (c ConcertKeys) All(scheduleIDs []string) []string {
 
 // The KEYS of each script, in the order of its header.
 
-func (c ConcertKeys) load() []string { return []string{c.Meta(), c.Cfg(), c.Events(), c.Draw()} }
+func (c ConcertKeys) load() []string {
+	return []string{c.Meta(), c.Cfg(), c.Events(), c.Draw(), c.Inventory()}
+}
 
 func (c ConcertKeys) join() []string {
 	return []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
-		c.Prequeue(), c.Draw()}
+		c.Prequeue(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.NoShow()}
 }
 
 func (c ConcertKeys) leave() []string {
-	return []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events()}
+	return []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Alive()}
 }
 
 func (c ConcertKeys) status() []string {
-	return []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Done()}
+	return []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Done(), c.Inventory()}
 }
 
 func (c ConcertKeys) tick() []string {
-	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(), c.Events(), c.Draw()}
+	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(), c.Events(),
+		c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.Abandoned(), c.NoShow()}
 }
 
 func (c ConcertKeys) drawSeal() []string {
@@ -114,7 +129,8 @@ func (c ConcertKeys) drawStatus() []string {
 }
 
 func (c ConcertKeys) snapshot() []string {
-	return []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Wait(), c.Active(), c.LeftLog()}
+	return []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Wait(), c.Active(), c.LeftLog(), c.Inventory(), c.Holds(),
+		c.Abandoned()}
 }
 
 func (c ConcertKeys) configure() []string { return []string{c.Cfg(), c.Events()} }
@@ -127,15 +143,16 @@ func (c ConcertKeys) Paying() string                 { return c.base + "paying" 
 func (c ConcertKeys) Sold() string                   { return c.base + "sold" }
 
 func (c ConcertKeys) hold(scheduleID string) []string {
-	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Paying()}
+	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Paying(),
+		c.Inventory(), c.NoShow()}
 }
 
 func (c ConcertKeys) cancel(scheduleID string) []string {
-	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events()}
+	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Inventory()}
 }
 
 func (c ConcertKeys) sweep(scheduleIDs []string) []string {
-	keys := []string{c.Holds(), c.Reservations(), c.UserHolds(), c.Events()}
+	keys := []string{c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Inventory()}
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))
 	}
@@ -155,11 +172,12 @@ func (c ConcertKeys) claim(scheduleID string) []string {
 }
 
 func (c ConcertKeys) complete(scheduleID string) []string {
-	return []string{c.Seats(scheduleID), c.Reservations(), c.Paying(), c.UserHolds(), c.Sold(), c.Active(), c.ActiveSeq(), c.Done(), c.Events()}
+	return []string{c.Seats(scheduleID), c.Reservations(), c.Paying(), c.UserHolds(), c.Sold(), c.Active(), c.ActiveSeq(), c.Done(), c.Events(),
+		c.Inventory()}
 }
 
 func (c ConcertKeys) release(scheduleID string) []string {
-	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.UserHolds(), c.Events()}
+	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.UserHolds(), c.Events(), c.Inventory()}
 }
 
 // WalletShards is the fixed number of wallet shards. Changing it moves balances between keys: it is

@@ -189,8 +189,34 @@ func ConcertHashes(c ticketrush.Concert) (meta, cfg map[string]string) {
 	meta = map[string]string{"title": c.Title, "venue": c.Venue}
 	cfg = map[string]string{"cap": itoa(q.ActiveCapacity), "rate": itoa(q.AdmitPerSecond), "ttl": ms(q.ActiveTTL),
 		"hold": ms(q.HoldTTL), "maxholds": itoa(q.MaxHoldsPerUser), "paused": flag(q.Paused),
-		"pow": itoa(q.JoinPowBits), "codereq": flag(q.AccessCodeRequired)}
+		"pow": itoa(q.JoinPowBits), "codereq": flag(q.AccessCodeRequired), "aps": itoa(q.ActivePerSeat),
+		"abandon": ms(q.AbandonAfter), "noshow": ms(q.NoShow)}
 	return meta, cfg
+}
+
+// Inventory is a concert's seat count as the seat scripts keep it in the inv hash: seats of every
+// schedule, those AVAILABLE (in no seat map: neither held, being paid nor sold; a hold past its expiry
+// that the sweeper has not lapsed yet is counted taken here and added back by the readers), those
+// SOLD, and whether the concert is sold out.
+type Inventory struct {
+	Seats, Available, Sold int64
+	SoldOut                bool
+}
+
+// InventoryHash encodes a concert's inv hash as the scripts keep it.
+func InventoryHash(inv Inventory) map[string]string {
+	return map[string]string{"seats": i64toa(inv.Seats), "avail": i64toa(inv.Available), "sold": i64toa(inv.Sold),
+		"soldout": flag(inv.SoldOut)}
+}
+
+// DecodeInventory reads a concert's inv hash (HGETALL); ok is false when it is absent or malformed.
+func DecodeInventory(h map[string]string) (inv Inventory, ok bool) {
+	var errs [3]error
+	inv.Seats, errs[0] = strconv.ParseInt(h["seats"], 10, 64)
+	inv.Available, errs[1] = strconv.ParseInt(h["avail"], 10, 64)
+	inv.Sold, errs[2] = strconv.ParseInt(h["sold"], 10, 64)
+	inv.SoldOut = h["soldout"] == "1"
+	return inv, errs[0] == nil && errs[1] == nil && errs[2] == nil
 }
 
 // msOf is t in Unix ms, 0 for the zero time.

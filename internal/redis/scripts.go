@@ -99,14 +99,22 @@ func (s *Store) evalsha(sc *script, keys, args []string) rueidis.Completed {
 	return s.client.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
-// execWith runs sc and then cmd in one round trip (one pipeline on one hash slot). When Redis does not
-// know the script yet (after a restart), it falls back to two round trips, which also loads it.
-// cmd builds the command: rueidis commands are single-use, and the fallback sends it again.
-func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, cmd func() rueidis.Completed) (rueidis.RedisMessage, rueidis.RedisResult, error) {
+// execWith runs sc and then cmd in one round trip (one pipeline on one hash slot), and then the
+// optional more, whose replies it drops. When Redis does not know the script yet (after a restart), it
+// falls back to separate round trips, which also load it. cmd builds the command: rueidis commands are
+// single-use, and the fallback sends it again.
+func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, cmd func() rueidis.Completed, more ...func() rueidis.Completed) (rueidis.RedisMessage, rueidis.RedisResult, error) {
 	start := time.Now()
-	res := s.client.DoMulti(ctx, s.evalsha(sc, keys, args), cmd())
+	cmds := rueidis.Commands{s.evalsha(sc, keys, args), cmd()}
+	for _, m := range more {
+		cmds = append(cmds, m())
+	}
+	res := s.client.DoMulti(ctx, cmds...)
 	if rerr, ok := rueidis.IsRedisErr(res[0].Error()); ok && rerr.IsNoScript() {
 		msg, err := s.exec(ctx, sc, keys, args)
+		for _, m := range more {
+			s.client.Do(ctx, m())
+		}
 		return msg, s.client.Do(ctx, cmd()), err
 	}
 	s.metrics.duration.WithLabelValues(sc.name).Observe(time.Since(start).Seconds())

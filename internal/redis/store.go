@@ -237,7 +237,8 @@ func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 	}
 	st := ticketrush.TokenState{
-		Status:      r.status(0, ticketrush.StatusWaiting, ticketrush.StatusActive, ticketrush.StatusExpired, ticketrush.StatusDone),
+		Status: r.status(0, ticketrush.StatusWaiting, ticketrush.StatusActive, ticketrush.StatusExpired, ticketrush.StatusDone,
+			ticketrush.StatusSoldOut),
 		Position:    r.int(1),
 		ActiveUntil: fromMillis(r.int(2)),
 	}
@@ -260,13 +261,14 @@ func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch
 	return res, nil
 }
 
-// tickReply reads queue_tick's {admitted, lapsed, waiting, active}.
+// tickReply reads queue_tick's {admitted, lapsed, waiting, active, abandoned, noshows}.
 func tickReply(msg rueidis.RedisMessage) (ticketrush.TickResult, error) {
-	r, err := reply(msg, 4)
+	r, err := reply(msg, 6)
 	if err != nil {
 		return ticketrush.TickResult{}, err
 	}
-	res := ticketrush.TickResult{Admitted: int(r.int(0)), Lapsed: int(r.int(1)), Waiting: r.int(2), Active: r.int(3)}
+	res := ticketrush.TickResult{Admitted: int(r.int(0)), Lapsed: int(r.int(1)), Waiting: r.int(2), Active: r.int(3),
+		Abandoned: int(r.int(4)), NoShows: int(r.int(5))}
 	return res, r.err
 }
 
@@ -284,9 +286,9 @@ func (s *Store) Snapshot(ctx context.Context, concertID string, afterLeave uint6
 }
 
 // snapshotReply reads queue_snapshot's {found, head, tail, admitted, waiting, active, cap, rate, paused,
-// {seq, ordinal, ...}}.
+// {seq, ordinal, ...}, soldout, available, aps, abandoned, abandon (ms)}.
 func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
-	r, err := reply(msg, 10)
+	r, err := reply(msg, 15)
 	if err != nil {
 		return ticketrush.QueueSnapshot{}, err
 	}
@@ -300,6 +302,11 @@ func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
 		ActiveCapacity: int(r.int(6)),
 		AdmitPerSecond: int(r.int(7)),
 		Paused:         r.flag(8),
+		SoldOut:        r.flag(10),
+		SeatsAvailable: r.int(11),
+		ActivePerSeat:  int(r.int(12)),
+		Abandoned:      r.int(13),
+		AbandonAfter:   time.Duration(r.int(14)) * time.Millisecond,
 	}
 	if r.err != nil {
 		return ticketrush.QueueSnapshot{}, r.err
@@ -333,6 +340,23 @@ func (s *Store) AddAccessCodes(ctx context.Context, concertID string, hashes []s
 		if err := r.Error(); err != nil {
 			return fmt.Errorf("add access codes %s: %w", concertID, unavailable(err))
 		}
+	}
+	return nil
+}
+
+// MarkAlive records that the fans of the given WAITING arrivals were seen at now: one command, which
+// an instance sends at most once a second per concert for every token it served in that second.
+func (s *Store) MarkAlive(ctx context.Context, concertID string, seqs []uint64, now time.Time) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	at := millis(now)
+	cmd := s.client.B().Hset().Key(s.keys.Concert(concertID).Alive()).FieldValue()
+	for _, seq := range seqs {
+		cmd = cmd.FieldValue(utoa(seq), at)
+	}
+	if err := s.client.Do(ctx, cmd.Build()).Error(); err != nil {
+		return fmt.Errorf("mark alive %s: %w", concertID, unavailable(err))
 	}
 	return nil
 }

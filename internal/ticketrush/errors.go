@@ -74,6 +74,7 @@ var (
 	ErrPowInvalid           = define("POW_INVALID", 403, "Proof of work invalid", "the proof is wrong, expired, used already or another user's; get a new challenge", false)
 	ErrAccessCodeRequired   = define("ACCESS_CODE_REQUIRED", 403, "Access code required", "this concert's line is open to access-code holders only: join with accessCode", false)
 	ErrAccessCodeInvalid    = define("ACCESS_CODE_INVALID", 403, "Access code invalid", "the access code is unknown, or another user's", false)
+	ErrSoldOut              = define("SOLD_OUT", 409, "Sold out", "every seat of this concert is sold", false)
 )
 
 // Codes lists the table in its order.

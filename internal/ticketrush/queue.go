@@ -15,6 +15,8 @@ const (
 	StatusActive  QueueStatus = "ACTIVE"
 	StatusExpired QueueStatus = "EXPIRED"
 	StatusDone    QueueStatus = "DONE"
+	// StatusSoldOut: the token's line closed because every seat of the concert is SOLD.
+	StatusSoldOut QueueStatus = "SOLD_OUT"
 )
 
 // GateError is the refusal of a gated call whose token has status s: nil for ACTIVE.
@@ -39,16 +41,17 @@ type QueueClaims struct {
 
 // Ticket is a queue token's state as the queue API shows it.
 type Ticket struct {
-	Token         string
-	ConcertID     string
-	Status        QueueStatus
-	Position      int64
-	EstimatedWait time.Duration // unknown (zero) while Paused
-	PollAfter     time.Duration
-	Paused        bool      // the concert's admission is paused: nobody is admitted until it resumes
-	ActiveUntil   time.Time // zero unless ACTIVE
-	OpensAt       time.Time // the sale's opening while the token is PREQUEUE, else zero
-	DrawKey       string    // the fan's draw key (hex) once their pre-queue is drawn, else ""
+	Token          string
+	ConcertID      string
+	Status         QueueStatus
+	Position       int64
+	EstimatedWait  time.Duration // unknown (zero) while Paused
+	PollAfter      time.Duration
+	Paused         bool      // the concert's admission is paused: nobody is admitted until it resumes
+	ActiveUntil    time.Time // zero unless ACTIVE
+	OpensAt        time.Time // the sale's opening while the token is PREQUEUE, else zero
+	DrawKey        string    // the fan's draw key (hex) once their pre-queue is drawn, else ""
+	SeatsAvailable int64     // seats of the concert AVAILABLE at the instance's last view refresh
 }
 
 // QueueState is a concert's live waiting-room figures as the admin API shows them.
@@ -61,6 +64,9 @@ type QueueState struct {
 	Seats          SeatCounts
 	Prequeue       int64     // fans in the pre-queue of a sale not yet drawn
 	OpensAt        time.Time // the sale's opening while it is ahead, else zero
+	SoldOut        bool
+	ActivePerSeat  int
+	Abandoned      int64
 }
 
 // SeatCounts counts a concert's seats by state over all its schedules.
@@ -78,6 +84,9 @@ type QueuePatch struct {
 
 	JoinPowBits        *int
 	AccessCodeRequired *bool
+	ActivePerSeat      *int
+	AbandonAfter       *time.Duration
+	NoShow             *time.Duration
 }
 
 // Apply returns s with the patch applied.
@@ -96,6 +105,15 @@ func (p QueuePatch) Apply(s QueueSettings) QueueSettings {
 	}
 	if p.AccessCodeRequired != nil {
 		s.AccessCodeRequired = *p.AccessCodeRequired
+	}
+	if p.ActivePerSeat != nil {
+		s.ActivePerSeat = *p.ActivePerSeat
+	}
+	if p.AbandonAfter != nil {
+		s.AbandonAfter = *p.AbandonAfter
+	}
+	if p.NoShow != nil {
+		s.NoShow = *p.NoShow
 	}
 	return s
 }
@@ -139,6 +157,11 @@ type QueueSnapshot struct {
 	AdmitPerSecond int
 	Paused         bool
 	Leaves         []Leave // leaves after the ordinal asked for, in ordinal order
+	SoldOut        bool    // every seat of every schedule is SOLD
+	SeatsAvailable int64   // seats AVAILABLE now (a lapsed, unswept hold counts as available)
+	ActivePerSeat  int
+	Abandoned      int64         // fans dropped so far for not polling or not showing up
+	AbandonAfter   time.Duration // 0: off
 }
 
 // Leave is one fan leaving the line: their seq and the leave's ordinal in the concert's leave log.
@@ -149,8 +172,10 @@ type Leave struct {
 
 // TickResult is what one admission tick did.
 type TickResult struct {
-	Admitted int
-	Lapsed   int
-	Waiting  int64
-	Active   int64
+	Admitted  int
+	Lapsed    int
+	Waiting   int64
+	Active    int64
+	Abandoned int // WAITING fans dropped in this tick for not polling
+	NoShows   int // ACTIVE fans expired in this tick for making no gated call
 }

@@ -59,8 +59,11 @@ type QueueSettings struct {
 	MaxHoldsPerUser int
 	Paused          bool
 
-	JoinPowBits        int  // a join needs a proof of work of this many leading zero bits; 0: none
-	AccessCodeRequired bool // a join needs an access code of the admin endpoint
+	JoinPowBits        int           // a join needs a proof of work of this many leading zero bits; 0: none
+	AccessCodeRequired bool          // a join needs an access code of the admin endpoint
+	ActivePerSeat      int           // > 0: at most ActivePerSeat x the AVAILABLE seats are ACTIVE at once; 0: off
+	AbandonAfter       time.Duration // a WAITING fan silent this long is skipped at admission (EXPIRED); 0: off
+	NoShow             time.Duration // an ACTIVE fan with no gated call this long after admission is EXPIRED; 0: off
 }
 
 // DefaultQueueSettings are the defaults of docs/api.md's admin section.
@@ -71,6 +74,8 @@ func DefaultQueueSettings() QueueSettings {
 		ActiveTTL:       1800 * time.Second,
 		HoldTTL:         300 * time.Second,
 		MaxHoldsPerUser: 4,
+		AbandonAfter:    300 * time.Second,
+		NoShow:          120 * time.Second,
 	}
 }
 
@@ -80,6 +85,7 @@ const (
 	MaxAdmitPerSecond   = 1_000_000
 	MaxTTL              = 7 * 24 * time.Hour
 	MaxHoldsLimit       = 100
+	MaxActivePerSeat    = 1000
 	MaxSeatsPerSchedule = 200_000
 	MaxSeatsPerConcert  = 1_000_000 // over every schedule: the seat rows one create may write
 	MaxSchedules        = 100
@@ -102,6 +108,12 @@ func (q QueueSettings) Validate() error {
 		return Invalidf("maxHoldsPerUser must be between 1 and %d", MaxHoldsLimit)
 	case q.JoinPowBits < 0 || q.JoinPowBits > MaxPowBits:
 		return Invalidf("joinPowBits must be between 0 and %d", MaxPowBits)
+	case q.ActivePerSeat < 0 || q.ActivePerSeat > MaxActivePerSeat:
+		return Invalidf("activePerSeat must be between 0 and %d", MaxActivePerSeat)
+	case q.AbandonAfter < 0 || q.AbandonAfter > MaxTTL || q.AbandonAfter%time.Second != 0:
+		return Invalidf("abandonAfterSeconds must be between 0 and %d", int(MaxTTL/time.Second))
+	case q.NoShow < 0 || q.NoShow > MaxTTL || q.NoShow%time.Second != 0:
+		return Invalidf("noShowSeconds must be between 0 and %d", int(MaxTTL/time.Second))
 	}
 	return nil
 }

@@ -97,6 +97,9 @@ var queueEvents = map[string]bool{
 	"concert.load": true, "queue.join": true, "queue.admit": true, "queue.lapse": true, "queue.leave": true,
 	"queue.configure": true, "queue.done": true,
 	"queue.prequeue": true, "draw.seal": true, "draw.place": true, "draw.done": true, "queue.unprequeue": true,
+	"concert.soldout": true, // the sale of the last seat: recorded in processed_events with its time
+	"queue.abandon":   true, // a WAITING fan dropped for silence (seq, when last seen)
+	"queue.noshow":    true, // an ACTIVE fan expired for making no gated call
 }
 
 // ledgerTypes maps the wallet's point events to their ledger type.

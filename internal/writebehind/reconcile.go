@@ -58,6 +58,7 @@ func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, grou
 			return nil, err
 		}
 		diffs = append(diffs, compareConcert(c.ID, snap, rec)...)
+		diffs = append(diffs, compareInventory(c, snap)...)
 		for _, r := range snap.reservations {
 			if r.Status == ticketrush.ReservationPaid && r.PaymentID != "" {
 				debits = append(debits, r.PaymentID)
@@ -102,6 +103,7 @@ func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, grou
 type concertSnapshot struct {
 	reservations map[string]ticketrush.Reservation
 	seats        map[string]map[string]string // schedule -> seat -> state
+	inventory    map[string]string            // the inv hash, as the seat scripts keep it
 	last         ticketrush.EventID
 }
 
@@ -113,6 +115,7 @@ func readConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c
 		for _, s := range c.Schedules {
 			cmds = append(cmds, d.B().Hgetall().Key(k.Seats(s.ID)).Build())
 		}
+		cmds = append(cmds, d.B().Hgetall().Key(k.Inventory()).Build())
 		cmds = append(cmds, d.B().XinfoStream().Key(k.Events()).Build(), d.B().Time().Build(), d.B().Exec().Build())
 		res := d.DoMulti(ctx, cmds...)
 		var err error
@@ -139,6 +142,9 @@ func readConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c
 			return snap, fmt.Errorf("read seats of %s: %w", s.ID, err)
 		}
 		snap.seats[s.ID] = m
+	}
+	if snap.inventory, err = replies[1+len(c.Schedules)].AsStrMap(); err != nil {
+		return snap, fmt.Errorf("read inventory of %s: %w", c.ID, err)
 	}
 	snap.last = cut(k.Events(), &replies[len(replies)-2], &replies[len(replies)-1])
 	return snap, nil
@@ -245,6 +251,20 @@ func written(ctx context.Context, rdb rueidis.Client, group string, upTo ticketr
 		return len(pending) == 0, nil
 	}
 	return false, nil // no group yet: no worker has come by since the stream was made
+}
+
+// compareInventory checks the seat count the seat scripts keep (which the admission tick reads)
+// against the seat maps it counts.
+func compareInventory(c ticketrush.Concert, snap concertSnapshot) []string {
+	got, ok := redis.DecodeInventory(snap.inventory)
+	if !ok {
+		return []string{fmt.Sprintf("concert %s: no readable seat count (inv) in redis", c.ID)}
+	}
+	want := inventoryOf(c, snap.seats)
+	if got != want {
+		return []string{fmt.Sprintf("concert %s: seat count %+v in redis, the seat maps give %+v", c.ID, got, want)}
+	}
+	return nil
 }
 
 func compareConcert(concertID string, snap concertSnapshot, rec map[string]ticketrush.ReservationRecord) []string {

@@ -239,7 +239,25 @@ func restoreConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys
 		soldCounts[sched] = strconv.Itoa(n)
 	}
 	cmds = append(cmds, hset(k.Sold(), soldCounts)...)
+	cmds = append(cmds, hset(k.Inventory(), redis.InventoryHash(inventoryOf(c, seats)))...)
 	return multi(ctx, rdb, cmds)
+}
+
+// inventoryOf counts a concert's seats from its seat maps (schedule -> seat -> state) as the seat
+// scripts keep the count: a seat in no map is available.
+func inventoryOf(c ticketrush.Concert, seats map[string]map[string]string) redis.Inventory {
+	inv := redis.Inventory{Seats: int64(c.TotalSeats() * len(c.Schedules))}
+	inv.Available = inv.Seats
+	for _, m := range seats {
+		for _, v := range m {
+			inv.Available--
+			if st, ok := redis.ParseSeatState(v); ok && st.Kind == redis.SeatSold {
+				inv.Sold++
+			}
+		}
+	}
+	inv.SoldOut = inv.Seats > 0 && inv.Sold >= inv.Seats
+	return inv
 }
 
 func restoreWallets(ctx context.Context, rdb rueidis.Client, keys redis.Keys, src Source, now time.Time, rep *RestoreReport) error {

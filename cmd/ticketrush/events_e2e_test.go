@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stream opens GET /v1/queue/events for the fan's token and returns its events as they come; the
+// channel closes when the server ends the stream.
+func (s *service) stream(t *testing.T, f fan, token string) <-chan ticket {
+	t.Helper()
+	r, err := http.NewRequest("GET", s.url+"/v1/queue/events", nil)
+	require.NoError(t, err)
+	for h := f.auth(token); len(h) > 1; h = h[2:] {
+		r.Header.Set(h[0], h[1])
+	}
+	r.Header.Set("Accept", "text/event-stream")
+	res, err := s.client.Do(r)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
+	out := make(chan ticket, 100)
+	go func() {
+		defer close(out)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		event := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && event == "status":
+				var tk ticket
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &tk); err != nil {
+					tk.Status = fmt.Sprintf("bad event data %q: %v", line, err)
+				}
+				out <- tk
+			}
+		}
+	}()
+	return out
+}
+
+// next waits for the stream's next event.
+func next(t *testing.T, events <-chan ticket, within time.Duration) (ticket, bool) {
+	t.Helper()
+	select {
+	case tk, ok := <-events:
+		return tk, ok
+	case <-time.After(within):
+		require.FailNow(t, "no event", "none within %v", within)
+	}
+	return ticket{}, false
+}
+
+// TestEventStream: a waiting fan's stream says WAITING at once and ACTIVE when the fan ahead leaves;
+// a fan waiting behind a buyer of the last seat has a stream that ends on SOLD_OUT. Real HTTP client,
+// real server.
+func TestEventStream(t *testing.T) {
+	s := startService(t, nil)
+	concertID, scheduleID := s.saleConcertOf(t, 1, map[string]any{"activeCapacity": 1})
+	alice, bob, carol := buyer(t, "alice"), buyer(t, "bob"), buyer(t, "carol")
+	aliceTok := s.admitted(t, alice, concertID)
+	_, bt := s.join(t, bob, concertID)
+	require.Equal(t, "WAITING", bt.Status)
+
+	bobEvents := s.stream(t, bob, bt.Token)
+	first, ok := next(t, bobEvents, 5*time.Second)
+	require.True(t, ok)
+	assert.Equal(t, "WAITING", first.Status, "the status at once")
+	assert.Equal(t, int64(1), first.Position)
+
+	s.leave(t, alice, aliceTok)
+	left := time.Now()
+	var got ticket
+	for got.Status != "ACTIVE" {
+		got, ok = next(t, bobEvents, 10*time.Second)
+		require.True(t, ok, "the stream ended before ACTIVE")
+		require.Contains(t, []string{"WAITING", "ACTIVE"}, got.Status)
+	}
+	t.Logf("ACTIVE on the stream %v after the fan ahead left", time.Since(left))
+	require.NotNil(t, got.ActiveUntil)
+
+	_, ct := s.join(t, carol, concertID)
+	require.Equal(t, "WAITING", ct.Status)
+	carolEvents := s.stream(t, carol, ct.Token)
+	first, ok = next(t, carolEvents, 5*time.Second)
+	require.True(t, ok)
+	require.Equal(t, "WAITING", first.Status)
+
+	require.Equal(t, http.StatusCreated, s.charge(t, bob, 1000, "").status)
+	h := s.hold(t, bob, got.Token, scheduleID, "R-1")
+	require.Equal(t, http.StatusCreated, h.status, "hold: %s", h.body)
+	var r reservation
+	require.NoError(t, json.Unmarshal(h.body, &r))
+	require.Equal(t, http.StatusCreated, s.pay(t, bob, r.ID, "").status)
+
+	var statuses []string
+	for {
+		tk, ok := next(t, carolEvents, 10*time.Second)
+		if !ok {
+			break
+		}
+		statuses = append(statuses, tk.Status)
+	}
+	require.NotEmpty(t, statuses)
+	assert.Equal(t, "SOLD_OUT", statuses[len(statuses)-1], "the stream ends on SOLD_OUT: %v", statuses)
+	for _, st := range statuses[:len(statuses)-1] {
+		assert.Equal(t, "WAITING", st, "carol is never admitted: %v", statuses)
+	}
+}
+
+// saleConcertOf creates a concert of one schedule with R-1..seats at 1,000.
+func (s *service) saleConcertOf(t *testing.T, seats int, queue map[string]any) (concertID, scheduleID string) {
+	t.Helper()
+	res := s.do(t, req{method: "POST", path: "/admin/v1/concerts", headers: admin(), body: map[string]any{
+		"title": "Stream " + t.Name(), "venue": "Hall", "schedules": []string{"2026-12-24T10:00:00Z"},
+		"sections": []map[string]any{{"name": "R", "price": 1000, "seats": seats}}, "queue": queue,
+	}})
+	require.Equal(t, http.StatusCreated, res.status, "create concert: %s", res.body)
+	var c struct {
+		ID        string `json:"id"`
+		Schedules []struct {
+			ID string `json:"id"`
+		} `json:"schedules"`
+	}
+	require.NoError(t, json.Unmarshal(res.body, &c))
+	return c.ID, c.Schedules[0].ID
+}

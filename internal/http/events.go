@@ -1,0 +1,68 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// eventWriteTimeout bounds each write of an event stream: a reader too slow to take one event in that
+// time is cut off, so a stalled client pins neither a goroutine nor buffers for long. Each write
+// extends the connection's deadline by this much, so a stream outlives the server's WriteTimeout.
+const eventWriteTimeout = 10 * time.Second
+
+// queueEvents is GET /v1/queue/events: the queue body as Server-Sent Events (event: status), sent at
+// once, on every change and at least every pollAfterSeconds, ending after a final status. The token is
+// checked before the stream starts, so a refusal is a problem document like any other.
+// StopStreams ends every event stream, so that a graceful shutdown need not wait for them (register
+// it with http.Server.RegisterOnShutdown).
+func (s *Server) StopStreams() { s.stopStreams() }
+
+func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	user, err := s.user(r)
+	if err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.streams, cancel)()
+	started := false
+	var buf bytes.Buffer
+	err = s.Queue.Watch(ctx, user, r.Header.Get("X-Queue-Token"), func(t ticketrush.Ticket) error {
+		if !started {
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-store")
+			h.Set("X-Accel-Buffering", "no") // proxies that buffer would hold the events back
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		buf.Reset()
+		buf.WriteString("event: status\ndata: ")
+		if err := json.NewEncoder(&buf).Encode(toTicketJSON(t)); err != nil { // Encode ends the line
+			return err
+		}
+		buf.WriteString("\n")
+		if err := rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	if started {
+		// The stream is under way: an error here is the client leaving, a slow reader cut off or the
+		// server stopping; there is no status left to write it in.
+		return nil
+	}
+	return err
+}

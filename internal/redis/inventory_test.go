@@ -1,0 +1,324 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// inventory reads the concert's inv hash and checks it against the seat maps it counts: every seat in
+// no map is available.
+func inventory(t *testing.T, s *Store, c rueidis.Client, concertID string, scheduleIDs ...string) Inventory {
+	t.Helper()
+	ctx := context.Background()
+	k := s.keys.Concert(concertID)
+	h, err := c.Do(ctx, c.B().Hgetall().Key(k.Inventory()).Build()).AsStrMap()
+	require.NoError(t, err)
+	inv, ok := DecodeInventory(h)
+	require.True(t, ok, "inv hash %v", h)
+	taken := int64(0)
+	for _, sc := range scheduleIDs {
+		n, err := c.Do(ctx, c.B().Hlen().Key(k.Seats(sc)).Build()).AsInt64()
+		require.NoError(t, err)
+		taken += n
+	}
+	assert.Equal(t, inv.Seats-taken, inv.Available, "the count agrees with the seat maps")
+	return inv
+}
+
+// TestInventoryCount follows the AVAILABLE count through every seat script: a hold takes a seat, a
+// cancel, a sweep and a late release give it back, taking another fan's lapsed hold of a seat changes
+// nothing, and a sale counts as sold. Readers (the snapshot) add lapsed holds not swept yet.
+func TestInventoryCount(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.MaxHoldsPerUser = 4 },
+			"alice", "bob")
+		inv := func() Inventory { return inventory(t, s, c, cid, sA, sB) }
+		assert.Equal(t, Inventory{Seats: 4, Available: 4}, inv(), "two schedules of two seats")
+
+		r, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), inv().Available, "held")
+		_, err = s.Cancel(ctx, "alice", r.ID, t0)
+		require.NoError(t, err)
+		assert.Equal(t, int64(4), inv().Available, "cancelled")
+
+		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(9*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), snap.SeatsAvailable, "held until its expiry")
+		snap, err = s.Snapshot(ctx, cid, 0, 10, t0.Add(10*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, int64(4), snap.SeatsAvailable, "a lapsed hold not swept yet reads as available")
+		assert.Equal(t, int64(3), inv().Available, "the stored count still has it taken")
+
+		_, lapsed, err := s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0.Add(10*time.Second))
+		require.NoError(t, err)
+		require.True(t, lapsed)
+		assert.Equal(t, int64(3), inv().Available, "bob took alice's lapsed hold: one seat taken still")
+
+		n, err := s.Sweep(ctx, cid, []string{sA, sB}, t0.Add(20*time.Second), 10)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		assert.Equal(t, int64(4), inv().Available, "swept")
+
+		r1, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-1", 300, t0.Add(20*time.Second))
+		require.NoError(t, err)
+		r2, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-2", 300, t0.Add(20*time.Second))
+		require.NoError(t, err)
+		for _, id := range []string{r1.ID, r2.ID} {
+			_, err = s.Claim(ctx, "alice", id, t0.Add(20*time.Second))
+			require.NoError(t, err)
+		}
+		assert.Equal(t, int64(2), inv().Available, "being paid")
+		_, err = s.Release(ctx, r1.ID, t0.Add(30*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), inv().Available, "released after its expiry: the seat is back")
+
+		_, _, err = s.Charge(ctx, "alice", 1000, "", "", t0)
+		require.NoError(t, err)
+		d, err := s.Debit(ctx, "alice", r2.ID, 300, t0)
+		require.NoError(t, err)
+		_, err = s.Complete(ctx, r2.ID, d, t0.Add(21*time.Second))
+		require.NoError(t, err)
+		_, err = s.Complete(ctx, r2.ID, d, t0.Add(21*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, Inventory{Seats: 4, Available: 3, Sold: 1}, inv(), "sold once, however often completed")
+	})
+}
+
+// TestSoldOut: the sale of the last seat marks the concert sold out, once; then a join is refused, a
+// token in the line reads SOLD_OUT, nobody is admitted, and the active fan keeps their token.
+func TestSoldOut(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, oneSchedule(concert(cid, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 2; q.MaxHoldsPerUser = 2 })))
+		alice := join(t, s, cid, "alice", ticketrush.StatusActive)
+		carol := join(t, s, cid, "carol", ticketrush.StatusActive)
+		bob := join(t, s, cid, "bob", ticketrush.StatusWaiting)
+
+		_, _, err := s.Charge(ctx, "alice", 1000, "", "", t0)
+		require.NoError(t, err)
+		var held []ticketrush.Reservation
+		for _, seat := range []string{"VIP-1", "VIP-2"} {
+			r, _, err := s.Hold(ctx, alice, sA, seat, 100, t0)
+			require.NoError(t, err)
+			held = append(held, r)
+		}
+		for i, r := range held {
+			_, err = s.Claim(ctx, "alice", r.ID, t0)
+			require.NoError(t, err)
+			d, err := s.Debit(ctx, "alice", r.ID, 100, t0)
+			require.NoError(t, err)
+			_, err = s.Complete(ctx, r.ID, d, t0)
+			require.NoError(t, err)
+			snap, err := s.Snapshot(ctx, cid, 0, 10, t0)
+			require.NoError(t, err)
+			assert.Equal(t, i == 1, snap.SoldOut, "sold out after the last seat only (seat %d)", i+1)
+			assert.Zero(t, snap.SeatsAvailable, "one held, one sold; then both sold")
+		}
+		assert.Equal(t, Inventory{Seats: 2, Sold: 2, SoldOut: true}, inventory(t, s, c, cid, sA))
+		assert.Equal(t, []string{"concert.soldout"}, filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "concert.soldout"))
+
+		st, err := s.TokenStatus(ctx, bob, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusSoldOut, st.Status, "bob's line is closed")
+		_, err = s.Join(ctx, cid, "dave", t0)
+		assert.ErrorIs(t, err, ticketrush.ErrSoldOut)
+		_, err = s.Join(ctx, cid, "bob", t0)
+		assert.ErrorIs(t, err, ticketrush.ErrSoldOut, "a waiting fan's rejoin too")
+		again, err := s.Join(ctx, cid, "carol", t0)
+		require.NoError(t, err, "an ACTIVE fan keeps their session")
+		assert.Equal(t, carol.Seq, again.Seq)
+
+		_, err = s.Leave(ctx, cid, "carol", carol.Seq, t0)
+		require.NoError(t, err)
+		r, err := s.Tick(ctx, cid, t0.Add(time.Minute), 100)
+		require.NoError(t, err)
+		assert.Zero(t, r.Admitted, "a free slot, but nothing to sell")
+	})
+}
+
+// TestActivePerSeat: with activePerSeat 1 the tick and the join admit nobody past the AVAILABLE seats;
+// a cancelled or lapsed hold re-offers its seat to the head of the line, one fan per seat; and the
+// setting is live.
+func TestActivePerSeat(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, oneSchedule(concert(cid, func(q *ticketrush.QueueSettings) {
+			q.ActivePerSeat = 1
+			q.ActiveTTL = 5 * time.Second
+			q.HoldTTL = 20 * time.Second
+		})))
+		a := join(t, s, cid, "u1", ticketrush.StatusActive)
+		b := join(t, s, cid, "u2", ticketrush.StatusActive)
+		for _, u := range []string{"u3", "u4", "u5", "u6"} {
+			join(t, s, cid, u, ticketrush.StatusWaiting)
+		}
+		r, err := s.Tick(ctx, cid, t0, 100)
+		require.NoError(t, err)
+		assert.Equal(t, 0, r.Admitted, "two seats, two ACTIVE")
+
+		ra, _, err := s.Hold(ctx, a, sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+		_, _, err = s.Hold(ctx, b, sA, "VIP-2", 100, t0)
+		require.NoError(t, err)
+		r, err = s.Tick(ctx, cid, t0.Add(5*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TickResult{Lapsed: 2, Waiting: 4}, r,
+			"both sessions lapse, but every seat is held: the line waits")
+
+		_, err = s.Cancel(ctx, "u1", ra.ID, t0.Add(6*time.Second))
+		require.NoError(t, err)
+		r, err = s.Tick(ctx, cid, t0.Add(6*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TickResult{Admitted: 1, Waiting: 3, Active: 1}, r, "a cancelled hold re-offers one seat")
+		assertActive(t, s, cid, "u3", 3)
+
+		r, err = s.Tick(ctx, cid, t0.Add(20*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TickResult{Admitted: 2, Lapsed: 1, Waiting: 1, Active: 2}, r,
+			"u3's session lapses and u2's hold lapses (not swept yet): two seats, one fan each")
+
+		q := ticketrush.DefaultQueueSettings()
+		q.ActivePerSeat = 2
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		r, err = s.Tick(ctx, cid, t0.Add(21*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TickResult{Admitted: 1, Waiting: 0, Active: 3}, r, "activePerSeat 2, live: room for two more, one waits")
+	})
+}
+
+func join(t *testing.T, s *Store, concertID, user string, want ticketrush.QueueStatus) ticketrush.QueueClaims {
+	t.Helper()
+	r, err := s.Join(context.Background(), concertID, user, t0)
+	require.NoError(t, err)
+	require.Equal(t, want, r.Status, user)
+	return ticketrush.QueueClaims{UserID: user, ConcertID: concertID, Seq: r.Seq}
+}
+
+func assertActive(t *testing.T, s *Store, concertID, user string, seq uint64) {
+	t.Helper()
+	st, err := s.TokenStatus(context.Background(), ticketrush.QueueClaims{UserID: user, ConcertID: concertID, Seq: seq}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, ticketrush.StatusActive, st.Status, user)
+}
+
+// oneSchedule gives c one schedule whose id reservation ids can carry.
+func oneSchedule(c ticketrush.Concert) ticketrush.Concert {
+	c.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}}
+	return c
+}
+
+// TestAbandonment: with abandonAfter 2 s, the tick drops the fans at the head of the line who were
+// last seen (joined, rejoined or marked alive by an instance) 2 s or more ago, admits the others in
+// order, and moves the head past both; the dropped read EXPIRED and are counted.
+func TestAbandonment(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		q := ticketrush.DefaultQueueSettings()
+		q.Paused, q.AbandonAfter = true, 2*time.Second
+		mustLoad(t, s, oneSchedule(concert(cid, func(qs *ticketrush.QueueSettings) { *qs = q })))
+		var fans []ticketrush.QueueClaims
+		for i := 1; i <= 6; i++ {
+			fans = append(fans, join(t, s, cid, "u"+strconv.Itoa(i), ticketrush.StatusWaiting))
+		}
+		require.NoError(t, s.MarkAlive(ctx, cid, []uint64{fans[1].Seq, fans[3].Seq}, t0.Add(1500*time.Millisecond)))
+		_, err := s.Join(ctx, cid, "u6", t0.Add(1500*time.Millisecond))
+		require.NoError(t, err, "a rejoin is a sign of life too")
+
+		q.Paused = false
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		r, err := s.Tick(ctx, cid, t0.Add(3*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TickResult{Admitted: 3, Waiting: 0, Active: 3, Abandoned: 3}, r)
+		for i, f := range fans {
+			st, err := s.TokenStatus(ctx, f, t0.Add(3*time.Second))
+			require.NoError(t, err)
+			want := ticketrush.StatusExpired
+			if i%2 == 1 {
+				want = ticketrush.StatusActive
+			}
+			assert.Equal(t, want, st.Status, "u%d", i+1)
+		}
+		var order []string
+		entries, err := c.Do(ctx, c.B().Xrange().Key(s.keys.Concert(cid).Events()).Start("-").End("+").Build()).AsXRange()
+		require.NoError(t, err)
+		for _, e := range entries {
+			if e.FieldValues["type"] == "queue.abandon" || e.FieldValues["type"] == "queue.admit" {
+				order = append(order, e.FieldValues["type"]+" "+e.FieldValues["user"])
+			}
+		}
+		assert.Equal(t, []string{"queue.abandon u1", "queue.admit u2", "queue.abandon u3", "queue.admit u4",
+			"queue.abandon u5", "queue.admit u6"}, order, "in arrival order")
+		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(3*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), snap.Abandoned)
+		assert.Equal(t, fans[5].Seq, snap.Head, "the head is past everyone who left the line")
+		n, err := c.Do(ctx, c.B().Hlen().Key(s.keys.Concert(cid).Alive()).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "nothing kept for fans who left the line")
+
+		q.Paused = true
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		quiet := join(t, s, cid, "u7", ticketrush.StatusWaiting)
+		q.Paused, q.AbandonAfter = false, 0
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		r, err = s.Tick(ctx, cid, t0.Add(time.Hour), 100)
+		require.NoError(t, err)
+		assert.Equal(t, 1, r.Admitted, "abandonAfter 0: silence is no reason to drop a fan")
+		assertActive(t, s, cid, "u7", quiet.Seq)
+	})
+}
+
+// TestNoShow: with noShow 2 s an admitted fan who makes no gated call by then is EXPIRED by the tick,
+// freeing the slot for the next fan; a gated read or a hold is showing up.
+func TestNoShow(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, oneSchedule(concert(cid, func(q *ticketrush.QueueSettings) {
+			q.ActiveCapacity, q.NoShow, q.AbandonAfter = 3, 2*time.Second, 0
+		})))
+		reader := join(t, s, cid, "reader", ticketrush.StatusActive)
+		holder := join(t, s, cid, "holder", ticketrush.StatusActive)
+		quiet := join(t, s, cid, "quiet", ticketrush.StatusActive)
+		next := join(t, s, cid, "next", ticketrush.StatusWaiting)
+
+		_, _, err := s.GatedSeats(ctx, reader, sA, t0.Add(time.Second))
+		require.NoError(t, err)
+		_, _, err = s.Hold(ctx, holder, sA, "VIP-1", 100, t0.Add(time.Second))
+		require.NoError(t, err)
+		r, err := s.Tick(ctx, cid, t0.Add(1999*time.Millisecond), 100)
+		require.NoError(t, err)
+		assert.Zero(t, r.NoShows, "before the deadline")
+		r, err = s.Tick(ctx, cid, t0.Add(2*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TickResult{Admitted: 1, Waiting: 0, Active: 3, NoShows: 1}, r)
+		for _, f := range []ticketrush.QueueClaims{reader, holder, quiet, next} {
+			st, err := s.TokenStatus(ctx, f, t0.Add(2*time.Second))
+			require.NoError(t, err)
+			want := ticketrush.StatusActive
+			if f.UserID == "quiet" {
+				want = ticketrush.StatusExpired
+			}
+			assert.Equal(t, want, st.Status, f.UserID)
+		}
+		assert.Equal(t, []string{"queue.noshow"}, filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "queue.noshow"))
+		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(2*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), snap.Abandoned)
+
+		r, err = s.Tick(ctx, cid, t0.Add(4*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, 1, r.NoShows, "next, admitted by the tick at 2 s, never showed either")
+	})
+}
