@@ -93,7 +93,9 @@ func TestPromQL(t *testing.T) {
 				todo = append(todo, pending{expr, r})
 				// The same query with the concert variable set to the quiet sale: counters that panel
 				// adds or divides must exist at 0 although nothing was cancelled and nothing lapsed.
-				if strings.Contains(q.Expr, "$concert") {
+				// The on-sale panels (the draw's metrics) describe concerts with a sale only; the quiet sale has
+				// none, so they have no data for it by design.
+				if strings.Contains(q.Expr, "$concert") && !strings.Contains(q.Expr, "ticketrush_draw_") {
 					quiet, _ := b.expand(strings.ReplaceAll(q.Expr, "$concert", svc.quiet.id))
 					r := &result{kind: "panel", where: fmt.Sprintf("%s / %s [%s] (sale without cancels or lapses)", b.Title, p.Title, q.RefID), expr: q.Expr}
 					report.add(r)
