@@ -392,6 +392,21 @@ func TestPagesInABrowser(t *testing.T) {
 	t.Run("sold out on a phone", func(t *testing.T) {
 		id := svc.pageConcert(t, "Sold-out show", map[string]any{"maxHoldsPerUser": 16})
 		seller := buyer(t, "page-seller")
+		// The fan is admitted while seats are left; then every seat is sold under their eyes.
+		fan := buyer(t, "page-phone")
+		tp := br.tab(t, "fan-phone", 360, 740)
+		// Signed in with the paste box this time.
+		tp.navigate(svc.url + "/")
+		tp.wait(`!document.getElementById('signin').hidden`, "the sign-in form")
+		act(tp, chromedp.SetValue(chromedp.CSS("#jwt"), fan.jwt))
+		tp.click(`#signin-form button[type=submit]`)
+		tp.wait(`document.querySelectorAll('#concert-list a').length > 0`, "the concert list")
+		assert.True(t, tp.fits(), "the concert list scrolls sideways at 360 px")
+		tp.navigate(svc.url + "/concerts/" + id)
+		tp.wait(joinShown, "the join button")
+		assert.True(t, tp.fits(), "the concert page scrolls sideways at 360 px")
+		tp.click("#join-button")
+		tp.wait(lineStatus+` === 'ACTIVE'`, "the fan admitted")
 		token := svc.admitted(t, seller, id)
 		var schedules []struct {
 			ID string `json:"id"`
@@ -416,20 +431,6 @@ func TestPagesInABrowser(t *testing.T) {
 			require.Equal(t, http.StatusCreated, res.status, "pay: %s", res.body)
 		}
 
-		fan := buyer(t, "page-phone")
-		tp := br.tab(t, "fan-phone", 360, 740)
-		// Signed in with the paste box this time.
-		tp.navigate(svc.url + "/")
-		tp.wait(`!document.getElementById('signin').hidden`, "the sign-in form")
-		act(tp, chromedp.SetValue(chromedp.CSS("#jwt"), fan.jwt))
-		tp.click(`#signin-form button[type=submit]`)
-		tp.wait(`document.querySelectorAll('#concert-list a').length > 0`, "the concert list")
-		assert.True(t, tp.fits(), "the concert list scrolls sideways at 360 px")
-		tp.navigate(svc.url + "/concerts/" + id)
-		tp.wait(joinShown, "the join button")
-		assert.True(t, tp.fits(), "the concert page scrolls sideways at 360 px")
-		tp.click("#join-button")
-		tp.wait(lineStatus+` === 'ACTIVE'`, "the fan admitted")
 		tp.wait(`document.getElementById('seatmap-box').dataset.state === 'SOLD_OUT'`, "the sold-out seat map")
 		assert.Equal(t, "Sold out: every seat of this date is sold.", tp.text("#seat-summary"))
 		assert.Equal(t, 2, strings.Count(tp.text("#dates"), "sold out"), "both dates read sold out")
@@ -437,6 +438,17 @@ func TestPagesInABrowser(t *testing.T) {
 			"no seat of a sold-out date can be picked")
 		assert.True(t, tp.fits(), "the seat map scrolls sideways at 360 px")
 		tp.shot("fan-soldout-phone")
+
+		// A fan who comes once every seat is sold is told so, in words, when they join.
+		late := buyer(t, "page-late")
+		tl := br.tab(t, "fan-late", 360, 740)
+		tl.navigate(svc.url + "/#token=" + late.jwt)
+		tl.navigate(svc.url + "/concerts/" + id)
+		tl.wait(joinShown, "the join button")
+		tl.click("#join-button")
+		tl.wait(`document.getElementById('notice').textContent === 'Sold out: every seat of this concert is sold.'`,
+			"the join answered SOLD_OUT in words")
+		assert.True(t, tl.fits(), "the sold-out answer scrolls sideways at 360 px")
 
 		op := br.tab(t, "operator-phone", 360, 740)
 		op.navigate(svc.url + "/admin#concert=" + id)
