@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http/httptest"
 	"runtime"
@@ -17,10 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ticketrush/ticketrush/internal/auth"
-	"github.com/ticketrush/ticketrush/internal/dbtest"
-	"github.com/ticketrush/ticketrush/internal/queue"
-	"github.com/ticketrush/ticketrush/internal/redis"
-	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // BenchmarkEventStreams prices open event streams on one instance: it opens streamCount streams of
@@ -32,20 +26,9 @@ import (
 //	go test -run '^$' -bench BenchmarkEventStreams -benchtime 10x ./internal/http/
 func BenchmarkEventStreams(b *testing.B) {
 	const streamCount = 4000
-	client, _ := dbtest.MiniRedis(b)
-	store := redis.NewStore(client, "tr", prometheus.NewRegistry())
-	q := ticketrush.DefaultQueueSettings()
-	q.Paused = true
-	c := ticketrush.Concert{ID: "benchconcert", Title: "T", Venue: "V", Queue: q,
-		Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 1}}, Schedules: []ticketrush.Schedule{{ID: "s1"}}}
+	c, secret, log, svc := newPausedLine(b, "benchconcert")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := store.LoadConcert(ctx, c, time.Now()); err != nil {
-		b.Fatal(err)
-	}
-	secret := []byte(strings.Repeat("s", 32))
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := queue.NewService(store, auth.NewQueueTokens(secret), time.Now, log, prometheus.NewRegistry())
 	type fan struct{ jwt, token string }
 	fans := make([]fan, streamCount)
 	for i := range fans {

@@ -3,8 +3,6 @@ package http
 import (
 	"bufio"
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,28 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/auth"
-	"github.com/ticketrush/ticketrush/internal/dbtest"
-	"github.com/ticketrush/ticketrush/internal/queue"
-	"github.com/ticketrush/ticketrush/internal/redis"
-	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // TestEventStreamOutlivesWriteTimeout serves a WAITING token's stream from a server whose WriteTimeout
 // is 200 ms: the heartbeat a second later still arrives, because each write moves the connection's
 // deadline, and stopping the streams ends it.
 func TestEventStreamOutlivesWriteTimeout(t *testing.T) {
-	client, _ := dbtest.MiniRedis(t)
-	store := redis.NewStore(client, "tr", prometheus.NewRegistry())
-	q := ticketrush.DefaultQueueSettings()
-	q.Paused = true
-	c := ticketrush.Concert{ID: "streamconcert", Title: "T", Venue: "V", Queue: q,
-		Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 1}}, Schedules: []ticketrush.Schedule{{ID: "s1"}}}
+	c, secret, log, svc := newPausedLine(t, "streamconcert")
 	ctx := context.Background()
-	_, err := store.LoadConcert(ctx, c, time.Now())
-	require.NoError(t, err)
-	secret := []byte(strings.Repeat("s", 32))
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := queue.NewService(store, auth.NewQueueTokens(secret), time.Now, log, prometheus.NewRegistry())
 	tk, _, err := svc.Join(ctx, "fan-1", c.ID)
 	require.NoError(t, err)
 	jwt, err := auth.Mint(secret, "fan-1", time.Hour, time.Now())

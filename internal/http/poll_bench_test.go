@@ -2,8 +2,6 @@ package http
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,10 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ticketrush/ticketrush/internal/auth"
-	"github.com/ticketrush/ticketrush/internal/dbtest"
-	"github.com/ticketrush/ticketrush/internal/queue"
-	"github.com/ticketrush/ticketrush/internal/redis"
-	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // BenchmarkPoll prices a poll of a WAITING token through the real handler, queue service and token
@@ -24,19 +18,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkPoll -count 5 ./internal/http/
 func BenchmarkPoll(b *testing.B) {
-	client, _ := dbtest.MiniRedis(b)
-	store := redis.NewStore(client, "tr", prometheus.NewRegistry())
-	q := ticketrush.DefaultQueueSettings()
-	q.Paused = true
-	c := ticketrush.Concert{ID: "benchconcert", Title: "T", Venue: "V", Queue: q,
-		Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 1}}, Schedules: []ticketrush.Schedule{{ID: "s1"}}}
+	c, secret, log, waiting := newPausedLine(b, "benchconcert")
 	ctx := context.Background()
-	if _, err := store.LoadConcert(ctx, c, time.Now()); err != nil {
-		b.Fatal(err)
-	}
-	secret := []byte(strings.Repeat("s", 32))
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	waiting := queue.NewService(store, auth.NewQueueTokens(secret), time.Now, log, prometheus.NewRegistry())
 	for i := 0; i < 100; i++ { // a line to stand in
 		if _, _, err := waiting.Join(ctx, "ahead-"+string(rune('a'+i%26))+strings.Repeat("x", i/26), c.ID); err != nil {
 			b.Fatal(err)

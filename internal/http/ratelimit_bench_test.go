@@ -3,20 +3,14 @@ package http
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ticketrush/ticketrush/internal/auth"
-	"github.com/ticketrush/ticketrush/internal/dbtest"
-	"github.com/ticketrush/ticketrush/internal/queue"
-	"github.com/ticketrush/ticketrush/internal/redis"
-	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // BenchmarkLimited prices a request past the user's limit (429, nothing done) beside a served poll of a
@@ -24,19 +18,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkLimited -count 5 ./internal/http/
 func BenchmarkLimited(b *testing.B) {
-	client, _ := dbtest.MiniRedis(b)
-	store := redis.NewStore(client, "tr", prometheus.NewRegistry())
-	q := ticketrush.DefaultQueueSettings()
-	q.Paused = true
-	c := ticketrush.Concert{ID: "benchconcert", Title: "T", Venue: "V", Queue: q,
-		Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 1}}, Schedules: []ticketrush.Schedule{{ID: "s1"}}}
+	c, secret, log, waiting := newPausedLine(b, "benchconcert")
 	ctx := context.Background()
-	if _, err := store.LoadConcert(ctx, c, time.Now()); err != nil {
-		b.Fatal(err)
-	}
-	secret := []byte(strings.Repeat("s", 32))
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	waiting := queue.NewService(store, auth.NewQueueTokens(secret), time.Now, log, prometheus.NewRegistry())
 	if _, _, err := waiting.Join(ctx, "ahead", c.ID); err != nil {
 		b.Fatal(err)
 	}

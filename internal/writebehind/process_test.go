@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -257,88 +256,6 @@ func TestWorkerKilledFiveTimes(t *testing.T) {
 	assert.Contains(t, out, "balance of "+user)
 }
 
-// tcpProxy stands between the worker and Postgres, so that a test can cut Postgres off without
-// touching the shared server.
-type tcpProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  map[net.Conn]bool
-}
-
-func newProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &tcpProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); p.cut(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { p.serve(c) })
-		}
-	})
-	return p
-}
-
-func (p *tcpProxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.down {
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = true
-	}
-	return true
-}
-
-func (p *tcpProxy) serve(c net.Conn) {
-	defer c.Close()
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	if !p.track(c, up) {
-		return
-	}
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
-	<-done
-}
-
-// cut drops every connection and refuses new ones until heal.
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for c := range p.conns {
-		c.Close()
-	}
-	p.conns = map[net.Conn]bool{}
-}
-
-func (p *tcpProxy) heal() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
-}
-
-// through returns dbURL with the proxy as its host.
-func (p *tcpProxy) through(t *testing.T, dbURL string) string {
-	u, err := url.Parse(dbURL)
-	require.NoError(t, err)
-	u.Host = p.ln.Addr().String()
-	return u.String()
-}
-
 // Postgres unreachable for 30 s during a load: the sale goes on, the backlog grows, and once Postgres
 // is back it drains and nothing is lost.
 func TestPostgresUnreachable(t *testing.T) {
@@ -347,8 +264,8 @@ func TestPostgresUnreachable(t *testing.T) {
 	s := newSale(t, redisURL, "tr", dbURL, 2*time.Second)
 	u, err := url.Parse(dbURL)
 	require.NoError(t, err)
-	proxy := newProxy(t, u.Host)
-	p := startWorker(t, redisURL, proxy.through(t, dbURL))
+	proxy := dbtest.NewProxy(t, u.Host)
+	p := startWorker(t, redisURL, proxy.Through(t, dbURL))
 
 	load, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -356,7 +273,7 @@ func TestPostgresUnreachable(t *testing.T) {
 	go func() { defer close(loaded); s.load(load, 8) }()
 	eventually(t, 60*time.Second, "the worker writes", func() bool { return s.written() > 0 })
 
-	proxy.cut()
+	proxy.Cut()
 	cutAt := time.Now()
 	atCut := s.written()
 	var backlogs []float64
@@ -380,7 +297,7 @@ func TestPostgresUnreachable(t *testing.T) {
 	assert.Empty(t, s.failures, "the sale goes on without postgres")
 	s.mu.Unlock()
 
-	proxy.heal()
+	proxy.Heal()
 	eventually(t, 60*time.Second, "the backlog drains while the sale goes on", func() bool {
 		b := p.metric("ticketrush_writebehind_backlog_events")
 		return b >= 0 && b < 500
