@@ -30,22 +30,22 @@ type saleSetup struct {
 	sales queue.Sales
 }
 
-func newSaleSetup(b *testing.B, n int, join bool) saleSetup {
-	b.Helper()
-	rc := dbtest.Client(b, dbtest.PrivateRedis(b))
-	store := redis.NewStore(rc, "tr", prometheus.NewRegistry())
+// newSale is a concert with a sale whose pre-queue is open, on the Redis of rc under prefix, with the
+// queue service's on-sale enabled and a clock of the test's.
+func newSale(tb testing.TB, rc rueidis.Client, prefix string) saleSetup {
+	tb.Helper()
+	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
 	t0 := time.Now().Truncate(time.Millisecond)
 	clk := newClock(t0.Add(time.Second))
 	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
 	seed, err := draw.NewSeed()
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	sale := &ticketrush.Sale{PrequeueOpensAt: t0, OpensAt: t0.Add(time.Minute), Seed: seed}
 	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Sale: sale, Queue: ticketrush.DefaultQueueSettings(),
 		Sections:  []ticketrush.Section{{Name: "R", Price: 1000, Seats: 10}},
 		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: t0.Add(24 * time.Hour)}}}
-	ctx := context.Background()
-	_, err = store.LoadConcert(ctx, c, clk.Now())
-	require.NoError(b, err)
+	_, err = store.LoadConcert(context.Background(), c, clk.Now())
+	require.NoError(tb, err)
 	sales := func(id string) *ticketrush.Sale {
 		if id == c.ID {
 			return sale
@@ -53,6 +53,16 @@ func newSaleSetup(b *testing.B, n int, join bool) saleSetup {
 		return nil
 	}
 	svc.EnableOnSale(store, sales)
+	return saleSetup{rc: rc, store: store, svc: svc, clk: clk, c: c, sales: sales}
+}
+
+// newSaleSetup is newSale on a private Redis with n entrants in its pre-queue: joined through the
+// script, or (join false) written straight into the pre-queue set.
+func newSaleSetup(b *testing.B, n int, join bool) saleSetup {
+	b.Helper()
+	rc := dbtest.Client(b, dbtest.PrivateRedis(b))
+	s := newSale(b, rc, "tr")
+	store, svc, clk, c, ctx := s.store, s.svc, s.clk, s.c, context.Background()
 	if join {
 		for i := range n {
 			_, _, err := svc.Join(ctx, fmt.Sprintf("fan-%07d", i), c.ID)
@@ -70,7 +80,7 @@ func newSaleSetup(b *testing.B, n int, join bool) saleSetup {
 			require.NoError(b, rc.Do(ctx, cmd.Build()).Error())
 		}
 	}
-	return saleSetup{rc: rc, store: store, svc: svc, clk: clk, c: c, sales: sales}
+	return s
 }
 
 func p99(d []time.Duration) time.Duration {

@@ -223,21 +223,8 @@ func TestDrawExactlyOnceWithSeveralSchedulersAndACrash(t *testing.T) {
 // enter again); once sealed, the token leaves the place the draw gave them.
 func TestLeavePrequeue(t *testing.T) {
 	rc, prefix := dbtest.Redis(t)
-	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
-	t0 := time.Now().Truncate(time.Millisecond)
-	clk := newClock(t0.Add(time.Second))
-	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
-	seed, err := draw.NewSeed()
-	require.NoError(t, err)
-	sale := &ticketrush.Sale{PrequeueOpensAt: t0, OpensAt: t0.Add(time.Minute), Seed: seed}
-	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Sale: sale, Queue: ticketrush.DefaultQueueSettings(),
-		Sections:  []ticketrush.Section{{Name: "R", Price: 1000, Seats: 10}},
-		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: t0.Add(24 * time.Hour)}}}
-	ctx := context.Background()
-	_, err = store.LoadConcert(ctx, c, clk.Now())
-	require.NoError(t, err)
-	sales := func(string) *ticketrush.Sale { return sale }
-	svc.EnableOnSale(store, sales)
+	s := newSale(t, rc, prefix)
+	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
 
 	size := func() int64 {
 		n, err := store.PrequeueSize(ctx, c.ID)
