@@ -254,6 +254,14 @@ function saleOverview() {
         query(`sum by (concert, from) (rate(ticketrush_queue_left_total{${concert}}[${RATE}]))`, 'left from {{from}} {{concert}}'),
       ],
     }))
+    .withPanel(ts({
+      title: 'Fans abandoned',
+      description: 'Fans the admission tick dropped per second, by reason: "silent" are WAITING fans who stopped polling for abandonAfterSeconds, "noshow" are ACTIVE fans who made no gated call within noShowSeconds. Many no-shows hold the active set for nothing.',
+      unit: units.CountsPerSecond,
+      min: 0,
+      thresholds: thresholds(NEUTRAL),
+      targets: [query(`sum by (concert, reason) (rate(ticketrush_queue_abandoned_total{${concert}}[${RATE}]))`, '{{reason}} {{concert}}')],
+    }))
 
     .withRow(new dash.RowBuilder('Funnel'))
     .withPanel(bars({
@@ -317,6 +325,27 @@ function saleOverview() {
     }))
 
     .withRow(new dash.RowBuilder('Seats'))
+    .withPanel(single({
+      title: 'Sold out',
+      description: 'Whether every seat of each selected concert is SOLD, that is paid for (ticketrush_concert_sold_out); seats still held do not count. Red once sold out, as in Seats left per schedule.',
+      unit: units.NoUnit,
+      w: 8,
+      sparkline: false,
+      textMode: common.BigValueTextMode.ValueAndName,
+      thresholds: thresholds(GREEN, [1, RED]),
+      mappings: [{ type: dash.MappingType.ValueToText, options: { 0: { text: 'on sale', index: 0 }, 1: { text: 'SOLD OUT', index: 1 } } }],
+      targets: [query(`max by (concert) (ticketrush_concert_sold_out{${concert}})`, '{{concert}}')],
+    }))
+    .withPanel(ts({
+      title: 'Seats available per concert',
+      description: 'AVAILABLE seats per concert over all its schedules, as the queue view counts them (a lapsed hold counts as available). Dashed lines: 100 and sold out.',
+      unit: units.Short,
+      min: 0,
+      w: 16,
+      thresholds: thresholds(RED, [1, ORANGE], [100, GREEN]),
+      drawThresholds: true,
+      targets: [query(`max by (concert) (ticketrush_concert_seats_available{${concert}})`, '{{concert}}')],
+    }))
     .withPanel(bars({
       title: 'Seats left per schedule',
       description: 'AVAILABLE seats per schedule (performance). Orange under 100, red when sold out.',
@@ -462,6 +491,14 @@ function api() {
       min: 0,
       thresholds: thresholds(NEUTRAL),
       targets: [query(reqBy('route, status', `${route}, status=~"4.."`), '{{status}} {{route}}')],
+    }))
+    .withPanel(ts({
+      title: '503 unavailable by route',
+      description: 'Requests answered 503 UNAVAILABLE per second by route, because Redis or Postgres did not answer within the request timeout (ticketrush_http_unavailable_total). 0 while the stores answer; any is red: fans are turned away by an outage, not by the sale.',
+      unit: units.RequestsPerSecond,
+      min: 0,
+      thresholds: thresholds(GREEN, [0.001, RED]),
+      targets: [query(`sum by (route) (rate(ticketrush_http_unavailable_total{${route}}[${RATE}]))`, '{{route}}')],
     }))
 
     .withRow(new dash.RowBuilder('Duration'))
@@ -638,6 +675,14 @@ function redisScripts() {
       thresholds: failures,
       drawThresholds: true,
       targets: [query(`(${failed('script')} or ${calls('script')} * 0) / ${calls('script')}`, '{{script}}')],
+    }))
+    .withPanel(ts({
+      title: 'Unreplicated writes by script',
+      description: 'Writes of the replicated steps (WAIT for one replica, on a Redis Cluster) taken per second by a master with no replica connected: a failover of that master would lose them. Always 0 on a single Redis, which does not wait; any is red.',
+      unit: units.OpsPerSecond,
+      min: 0,
+      thresholds: thresholds(GREEN, [0.001, RED]),
+      targets: [query(`sum by (script) (rate(ticketrush_redis_unreplicated_writes_total{${script}}[${RATE}]))`, '{{script}}')],
     })));
 }
 
@@ -739,6 +784,16 @@ function writeBehind() {
         query(`histogram_quantile(0.5, sum by (le) (rate(ticketrush_writebehind_flush_duration_seconds_bucket[${RATE}])))`, 'p50'),
         query(`histogram_quantile(0.99, sum by (le) (rate(ticketrush_writebehind_flush_duration_seconds_bucket[${RATE}])))`, 'p99'),
       ],
+    }))
+    .withPanel(ts({
+      title: 'Warnings by kind',
+      description: 'Write-behind warnings per second by kind (Redis or Postgres failing, a stream not read, a batch not taken, entries not acknowledged), logged or not: the log has each kind at most once per 5 s. Any is yellow, past 1/s red.',
+      unit: units.CountsPerSecond,
+      min: 0,
+      w: 24,
+      thresholds: thresholds(GREEN, [0.001, YELLOW], [1, RED]),
+      drawThresholds: true,
+      targets: [query(`sum by (kind) (rate(ticketrush_writebehind_warnings_total[${RATE}]))`, '{{kind}}')],
     }))
 
     .withRow(new dash.RowBuilder('Postgres'))

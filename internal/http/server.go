@@ -163,6 +163,9 @@ func (s *Server) handle(method, pattern string, h handlerFunc) {
 // of the request inherits it), writes its error as a problem document, logs a 5xx (a burst of 503s
 // once) and counts the request.
 func (s *Server) instrument(pattern string, timeout time.Duration, h handlerFunc) httprouter.Handle {
+	if s.metrics != nil {
+		s.metrics.unavailable.WithLabelValues(pattern) // at 0 from the start: the API dashboard plots 503s by route
+	}
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)

@@ -66,6 +66,9 @@ func (s *Store) newScript(name string, readOnly bool) *script {
 	// Touch the label sets so that every script shows in /metrics from the start.
 	s.metrics.calls.WithLabelValues(name)
 	s.metrics.duration.WithLabelValues(name)
+	if replicatedScripts[name] { // at 0 on a single Redis too: the Redis scripts dashboard plots it
+		s.metrics.unreplicated.WithLabelValues(name)
+	}
 	return sc
 }
 

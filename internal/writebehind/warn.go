@@ -14,6 +14,22 @@ import (
 // per warnEvery with how many it left out, and ticketrush_writebehind_warnings_total counts them all.
 const warnEvery = 5 * time.Second
 
+// The kinds of warning the worker logs, each a constant message; the kind label is the message without
+// "writebehind: ".
+const (
+	warnRedis       = "writebehind: redis"
+	warnCreateGroup = "writebehind: create group"
+	warnReadStream  = "writebehind: read stream"
+	warnFlush       = "writebehind: postgres did not take a batch; trying again"
+	warnKeepPending = "writebehind: keep pending entries"
+	warnAck         = "writebehind: acknowledge"
+	warnDeadLetter  = "writebehind: dead-letter"
+)
+
+// warnKinds are all of them: newWarnings makes each one's counter exist at 0, so that the Write-behind
+// dashboard's warnings panel shows 0 and not "no data" while nothing goes wrong.
+var warnKinds = []string{warnRedis, warnCreateGroup, warnReadStream, warnFlush, warnKeepPending, warnAck, warnDeadLetter}
+
 // warnings logs the worker's warnings, each kind at most once per warnEvery, and counts every one.
 type warnings struct {
 	log   *slog.Logger
@@ -31,6 +47,9 @@ func newWarnings(log *slog.Logger, now func() time.Time, reg prometheus.Register
 		Help: "Write-behind warnings by kind, logged or not (the log has each kind at most once per 5 s).",
 	}, []string{"kind"})
 	reg.MustRegister(count)
+	for _, msg := range warnKinds {
+		count.WithLabelValues(strings.TrimPrefix(msg, "writebehind: "))
+	}
 	return &warnings{log: log, now: now, count: count, last: map[string]time.Time{}, left: map[string]int{}}
 }
 

@@ -150,7 +150,7 @@ func (w *Worker) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if whole, err := w.state.Whole(ctx); err != nil || !whole {
 			if err != nil && ctx.Err() == nil {
-				w.warnings.warn("writebehind: redis", "err", err)
+				w.warnings.warn(warnRedis, "err", err)
 			}
 			w.grouped = map[string]bool{} // an emptied Redis lost the groups too
 			sleep(ctx, time.Second)
@@ -208,7 +208,7 @@ func (w *Worker) syncStreams(ctx context.Context) {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				w.warnings.warn("writebehind: create group", "stream", streams[i], "err", err)
+				w.warnings.warn(warnCreateGroup, "stream", streams[i], "err", err)
 			}
 			continue
 		}
@@ -264,7 +264,7 @@ func (w *Worker) readFailed(ctx context.Context, s *source, err error) {
 		return
 	}
 	if ctx.Err() == nil {
-		w.warnings.warn("writebehind: read stream", "stream", s.stream, "err", err)
+		w.warnings.warn(warnReadStream, "stream", s.stream, "err", err)
 	}
 }
 
@@ -347,7 +347,7 @@ func (w *Worker) write(ctx context.Context, batch []entry) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		w.warnings.warn("writebehind: postgres did not take a batch; trying again", "events", len(batch), "err", err)
+		w.warnings.warn(warnFlush, "events", len(batch), "err", err)
 		sleep(ctx, pause)
 		pause = min(2*pause, w.cfg.RetryMax)
 		if w.now().Sub(lastKeep) > w.cfg.ClaimIdle/3 {
@@ -367,7 +367,7 @@ func (w *Worker) keep(ctx context.Context, batch []entry) {
 	}
 	for _, res := range w.rdb.DoMulti(ctx, cmds...) {
 		if err := res.Error(); err != nil && ctx.Err() == nil {
-			w.warnings.warn("writebehind: keep pending entries", "err", err)
+			w.warnings.warn(warnKeepPending, "err", err)
 		}
 	}
 }
@@ -392,7 +392,7 @@ func (w *Worker) ack(ctx context.Context, batch []entry) {
 		if err := res.Error(); err != nil {
 			failed = true
 			if ctx.Err() == nil {
-				w.warnings.warn("writebehind: acknowledge", "err", err)
+				w.warnings.warn(warnAck, "err", err)
 			}
 		}
 	}
@@ -427,7 +427,7 @@ func (w *Worker) deadLetter(ctx context.Context, e entry, reason string) {
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			w.warnings.warn("writebehind: dead-letter", "stream", e.src.stream, "id", e.id, "err", err)
+			w.warnings.warn(warnDeadLetter, "stream", e.src.stream, "id", e.id, "err", err)
 		}
 		return
 	}
