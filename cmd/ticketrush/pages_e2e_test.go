@@ -211,7 +211,14 @@ func (tb *tab) eval(js string) string {
 // fits reports whether the page needs no horizontal scrolling.
 func (tb *tab) fits() bool {
 	tb.t.Helper()
-	return act(tb, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`))
+	if act(tb, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`)) {
+		return true
+	}
+	// Say what sticks out, for the failure's message.
+	tb.t.Logf("%s: %s", tb.name, tb.eval(`'page ' + document.documentElement.scrollWidth + ' px wide in a window of ' + window.innerWidth + ' px; sticking out: ' +
+		[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
+		.slice(0, 8).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + ' (right edge ' + Math.round(e.getBoundingClientRect().right) + ' px)').join(', ')`))
+	return false
 }
 
 // pageConcert creates a concert with 3 VIP and 5 R seats and returns its id.
