@@ -211,7 +211,14 @@ func (tb *tab) eval(js string) string {
 // fits reports whether the page needs no horizontal scrolling.
 func (tb *tab) fits() bool {
 	tb.t.Helper()
-	return act(tb, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`))
+	if act(tb, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`)) {
+		return true
+	}
+	// Say what sticks out, for the failure's message.
+	tb.t.Logf("%s: %s", tb.name, tb.eval(`'page ' + document.documentElement.scrollWidth + ' px wide in a window of ' + window.innerWidth + ' px; sticking out: ' +
+		[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
+		.slice(0, 8).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + ' (right edge ' + Math.round(e.getBoundingClientRect().right) + ' px)').join(', ')`))
+	return false
 }
 
 // pageConcert creates a concert with 3 VIP and 5 R seats and returns its id.
@@ -470,6 +477,102 @@ func TestPagesInABrowser(t *testing.T) {
 		require.NoError(t, json.Unmarshal(res.body, &list))
 		assert.Contains(t, list, concertJSON{ID: strings.TrimPrefix(op.eval(`location.hash`), "#concert="), Title: "Created from the console", Venue: "Olympic Hall"})
 	})
+
+	t.Run("operator console settings", func(t *testing.T) {
+		op := br.tab(t, "operator-settings", 360, 740)
+		op.navigate(svc.url + "/admin")
+		op.wait(`!document.getElementById('signin').hidden`, "the sign-in form")
+		act(op, chromedp.SetValue(chromedp.CSS("#admin-token"), testAdminToken))
+		op.click(`#signin-form button[type=submit]`)
+		op.wait(`!document.getElementById('console').hidden`, "the console")
+
+		// A concert with a sale a minute ahead (its pre-queue, 30 minutes long by default, is open) and
+		// activePerSeat 2, created from the console.
+		opens := time.Now().Add(time.Minute).UTC()
+		act(op, chromedp.SetValue(chromedp.CSS("#c-title"), "Sale from the console"))
+		act(op, chromedp.SetValue(chromedp.CSS("#c-venue"), "Olympic Hall"))
+		act(op, chromedp.SetValue(chromedp.CSS("#c-dates"), "2026-12-31 11:00"))
+		act(op, chromedp.SetValue(chromedp.CSS("#c-sections"), "A 99000 4"))
+		act(op, chromedp.SetValue(chromedp.CSS("#c-opens"), opens.Format("2006-01-02 15:04:05")))
+		act(op, chromedp.SetValue(chromedp.CSS("#c-per-seat"), "2"))
+		op.click(`#create-form button[type=submit]`)
+		op.wait(`document.getElementById('live-h').textContent === 'The line: Sale from the console' && document.querySelector('[data-figure=seats]')?.textContent === '4 / 0 / 0'`, "the new concert's line")
+		id := strings.TrimPrefix(op.eval(`location.hash`), "#concert=")
+		require.NotEmpty(t, id)
+		assert.Equal(t, 2, svc.queueState(t, id).ActivePerSeat)
+		op.wait(`document.querySelector('[data-figure=activePerSeat]')?.textContent === '2' && document.querySelector('[data-figure=soldOut]')?.textContent === 'no'`, "activePerSeat and soldOut in the figures")
+		op.wait(`document.querySelector('[data-figure=opensAt]') !== null && document.querySelector('[data-figure=prequeue]')?.textContent === '0'`, "the opening and the pre-queue in the figures")
+
+		// The draw: OPEN, with the commitment the API publishes; no keys file before the draw.
+		op.wait(`document.querySelector('[data-draw=status]')?.textContent === 'OPEN'`, "the draw's status")
+		d := svc.draw(t, id)
+		require.Equal(t, "OPEN", d.Status)
+		require.NotNil(t, d.Commitment)
+		assert.Len(t, *d.Commitment, 64)
+		assert.Equal(t, *d.Commitment, op.text(`[data-draw=commitment]`))
+		assert.Equal(t, opens.Truncate(time.Second), d.OpensAt.UTC(), "the sale opens when the console said")
+		assert.True(t, act(op, chromedp.Evaluate[bool](`document.getElementById('draw-keys').hidden`)), "no keys link before the draw")
+		assert.True(t, op.fits(), "the console with a sale scrolls sideways at 360 px")
+
+		// joinPowBits 4 and accessCodeRequired, PATCHed from the console.
+		act(op, chromedp.SetValue(chromedp.CSS("#s-pow"), "4"))
+		act(op, chromedp.SetValue(chromedp.CSS("#s-code"), "true"))
+		op.click(`#settings-form button[type=submit]`)
+		op.wait(`document.querySelector('[data-setting=joinPowBits]')?.textContent === '4' && document.querySelector('[data-setting=accessCodeRequired]')?.textContent === 'yes'`, "the saved settings")
+		// The admin read has no joinPowBits nor accessCodeRequired: the API shows them by what it asks of a join.
+		f := buyer(t, "page-code-0")
+		require.Eventually(t, func() bool {
+			res, err := svc.send(req{method: "POST", path: "/v1/concerts/" + id + "/queue/challenge", headers: f.auth("")})
+			var c struct{ Bits int }
+			return err == nil && res.status == http.StatusCreated && json.Unmarshal(res.body, &c) == nil && c.Bits == 4
+		}, 5*time.Second, 20*time.Millisecond, "the challenge asks for 4 bits")
+		requireProblem(t, svc.do(t, req{method: "POST", path: "/v1/concerts/" + id + "/queue", headers: f.auth(""),
+			body: svc.solvedJoin(t, f, id, nil)}), http.StatusForbidden, "ACCESS_CODE_REQUIRED")
+
+		// Three codes issued from the console, shown once; each lets a fan into the pre-queue.
+		act(op, chromedp.SetValue(chromedp.CSS("#code-count"), "3"))
+		op.click(`#codes-form button[type=submit]`)
+		op.wait(`!document.getElementById('codes-box').hidden && document.getElementById('codes').value !== ''`, "the new codes")
+		codes := strings.Split(op.eval(`document.getElementById('codes').value`), "\n")
+		require.Len(t, codes, 3)
+		seen := map[string]bool{}
+		for i, code := range codes {
+			assert.Len(t, code, 16, "code %q", code)
+			assert.False(t, seen[code], "code %q twice", code)
+			seen[code] = true
+			fi := buyer(t, fmt.Sprintf("page-code-%d", i+1))
+			res := svc.do(t, req{method: "POST", path: "/v1/concerts/" + id + "/queue", headers: fi.auth(""),
+				body: svc.solvedJoin(t, fi, id, map[string]any{"accessCode": code})})
+			require.Equal(t, http.StatusCreated, res.status, "join with code %q: %s", code, res.body)
+			assert.Equal(t, "PREQUEUE", decodeTicket(t, res).Status)
+		}
+		op.wait(`document.querySelector('[data-figure=prequeue]')?.textContent === '3'`, "the pre-queue of three")
+		assert.True(t, op.fits(), "the console with codes scrolls sideways at 360 px")
+		op.shot("admin-sale")
+	})
+}
+
+// solvedJoin is a join body carrying a solved proof-of-work challenge of the concert, plus extra.
+func (s *service) solvedJoin(t *testing.T, f fan, concertID string, extra map[string]any) map[string]any {
+	t.Helper()
+	res := s.do(t, req{method: "POST", path: "/v1/concerts/" + concertID + "/queue/challenge", headers: f.auth("")})
+	require.Equal(t, http.StatusCreated, res.status, "challenge: %s", res.body)
+	var c struct {
+		Challenge string `json:"challenge"`
+		Bits      int    `json:"bits"`
+	}
+	require.NoError(t, json.Unmarshal(res.body, &c))
+	body := map[string]any{"challenge": c.Challenge}
+	for k, v := range extra {
+		body[k] = v
+	}
+	for n := 0; ; n++ {
+		nonce := fmt.Sprint(n)
+		if leadingZeroBits(sha256.Sum256([]byte(c.Challenge+nonce))) >= c.Bits {
+			body["nonce"] = nonce
+			return body
+		}
+	}
 }
 
 // weight is what the page's last load took over the wire, in bytes: the document, its scripts and its

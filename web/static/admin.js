@@ -1,5 +1,5 @@
-// The operator's console: concerts, the live line, pause and resume, capacity and rate, creating a
-// concert. The admin token is entered once and kept in sessionStorage (this tab only).
+// The operator's console: concerts, the live line, pause and resume, the queue settings, access codes,
+// the on-sale's draw, creating a concert (with a sale). The admin token is entered once and kept in sessionStorage (this tab only).
 'use strict';
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -9,9 +9,14 @@
   let selected = null;
   let timer = null;
   let state = null;
+  let drawDone = false; // no more draw reads for the selected concert: drawn, or it has no sale
 
   const show = (el, on) => { el.hidden = !on; };
-  function notice(text) {
+  // notice says what went wrong; a refresh's success clears only a refresh's failure, so that an
+  // operator's refused action stays said until their next action.
+  let noticeOfRefresh = false;
+  function notice(text, ofRefresh) {
+    noticeOfRefresh = Boolean(text && ofRefresh);
     $('notice').textContent = text || '';
     show($('notice'), Boolean(text));
   }
@@ -87,8 +92,11 @@
     for (const b of document.querySelectorAll('[data-concert]')) b.setAttribute('aria-pressed', String(b.dataset.concert === id));
     $('live-h').textContent = `The line: ${title}`;
     show($('live'), true);
-    $('capacity').value = '';
-    $('rate').value = '';
+    for (const f of ['capacity', 'rate', 's-per-seat', 's-abandon', 's-noshow', 's-pow', 's-code', 'codes']) $(f).value = '';
+    show($('codes-box'), false);
+    show($('settings-now'), false);
+    show($('draw'), false);
+    drawDone = false;
     state = null;
     refresh();
     clearInterval(timer);
@@ -97,8 +105,23 @@
 
   const LABELS = [
     ['waiting', 'Waiting'], ['active', 'Choosing seats (active)'], ['activeCapacity', 'Capacity'],
-    ['admitPerSecond', 'Admissions a second'], ['prequeue', 'In the pre-queue'], ['abandoned', 'Abandoned'],
+    ['admitPerSecond', 'Admissions a second'], ['activePerSeat', 'Active per available seat'],
+    ['prequeue', 'In the pre-queue'], ['abandoned', 'Abandoned'],
   ];
+
+  // facts fills a <dl> with [key, label, value] rows, the value's element marked data-<attr>=key.
+  function facts(dl, attr, rows) {
+    dl.replaceChildren(...rows.map(([k, label, v]) => {
+      const d = document.createElement('div');
+      const dt = document.createElement('dt');
+      dt.textContent = label;
+      const dd = document.createElement('dd');
+      dd.dataset[attr] = k;
+      dd.textContent = v;
+      d.append(dt, dd);
+      return d;
+    }));
+  }
 
   async function refresh() {
     if (!selected) return;
@@ -106,28 +129,55 @@
       const q = await api('GET', `/admin/v1/concerts/${encodeURIComponent(selected)}/queue`, undefined, true);
       render(q);
     } catch (e) {
-      if (admin) notice(e.message);
+      if (admin) notice(e.message, true);
     }
+    if (!drawDone) await draw(selected);
+  }
+
+  // draw shows the public draw of the concert's sale (docs/api.md, On-sale); a concert without a sale has none.
+  async function draw(id) {
+    let res, d = null;
+    try {
+      res = await fetch(`/v1/concerts/${encodeURIComponent(id)}/draw`, { headers: { Accept: 'application/json' },
+        cache: 'no-store', credentials: 'omit' });
+      d = await res.json();
+    } catch (e) {
+      return; // tried again on the next refresh
+    }
+    if (id !== selected) return;
+    if (res.status === 404) {
+      drawDone = true;
+      show($('draw'), false);
+      return;
+    }
+    if (!res.ok || !d) return;
+    const when = (t) => (t ? new Date(t).toLocaleString() : 'not yet');
+    facts($('draw-facts'), 'draw', [
+      ['status', 'Status', d.status],
+      ['prequeueOpensAt', 'Pre-queue opens', when(d.prequeueOpensAt)],
+      ['opensAt', 'Sale opens', when(d.opensAt)],
+      ['commitment', 'Commitment (SHA-256 of the seed)', d.commitment || 'not published yet'],
+      ['entrants', 'Entrants', typeof d.entrants === 'number' ? num.format(d.entrants) : 'not drawn yet'],
+      ['entrantsDigest', 'Digest of the keys file', d.entrantsDigest || 'not drawn yet'],
+      ['seed', 'Seed', d.seed || 'secret until the draw'],
+    ]);
+    const drawn = d.status === 'DRAWN';
+    $('draw-keys').href = `/v1/concerts/${encodeURIComponent(id)}/draw/keys`;
+    show($('draw-keys'), drawn);
+    show($('draw'), true);
+    drawDone = drawn;
   }
 
   function render(q) {
     state = q;
     const rows = LABELS.filter(([k]) => typeof q[k] === 'number').map(([k, label]) => [k, label, num.format(q[k])]);
+    if (typeof q.soldOut === 'boolean') rows.push(['soldOut', 'Sold out', q.soldOut ? 'yes' : 'no']);
     if (q.seats) {
       rows.push(['seats', 'Seats available / held / sold',
         `${num.format(q.seats.available)} / ${num.format(q.seats.held)} / ${num.format(q.seats.sold)}`]);
     }
     if (q.opensAt) rows.push(['opensAt', 'Sale opens', new Date(q.opensAt).toLocaleString()]);
-    $('figures').replaceChildren(...rows.map(([k, label, v]) => {
-      const d = document.createElement('div');
-      const dt = document.createElement('dt');
-      dt.textContent = label;
-      const dd = document.createElement('dd');
-      dd.dataset.figure = k;
-      dd.textContent = v;
-      d.append(dt, dd);
-      return d;
-    }));
+    facts($('figures'), 'figure', rows);
     let text = q.paused ? 'Paused: nobody is admitted; fans can still join.' : 'Running: fans are admitted as room frees up.';
     if (q.soldOut) text = 'Sold out.';
     if ($('live-state').textContent !== text) $('live-state').textContent = text;
@@ -136,13 +186,31 @@
     $('resume').disabled = !q.paused;
     if (document.activeElement !== $('capacity') && !$('capacity').value) $('capacity').value = String(q.activeCapacity);
     if (document.activeElement !== $('rate') && !$('rate').value) $('rate').value = String(q.admitPerSecond);
+    if (typeof q.activePerSeat === 'number' && document.activeElement !== $('s-per-seat') && !$('s-per-seat').value) {
+      $('s-per-seat').value = String(q.activePerSeat);
+    }
     $('updated').textContent = new Date().toLocaleTimeString();
-    notice('');
+    if (noticeOfRefresh) notice('');
+  }
+
+  const SETTINGS = [
+    ['activeCapacity', 'Capacity'], ['admitPerSecond', 'Admissions a second'], ['activePerSeat', 'Active per available seat'],
+    ['abandonAfterSeconds', 'Abandon after, seconds'], ['noShowSeconds', 'No-show after, seconds'],
+    ['joinPowBits', 'Proof of work, bits'], ['accessCodeRequired', 'Access code required'],
+    ['activeTtlSeconds', 'Active session, seconds'], ['holdTtlSeconds', 'Hold, seconds'], ['maxHoldsPerUser', 'Holds a fan'],
+  ];
+  // settings shows the queue settings the service answered (a create or a PATCH): the live read has not all of them.
+  function settings(s) {
+    if (!s) return;
+    facts($('settings-list'), 'setting', SETTINGS.filter(([k]) => k in s).map(([k, label]) => [k, label,
+      typeof s[k] === 'boolean' ? (s[k] ? 'yes' : 'no') : num.format(s[k])]));
+    show($('settings-now'), true);
   }
 
   async function patch(body) {
     try {
-      await api('PATCH', `/admin/v1/concerts/${encodeURIComponent(selected)}/queue`, body, true);
+      notice('');
+      settings(await api('PATCH', `/admin/v1/concerts/${encodeURIComponent(selected)}/queue`, body, true));
       await refresh();
     } catch (e) {
       if (admin) notice(e.message);
@@ -156,29 +224,76 @@
     const cap = Number($('capacity').value), rate = Number($('rate').value);
     if ($('capacity').value !== '' && Number.isInteger(cap)) body.activeCapacity = cap;
     if ($('rate').value !== '' && Number.isInteger(rate)) body.admitPerSecond = rate;
+    for (const [id, key] of [['s-per-seat', 'activePerSeat'], ['s-abandon', 'abandonAfterSeconds'],
+      ['s-noshow', 'noShowSeconds'], ['s-pow', 'joinPowBits']]) {
+      const v = whole($(id).value);
+      if (v !== undefined) body[key] = v;
+    }
+    if ($('s-code').value) body.accessCodeRequired = $('s-code').value === 'true';
     patch(body);
   });
+
+  $('codes-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const id = selected;
+    try {
+      const count = whole($('code-count').value);
+      if (!count) throw new Error('Issue at least one code.');
+      const res = await api('POST', `/admin/v1/concerts/${encodeURIComponent(id)}/access-codes`, { count }, true);
+      if (id !== selected) return;
+      $('codes').value = res.codes.join('\n');
+      show($('codes-box'), true);
+      notice('');
+      $('codes').focus();
+      $('codes').select();
+    } catch (e) {
+      if (admin) notice(e.message);
+    }
+  });
+
+  // whole is an input's whole number, undefined when it is empty (or not one).
+  function whole(text) {
+    if (String(text).trim() === '') return undefined;
+    const n = Number(text);
+    return Number.isInteger(n) ? n : undefined;
+  }
+
+  // utc reads "YYYY-MM-DD HH:MM[:SS]" as UTC, as an RFC 3339 string.
+  function utc(s) {
+    const m = s.trim().match(/^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2})?$/);
+    const d = m && new Date(`${m[1]}T${m[2]}${m[3] || ':00'}Z`);
+    if (!d || Number.isNaN(d.getTime())) throw new Error(`Not a date: ${s}`);
+    return d.toISOString();
+  }
 
   $('create-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     try {
-      const schedules = $('c-dates').value.split('\n').map((s) => s.trim()).filter(Boolean).map((s) => {
-        const d = new Date(`${s.replace(' ', 'T')}:00Z`);
-        if (Number.isNaN(d.getTime())) throw new Error(`Not a date: ${s}`);
-        return d.toISOString();
-      });
+      const schedules = $('c-dates').value.split('\n').map((s) => s.trim()).filter(Boolean).map(utc);
       const sections = $('c-sections').value.split('\n').map((s) => s.trim()).filter(Boolean).map((s) => {
         const [name, price, seats] = s.split(/\s+/);
         if (!name || !Number.isInteger(Number(price)) || !Number.isInteger(Number(seats))) throw new Error(`Not "name price seats": ${s}`);
         return { name, price: Number(price), seats: Number(seats) };
       });
-      const c = await api('POST', '/admin/v1/concerts', {
-        title: $('c-title').value.trim(), venue: $('c-venue').value.trim(), schedules, sections,
-        queue: { activeCapacity: Number($('c-capacity').value), admitPerSecond: Number($('c-rate').value) },
-      }, true);
+      const queue = { activeCapacity: Number($('c-capacity').value), admitPerSecond: Number($('c-rate').value) };
+      for (const [id, key] of [['c-per-seat', 'activePerSeat'], ['c-abandon', 'abandonAfterSeconds'],
+        ['c-noshow', 'noShowSeconds'], ['c-pow', 'joinPowBits']]) {
+        const v = whole($(id).value);
+        if (v !== undefined) queue[key] = v;
+      }
+      if ($('c-code').checked) queue.accessCodeRequired = true;
+      const body = { title: $('c-title').value.trim(), venue: $('c-venue').value.trim(), schedules, sections, queue };
+      if ($('c-opens').value.trim()) {
+        body.sale = { opensAt: utc($('c-opens').value) };
+        if ($('c-prequeue').value.trim()) body.sale.prequeueOpensAt = utc($('c-prequeue').value);
+      } else if ($('c-prequeue').value.trim()) {
+        throw new Error('A pre-queue needs the time the sale opens.');
+      }
+      const c = await api('POST', '/admin/v1/concerts', body, true);
       notice('');
       await concerts();
       select(c.id, c.title);
+      settings(c.queue);
     } catch (e) {
       if (admin) notice(e.message);
     }
