@@ -150,7 +150,7 @@ func (w *Worker) trim(ctx context.Context, streams []string, states map[string]*
 	}
 	for _, res := range w.rdb.DoMulti(ctx, cmds...) {
 		if err := res.Error(); err != nil && ctx.Err() == nil {
-			w.log.Warn("writebehind: trim", "err", err)
+			w.warnings.warn(warnTrim, "err", err)
 		}
 	}
 }
@@ -182,7 +182,7 @@ func (w *Worker) runStats(ctx context.Context) {
 		states, err := inspect(ctx, w.rdb, w.cfg.Group, streams)
 		if err != nil {
 			if ctx.Err() == nil {
-				w.log.Warn("writebehind: measure backlog", "err", err)
+				w.warnings.warn(warnMeasure, "err", err)
 			}
 			continue
 		}

@@ -24,11 +24,14 @@ const (
 	warnKeepPending = "writebehind: keep pending entries"
 	warnAck         = "writebehind: acknowledge"
 	warnDeadLetter  = "writebehind: dead-letter"
+	warnMeasure     = "writebehind: measure backlog"
+	warnTrim        = "writebehind: trim"
 )
 
 // warnKinds are all of them: newWarnings makes each one's counter exist at 0, so that the Write-behind
 // dashboard's warnings panel shows 0 and not "no data" while nothing goes wrong.
-var warnKinds = []string{warnRedis, warnCreateGroup, warnReadStream, warnFlush, warnKeepPending, warnAck, warnDeadLetter}
+var warnKinds = []string{warnRedis, warnCreateGroup, warnReadStream, warnFlush, warnKeepPending, warnAck, warnDeadLetter,
+	warnMeasure, warnTrim}
 
 // warnings logs the worker's warnings, each kind at most once per warnEvery, and counts every one.
 type warnings struct {

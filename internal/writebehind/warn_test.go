@@ -57,6 +57,6 @@ func TestWarningsAreRateLimited(t *testing.T) {
 	}
 	assert.Equal(t, map[string]float64{ // every kind exists at 0 from the start
 		"redis": 0, "create group": 0, "read stream": 1002, "postgres did not take a batch; trying again": 0,
-		"keep pending entries": 0, "acknowledge": 1, "dead-letter": 0,
+		"keep pending entries": 0, "measure backlog": 0, "trim": 0, "acknowledge": 1, "dead-letter": 0,
 	}, counts)
 }
