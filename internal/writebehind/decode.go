@@ -16,6 +16,11 @@ type source struct {
 	stream    string
 	concertID string // "" for a wallet shard
 	shard     int
+	count     int       // entries to read from it next round (the worker's reader only)
+	writer    int       // which of the worker's writers writes its events (modulo Writers)
+	drained   bool      // its last read found nothing new (the reader only)
+	readAt    time.Time // when its last read was answered (the reader only)
+	yielded   time.Time // when a read last found entries in it (the reader only)
 }
 
 // entry is one stream entry read for the group.

@@ -30,12 +30,19 @@ type Record interface {
 
 // Config tunes the worker; zero fields take the defaults of DefaultConfig.
 type Config struct {
-	Group       string        // consumer group, shared by every worker process
-	Consumer    string        // this process's name in the group; unique per process
-	BatchSize   int           // most events per Postgres transaction
-	Writers     int           // batches written at once
-	ReadCount   int           // most entries read from one stream per round
-	Idle        time.Duration // pause between rounds that found nothing
+	Group     string // consumer group, shared by every worker process
+	Consumer  string // this process's name in the group; unique per process
+	BatchSize int    // most events per Postgres transaction
+	Writers   int    // batches written at once
+	ReadCount int    // entries read from one stream per round, at first
+	// MaxReadCount: a stream that filled its read doubles its count for the next round, up to this: a
+	// backlog in one stream (a popular concert's line) drains in a few rounds, not in rounds of ReadCount.
+	MaxReadCount int
+	Idle         time.Duration // pause after a round that found nothing
+	// IdleMax: each further round that finds nothing doubles the pause, up to this, so that a quiet
+	// service does not poll its streams (64 wallet shards at least) 20 times a second; the first event
+	// after a quiet spell waits IdleMax at most.
+	IdleMax     time.Duration
 	ClaimIdle   time.Duration // an entry pending this long with another consumer is claimed (XAUTOCLAIM)
 	ClaimEvery  time.Duration // how often pending entries are looked for
 	MaxFailures int           // an entry the database refuses this many times goes to the dead-letter stream
@@ -48,6 +55,9 @@ type Config struct {
 	RetryMax      time.Duration // longest pause between two tries of a batch Postgres did not take
 }
 
+// growthBudget is how many streams' worth of MaxReadCount one round may read beyond ReadCount a stream.
+const growthBudget = 4
+
 // DefaultConfig is the worker's configuration unless told otherwise.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
@@ -57,7 +67,9 @@ func DefaultConfig() Config {
 		BatchSize:     4000,
 		Writers:       2,
 		ReadCount:     1000,
+		MaxReadCount:  16000,
 		Idle:          50 * time.Millisecond,
+		IdleMax:       400 * time.Millisecond,
 		ClaimIdle:     10 * time.Second,
 		ClaimEvery:    2 * time.Second,
 		MaxFailures:   5,
@@ -90,9 +102,13 @@ func (c Config) withDefaults() Config {
 	set(&c.BatchSize, d.BatchSize)
 	set(&c.Writers, d.Writers)
 	set(&c.ReadCount, d.ReadCount)
+	set(&c.MaxReadCount, d.MaxReadCount)
+	c.MaxReadCount = max(c.MaxReadCount, c.ReadCount)
 	set(&c.MaxFailures, d.MaxFailures)
 	set(&c.MaxDeliveries, d.MaxDeliveries)
 	setD(&c.Idle, d.Idle)
+	setD(&c.IdleMax, d.IdleMax)
+	c.IdleMax = max(c.IdleMax, c.Idle)
 	setD(&c.ClaimIdle, d.ClaimIdle)
 	setD(&c.ClaimEvery, d.ClaimEvery)
 	setD(&c.TrimEvery, d.TrimEvery)
@@ -138,6 +154,12 @@ func New(rdb rueidis.Client, record Record, prefix string, concerts func() []str
 
 // Run consumes until ctx ends. Entries it holds when it stops stay pending in the group; another
 // worker (or this one's successor) claims them once they have been idle for ClaimIdle.
+//
+// Reading and writing overlap: Writers goroutines write and acknowledge batches while this one reads
+// the next entries. Each stream has one writer, which writes its batches one after the other: a
+// stream's events are committed in the order they were read, as when reading waited for writing (so
+// of two events Postgres cannot both take, the later is the one refused). A writer holds the batch it
+// writes and one more; the reader waits for it beyond that.
 func (w *Worker) Run(ctx context.Context) {
 	w.mu.Lock()
 	w.lastAdvance = w.now()
@@ -145,8 +167,24 @@ func (w *Worker) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.runStats(ctx) })
 	defer wg.Wait()
+	queues := make([]chan batch, w.cfg.Writers)
+	for i := range queues {
+		q := make(chan batch, 1)
+		queues[i] = q
+		wg.Go(func() {
+			for b := range q {
+				w.flush(ctx, b)
+			}
+		})
+	}
+	defer func() {
+		for _, q := range queues {
+			close(q)
+		}
+	}()
 
 	var lastClaim time.Time
+	idle := w.cfg.Idle
 	for ctx.Err() == nil {
 		if whole, err := w.state.Whole(ctx); err != nil || !whole {
 			if err != nil && ctx.Err() == nil {
@@ -160,11 +198,14 @@ func (w *Worker) Run(ctx context.Context) {
 		n := 0
 		if w.now().Sub(lastClaim) >= w.cfg.ClaimEvery {
 			lastClaim = w.now()
-			n += w.process(ctx, w.claim(ctx))
+			n += w.process(ctx, w.claim(ctx), queues)
 		}
-		n += w.process(ctx, w.read(ctx))
+		n += w.process(ctx, w.read(ctx), queues)
 		if n == 0 {
-			sleep(ctx, w.cfg.Idle)
+			sleep(ctx, idle)
+			idle = min(2*idle, w.cfg.IdleMax)
+		} else {
+			idle = w.cfg.Idle
 		}
 	}
 }
@@ -179,20 +220,29 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // syncStreams refreshes the list of streams (a new concert brings one) and makes sure the group
-// exists on each, reading from the stream's first entry: no event is ever skipped.
+// exists on each, reading from the stream's first entry: no event is ever skipped. A new concert's
+// stream is taken at the next round (its first events are a sale opening: they should not wait);
+// groups are made again every 2 s, or at once where one is missing.
 func (w *Worker) syncStreams(ctx context.Context) {
-	if len(w.order) > 0 && w.now().Sub(w.lastSync) < 2*time.Second && len(w.grouped) == len(w.order) {
-		return
-	}
-	w.lastSync = w.now()
 	if len(w.sources) == 0 {
 		for i := range redis.WalletShards {
 			w.addSource(&source{stream: w.keys.WalletShard(i).Events(), shard: i})
 		}
 	}
+	listed := map[string]bool{}
+	added := false
 	for _, id := range w.concerts() {
-		w.addSource(&source{stream: w.keys.Concert(id).Events(), concertID: id})
+		listed[id] = true
+		if stream := w.keys.Concert(id).Events(); w.sources[stream] == nil {
+			w.addSource(&source{stream: stream, concertID: id})
+			added = true
+		}
 	}
+	w.keepSources(listed)
+	if !added && w.now().Sub(w.lastSync) < 2*time.Second && len(w.grouped) == len(w.order) {
+		return
+	}
+	w.lastSync = w.now()
 	var cmds rueidis.Commands
 	var streams []string
 	for _, s := range w.order {
@@ -224,34 +274,53 @@ func (w *Worker) addSource(s *source) {
 	if _, ok := w.sources[s.stream]; ok {
 		return
 	}
+	s.writer = len(w.order) // streams take the writers in turn
 	w.sources[s.stream] = s
 	w.order = append(w.order, s)
 }
 
-// read takes up to ReadCount new entries of every stream, in one pipeline.
+// read takes the new entries of every stream, in one pipeline: up to each stream's count, which
+// doubles (up to MaxReadCount) while the stream fills its reads and halves back (down to ReadCount)
+// once it does not. What the streams read beyond ReadCount each is bounded per round (growthBudget
+// MaxReadCounts), so that a backlog in every stream (Postgres back after an outage) reads no more per
+// round than ReadCount a stream and a few hot streams' worth.
 func (w *Worker) read(ctx context.Context) []entry {
 	cmds := make(rueidis.Commands, 0, len(w.order))
 	srcs := make([]*source, 0, len(w.order))
+	budget := growthBudget * w.cfg.MaxReadCount
 	for _, s := range w.order {
 		if !w.grouped[s.stream] {
 			continue
 		}
-		cmds = append(cmds, w.rdb.B().Xreadgroup().Group(w.cfg.Group, w.cfg.Consumer).Count(int64(w.cfg.ReadCount)).
+		extra := min(max(s.count, w.cfg.ReadCount), w.cfg.MaxReadCount) - w.cfg.ReadCount
+		extra = min(extra, budget)
+		budget -= extra
+		s.count = w.cfg.ReadCount + extra
+		cmds = append(cmds, w.rdb.B().Xreadgroup().Group(w.cfg.Group, w.cfg.Consumer).Count(int64(s.count)).
 			Streams().Key(s.stream).Id(">").Build())
 		srcs = append(srcs, s)
 	}
 	var out []entry
 	for i, res := range w.rdb.DoMulti(ctx, cmds...) {
+		s := srcs[i]
 		streams, err := res.AsXRead()
-		if rueidis.IsRedisNil(err) {
+		if err != nil && !rueidis.IsRedisNil(err) { // nil: nothing new
+			w.readFailed(ctx, s, err)
 			continue
 		}
-		if err != nil {
-			w.readFailed(ctx, srcs[i], err)
-			continue
+		got := streams[s.stream]
+		s.drained, s.readAt = len(got) == 0, w.now()
+		if !s.drained {
+			s.yielded = w.now()
 		}
-		for _, xe := range streams[srcs[i].stream] {
-			out = append(out, entry{src: srcs[i], id: xe.ID, fields: xe.FieldValues})
+		switch {
+		case len(got) >= s.count:
+			s.count *= 2
+		case len(got) < s.count/2:
+			s.count /= 2
+		}
+		for _, xe := range got {
+			out = append(out, entry{src: s, id: xe.ID, fields: xe.FieldValues})
 		}
 	}
 	return out
@@ -268,90 +337,112 @@ func (w *Worker) readFailed(ctx context.Context, s *source, err error) {
 	}
 }
 
-// process writes entries in batches of BatchSize and returns how many it handled.
-func (w *Worker) process(ctx context.Context, entries []entry) int {
-	var ok []entry
+// batch is entries written in one transaction, with what they add to the record.
+type batch struct {
+	entries []entry
+	rb      ticketrush.RecordBatch
+}
+
+// process decodes entries (dead-lettering those that are not events) and hands them to the writers,
+// each stream's to its own writer, in batches of BatchSize; it returns how many it handled once every
+// batch is with a writer.
+func (w *Worker) process(ctx context.Context, entries []entry, queues []chan batch) int {
+	open := make([]batch, len(queues))
+	send := func(i int) {
+		if len(open[i].entries) == 0 {
+			return
+		}
+		select {
+		case queues[i] <- open[i]:
+		case <-ctx.Done():
+		}
+		open[i] = batch{}
+	}
 	for _, e := range entries {
-		var scratch ticketrush.RecordBatch
-		if err := decode(e, &scratch); err != nil {
+		if ctx.Err() != nil {
+			break
+		}
+		i := e.src.writer % len(queues)
+		b := &open[i]
+		if err := decode(e, &b.rb); err != nil {
+			// decode may have added part of the entry before finding it bad: the batch's record is
+			// made again from its entries so far.
 			w.deadLetter(ctx, e, err.Error())
+			b.rb = decodeAll(b.entries)
 			continue
 		}
-		ok = append(ok, e)
+		b.entries = append(b.entries, e)
+		if len(b.entries) == w.cfg.BatchSize {
+			send(i)
+		}
 	}
-	// Batches go to Postgres over Writers connections at once: one transaction waits for its commit
-	// while the next is written. Their rows never deadlock: every statement takes its rows in key
-	// order, and the home rows of two batches are never the same.
-	sem := make(chan struct{}, w.cfg.Writers)
-	var wg sync.WaitGroup
-	for start := 0; start < len(ok) && ctx.Err() == nil; start += w.cfg.BatchSize {
-		batch := ok[start:min(start+w.cfg.BatchSize, len(ok))]
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			w.flush(ctx, batch)
-		})
+	for i := range open {
+		send(i)
 	}
-	wg.Wait()
 	return len(entries)
+}
+
+// decodeAll is the record of entries that decode already accepted.
+func decodeAll(entries []entry) ticketrush.RecordBatch {
+	var rb ticketrush.RecordBatch
+	for _, e := range entries {
+		_ = decode(e, &rb) // decoded once already: cannot fail
+	}
+	return rb
 }
 
 // flush writes a batch and acknowledges it. A batch the database refuses is split in halves until the
 // entries it refuses are alone; such an entry is tried MaxFailures times and then dead-lettered, and
 // the others go through.
-func (w *Worker) flush(ctx context.Context, batch []entry) {
+func (w *Worker) flush(ctx context.Context, b batch) {
 	start := w.now()
-	err := w.write(ctx, batch)
+	err := w.write(ctx, b)
 	if err == nil {
-		w.ack(ctx, batch)
-		w.metrics.batchSize.Observe(float64(len(batch)))
+		w.ack(ctx, b.entries)
+		w.metrics.batchSize.Observe(float64(len(b.entries)))
 		w.metrics.flush.Observe(w.now().Sub(start).Seconds())
 		return
 	}
 	if !errors.Is(err, ticketrush.ErrRecordRefused) {
 		return // ctx ended
 	}
-	if len(batch) > 1 {
-		half := len(batch) / 2
-		w.flush(ctx, batch[:half])
-		w.flush(ctx, batch[half:])
+	if len(b.entries) > 1 {
+		half := len(b.entries) / 2
+		w.flush(ctx, batch{entries: b.entries[:half], rb: decodeAll(b.entries[:half])})
+		w.flush(ctx, batch{entries: b.entries[half:], rb: decodeAll(b.entries[half:])})
 		return
 	}
 	for fails := 1; fails < w.cfg.MaxFailures; fails++ {
-		if err = w.write(ctx, batch); err == nil {
-			w.ack(ctx, batch)
+		if err = w.write(ctx, b); err == nil {
+			w.ack(ctx, b.entries)
 			return
 		}
 		if !errors.Is(err, ticketrush.ErrRecordRefused) {
 			return
 		}
 	}
-	w.deadLetter(ctx, batch[0], fmt.Sprintf("refused %d times: %v", w.cfg.MaxFailures, err))
+	w.deadLetter(ctx, b.entries[0], fmt.Sprintf("refused %d times: %v", w.cfg.MaxFailures, err))
 }
 
 // write writes a batch, trying again while Postgres does not answer (not counted as failures: the
 // entries are not at fault) and keeping the entries claimed meanwhile. It returns nil, an error wrapping
 // ErrRecordRefused, or ctx's error.
-func (w *Worker) write(ctx context.Context, batch []entry) error {
-	var rb ticketrush.RecordBatch
-	for _, e := range batch {
-		_ = decode(e, &rb) // decoded once already: cannot fail
-	}
+func (w *Worker) write(ctx context.Context, b batch) error {
 	pause := 50 * time.Millisecond
 	lastKeep := w.now()
 	for {
-		err := w.record.WriteRecords(ctx, rb)
+		err := w.record.WriteRecords(ctx, b.rb)
 		if err == nil || errors.Is(err, ticketrush.ErrRecordRefused) {
 			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		w.warnings.warn(warnFlush, "events", len(batch), "err", err)
+		w.warnings.warn(warnFlush, "events", len(b.entries), "err", err)
 		sleep(ctx, pause)
 		pause = min(2*pause, w.cfg.RetryMax)
 		if w.now().Sub(lastKeep) > w.cfg.ClaimIdle/3 {
-			w.keep(ctx, batch)
+			w.keep(ctx, b.entries)
 			lastKeep = w.now()
 		}
 	}
