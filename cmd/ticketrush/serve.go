@@ -19,6 +19,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/catalog"
 	"github.com/ticketrush/ticketrush/internal/config"
 	httpapi "github.com/ticketrush/ticketrush/internal/http"
+	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
@@ -68,25 +69,32 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	waitingRoom := queue.NewService(store, auth.NewQueueTokens(cfg.QueueTokenSecret), time.Now, log, reg)
 	waitingRoom.EnableOnSale(store, cat.Sale)
 	purchases := booking.NewService(store, cat, waitingRoom, time.Now, log, reg)
+	r := newRounds(store, cat, waitingRoom, purchases, time.Now, reg)
+	r.activity.Settle(cat.IDs()) // the write-behind drains what an earlier process left unread
 
 	loops, stopLoops := context.WithCancel(context.Background())
 	defer stopLoops()
 	var wg sync.WaitGroup
-	wg.Go(func() { cat.Run(loops, cfg.CatalogRefresh) })
+	every := func(interval time.Duration, step func(context.Context) error, msg string) {
+		wg.Go(func() { periodic.Run(loops, interval, step, log, msg) })
+	}
+	every(cfg.CatalogRefresh, cat.Refresh, "catalog refresh")
 	if cfg.Has(config.RoleAPI) {
-		wg.Go(func() { waitingRoom.RunRefresher(loops, cfg.SnapshotRefresh) })
-		wg.Go(func() { waitingRoom.RunLiveness(loops, cfg.LivenessFlush) })
+		every(cfg.SnapshotRefresh, waitingRoom.Refresh, "queue view refresh")
+		every(cfg.LivenessFlush, waitingRoom.FlushLiveness, "queue liveness flush")
+		wg.Go(func() { purchases.RunSeatView(loops, cfg.SnapshotRefresh) }) // as often as the queue view
+	}
+	if cfg.Has(config.RoleScheduler) || cfg.Has(config.RoleWriteBehind) {
+		every(cfg.AdmitTick, r.activity.Poll, "activity poll")
 	}
 	if cfg.Has(config.RoleScheduler) {
-		sched := waitingRoom.NewScheduler(store, cat.IDs)
-		wg.Go(func() { sched.Run(loops, cfg.AdmitTick) })
-		wg.Go(func() { purchases.RunSweeper(loops, cfg.SweepInterval) })
-		drawer := waitingRoom.NewDrawer(store, cat.IDs, cat.Sale, ticketrush.NewID(), reg)
-		wg.Go(func() { drawer.RunLoop(loops, cfg.AdmitTick) })
+		every(cfg.AdmitTick, r.tick, "admission tick")
+		every(cfg.SweepInterval, r.sweep, "sweep")
+		every(cfg.AdmitTick, r.draw, "draw")
 	}
 	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": state.Check}
 	if cfg.Has(config.RoleWriteBehind) {
-		worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, cat.IDs, writebehind.Config{}, time.Now, log, reg)
+		worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.streams, writebehind.Config{}, time.Now, log, reg)
 		wg.Go(func() { worker.Run(loops) })
 		ready["writebehind"] = worker.Check
 	}
@@ -142,6 +150,28 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		err = nil
 	}
 	return err
+}
+
+// rounds are one round of each background loop over the concerts (serve runs them every interval):
+// the admission tick, the sweep and the draw run only for awake concerts (queue.Activity: fans waiting,
+// active, holding or paying), and the write-behind reads the streams of the concerts awake within
+// queue.StreamDrain; a create, a queue change or an access-code issue wakes its concert too.
+type rounds struct {
+	activity          *queue.Activity
+	tick, sweep, draw func(context.Context) error
+	streams           func() []string
+}
+
+func newRounds(store *redis.Store, cat *catalog.Service, waitingRoom *queue.Service, purchases *booking.Service,
+	now func() time.Time, reg prometheus.Registerer) rounds {
+	activity := queue.NewActivity(store, now, cat.Closed)
+	waitingRoom.TrackActivity(activity)
+	cat.OnChange(activity.Touch)
+	sched := waitingRoom.NewScheduler(store, activity.IDs).ReportBusy(activity.LineBusy)
+	sweeper := purchases.NewSweeper(activity.IDs, activity.Busy)
+	drawer := waitingRoom.NewDrawer(store, cat.SaleIDs, cat.Sale, ticketrush.NewID(), reg).Track(activity.IsAwake, activity.Busy)
+	return rounds{activity: activity, tick: sched.Tick, sweep: sweeper.Sweep, draw: drawer.Tick,
+		streams: func() []string { return activity.Recent(queue.StreamDrain) }}
 }
 
 func newRegistry() *prometheus.Registry {

@@ -26,6 +26,7 @@ type Store interface {
 
 // ConcertStore is the state of one concert (its hash slot): seats, holds and reservations.
 type ConcertStore interface {
+	SeatViewStore
 	GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error)
 	GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error)
 	ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error)
@@ -82,6 +83,7 @@ type Service struct {
 	now     func() time.Time
 	log     *slog.Logger
 	metrics *metrics
+	seats   *seatView // the instance's seat view, while RunSeatView runs
 
 	// crash, when set, is called at each payment step boundary; an error stops the payment there as a
 	// crash would. Tests only.
@@ -90,7 +92,9 @@ type Service struct {
 
 // NewService returns the purchase path.
 func NewService(store Store, catalog Catalog, gate Gate, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Service {
-	return &Service{store: store, catalog: catalog, gate: gate, now: now, log: log, metrics: newMetrics(reg)}
+	m := newMetrics(reg)
+	return &Service{store: store, catalog: catalog, gate: gate, now: now, log: log, metrics: m,
+		seats: newSeatView(store, now, m)}
 }
 
 // Schedules lists a concert's schedules with their available seats, for an ACTIVE token.
@@ -114,8 +118,23 @@ func (s *Service) Schedules(ctx context.Context, userID, concertID, token string
 	return out, nil
 }
 
-// Seats returns the seat map of a schedule, for an ACTIVE token: one Redis round trip whatever its size.
+// Seats returns the seat map of a schedule, for an ACTIVE token (see SeatMap; the seats are shared and
+// must not be modified).
 func (s *Service) Seats(ctx context.Context, userID, concertID, scheduleID, token string) ([]ticketrush.Seat, error) {
+	m, err := s.SeatMap(ctx, userID, concertID, scheduleID, token)
+	if err != nil {
+		return nil, err
+	}
+	return m.Seats, nil
+}
+
+// SeatMap returns the seat map of a schedule, for an ACTIVE token, whatever its size. While the seat view
+// runs, the map is the view's, shared by every reader until the view sees a change (as of its last
+// refresh, or this instance's own changes since), and the token check is a round trip only when no gated
+// call on this instance proved the token ACTIVE within the last second (the first read of a schedule the
+// view has not loaded reads its seats too, a second round trip). Without the view, one round trip checks
+// the token and reads the seats.
+func (s *Service) SeatMap(ctx context.Context, userID, concertID, scheduleID, token string) (*ticketrush.SeatMap, error) {
 	c, claims, err := s.authorize(userID, concertID, token)
 	if err != nil {
 		return nil, err
@@ -123,25 +142,41 @@ func (s *Service) Seats(ctx context.Context, userID, concertID, scheduleID, toke
 	if _, ok := c.Schedule(scheduleID); !ok {
 		return nil, ticketrush.ErrNotFound
 	}
-	st, taken, err := s.store.GatedSeats(ctx, claims, scheduleID, s.now())
+	now := s.now()
+	if v := s.seats.schedule(c, scheduleID); v != nil {
+		// The token check: answered from this instance's proof when a gated call here found the token
+		// ACTIVE within the last second (and before its activeUntil); that call also marked the fan as
+		// shown up. Otherwise the gate runs in Redis and leaves a proof for the next second's reads.
+		if !s.seats.active(claims, now) {
+			st, err := s.store.Gate(ctx, claims, now)
+			if err != nil {
+				return nil, err
+			}
+			if err := st.Status.GateError(); err != nil {
+				s.seats.refuted(claims)
+				return nil, err
+			}
+			s.seats.proven(claims, now, st.ActiveUntil)
+		}
+		if err := s.seats.loadFirst(ctx, v); err != nil {
+			return nil, err
+		}
+		return v.seatMap(now), nil
+	}
+	st, taken, err := s.store.GatedSeats(ctx, claims, scheduleID, now)
 	if err != nil {
 		return nil, err
 	}
 	if err := st.Status.GateError(); err != nil {
 		return nil, err
 	}
-	out := make([]ticketrush.Seat, 0, c.TotalSeats())
-	for _, sec := range c.Sections {
-		for n := 1; n <= sec.Seats; n++ {
-			id := seatID(sec.Name, n)
-			status, ok := taken[id]
-			if !ok {
-				status = ticketrush.SeatAvailable
-			}
-			out = append(out, ticketrush.Seat{ID: id, Section: sec.Name, Price: sec.Price, Status: status})
+	seats := baseSeats(c)
+	for i := range seats {
+		if status, ok := taken[seats[i].ID]; ok {
+			seats[i].Status = status
 		}
 	}
-	return out, nil
+	return &ticketrush.SeatMap{ScheduleID: scheduleID, Seats: seats, AsOf: now}, nil
 }
 
 // Hold holds a seat for an ACTIVE token.
@@ -161,13 +196,24 @@ func (s *Service) Hold(ctx context.Context, userID, token, scheduleID, seat stri
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	r, lapsed, err := s.store.Hold(ctx, claims, scheduleID, seat, sec.Price, s.now())
+	now := s.now()
+	v := s.seats.schedule(c, scheduleID)
+	if v != nil && v.refuses(seat, now.UnixMilli()) && s.seats.active(claims, now) {
+		// The view shows the seat sold, or held past now, and the token was ACTIVE a moment ago: the
+		// script would refuse it too (see seatview.go for the windows where it may not).
+		s.metrics.holdsRefused.WithLabelValues(refusal(ticketrush.ErrSeatUnavailable)).Inc()
+		s.metrics.refusedInMemory.Inc()
+		return ticketrush.Reservation{}, ticketrush.ErrSeatUnavailable
+	}
+	r, lapsed, err := s.store.Hold(ctx, claims, scheduleID, seat, sec.Price, now)
+	s.seats.learn(claims, now, err)
 	if err != nil {
 		if errors.Is(err, ticketrush.ErrSeatUnavailable) || errors.Is(err, ticketrush.ErrHoldLimitReached) {
 			s.metrics.holdsRefused.WithLabelValues(refusal(err)).Inc()
 		}
 		return r, err
 	}
+	v.changed(seat, &ticketrush.TakenSeat{HeldUntil: r.ExpiresAt.UnixMilli()})
 	s.metrics.held.WithLabelValues(c.ID).Inc()
 	if lapsed {
 		s.metrics.lapsed.WithLabelValues(c.ID).Inc()
@@ -193,6 +239,7 @@ func (s *Service) Cancel(ctx context.Context, userID, id string) error {
 	if err != nil {
 		return err
 	}
+	s.seats.existing(r.ScheduleID).changed(r.SeatID, nil)
 	s.metrics.cancelled.WithLabelValues(r.ConcertID).Inc()
 	return nil
 }
@@ -306,15 +353,18 @@ func (s *Service) Pay(ctx context.Context, userID, resID string) (ticketrush.Pay
 	if r.Status == ticketrush.ReservationPaid {
 		return ticketrush.PaymentOf(r), false, nil
 	}
+	s.seats.existing(r.ScheduleID).changed(r.SeatID, &ticketrush.TakenSeat{Paying: true})
 	if err := s.step(AfterClaim); err != nil {
 		return ticketrush.Payment{}, false, err
 	}
 	debit, err := s.store.Debit(ctx, userID, resID, r.Price, s.now())
 	if errors.Is(err, ticketrush.ErrInsufficientBalance) || errors.Is(err, ticketrush.ErrReservationNotHeld) {
 		s.refused(err)
-		if _, rerr := s.store.Release(ctx, resID, s.now()); rerr != nil {
+		released, rerr := s.store.Release(ctx, resID, s.now())
+		if rerr != nil {
 			return ticketrush.Payment{}, false, errors.Join(err, rerr) // the sweeper releases it
 		}
+		s.released(released)
 		return ticketrush.Payment{}, false, err
 	}
 	if err != nil {
@@ -353,7 +403,21 @@ func (s *Service) complete(ctx context.Context, userID, resID string, debit tick
 		s.metrics.paid.WithLabelValues(r.ConcertID).Inc()
 		s.metrics.debited.Add(float64(debit.Amount))
 	}
+	if r.Status == ticketrush.ReservationPaid {
+		s.seats.existing(r.ScheduleID).changed(r.SeatID, &ticketrush.TakenSeat{Sold: true})
+		s.seats.ended(r.ConcertID, userID) // DONE when it was the fan's last open hold
+	}
 	return r, nil
+}
+
+// released tells the seat view what a payment's release left: the hold again, or the seat free.
+func (s *Service) released(r ticketrush.Reservation) {
+	switch r.Status {
+	case ticketrush.ReservationHeld:
+		s.seats.existing(r.ScheduleID).changed(r.SeatID, &ticketrush.TakenSeat{HeldUntil: r.ExpiresAt.UnixMilli()})
+	case ticketrush.ReservationExpired:
+		s.seats.existing(r.ScheduleID).changed(r.SeatID, nil)
+	}
 }
 
 // Payment returns one of the user's payments.
@@ -382,6 +446,14 @@ func (s *Service) step(st Step) error {
 func (s *Service) refused(err error) {
 	if r := refusal(err); r != "" {
 		s.metrics.paymentsRefused.WithLabelValues(r).Inc()
+	}
+}
+
+// Left forgets what this instance proved of a token that has just ended here (the fan left the line):
+// the next seat map or hold with it asks Redis, which answers 410.
+func (s *Service) Left(userID, token string) {
+	if c, err := s.gate.Verify(userID, "", token); err == nil {
+		s.seats.ended(c.ConcertID, userID)
 	}
 }
 

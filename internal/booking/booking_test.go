@@ -150,12 +150,7 @@ func TestFiveHundredFansFiftySeats(t *testing.T) {
 				if !assert.NoError(t, err) {
 					return
 				}
-				mu.Lock()
-				if prev, taken := holder[r.SeatID]; taken {
-					t.Errorf("seat %s held twice: by %s and %s", r.SeatID, prev, f)
-				}
-				holder[r.SeatID] = f
-				mu.Unlock()
+				noteHolder(t, &mu, holder, r.SeatID, f)
 				return // one seat each
 			}
 		})
@@ -315,4 +310,15 @@ func (e *env) walletEntries(t *testing.T, user, which string) map[string]int64 {
 func (e *env) prefix() string {
 	k := e.store.Keys().Concert("x").Meta()
 	return k[:strings.Index(k, ":{")]
+}
+
+// noteHolder records that fan holds seat, failing the test if another fan already held it.
+func noteHolder(t *testing.T, mu *sync.Mutex, holder map[string]string, seat, fan string) {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if prev, taken := holder[seat]; taken {
+		t.Errorf("seat %s held twice: by %s and %s", seat, prev, fan)
+	}
+	holder[seat] = fan
 }

@@ -7,16 +7,18 @@ import (
 )
 
 type metrics struct {
-	held            *prometheus.CounterVec
-	lapsed          *prometheus.CounterVec
-	cancelled       *prometheus.CounterVec
-	holdsRefused    *prometheus.CounterVec
-	paid            *prometheus.CounterVec
-	paymentsRefused *prometheus.CounterVec
-	seats           *prometheus.GaugeVec
-	charged         prometheus.Counter
-	debited         prometheus.Counter
-	refunded        prometheus.Counter
+	held              *prometheus.CounterVec
+	lapsed            *prometheus.CounterVec
+	cancelled         *prometheus.CounterVec
+	holdsRefused      *prometheus.CounterVec
+	refusedInMemory   prometheus.Counter
+	seatViewSchedules prometheus.Gauge
+	paid              *prometheus.CounterVec
+	paymentsRefused   *prometheus.CounterVec
+	seats             *prometheus.GaugeVec
+	charged           prometheus.Counter
+	debited           prometheus.Counter
+	refunded          prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -30,6 +32,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ticketrush_holds_cancelled_total", Help: "Holds cancelled by their fan."}, concert),
 		holdsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketrush_holds_refused_total", Help: "Hold attempts refused, by reason."}, []string{"reason"}),
+		refusedInMemory: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ticketrush_holds_refused_in_memory_total",
+			Help: "Hold attempts refused SEAT_UNAVAILABLE by the instance's seat view without a Redis round trip (also counted in ticketrush_holds_refused_total)."}),
+		seatViewSchedules: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketrush_seat_view_schedules",
+			Help: "Schedules in the instance's seat view: read or held on this instance in the last 10 s, refreshed a few times a second."}),
 		paid: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketrush_payments_total", Help: "Seats paid (sales)."}, concert),
 		paymentsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -44,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		refunded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ticketrush_points_refunded_total", Help: "Points refunded by compensating refunds (sum of amounts)."}),
 	}
-	reg.MustRegister(m.held, m.lapsed, m.cancelled, m.holdsRefused, m.paid, m.paymentsRefused, m.seats,
+	reg.MustRegister(m.held, m.lapsed, m.cancelled, m.holdsRefused, m.refusedInMemory, m.seatViewSchedules, m.paid, m.paymentsRefused, m.seats,
 		m.charged, m.debited, m.refunded)
 	return m
 }

@@ -17,12 +17,32 @@ const (
 	stuckAfter = 30 * time.Second
 )
 
-// Sweep runs one round over every concert: lapse expired holds (in bounded batches, until none is due),
-// finish or undo payments stuck in the middle, and refresh the seat gauges.
+// Sweep runs one round over every concert of the catalog (Sweeper.Sweep).
 func (s *Service) Sweep(ctx context.Context) error {
+	return s.NewSweeper(s.catalog.IDs, nil).Sweep(ctx)
+}
+
+// Sweeper sweeps the concerts that concerts lists: in production the awake ones (queue.Activity).
+type Sweeper struct {
+	s        *Service
+	concerts func() []string
+	busy     func(concertID string) // nil: nobody keeps track
+}
+
+// NewSweeper returns a sweeper over the concerts that concerts lists; busy, when not nil, is called with
+// every concert that still has seats held or being paid after the round, or whose counts could not be
+// read (queue.Activity.Busy keeps it awake, so that its holds are lapsed when they expire).
+func (s *Service) NewSweeper(concerts func() []string, busy func(concertID string)) *Sweeper {
+	return &Sweeper{s: s, concerts: concerts, busy: busy}
+}
+
+// Sweep runs one round: lapse expired holds (in bounded batches, until none is due), finish or undo
+// payments stuck in the middle, and refresh the seat gauges.
+func (sw *Sweeper) Sweep(ctx context.Context) error {
+	s := sw.s
 	var errs []error
 	now := s.now()
-	for _, id := range s.catalog.IDs() {
+	for _, id := range sw.concerts() {
 		c, ok := s.catalog.Concert(id)
 		if !ok {
 			continue
@@ -43,11 +63,27 @@ func (s *Service) Sweep(ctx context.Context) error {
 		errs = append(errs, s.Recover(ctx, id, now.Add(-stuckAfter)))
 		if counts, err := s.store.ScheduleCounts(ctx, id, schedules, now); err == nil {
 			s.metrics.observeSeats(c, counts)
+			if sw.busy != nil && inFlight(counts) {
+				sw.busy(id)
+			}
 		} else {
+			if sw.busy != nil {
+				sw.busy(id) // not known to be idle: sweep again next round
+			}
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// inFlight reports whether any seat is held or being paid (taken but not sold).
+func inFlight(counts []ticketrush.ScheduleCount) bool {
+	for _, n := range counts {
+		if n.Taken > n.Sold {
+			return true
+		}
+	}
+	return false
 }
 
 // Recover finishes or undoes every payment of a concert claimed before before: debited ones complete

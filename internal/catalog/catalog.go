@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/draw"
-	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -49,9 +48,15 @@ type Service struct {
 	stop     context.CancelFunc // ends them (Stop)
 	bg       context.Context
 
+	changed func(ctx context.Context, concertID string) // nil: nobody listens (OnChange)
+
+	loadMu sync.Mutex
+	loaded map[string]bool // concerts this instance has made sure Redis holds (Refresh)
+
 	mu        sync.RWMutex
 	concerts  map[string]ticketrush.Concert
 	order     []string
+	sales     []string          // the concerts of order with a sale
 	schedules map[string]string // schedule id -> concert id
 }
 
@@ -59,7 +64,7 @@ type Service struct {
 func NewService(record Record, live Live, now func() time.Time, log *slog.Logger) *Service {
 	bg, stop := context.WithCancel(context.Background())
 	return &Service{record: record, live: live, now: now, log: log, concerts: map[string]ticketrush.Concert{}, schedules: map[string]string{},
-		bg: bg, stop: stop}
+		bg: bg, stop: stop, loaded: map[string]bool{}}
 }
 
 // CreateBound bounds an admin create as a whole: the request answers within its own deadline, and a
@@ -147,7 +152,11 @@ func (s *Service) create(ctx context.Context, c ticketrush.Concert) (ticketrush.
 		// Postgres has it; the next refresh loads it into Redis.
 		return c, fmt.Errorf("create concert: %w", err)
 	}
+	s.loadMu.Lock()
+	s.loaded[c.ID] = true
+	s.loadMu.Unlock()
 	s.put(c)
+	s.change(ctx, c.ID)
 	return c, nil
 }
 
@@ -183,7 +192,8 @@ func sameConcert(a, b ticketrush.Concert) bool {
 		return false
 	}
 	// The seeds differ (each create draws one); the first create's stands.
-	return a.Sale == nil || a.Sale.OpensAt.Equal(b.Sale.OpensAt) && a.Sale.PrequeueOpensAt.Equal(b.Sale.PrequeueOpensAt)
+	return a.Sale == nil || a.Sale.OpensAt.Equal(b.Sale.OpensAt) && a.Sale.PrequeueOpensAt.Equal(b.Sale.PrequeueOpensAt) &&
+		a.Sale.ClosesAt.Equal(b.Sale.ClosesAt)
 }
 
 // newID is a fresh id, or without randomness the id of what under key: the same key, the same ids.
@@ -201,30 +211,49 @@ func newID(key, what string) string {
 
 const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
 
-// Refresh re-reads the catalog from Postgres and loads into Redis every concert Redis lacks, so that a
-// restarted or emptied Redis gets its catalog back.
+// Refresh re-reads the catalog from Postgres and loads into Redis every concert this instance has not
+// seen in Redis yet (one script call each, the first time only: an idle catalog costs no Redis command
+// per refresh). A Redis emptied later is `ticketrush restore`'s to fill: readiness reports it.
 func (s *Service) Refresh(ctx context.Context) error {
 	all, err := s.record.Concerts(ctx)
 	if err != nil {
 		return err
 	}
 	now := s.now()
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
 	for _, c := range all {
-		loaded, err := s.live.LoadConcert(ctx, c, now)
-		if err != nil {
-			return err
-		}
-		if loaded {
-			s.log.Info("concert loaded into redis", "concert", c.ID)
+		if !s.loaded[c.ID] {
+			loaded, err := s.live.LoadConcert(ctx, c, now)
+			if err != nil {
+				return err
+			}
+			if loaded {
+				s.log.Info("concert loaded into redis", "concert", c.ID)
+			}
+			s.loaded[c.ID] = true
 		}
 		s.put(c)
 	}
 	return nil
 }
 
-// Run refreshes every interval until ctx ends.
-func (s *Service) Run(ctx context.Context, interval time.Duration) {
-	periodic.Run(ctx, interval, s.Refresh, s.log, "catalog refresh")
+// OnChange makes every create, queue-settings change and access-code issue of a concert call changed
+// (queue.Activity.Touch: the concert's loops and stream reads run for a while, and the write-behind
+// records the change's event). Call it before serving.
+func (s *Service) OnChange(changed func(ctx context.Context, concertID string)) { s.changed = changed }
+
+func (s *Service) change(ctx context.Context, concertID string) {
+	if s.changed != nil {
+		s.changed(ctx, concertID)
+	}
+}
+
+// Closed reports whether a concert's sale has closed at now (sale.closesAt); an unknown concert or one
+// without a sale is not closed.
+func (s *Service) Closed(concertID string, now time.Time) bool {
+	sale := s.Sale(concertID)
+	return sale != nil && sale.ClosedAt(now)
 }
 
 func (s *Service) put(c ticketrush.Concert) {
@@ -232,6 +261,9 @@ func (s *Service) put(c ticketrush.Concert) {
 	defer s.mu.Unlock()
 	if _, ok := s.concerts[c.ID]; !ok {
 		s.order = append(s.order, c.ID)
+		if c.Sale != nil {
+			s.sales = append(s.sales, c.ID)
+		}
 	}
 	s.concerts[c.ID] = c
 	for _, sc := range c.Schedules {
@@ -293,6 +325,7 @@ func (s *Service) PatchQueue(ctx context.Context, concertID string, p ticketrush
 	}
 	c.Queue = q
 	s.put(c)
+	s.change(ctx, concertID)
 	return q, nil
 }
 
@@ -344,11 +377,16 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 
 // Sale returns a concert's sale, nil for a concert without one or unknown (queue.Sales).
 func (s *Service) Sale(concertID string) *ticketrush.Sale {
-	c, ok := s.Concert(concertID)
-	if !ok {
-		return nil
-	}
-	return c.Sale
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.concerts[concertID].Sale
+}
+
+// SaleIDs returns the concerts with a sale, oldest first: the drawer's concerts.
+func (s *Service) SaleIDs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.sales)
 }
 
 // IssueAccessCodes makes count new presale codes for a concert: recorded (by hash) in Postgres first,
@@ -371,5 +409,6 @@ func (s *Service) IssueAccessCodes(ctx context.Context, concertID string, count 
 	if err := s.live.AddAccessCodes(ctx, concertID, hashes); err != nil {
 		return nil, err
 	}
+	s.change(ctx, concertID)
 	return codes, nil
 }

@@ -39,6 +39,7 @@ type createConcertRequest struct {
 type saleJSON struct {
 	OpensAt         *time.Time `json:"opensAt"`
 	PrequeueOpensAt *time.Time `json:"prequeueOpensAt"`
+	ClosesAt        *time.Time `json:"closesAt,omitempty"`
 }
 
 // sale checks the request's sale at now and returns it (nil without one); the seed is the catalog's
@@ -54,6 +55,9 @@ func (req createConcertRequest) sale(now time.Time) (*ticketrush.Sale, error) {
 	s.PrequeueOpensAt = s.OpensAt.Add(-ticketrush.DefaultPrequeueWindow)
 	if req.Sale.PrequeueOpensAt != nil {
 		s.PrequeueOpensAt = req.Sale.PrequeueOpensAt.UTC().Truncate(time.Millisecond)
+	}
+	if req.Sale.ClosesAt != nil {
+		s.ClosesAt = req.Sale.ClosesAt.UTC().Truncate(time.Millisecond)
 	}
 	return s, s.Validate(now, req.Sale.PrequeueOpensAt != nil)
 }
@@ -74,18 +78,10 @@ func (req createConcertRequest) concert() ticketrush.Concert {
 		set(&c.Queue.JoinPowBits, q.JoinPowBits)
 		set(&c.Queue.AccessCodeRequired, q.AccessCodeRequired)
 		set(&c.Queue.ActivePerSeat, q.ActivePerSeat)
-		if q.AbandonAfter != nil {
-			c.Queue.AbandonAfter = time.Duration(*q.AbandonAfter) * time.Second
-		}
-		if q.NoShow != nil {
-			c.Queue.NoShow = time.Duration(*q.NoShow) * time.Second
-		}
-		if q.ActiveTTLSeconds != nil {
-			c.Queue.ActiveTTL = time.Duration(*q.ActiveTTLSeconds) * time.Second
-		}
-		if q.HoldTTLSeconds != nil {
-			c.Queue.HoldTTL = time.Duration(*q.HoldTTLSeconds) * time.Second
-		}
+		set(&c.Queue.AbandonAfter, secs(q.AbandonAfter))
+		set(&c.Queue.NoShow, secs(q.NoShow))
+		set(&c.Queue.ActiveTTL, secs(q.ActiveTTLSeconds))
+		set(&c.Queue.HoldTTL, secs(q.HoldTTLSeconds))
 	}
 	return c
 }
@@ -177,7 +173,7 @@ func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprou
 	}
 	if c.Sale != nil {
 		opens, pq := c.Sale.OpensAt.UTC(), c.Sale.PrequeueOpensAt.UTC()
-		out.Sale = &saleJSON{OpensAt: &opens, PrequeueOpensAt: &pq}
+		out.Sale = &saleJSON{OpensAt: &opens, PrequeueOpensAt: &pq, ClosesAt: utcOrNil(c.Sale.ClosesAt)}
 	}
 	writeJSON(w, status, out)
 	return nil
@@ -214,11 +210,7 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.P
 		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused, SoldOut: st.SoldOut, ActivePerSeat: st.ActivePerSeat,
 		Abandoned: st.Abandoned}
 	out.Seats.Available, out.Seats.Held, out.Seats.Sold = st.Seats.Available, st.Seats.Held, st.Seats.Sold
-	out.Prequeue = st.Prequeue
-	if !st.OpensAt.IsZero() {
-		o := st.OpensAt.UTC()
-		out.OpensAt = &o
-	}
+	out.Prequeue, out.OpensAt = st.Prequeue, utcOrNil(st.OpensAt)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

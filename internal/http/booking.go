@@ -2,10 +2,13 @@ package http
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -17,7 +20,7 @@ import (
 // Booking is the purchase path.
 type Booking interface {
 	Schedules(ctx context.Context, userID, concertID, token string) ([]ticketrush.ScheduleAvailability, error)
-	Seats(ctx context.Context, userID, concertID, scheduleID, token string) ([]ticketrush.Seat, error)
+	SeatMap(ctx context.Context, userID, concertID, scheduleID, token string) (*ticketrush.SeatMap, error)
 	Hold(ctx context.Context, userID, token, scheduleID, seatID string) (ticketrush.Reservation, error)
 	Reservation(ctx context.Context, userID, id string) (ticketrush.Reservation, error)
 	Cancel(ctx context.Context, userID, id string) error
@@ -25,6 +28,9 @@ type Booking interface {
 	Charge(ctx context.Context, userID string, amount int64, idemKey string) (ticketrush.Charge, bool, error)
 	PayOnce(ctx context.Context, userID, resID, idemKey string) (ticketrush.Payment, bool, error)
 	Payment(ctx context.Context, userID, id string) (ticketrush.Payment, error)
+	// Left says the user's queue token ended through this instance (DELETE /v1/queue): what the
+	// instance had proven of it is forgotten, so the next gated call asks Redis.
+	Left(userID, token string)
 }
 
 func (s *Server) bookingRoutes() {
@@ -68,12 +74,59 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, p httprouter.
 	if err != nil {
 		return err
 	}
-	seats, err := s.Booking.Seats(r.Context(), user, id, p.ByName("scheduleId"), r.Header.Get("X-Queue-Token"))
+	m, err := s.Booking.SeatMap(r.Context(), user, id, p.ByName("scheduleId"), r.Header.Get("X-Queue-Token"))
 	if err != nil {
 		return err
 	}
-	// A seat map (up to 200,000 seats a schedule, ticketrush.MaxSeatsPerSchedule) is the largest response of
-	// the API: written by hand, one buffer, no reflection.
+	// The token was checked for this request; the bytes are the map's, encoded once for every reader.
+	enc := m.Encoded(encodeSeatMap).(*seatMapBytes)
+	body, etag, gz := enc.body, enc.etag, acceptsGzip(r)
+	if gz {
+		body, etag = enc.gzipped(), enc.etagGz
+	}
+	h := w.Header()
+	h.Set("Vary", "Accept-Encoding")
+	h.Set("ETag", etag)
+	if noneMatch(r.Header.Values("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	if gz {
+		h.Set("Content-Encoding", "gzip")
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = w.Write(body)
+	return nil
+}
+
+// seatMapBytes is a seat map as the API sends it: its JSON, the same gzipped (made by the first reader
+// that accepts gzip), and the ETag of each (the gzip's adds -gz: each encoding its own validator, as the
+// pages).
+type seatMapBytes struct {
+	body         []byte
+	etag, etagGz string
+	gz           struct {
+		once sync.Once
+		body []byte
+	}
+}
+
+func (b *seatMapBytes) gzipped() []byte {
+	b.gz.once.Do(func() { b.gz.body = gzipped(b.body, gzip.BestSpeed) })
+	return b.gz.body
+}
+
+func encodeSeatMap(m *ticketrush.SeatMap) any {
+	body := seatsJSON(m.Seats)
+	etag, etagGz := etags(body, 12)
+	return &seatMapBytes{body: body, etag: etag, etagGz: etagGz}
+}
+
+// seatsJSON is a seat map's JSON. A seat map (up to 200,000 seats a schedule,
+// ticketrush.MaxSeatsPerSchedule) is the largest response of the API: written by hand, one buffer, no
+// reflection.
+func seatsJSON(seats []ticketrush.Seat) []byte {
 	var b bytes.Buffer
 	b.Grow(len(seats) * 72)
 	b.WriteByte('[')
@@ -92,10 +145,22 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, p httprouter.
 		b.WriteString(`"}`)
 	}
 	b.WriteString("]\n")
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
-	_, _ = w.Write(b.Bytes())
-	return nil
+	return b.Bytes()
+}
+
+// noneMatch reports whether If-None-Match (its field lines) names etag, by weak comparison (RFC 9110
+// 13.1.2), or is "*".
+func noneMatch(fields []string, etag string) bool {
+	want := strings.TrimPrefix(etag, "W/")
+	for _, f := range fields {
+		for _, tag := range strings.Split(f, ",") {
+			tag = strings.TrimSpace(tag)
+			if tag == "*" || strings.TrimPrefix(tag, "W/") == want {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeString writes s as a JSON string; seat ids and section names are [A-Za-z0-9_-], so this only

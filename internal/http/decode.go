@@ -10,7 +10,10 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
@@ -32,6 +35,15 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		return decodeError(err, v)
 	}
+	if quickDecode(body, v) {
+		return nil
+	}
+	return decodeStrict(body, v)
+}
+
+// decodeStrict is decode's reference path: it walks the body against v's type (strictJSON), then
+// decodes it, and says what is wrong with a body it refuses.
+func decodeStrict(body []byte, v any) error {
 	if err := strictJSON(json.NewDecoder(bytes.NewReader(body)), reflect.TypeOf(v), ""); err != nil {
 		return decodeError(err, v)
 	}
@@ -46,10 +58,158 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// quickDecode decodes the bodies that plainly keep the rules in one scan and one json.Unmarshal: every
+// object one of v's structs, its keys exact field names given once and unescaped, no null anywhere,
+// one value. It reports false, having decided nothing, for anything else, which decodeStrict then
+// decodes or refuses with its reason; the two paths were half of a hold's handler time (issue 17).
+// FuzzQuickDecode holds it to decodeStrict.
+func quickDecode(body []byte, v any) bool {
+	s := quickScan{b: body}
+	s.space()
+	if !s.value(reflect.TypeOf(v)) {
+		return false
+	}
+	s.space()
+	return s.i == len(s.b) && json.Unmarshal(body, v) == nil
+}
+
+// quickScan walks a JSON body for quickDecode: it checks the rules above and finds where values end;
+// what it takes for a scalar (a string, a number, true or false) json.Unmarshal checks.
+type quickScan struct {
+	b []byte
+	i int
+}
+
+func (s *quickScan) space() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+func (s *quickScan) next(c byte) bool {
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *quickScan) value(t reflect.Type) bool {
+	t, structured := target(t)
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; c {
+	case '{':
+		return structured && t.Kind() == reflect.Struct && s.object(jsonFields(t))
+	case '[':
+		return structured && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && s.array(t.Elem())
+	case '"':
+		_, ok := s.str(false)
+		return ok
+	case 'n':
+		return false // null: decodeStrict knows where it is allowed
+	default: // a number, true or false
+		start := s.i
+		for s.i < len(s.b) && (isAlnum(s.b[s.i]) || s.b[s.i] == '-' || s.b[s.i] == '+' || s.b[s.i] == '.') {
+			s.i++
+		}
+		if c == '-' || c >= '0' && c <= '9' {
+			// strictJSON reads every number as a float64 (Decoder.Token), so it refuses one past
+			// float64's range even where the field would take it (json.RawMessage).
+			_, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+			return err == nil
+		}
+		return s.i > start
+	}
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func (s *quickScan) object(fields map[string]reflect.Type) bool {
+	s.i++ // {
+	if s.next('}') {
+		return true
+	}
+	var seenBuf [8][]byte
+	seen := seenBuf[:0]
+	for {
+		s.space()
+		key, ok := s.str(true)
+		if !ok {
+			return false
+		}
+		ft, known := fields[string(key)]
+		if !known {
+			return false
+		}
+		for _, k := range seen {
+			if string(k) == string(key) {
+				return false
+			}
+		}
+		seen = append(seen, key)
+		if !s.next(':') {
+			return false
+		}
+		s.space()
+		if !s.value(ft) {
+			return false
+		}
+		if s.next(',') {
+			continue
+		}
+		return s.next('}')
+	}
+}
+
+func (s *quickScan) array(elem reflect.Type) bool {
+	s.i++ // [
+	if s.next(']') {
+		return true
+	}
+	for {
+		s.space()
+		if !s.value(elem) {
+			return false
+		}
+		if s.next(',') {
+			continue
+		}
+		return s.next(']')
+	}
+}
+
+// str reads a string and returns its raw bytes; a key (plain) must have no escapes.
+func (s *quickScan) str(plain bool) ([]byte, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for i := start; i < len(s.b); i++ {
+		switch c := s.b[i]; {
+		case c == '"':
+			s.i = i + 1
+			return s.b[start:i], true
+		case c == '\\':
+			if plain {
+				return nil, false
+			}
+			i++ // the escaped byte; json.Unmarshal checks the escape
+		case c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
 // jsonContent refuses a body declared as anything but JSON (application/json, or a +json type).
 func jsonContent(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
-	if ct == "" {
+	if ct == "" || ct == "application/json" { // what clients send, without parsing it
 		return nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
@@ -66,6 +226,15 @@ func (e *fieldError) Error() string { return e.msg }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
+// target is the type a JSON value of Go type t decodes into (pointers followed) and whether its objects
+// and arrays are walked against that type: not when t is unknown (nil) or decodes itself (time.Time).
+func target(t reflect.Type) (reflect.Type, bool) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t, t != nil && !reflect.PointerTo(t).Implements(unmarshalerType)
+}
+
 // strictJSON walks the next JSON value of dec against the Go type t it will be decoded into: object keys
 // must name t's fields exactly and once each, and neither the body nor a list element may be null. Values whose type decodes itself
 // (time.Time) and scalars are left to the decoder; so are type mismatches. path names the value in
@@ -75,9 +244,7 @@ func strictJSON(dec *json.Decoder, t reflect.Type, path string) error {
 }
 
 func strictValue(dec *json.Decoder, t reflect.Type, path string, element bool) error {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
+	t, structured := target(t)
 	tok, err := dec.Token()
 	if err != nil {
 		return err
@@ -95,7 +262,6 @@ func strictValue(dec *json.Decoder, t reflect.Type, path string, element bool) e
 	if !ok {
 		return nil // a scalar
 	}
-	structured := t != nil && !reflect.PointerTo(t).Implements(unmarshalerType)
 	switch delim {
 	case '[':
 		var elem reflect.Type
@@ -108,16 +274,11 @@ func strictValue(dec *json.Decoder, t reflect.Type, path string, element bool) e
 			}
 		}
 	case '{':
-		fields := map[string]reflect.Type{}
+		var fields map[string]reflect.Type
 		if structured && t.Kind() == reflect.Struct {
-			for i := 0; i < t.NumField(); i++ {
-				f := t.Field(i)
-				if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); f.IsExported() && name != "-" && name != "" {
-					fields[name] = f.Type
-				}
-			}
+			fields = jsonFields(t)
 		}
-		seen := map[string]bool{}
+		var seen []string // an object of a request has a handful of fields
 		for dec.More() {
 			tok, err := dec.Token()
 			if err != nil {
@@ -128,10 +289,10 @@ func strictValue(dec *json.Decoder, t reflect.Type, path string, element bool) e
 			if path != "" {
 				name = path + "." + key
 			}
-			if seen[key] {
+			if slices.Contains(seen, key) {
 				return &fieldError{fmt.Sprintf("field %q is given twice", name)}
 			}
-			seen[key] = true
+			seen = append(seen, key)
 			ft, known := fields[key]
 			if !known && len(fields) > 0 {
 				for want := range fields {
@@ -148,6 +309,26 @@ func strictValue(dec *json.Decoder, t reflect.Type, path string, element bool) e
 	}
 	_, err = dec.Token() // the closing delimiter
 	return err
+}
+
+// fieldsOf caches jsonFields by type: the request types are few, and walking a struct's tags on every
+// request was a sizeable part of decoding a hold (issue 17).
+var fieldsOf sync.Map // reflect.Type -> map[string]reflect.Type
+
+// jsonFields maps the JSON names of struct type t's fields to their types. The map is shared: read only.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if f, ok := fieldsOf.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	fields := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); f.IsExported() && name != "-" && name != "" {
+			fields[name] = f.Type
+		}
+	}
+	fieldsOf.Store(t, fields)
+	return fields
 }
 
 func decodeError(err error, v any) error {

@@ -70,6 +70,21 @@ var drawCases = []apiCase{
 	{name: "join before the pre-queue", method: "POST", path: "/v1/concerts/" + saleConcert + "/queue", header: asUser(userAlice),
 		setup: withSale(-time.Hour, 2*time.Hour), status: 409, code: "SALE_NOT_OPEN"},
 	{name: "draw keys without a sale", method: "GET", path: "/v1/concerts/" + concert2 + "/draw/keys", status: 404, code: "NOT_FOUND"},
+	{name: "join after the sale closed", method: "POST", path: "/v1/concerts/" + saleConcert + "/queue", header: asUser(userAlice),
+		setup: withClosedSale, status: 409, code: "SALE_CLOSED"},
+}
+
+// withClosedSale makes saleConcert a sale that opened two hours ago and closed an hour ago.
+func withClosedSale(w *world) {
+	now := w.now()
+	c, _, err := w.cat.Create(context.Background(), ticketrush.Concert{Title: "Closed", Venue: "Hall",
+		Queue:     ticketrush.DefaultQueueSettings(),
+		Schedules: []ticketrush.Schedule{{StartsAt: now.Add(90 * 24 * time.Hour)}},
+		Sections:  []ticketrush.Section{{Name: "A", Price: 1000, Seats: 5}},
+		Sale: &ticketrush.Sale{PrequeueOpensAt: now.Add(-3 * time.Hour).Truncate(time.Millisecond),
+			OpensAt: now.Add(-2 * time.Hour).Truncate(time.Millisecond), ClosesAt: now.Add(-time.Hour).Truncate(time.Millisecond)}}, "")
+	require.NoError(w.t, err)
+	w.ids[saleConcert] = c.ID
 }
 
 // saleBody is createBody with a sale.
@@ -92,6 +107,16 @@ var saleCreateCases = []apiCase{
 		body: saleBody(time.Now().Add(time.Hour), time.Now().Add(2*time.Hour)), status: 400, code: "INVALID_REQUEST"},
 	{name: "create with a pre-queue in the past", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin),
 		body: saleBody(time.Now().Add(time.Hour), time.Now().Add(-time.Hour)), status: 400, code: "INVALID_REQUEST"},
+	{name: "create with a sale and its closing", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin),
+		body: closingBody(time.Now().Add(time.Hour), time.Now().Add(2*time.Hour)), status: 201},
+	{name: "create with a closing before the opening", method: "POST", path: "/admin/v1/concerts", header: jsonBody(asAdmin),
+		body: closingBody(time.Now().Add(2*time.Hour), time.Now().Add(time.Hour)), status: 400, code: "INVALID_REQUEST"},
+}
+
+// closingBody is createBody with a sale that opens at opensAt and closes at closesAt.
+func closingBody(opensAt, closesAt time.Time) string {
+	return strings.TrimSuffix(createBody, "}") + `,"sale":{"opensAt":"` + opensAt.UTC().Format(time.RFC3339) +
+		`","closesAt":"` + closesAt.UTC().Format(time.RFC3339) + `"}}`
 }
 
 func init() {

@@ -18,13 +18,13 @@ import (
 // extends the connection's deadline by this much, so a stream outlives the server's WriteTimeout.
 const eventWriteTimeout = 10 * time.Second
 
-// queueEvents is GET /v1/queue/events: the queue body as Server-Sent Events (event: status), sent at
-// once, on every change and at least every pollAfterSeconds, ending after a final status. The token is
-// checked before the stream starts, so a refusal is a problem document like any other.
 // StopStreams ends every event stream, so that a graceful shutdown need not wait for them (register
 // it with http.Server.RegisterOnShutdown).
 func (s *Server) StopStreams() { s.stopStreams() }
 
+// queueEvents is GET /v1/queue/events: the queue body as Server-Sent Events (event: status), sent at
+// once, on every change and at least every pollAfterSeconds, ending after a final status. The token is
+// checked before the stream starts, so a refusal is a problem document like any other.
 func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	user, err := s.user(r)
 	if err != nil {

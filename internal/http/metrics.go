@@ -2,6 +2,8 @@ package http
 
 import (
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,11 +36,67 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	return m
 }
 
-func (m *httpMetrics) observe(route, method string, status int, d time.Duration) {
-	method = methodLabel(method)
-	code := strconv.Itoa(status)
-	m.requests.WithLabelValues(route, method, code).Inc()
-	m.duration.WithLabelValues(route, method, code).Observe(d.Seconds())
+// route returns the series of one route pattern. Each request of the route finds its counter and
+// histogram there by method and status, without hashing its label values again (WithLabelValues
+// hashes all three on every call).
+func (m *httpMetrics) route(pattern string) *routeSeries {
+	return &routeSeries{m: m, route: pattern}
+}
+
+// routeSeries caches one route's children by method and status: a copy-on-write map, read without a
+// lock; a new pair (a handful per route) copies it once.
+type routeSeries struct {
+	m     *httpMetrics
+	route string
+	mu    sync.Mutex // serialises writers
+	seen  atomic.Pointer[map[seriesKey]seriesPair]
+}
+
+type seriesKey struct {
+	method string // the bounded label (methodLabel)
+	status int
+}
+
+type seriesPair struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+func (rs *routeSeries) observe(method string, status int, d time.Duration) {
+	k := seriesKey{methodLabel(method), status}
+	var p seriesPair
+	ok := false
+	if seen := rs.seen.Load(); seen != nil {
+		p, ok = (*seen)[k]
+	}
+	if !ok {
+		p = rs.add(k)
+	}
+	p.requests.Inc()
+	p.duration.Observe(d.Seconds())
+}
+
+func (rs *routeSeries) add(k seriesKey) seriesPair {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	old := rs.seen.Load()
+	if old != nil {
+		if p, ok := (*old)[k]; ok {
+			return p
+		}
+	}
+	code := strconv.Itoa(k.status)
+	p := seriesPair{requests: rs.m.requests.WithLabelValues(rs.route, k.method, code),
+		duration: rs.m.duration.WithLabelValues(rs.route, k.method, code)}
+	next := make(map[seriesKey]seriesPair, 1)
+	if old != nil {
+		for kk, v := range *old {
+			next[kk] = v
+		}
+	}
+	next[k] = p
+	rs.seen.Store(&next)
+	return p
 }
 
 // methodLabel bounds the method label: a client may send any token as a method, so anything but the

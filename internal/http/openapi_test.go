@@ -388,6 +388,16 @@ var apiCases = []apiCase{
 	// Catalog (gated): seats.
 	{name: "seats", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules/" + schedule1 + "/seats",
 		header: asUser(userAlice, qtAliceActive), status: 200},
+	{name: "seats not modified", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules/" + schedule1 + "/seats",
+		header: func() http.Header {
+			h := asUser(userAlice, qtAliceActive)
+			h.Set("If-None-Match", "{seatsETag}")
+			return h
+		}(), status: 304, setup: func(w *world) {
+			m, err := w.booking.SeatMap(context.Background(), userAlice, w.replace(concert1), w.replace(schedule1), w.replace(qtAliceActive))
+			require.NoError(w.t, err)
+			w.ids["{seatsETag}"] = m.Encoded(encodeSeatMap).(*seatMapBytes).etag
+		}},
 	{name: "seats unknown schedule", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules/" + schedule3 + "/seats",
 		header: asUser(userAlice, qtAliceActive), status: 404, code: "NOT_FOUND"},
 	{name: "seats waiting", method: "GET", path: "/v1/concerts/" + concert1 + "/schedules/" + schedule1 + "/seats",

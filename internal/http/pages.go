@@ -25,12 +25,12 @@ import (
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; worker-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-// asset is one embedded file, ready to serve: its bytes, their gzip and a validator.
+// asset is one embedded file, ready to serve: its bytes, their gzip and a validator of each.
 type asset struct {
-	body, gz []byte
-	ctype    string
-	etag     string
-	noStore  bool // the operator's console: never cached
+	body, gz     []byte
+	ctype        string
+	etag, gzEtag string // each encoding its own validator
+	noStore      bool   // the operator's console: never cached
 }
 
 // assets reads web/static once.
@@ -46,19 +46,13 @@ func loadAssets(fsys fs.FS, root string) (map[string]*asset, error) {
 		if err != nil {
 			return err
 		}
-		var gz bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		_, _ = zw.Write(body)
-		if err := zw.Close(); err != nil {
-			return err
-		}
-		sum := sha256.Sum256(body)
 		name := strings.TrimPrefix(p, root+"/")
 		ctype := mime.TypeByExtension(path.Ext(name))
 		if ctype == "" {
 			ctype = "application/octet-stream"
 		}
-		out[name] = &asset{body: body, gz: gz.Bytes(), ctype: ctype, etag: `"` + hex.EncodeToString(sum[:8]) + `"`,
+		etag, gzEtag := etags(body, 8)
+		out[name] = &asset{body: body, gz: gzipped(body, gzip.BestCompression), ctype: ctype, etag: etag, gzEtag: gzEtag,
 			noStore: strings.HasPrefix(name, "admin")}
 		return nil
 	})
@@ -105,7 +99,7 @@ func serveAsset(w http.ResponseWriter, r *http.Request, name string) error {
 	h.Set("Vary", "Accept-Encoding")
 	body, etag, gz := a.body, a.etag, acceptsGzip(r)
 	if gz {
-		body, etag = a.gz, a.etag[:len(a.etag)-1]+`-gz"` // each encoding its own validator
+		body, etag = a.gz, a.gzEtag
 	}
 	if a.noStore {
 		h.Set("Cache-Control", "no-store")
@@ -135,4 +129,21 @@ func acceptsGzip(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// etags are the validators of body as sent plain and gzipped: the first n bytes of its SHA-256 in hex,
+// the gzip's with -gz (each encoding its own validator, RFC 9110 8.8.3).
+func etags(body []byte, n int) (plain, gz string) {
+	sum := sha256.Sum256(body)
+	tag := hex.EncodeToString(sum[:n])
+	return `"` + tag + `"`, `"` + tag + `-gz"`
+}
+
+// gzipped is body gzipped at level (a valid gzip level).
+func gzipped(body []byte, level int) []byte {
+	var out bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&out, level) // a valid level: no error
+	_, _ = zw.Write(body)
+	_ = zw.Close() // writes to memory: no error
+	return out.Bytes()
 }

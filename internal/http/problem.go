@@ -46,24 +46,42 @@ func writeError(w http.ResponseWriter, err error) (status int) {
 	if p.Status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1") // a user limit of at least 1/s has a token again within 1 s
 	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(p.Status)
+	w.Header()["Content-Type"] = problemType
 	if e, ok := ticketrush.AsSaleNotOpen(err); ok {
+		w.WriteHeader(p.Status)
 		_ = json.NewEncoder(w).Encode(saleNotOpenProblem{p, e.OpensAt.UTC(), e.PrequeueOpensAt.UTC()})
 		return p.Status
 	}
-	_ = json.NewEncoder(w).Encode(p)
+	bp := replyBuffers.Get().(*[]byte)
+	defer putReplyBuffer(bp)
+	body, ok := p.appendJSON((*bp)[:0])
+	body = append(body, '\n')
+	*bp = body[:0]
+	w.WriteHeader(p.Status)
+	if !ok {
+		_ = json.NewEncoder(w).Encode(p)
+		return p.Status
+	}
+	_, _ = w.Write(body)
 	return p.Status
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		writeError(w, err)
-		return
+	bp := replyBuffers.Get().(*[]byte)
+	defer putReplyBuffer(bp)
+	body, ok := appendReply((*bp)[:0], v)
+	*bp = body[:0]
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		body = append(b, '\n')
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	h := w.Header()
+	h["Content-Type"] = jsonType
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 }

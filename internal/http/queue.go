@@ -51,19 +51,21 @@ func toTicketJSON(t ticketrush.Ticket) ticketJSON {
 		wait := int64(t.EstimatedWait / time.Second)
 		out.EstimatedWaitSeconds = &wait
 	}
-	if !t.ActiveUntil.IsZero() {
-		u := t.ActiveUntil.UTC()
-		out.ActiveUntil = &u
-	}
-	if !t.OpensAt.IsZero() {
-		o := t.OpensAt.UTC()
-		out.OpensAt = &o
-	}
+	out.ActiveUntil, out.OpensAt = utcOrNil(t.ActiveUntil), utcOrNil(t.OpensAt)
 	if t.DrawKey != "" {
 		k := t.DrawKey
 		out.DrawKey = &k
 	}
 	return out
+}
+
+// utcOrNil is an optional time of a reply: nil (null) when unset, else in UTC.
+func utcOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
 
 func (s *Server) joinQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -112,8 +114,12 @@ func (s *Server) leaveQueue(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err != nil {
 		return err
 	}
-	if err := s.Queue.Leave(r.Context(), user, r.Header.Get("X-Queue-Token")); err != nil {
+	token := r.Header.Get("X-Queue-Token")
+	if err := s.Queue.Leave(r.Context(), user, token); err != nil {
 		return err
+	}
+	if s.Booking != nil {
+		s.Booking.Left(user, token)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -163,33 +163,63 @@ func (s *Server) handle(method, pattern string, h handlerFunc) {
 // of the request inherits it), writes its error as a problem document, logs a 5xx (a burst of 503s
 // once) and counts the request.
 func (s *Server) instrument(pattern string, timeout time.Duration, h handlerFunc) httprouter.Handle {
+	var (
+		series      *routeSeries
+		unavailable prometheus.Counter
+	)
 	if s.metrics != nil {
-		s.metrics.unavailable.WithLabelValues(pattern) // at 0 from the start: the API dashboard plots 503s by route
+		series = s.metrics.route(pattern)
+		unavailable = s.metrics.unavailable.WithLabelValues(pattern) // at 0 from the start: the API dashboard plots 503s by route
 	}
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		r = r.WithContext(ctx)
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		rs := &requestState{Context: ctx, sw: statusWriter{ResponseWriter: w, status: http.StatusOK}}
+		r = r.WithContext(rs)
+		sw := &rs.sw
 		if err := h(sw, r, p); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ticketrush.ErrUnavailable) {
 				err = errors.Join(ticketrush.ErrUnavailable, err) // a dependency did not answer in time
 			}
 			switch status := writeError(sw, err); {
 			case status == http.StatusServiceUnavailable:
-				if s.metrics != nil {
-					s.metrics.unavailable.WithLabelValues(pattern).Inc()
+				if unavailable != nil {
+					unavailable.Inc()
 				}
 				s.unavailable.note(pattern, r.Method, err)
 			case status >= 500:
 				s.Log.Error("request failed", "route", pattern, "method", r.Method, "status", status, "err", err)
 			}
 		}
-		if s.metrics != nil { // nil only in the benchmark that prices the instrumentation
-			s.metrics.observe(pattern, r.Method, sw.status, time.Since(start))
+		if series != nil { // nil only in the benchmark that prices the instrumentation
+			series.observe(r.Method, sw.status, time.Since(start))
 		}
 	}
+}
+
+// requestState is what instrument keeps of one request: its bounded context, its status writer (one
+// allocation for both) and the user its bearer JWT verified as, once something verified it (the
+// limiter does before the handler), so that a request verifies its JWT once.
+type requestState struct {
+	context.Context
+	sw          statusWriter
+	user, token string // the user its bearer token verified as; "" until verified
+}
+
+type requestStateKey struct{}
+
+func (rs *requestState) Value(key any) any {
+	if key == (requestStateKey{}) {
+		return rs
+	}
+	return rs.Context.Value(key)
+}
+
+// stateOf returns the requestState of an instrumented request, nil for any other.
+func stateOf(r *http.Request) *requestState {
+	rs, _ := r.Context().Value(requestStateKey{}).(*requestState)
+	return rs
 }
 
 // fallback answers requests no route takes, counted under the route label "unmatched".
@@ -252,7 +282,15 @@ func (s *Server) user(r *http.Request) (string, error) {
 		}
 		return "", ticketrush.WithDetail(ticketrush.ErrUnauthenticated, "the Authorization header must be Bearer <JWT>")
 	}
-	return s.Users.Verify(token)
+	rs := stateOf(r)
+	if rs != nil && rs.user != "" && rs.token == token {
+		return rs.user, nil
+	}
+	user, err := s.Users.Verify(token)
+	if err == nil && rs != nil {
+		rs.user, rs.token = user, token
+	}
+	return user, err
 }
 
 // admin guards a handler with the admin token.

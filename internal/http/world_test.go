@@ -414,7 +414,7 @@ type brokenBooking struct{ Booking }
 func (brokenBooking) Schedules(context.Context, string, string, string) ([]ticketrush.ScheduleAvailability, error) {
 	return nil, errDown
 }
-func (brokenBooking) Seats(context.Context, string, string, string, string) ([]ticketrush.Seat, error) {
+func (brokenBooking) SeatMap(context.Context, string, string, string, string) (*ticketrush.SeatMap, error) {
 	return nil, errDown
 }
 func (brokenBooking) Hold(context.Context, string, string, string, string) (ticketrush.Reservation, error) {

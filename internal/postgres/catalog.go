@@ -37,8 +37,8 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 			return ticketrush.ErrExists
 		}
 		if sale := c.Sale; sale != nil {
-			if _, err := tx.Exec(ctx, `INSERT INTO concert_sales (concert_id, opens_at, prequeue_opens_at, seed)
-				VALUES ($1,$2,$3,$4)`, c.ID, sale.OpensAt, sale.PrequeueOpensAt, sale.Seed[:]); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO concert_sales (concert_id, opens_at, prequeue_opens_at, seed, closes_at)
+				VALUES ($1,$2,$3,$4,$5)`, c.ID, sale.OpensAt, sale.PrequeueOpensAt, sale.Seed[:], nullTime(sale.ClosesAt)); err != nil {
 				return fmt.Errorf("insert sale: %w", err)
 			}
 		}
@@ -175,13 +175,14 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
 	}
-	rows, err = db.pool.Query(ctx, `SELECT concert_id, opens_at, prequeue_opens_at, seed FROM concert_sales`)
+	rows, err = db.pool.Query(ctx, `SELECT concert_id, opens_at, prequeue_opens_at, seed, closes_at FROM concert_sales`)
 	if err != nil {
 		return nil, fmt.Errorf("list sales: %w", err)
 	}
 	var opens, pqopens time.Time
+	var closes *time.Time
 	var seed []byte
-	_, err = pgx.ForEachRow(rows, []any{&cid, &opens, &pqopens, &seed}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&cid, &opens, &pqopens, &seed, &closes}, func() error {
 		i, ok := index[cid]
 		if !ok {
 			return nil
@@ -190,6 +191,9 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 			return fmt.Errorf("sale of %s: seed of %d bytes", cid, len(seed))
 		}
 		sale := &ticketrush.Sale{OpensAt: opens.UTC(), PrequeueOpensAt: pqopens.UTC()}
+		if closes != nil {
+			sale.ClosesAt = closes.UTC()
+		}
 		copy(sale.Seed[:], seed)
 		out[i].Sale = sale
 		return nil
@@ -240,4 +244,12 @@ func seconds(d *time.Duration) *int {
 	}
 	n := int(*d / time.Second)
 	return &n
+}
+
+// nullTime is t, or SQL null for the zero time.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

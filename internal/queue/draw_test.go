@@ -144,9 +144,11 @@ func TestDrawExactlyOnceWithSeveralSchedulersAndACrash(t *testing.T) {
 			return
 		}
 	})
+	// Drawn, and the last batch's reply counted: stopping the loops while that reply is on its way
+	// would cancel the call after its script ran, and the count would miss a batch that was applied.
 	require.Eventually(t, func() bool {
 		st, err := store.DrawState(ctx, c.ID)
-		return err == nil && st.Drawn()
+		return err == nil && st.Drawn() && placed.Load() >= n
 	}, 60*time.Second, 20*time.Millisecond)
 	stop()
 	wg.Wait()

@@ -56,17 +56,30 @@ func (s *Service) FlushLiveness(ctx context.Context) error {
 		}
 	}
 	for id, m := range s.live.streams {
+		if len(m) == 0 {
+			continue
+		}
+		seqs := batches[id]
 		for seq := range m {
-			if _, dup := s.live.seen[id][seq]; !dup {
-				batches[id] = append(batches[id], seq)
+			// A pre-queue token's stream (seq 0) keeps its concert awake, but has no place in line for
+			// the tick to check: nothing would ever read or drop an alive field 0.
+			if _, dup := s.live.seen[id][seq]; !dup && seq > 0 {
+				seqs = append(seqs, seq)
 			}
 		}
+		batches[id] = seqs
 	}
 	s.live.seen = map[string]map[uint64]struct{}{}
 	s.liveMu.Unlock()
+	for id := range batches {
+		s.saw(id) // fans polling or following a stream keep their concert awake
+	}
 	now := s.now()
-	var errs []error
+	errs := []error{s.flushActivity(ctx)}
 	for id, seqs := range batches {
+		if len(seqs) == 0 {
+			continue
+		}
 		if err := s.store.MarkAlive(ctx, id, seqs, now); err != nil {
 			errs = append(errs, err) // these fans are seen again at their next poll
 		}

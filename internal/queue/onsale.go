@@ -73,7 +73,7 @@ func (s *Service) sale(concertID string) *ticketrush.Sale {
 // the old token costs a Redis round trip once per instance, not once per poll.
 func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticketrush.QueueClaims, v *view) (ticketrush.Ticket, error) {
 	if v.isSoldOut() { // the line is closed: no entrant will be admitted, placed or not
-		s.metrics.polls.WithLabelValues("view").Inc()
+		s.metrics.fromView.Inc()
 		return s.ticket(token, claims, ticketrush.TokenState{Status: ticketrush.StatusSoldOut}, v), nil
 	}
 	if seq, ok := v.placeOf(claims.UserID); ok {
@@ -82,10 +82,10 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 			if st == ticketrush.StatusWaiting {
 				s.alive(claims.ConcertID, seq) // a poll with the pre-queue token is a sign of life too
 			}
-			s.metrics.polls.WithLabelValues("view").Inc()
+			s.metrics.fromView.Inc()
 			return s.ticket(s.tokens.Sign(placed), placed, ticketrush.TokenState{Status: st, Position: pos}, v), nil
 		}
-		s.metrics.polls.WithLabelValues("redis").Inc()
+		s.metrics.fromRedis.Inc()
 		st, err := s.store.TokenStatus(ctx, placed, s.now())
 		if err != nil {
 			return ticketrush.Ticket{}, err
@@ -95,7 +95,7 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 	if s.onSale == nil {
 		return ticketrush.Ticket{}, errors.New("pre-queue token without an on-sale store")
 	}
-	s.metrics.polls.WithLabelValues("redis").Inc()
+	s.metrics.fromRedis.Inc()
 	st, seq, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
 	if err != nil {
 		return ticketrush.Ticket{}, err
@@ -182,6 +182,16 @@ type Drawer struct {
 	metrics  *drawMetrics
 	done     map[string]bool // concerts drawn, as far as this drawer knows
 	lease    time.Duration
+	awake    func(concertID string) bool // nil: every concert is
+	busy     func(concertID string)      // nil: nobody keeps track
+}
+
+// Track makes the drawer read a pre-queue's size (a gauge, before the opening) only for the concerts
+// awake says are (Activity.IsAwake), so that a sale nobody has joined yet costs nothing until its
+// opening, and call busy with every concert it draws (Activity.Busy: its line is ticked at once).
+func (d *Drawer) Track(awake func(concertID string) bool, busy func(concertID string)) *Drawer {
+	d.awake, d.busy = awake, busy
+	return d
 }
 
 // WithLease sets how long the drawer's lease lasts without renewal: how long a crashed drawer holds
@@ -222,10 +232,13 @@ func (d *Drawer) Tick(ctx context.Context) error {
 	var errs []error
 	for _, id := range d.concerts() {
 		sale := d.sales(id)
-		if sale == nil || d.done[id] {
+		if sale == nil || d.done[id] || sale.ClosedAt(d.now()) {
 			continue
 		}
 		if d.now().Before(sale.OpensAt) {
+			if d.awake != nil && !d.awake(id) {
+				continue
+			}
 			if n, err := d.store.PrequeueSize(ctx, id); err == nil {
 				d.metrics.prequeue.WithLabelValues(id).Set(float64(n))
 			}
@@ -299,6 +312,9 @@ func (d *Drawer) Run(ctx context.Context, concertID string, sale ticketrush.Sale
 		}
 	}
 	d.done[concertID] = true
+	if d.busy != nil {
+		d.busy(concertID) // the line's first admissions are due
+	}
 	d.metrics.duration.WithLabelValues(concertID).Set(time.Since(start).Seconds())
 	d.metrics.prequeue.WithLabelValues(concertID).Set(0)
 	d.log.Info("draw done", "concert", concertID, "entrants", st.Entrants, "seconds",

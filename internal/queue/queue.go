@@ -47,9 +47,10 @@ type Service struct {
 	mu    sync.RWMutex
 	views map[string]*view
 
-	onSale *onSale // nil: no concert has a sale (EnableOnSale)
-	liveMu sync.Mutex
-	live   liveness
+	onSale   *onSale   // nil: no concert has a sale (EnableOnSale)
+	activity *Activity // nil: concerts are not woken (TrackActivity)
+	liveMu   sync.Mutex
+	live     liveness
 }
 
 // NewService returns the waiting room over store.
@@ -66,10 +67,14 @@ func (s *Service) Join(ctx context.Context, userID, concertID string) (ticketrus
 // JoinWith is Join carrying a pass for the concert's gates (proof of work, access code), which the
 // join script checks.
 func (s *Service) JoinWith(ctx context.Context, userID, concertID string, pass ticketrush.JoinPass) (ticketrush.Ticket, bool, error) {
+	if sale := s.sale(concertID); sale != nil && sale.ClosedAt(s.now()) {
+		return ticketrush.Ticket{}, false, ticketrush.ErrSaleClosed
+	}
 	r, err := s.store.JoinWith(ctx, concertID, userID, pass, s.now())
 	if err != nil {
 		return ticketrush.Ticket{}, false, err
 	}
+	s.wake(ctx, concertID)
 	if r.Created {
 		s.metrics.joined.WithLabelValues(concertID).Inc()
 		if r.Status == ticketrush.StatusActive {
@@ -104,17 +109,18 @@ func (s *Service) Status(ctx context.Context, userID, token string) (ticketrush.
 	if err != nil {
 		return ticketrush.Ticket{}, err
 	}
+	s.saw(claims.ConcertID)
 	if claims.Seq == 0 {
 		return s.prequeueStatus(ctx, token, claims, v)
 	}
 	if st, pos, ok := v.lookup(claims.Seq); ok {
-		s.metrics.polls.WithLabelValues("view").Inc()
+		s.metrics.fromView.Inc()
 		if st == ticketrush.StatusWaiting {
 			s.alive(claims.ConcertID, claims.Seq)
 		}
 		return s.ticket(token, claims, ticketrush.TokenState{Status: st, Position: pos}, v), nil
 	}
-	s.metrics.polls.WithLabelValues("redis").Inc()
+	s.metrics.fromRedis.Inc()
 	state, err := s.store.TokenStatus(ctx, claims, s.now())
 	if err != nil {
 		return ticketrush.Ticket{}, err
@@ -132,6 +138,7 @@ func (s *Service) Leave(ctx context.Context, userID, token string) error {
 	if err != nil {
 		return err
 	}
+	s.saw(claims.ConcertID)
 	var from ticketrush.QueueStatus
 	if claims.Seq == 0 {
 		from, claims.Seq, err = s.leavePrequeue(ctx, claims)
@@ -226,9 +233,11 @@ func (s *Service) view(ctx context.Context, concertID string) (*view, error) {
 	v := s.views[concertID]
 	s.mu.RUnlock()
 	if v != nil {
+		v.use(s.now())
 		return v, nil
 	}
 	v = &view{}
+	v.use(s.now())
 	if err := s.refreshView(ctx, concertID, v); err != nil {
 		return nil, err
 	}
@@ -242,16 +251,32 @@ func (s *Service) view(ctx context.Context, concertID string) (*view, error) {
 	return v, nil
 }
 
-// Refresh re-reads the snapshot of every concert this instance has a view of.
+// viewIdle is how long a view nobody reads is kept (and refreshed); the next read after it reads a
+// fresh snapshot, as the first read of a concert does.
+const viewIdle = 10 * time.Second
+
+// Refresh re-reads the snapshot of every concert this instance has a view of that someone read in the
+// last viewIdle or follows on an event stream; it drops the others.
 func (s *Service) Refresh(ctx context.Context) error {
-	s.mu.RLock()
+	now := s.now()
+	s.liveMu.Lock()
+	streamed := map[string]bool{}
+	for id, m := range s.live.streams {
+		streamed[id] = len(m) > 0
+	}
+	s.liveMu.Unlock()
+	s.mu.Lock()
 	ids := make([]string, 0, len(s.views))
 	views := make([]*view, 0, len(s.views))
 	for id, v := range s.views {
+		if !streamed[id] && now.Sub(v.lastUse()) > viewIdle {
+			delete(s.views, id)
+			continue
+		}
 		ids = append(ids, id)
 		views = append(views, v)
 	}
-	s.mu.RUnlock()
+	s.mu.Unlock()
 	var errs []error
 	for i, id := range ids {
 		if err := s.refreshView(ctx, id, views[i]); err != nil {
@@ -273,11 +298,8 @@ func (s *Service) refreshView(ctx context.Context, concertID string, v *view) er
 		}
 		v.apply(snap, now)
 		s.metrics.observe(concertID, snap, v)
-		if err := s.refreshDraw(ctx, concertID, v); err != nil {
-			return err
-		}
 		if len(snap.Leaves) < leavesPerSnapshot {
-			return nil
+			return s.refreshDraw(ctx, concertID, v)
 		}
 	}
 }

@@ -26,6 +26,14 @@ type Scheduler struct {
 	now      func() time.Time
 	log      *slog.Logger
 	metrics  *metrics
+	busy     func(concertID string) // nil: nobody keeps track
+}
+
+// ReportBusy makes the scheduler call busy with every concert whose tick leaves fans waiting or active,
+// or fails (Activity.LineBusy keeps it awake).
+func (sc *Scheduler) ReportBusy(busy func(concertID string)) *Scheduler {
+	sc.busy = busy
+	return sc
 }
 
 // NewScheduler returns a scheduler over the concerts that concerts lists; it counts into the
@@ -41,8 +49,14 @@ func (sc *Scheduler) Tick(ctx context.Context) error {
 		sc.metrics.concertLoaded(id)
 		r, err := sc.store.Tick(ctx, id, sc.now(), tickBatch)
 		if err != nil {
+			if sc.busy != nil {
+				sc.busy(id) // not known to be idle: try again next tick
+			}
 			errs = append(errs, err)
 			continue
+		}
+		if sc.busy != nil && r.Waiting+r.Active > 0 {
+			sc.busy(id)
 		}
 		if r.Admitted > 0 {
 			sc.metrics.admitted.WithLabelValues(id).Add(float64(r.Admitted))

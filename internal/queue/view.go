@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
@@ -17,26 +18,32 @@ const rateWindow = 30 * time.Second
 // own seq: position = seq - head - (leaves between head and seq). That is O(log leaves) in memory and no
 // Redis round trip, and strictly increasing in seq, so a fan never shows behind a later arrival.
 type view struct {
-	mu          sync.RWMutex
-	found       bool
-	head, tail  uint64
-	lastLeave   uint64   // the newest leave ordinal applied
-	left        []uint64 // sorted seqs of leavers above head
-	waiting     int64
-	active      int64
-	capacity    int
-	admitRate   int
-	paused      bool
-	samples     []sample // admissions so far over time, for the measured admission rate
-	refreshedAt time.Time
-	drawn       bool              // the concert's sale has been drawn (never unset)
-	places      map[string]uint64 // entrant -> arrival seq the draw gave them, learnt from pre-queue polls
-	abandon     time.Duration     // abandonAfter: 0 off
-	soldOut     bool              // every seat is SOLD: the line is closed
-	available   int64             // seats AVAILABLE at the last refresh
-	changed     chan struct{}     // closed and replaced when a refresh changes what a poll could read
-	shown       readout           // what the last refresh showed
+	mu         sync.RWMutex
+	found      bool
+	head, tail uint64
+	lastLeave  uint64   // the newest leave ordinal applied
+	left       []uint64 // sorted seqs of leavers above head
+	waiting    int64
+	active     int64
+	capacity   int
+	admitRate  int
+	paused     bool
+	samples    []sample          // admissions so far over time, for the measured admission rate
+	drawn      bool              // the concert's sale has been drawn (never unset)
+	places     map[string]uint64 // entrant -> arrival seq the draw gave them, learnt from pre-queue polls
+	abandon    time.Duration     // abandonAfter: 0 off
+	soldOut    bool              // every seat is SOLD: the line is closed
+	available  int64             // seats AVAILABLE at the last refresh
+	changed    chan struct{}     // closed and replaced when a refresh changes what a poll could read
+	shown      readout           // what the last refresh showed
+	used       atomic.Int64      // when a request last read the view (Unix ns)
 }
+
+// use records a read of the view at now.
+func (v *view) use(now time.Time) { v.used.Store(now.UnixNano()) }
+
+// lastUse is when a request last read the view.
+func (v *view) lastUse() time.Time { return time.Unix(0, v.used.Load()) }
 
 // placeOf returns the arrival seq the draw gave an entrant, when this instance has learnt it.
 func (v *view) placeOf(user string) (uint64, bool) {
@@ -98,7 +105,6 @@ func (v *view) apply(s ticketrush.QueueSnapshot, at time.Time) {
 		cut++
 	}
 	v.samples = v.samples[cut:]
-	v.refreshedAt = at
 	v.soldOut, v.available, v.abandon = s.SoldOut, s.SeatsAvailable, s.AbandonAfter
 	if now := (readout{v.found, v.head, v.lastLeave, v.paused, v.soldOut}); now != v.shown {
 		v.shown = now
@@ -199,13 +205,6 @@ func (v *view) isSoldOut() bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return v.soldOut
-}
-
-// isPaused reports whether the concert's admission was paused at the last refresh.
-func (v *view) isPaused() bool {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.paused
 }
 
 // rate is the measured admission rate over the window, in fans per second, or the configured rate

@@ -45,12 +45,8 @@ func drawSealArgs(now time.Time) []string { return []string{millis(now)} }
 
 // drawPlaceArgs builds draw_place's ARGV for a batch starting after draw place from.
 func drawPlaceArgs(from int64, batch []draw.Entrant, digest string, now time.Time) []string {
-	keys := make([]byte, 0, len(batch)*draw.KeySize)
-	for _, e := range batch {
-		keys = append(keys, e.Key[:]...)
-	}
 	args := make([]string, 0, 4+len(batch))
-	args = append(args, i64toa(from), string(keys), digest, millis(now))
+	args = append(args, i64toa(from), DrawKeysValue(batch), digest, millis(now))
 	for _, e := range batch {
 		args = append(args, e.User)
 	}

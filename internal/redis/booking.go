@@ -163,34 +163,19 @@ func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, schedu
 	ms := now.UnixMilli()
 	out := make(map[string]ticketrush.SeatStatus, len(raw))
 	for seat, state := range raw {
-		if status := seatStatus(state, ms); status != ticketrush.SeatAvailable {
-			out[seat] = status
+		if t, ok := takenSeat(state); ok {
+			if status := t.StatusAt(ms); status != ticketrush.SeatAvailable { // a lapsed hold not yet swept reads AVAILABLE
+				out[seat] = status
+			}
 		}
 	}
 	return st, out, nil
 }
 
-// seatStatus is what a seat state means at nowMs.
-func seatStatus(state string, nowMs int64) ticketrush.SeatStatus {
-	st, ok := ParseSeatState(state)
-	switch {
-	case !ok:
-		return ticketrush.SeatAvailable
-	case st.Kind == SeatSold:
-		return ticketrush.SeatSold
-	case st.Kind == SeatHeld && st.Expires <= nowMs:
-		return ticketrush.SeatAvailable // lapsed, not yet swept
-	}
-	return ticketrush.SeatHeld
-}
-
 // gated runs the token status script and cmd in one round trip. A gated call is the fan showing up
 // (noShowSeconds): the same round trip takes them off the concert's no-show watch.
 func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, cmd func() rueidis.Completed) (ticketrush.TokenState, rueidis.RedisResult, error) {
-	shown := func() rueidis.Completed {
-		return s.client.B().Zrem().Key(s.keys.Concert(c.ConcertID).NoShow()).Member(c.UserID).Build()
-	}
-	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now), cmd, shown)
+	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now), cmd, s.shown(c))
 	if err != nil {
 		return ticketrush.TokenState{}, data, fmt.Errorf("token status: %w", err)
 	}

@@ -21,6 +21,10 @@ func NewKeys(prefix string) Keys { return Keys{prefix: prefix} }
 // writebehind.State). It has no hash tag; only restore and the readiness check touch it.
 func (k Keys) State() string { return k.prefix + ":state" }
 
+// Live is the zset of concerts with activity: member concert id, score when an instance last saw someone
+// there (Unix ms). It has no hash tag: one key, read once per tick by every scheduler (activity.go).
+func (k Keys) Live() string { return k.prefix + ":live" }
+
 // Concert returns the keys of one concert.
 func (k Keys) Concert(id string) ConcertKeys { return ConcertKeys{base: k.prefix + ":{c:" + id + "}:"} }
 

@@ -65,13 +65,10 @@ func (s *Store) execReplicated(ctx context.Context, sc *script, keys, args []str
 		src := lua.Source(sc.name)
 		res = s.client.DoMulti(ctx, s.client.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
 	}
-	s.metrics.duration.WithLabelValues(sc.name).Observe(time.Since(start).Seconds())
-	s.metrics.calls.WithLabelValues(sc.name).Inc()
+	sc.observe(start)
 	msg, err := res[0].ToMessage()
 	if err != nil {
-		code, mapped := mapError(err)
-		s.metrics.errors.WithLabelValues(sc.name, code).Inc()
-		return msg, mapped
+		return msg, s.scriptError(sc, err)
 	}
 	n, err := res[1].AsInt64()
 	if err == nil && n >= 1 {

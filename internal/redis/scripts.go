@@ -21,6 +21,16 @@ type script struct {
 	lua      *rueidis.Lua
 	sha      string // for pipelining EVALSHA with other commands
 	readOnly bool
+	// calls and duration are the script's own series, looked up once (WithLabelValues hashes the label
+	// on every call).
+	calls    prometheus.Counter
+	duration prometheus.Observer
+}
+
+// observe counts one call of sc that took since start.
+func (sc *script) observe(start time.Time) {
+	sc.duration.Observe(time.Since(start).Seconds())
+	sc.calls.Inc()
 }
 
 // scriptMetrics counts every script call, its latency and its error replies by code.
@@ -63,9 +73,9 @@ func (s *Store) newScript(name string, readOnly bool) *script {
 	if readOnly {
 		sc.lua = rueidis.NewLuaScriptReadOnly(src)
 	}
-	// Touch the label sets so that every script shows in /metrics from the start.
-	s.metrics.calls.WithLabelValues(name)
-	s.metrics.duration.WithLabelValues(name)
+	// Touching the label sets also shows every script in /metrics from the start.
+	sc.calls = s.metrics.calls.WithLabelValues(name)
+	sc.duration = s.metrics.duration.WithLabelValues(name)
 	if replicatedScripts[name] { // at 0 on a single Redis too: the Redis scripts dashboard plots it
 		s.metrics.unreplicated.WithLabelValues(name)
 	}
@@ -83,15 +93,19 @@ func (s *Store) exec(ctx context.Context, sc *script, keys, args []string) (ruei
 func (s *Store) execPlain(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
 	start := time.Now()
 	res := sc.lua.Exec(ctx, s.client, keys, args)
-	s.metrics.duration.WithLabelValues(sc.name).Observe(time.Since(start).Seconds())
-	s.metrics.calls.WithLabelValues(sc.name).Inc()
+	sc.observe(start)
 	msg, err := res.ToMessage()
-	if err == nil {
-		return msg, nil
+	if err != nil {
+		return msg, s.scriptError(sc, err)
 	}
+	return msg, nil
+}
+
+// scriptError maps the error of one of sc's calls (mapError) and counts it by code.
+func (s *Store) scriptError(sc *script, err error) error {
 	code, mapped := mapError(err)
 	s.metrics.errors.WithLabelValues(sc.name, code).Inc()
-	return msg, mapped
+	return mapped
 }
 
 // evalsha builds sc's EVALSHA command, for a pipeline.
@@ -113,20 +127,17 @@ func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, c
 		cmds = append(cmds, m())
 	}
 	res := s.client.DoMulti(ctx, cmds...)
-	if rerr, ok := rueidis.IsRedisErr(res[0].Error()); ok && rerr.IsNoScript() {
+	if isNoScript(res[0].Error()) {
 		msg, err := s.exec(ctx, sc, keys, args)
 		for _, m := range more {
 			s.client.Do(ctx, m())
 		}
 		return msg, s.client.Do(ctx, cmd()), err
 	}
-	s.metrics.duration.WithLabelValues(sc.name).Observe(time.Since(start).Seconds())
-	s.metrics.calls.WithLabelValues(sc.name).Inc()
+	sc.observe(start)
 	msg, err := res[0].ToMessage()
 	if err != nil {
-		code, mapped := mapError(err)
-		s.metrics.errors.WithLabelValues(sc.name, code).Inc()
-		return msg, res[1], mapped
+		return msg, res[1], s.scriptError(sc, err)
 	}
 	return msg, res[1], nil
 }

@@ -166,4 +166,5 @@ func Invalidf(format string, args ...any) error {
 var (
 	ErrSaleNotOpen  = define("SALE_NOT_OPEN", 409, "Sale not open", "the concert's pre-queue has not opened yet", false)
 	ErrDrawNotReady = define("DRAW_NOT_READY", 409, "Draw not ready", "the concert's pre-queue has not been drawn yet", false)
+	ErrSaleClosed   = define("SALE_CLOSED", 409, "Sale closed", "the concert's sale has closed (sale.closesAt): its line takes nobody", false)
 )

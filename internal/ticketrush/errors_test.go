@@ -77,6 +77,7 @@ func TestErrorTableLines(t *testing.T) {
 		{ErrAccessCodeInvalid, "ACCESS_CODE_INVALID", 403, false},
 		{ErrSaleNotOpen, "SALE_NOT_OPEN", 409, false},
 		{ErrDrawNotReady, "DRAW_NOT_READY", 409, false},
+		{ErrSaleClosed, "SALE_CLOSED", 409, false},
 		{ErrSoldOut, "SOLD_OUT", 409, false},
 	}
 	require.Len(t, tests, len(Codes()), "a code of the table is not pinned here")

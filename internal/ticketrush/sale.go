@@ -10,12 +10,18 @@ const DefaultPrequeueWindow = 30 * time.Minute
 
 // Sale is a concert's scheduled opening (docs/api.md, "On-sale"): nobody is admitted before OpensAt; fans who
 // join from PrequeueOpensAt on are entrants of the draw at OpensAt, placed by lot ahead of later arrivals.
-// Seed is the draw's secret: never shown by an API, a metric or a log before the draw.
+// Seed is the draw's secret: never shown by an API, a metric or a log before the draw. From ClosesAt on
+// (zero: never) the sale is over: joins are refused and, once its last holds and payments are done, the
+// concert costs nothing but its storage (no tick, sweep or stream read).
 type Sale struct {
 	OpensAt         time.Time
 	PrequeueOpensAt time.Time
+	ClosesAt        time.Time
 	Seed            [32]byte
 }
+
+// ClosedAt reports whether the sale has closed at now.
+func (s Sale) ClosedAt(now time.Time) bool { return !s.ClosesAt.IsZero() && !now.Before(s.ClosesAt) }
 
 // Validate checks a sale at its concert's creation, at now: the opening ahead, the pre-queue opening no
 // later than it. A pre-queue opening left to its default may be past already: the pre-queue is open at once.
@@ -29,6 +35,8 @@ func (s Sale) Validate(now time.Time, prequeueGiven bool) error {
 		return Invalidf("sale.prequeueOpensAt must be in the future")
 	case s.PrequeueOpensAt.After(s.OpensAt):
 		return Invalidf("sale.prequeueOpensAt must not be after sale.opensAt")
+	case !s.ClosesAt.IsZero() && !s.ClosesAt.After(s.OpensAt):
+		return Invalidf("sale.closesAt must be after sale.opensAt")
 	}
 	return nil
 }

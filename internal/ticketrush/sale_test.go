@@ -23,6 +23,8 @@ func TestSaleValidate(t *testing.T) {
 		{"given pre-queue past", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(-time.Second)}, true, false},
 		{"pre-queue after the opening", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(2 * time.Hour)}, true, false},
 		{"no opening", Sale{PrequeueOpensAt: now.Add(time.Hour)}, true, false},
+		{"closing after the opening", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(time.Minute), ClosesAt: now.Add(2 * time.Hour)}, true, true},
+		{"closing at the opening", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(time.Minute), ClosesAt: now.Add(time.Hour)}, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -286,8 +286,9 @@
       if ($('c-opens').value.trim()) {
         body.sale = { opensAt: utc($('c-opens').value) };
         if ($('c-prequeue').value.trim()) body.sale.prequeueOpensAt = utc($('c-prequeue').value);
-      } else if ($('c-prequeue').value.trim()) {
-        throw new Error('A pre-queue needs the time the sale opens.');
+        if ($('c-closes').value.trim()) body.sale.closesAt = utc($('c-closes').value);
+      } else if ($('c-prequeue').value.trim() || $('c-closes').value.trim()) {
+        throw new Error('A pre-queue or a closing needs the time the sale opens.');
       }
       const c = await api('POST', '/admin/v1/concerts', body, true);
       notice('');

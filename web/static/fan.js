@@ -25,6 +25,7 @@
     IDEMPOTENCY_CONFLICT: 'This was already sent with different details. Please reload the page.',
     BALANCE_LIMIT: 'That would take your points past the limit of 1,000,000,000.',
     SALE_NOT_OPEN: 'The sale has not opened yet. Please come back when it opens.',
+    SALE_CLOSED: 'This sale has closed. The line takes nobody any more.',
     SOLD_OUT: 'Sold out: every seat of this concert is sold.',
     DRAW_NOT_READY: 'The draw has not happened yet.',
     RESERVATION_EXPIRED: 'Your hold ran out before payment, so the seat went back on sale. Please pick a seat again.',

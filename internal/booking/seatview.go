@@ -1,0 +1,399 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ticketrush/ticketrush/internal/periodic"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// The seat view (issue 17): each api instance keeps, per schedule that it served recently, the seats
+// that are not free, read from Redis a few times a second (RunSeatView) and updated at once by the
+// changes this instance makes itself. Two things read it:
+//
+//   - A hold of a seat the view shows SOLD, or held until a time still ahead, is refused
+//     (SEAT_UNAVAILABLE) without Redis: a SOLD seat never comes back, and a hold until T cannot be taken
+//     before T. Everything else goes to seat_hold, which stays the one that decides. The view is wrong
+//     only about seats freed since its last refresh by another instance (a cancel, a payment's release,
+//     a restore): those may be refused until the next refresh begins and ends.
+//   - A seat map is built once per change the view sees and shared by every admitted fan of the
+//     schedule (the HTTP adapter encodes it once); each read still checks its token in Redis.
+//
+// A schedule nobody read or held on this instance for idleAfter costs nothing: the view forgets it, and
+// the next read loads it again.
+
+const (
+	// seatViewIdle is how long a schedule stays in the view without a read or a hold on this instance.
+	seatViewIdle = 10 * time.Second
+	// activeProofFor is how long a script's answer that a token was ACTIVE is trusted by a refusal from
+	// memory (less when the token's activeUntil is known sooner): a token that ends meanwhile on another
+	// instance (left the line, its last hold paid there) reads SEAT_UNAVAILABLE for a seat the view shows
+	// taken, where the script would say QUEUE_TOKEN_EXPIRED.
+	activeProofFor = time.Second
+	// rebuildsPerSecond bounds how often one schedule's map is rebuilt for this instance's own changes
+	// between refreshes (so that a fan sees their hold or cancel at once); past it, the map waits for the
+	// next refresh.
+	rebuildsPerSecond = 20
+	// readShare bounds the Redis time the view's reads take: a schedule whose read took d is read again
+	// after readShare × d at the earliest, when that is longer than the refresh interval (a 200,000-seat
+	// schedule fully taken takes Redis about half a second to read: every 10 s, not 5 times a second).
+	readShare = 20
+)
+
+// SeatViewStore reads what the seat view keeps.
+type SeatViewStore interface {
+	// Gate checks a gated call's token (and marks the fan shown up) in one round trip.
+	Gate(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error)
+	// TakenSeats reads the seats of each schedule that are not plainly free.
+	TakenSeats(ctx context.Context, concertID string, scheduleIDs []string) ([]map[string]ticketrush.TakenSeat, error)
+}
+
+type seatView struct {
+	store     SeatViewStore
+	now       func() time.Time
+	metrics   *metrics
+	enabled   atomic.Bool // while RunSeatView runs
+	idleAfter time.Duration
+	proofFor  time.Duration
+	interval  time.Duration // RunSeatView's; 0: every Refresh reads every schedule
+
+	mu        sync.RWMutex
+	schedules map[string]*scheduleView // by schedule id
+
+	pmu    sync.Mutex
+	proofs map[proofKey]proof
+}
+
+// proofKey is a fan of a concert; one live token each.
+type proofKey struct{ concert, user string }
+
+// proof is what this instance learnt last of a fan's token: ACTIVE (seq) at least until until.
+type proof struct {
+	seq   uint64
+	until time.Time
+}
+
+func newSeatView(store SeatViewStore, now func() time.Time, m *metrics) *seatView {
+	return &seatView{store: store, now: now, metrics: m, idleAfter: seatViewIdle, proofFor: activeProofFor,
+		schedules: map[string]*scheduleView{}, proofs: map[proofKey]proof{}}
+}
+
+// scheduleView is the view of one schedule.
+type scheduleView struct {
+	concertID, id string
+	base          []ticketrush.Seat // every seat, AVAILABLE, in map order
+	used          atomic.Int64      // Unix ns of the last read or hold on this instance
+	due           time.Time         // not read again before (Refresh's goroutine only)
+	load          sync.Mutex        // one first load at a time
+
+	mu       sync.RWMutex
+	loaded   bool
+	taken    map[string]ticketrush.TakenSeat // the last refresh, with this instance's changes since
+	changes  uint64                          // local changes so far
+	local    map[string]uint64               // seat -> the local change that set it
+	m        *ticketrush.SeatMap             // the map last built, nil before the first
+	statuses []ticketrush.SeatStatus         // what m shows
+	stale    bool                            // refreshed since m was built
+	dirty    bool                            // changed here since m was built
+	tokens   float64                         // rebuild budget for local changes
+	filled   time.Time
+}
+
+// schedule returns the view of a concert's schedule, making it when this instance has none; nil when
+// the view is off.
+func (sv *seatView) schedule(c ticketrush.Concert, scheduleID string) *scheduleView {
+	if sv == nil || !sv.enabled.Load() {
+		return nil
+	}
+	now := sv.now()
+	sv.mu.RLock()
+	v := sv.schedules[scheduleID]
+	sv.mu.RUnlock()
+	if v == nil {
+		sv.mu.Lock()
+		if v = sv.schedules[scheduleID]; v == nil {
+			v = &scheduleView{concertID: c.ID, id: scheduleID, base: baseSeats(c), tokens: rebuildsPerSecond, filled: now}
+			sv.schedules[scheduleID] = v
+		}
+		sv.mu.Unlock()
+	}
+	v.used.Store(now.UnixNano())
+	return v
+}
+
+// existing returns the view of a schedule when there is one.
+func (sv *seatView) existing(scheduleID string) *scheduleView {
+	if sv == nil || !sv.enabled.Load() {
+		return nil
+	}
+	sv.mu.RLock()
+	defer sv.mu.RUnlock()
+	return sv.schedules[scheduleID]
+}
+
+func baseSeats(c ticketrush.Concert) []ticketrush.Seat {
+	out := make([]ticketrush.Seat, 0, c.TotalSeats())
+	for _, sec := range c.Sections {
+		for n := 1; n <= sec.Seats; n++ {
+			out = append(out, ticketrush.Seat{ID: seatID(sec.Name, n), Section: sec.Name, Price: sec.Price,
+				Status: ticketrush.SeatAvailable})
+		}
+	}
+	return out
+}
+
+// refuses reports whether a hold of seat at nowMs is surely refused: the view shows it SOLD or held
+// until after nowMs.
+func (v *scheduleView) refuses(seat string, nowMs int64) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	t, ok := v.taken[seat]
+	return v.loaded && ok && t.RefusesAt(nowMs)
+}
+
+// changed records a change this instance made to a seat: taken as t, or free (nil).
+func (v *scheduleView) changed(seat string, t *ticketrush.TakenSeat) {
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.loaded {
+		return // the first load reads it
+	}
+	if t == nil {
+		delete(v.taken, seat)
+	} else {
+		v.taken[seat] = *t
+	}
+	v.changes++
+	if v.local == nil {
+		v.local = map[string]uint64{}
+	}
+	v.local[seat] = v.changes
+	v.dirty = true
+}
+
+// mark returns the count of local changes, taken just before a read of the seats is sent: a change
+// counted after it may be missing from the read.
+func (v *scheduleView) mark() uint64 {
+	mark, _ := v.state()
+	return mark
+}
+
+// state returns mark() and whether the view was loaded, under one read lock.
+func (v *scheduleView) state() (mark uint64, loaded bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.changes, v.loaded
+}
+
+// apply replaces the view with a read of the seats that began after local change mark; this
+// instance's changes after mark stay as they are.
+func (v *scheduleView) apply(fresh map[string]ticketrush.TakenSeat, mark uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for seat, n := range v.local {
+		if n <= mark {
+			delete(v.local, seat)
+			continue
+		}
+		if t, ok := v.taken[seat]; ok {
+			fresh[seat] = t
+		} else {
+			delete(fresh, seat)
+		}
+	}
+	v.taken, v.loaded, v.stale = fresh, true, true
+}
+
+// seatMap returns the schedule's map: the one last built, unless the view changed since (rebuilt at
+// once after a refresh; after a change of this instance, within its rebuild budget).
+func (v *scheduleView) seatMap(now time.Time) *ticketrush.SeatMap {
+	v.mu.RLock()
+	m, fresh := v.m, v.m != nil && !v.stale && !v.dirty
+	v.mu.RUnlock()
+	if fresh {
+		return m
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m != nil && !v.stale && (!v.dirty || !v.spend(now)) {
+		return v.m
+	}
+	ms := now.UnixMilli()
+	statuses := make([]ticketrush.SeatStatus, len(v.base))
+	for i, s := range v.base {
+		statuses[i] = ticketrush.SeatAvailable
+		if t, ok := v.taken[s.ID]; ok {
+			statuses[i] = t.StatusAt(ms)
+		}
+	}
+	v.stale, v.dirty = false, false
+	if v.m != nil && slices.Equal(statuses, v.statuses) {
+		return v.m // the same bytes: the same map, its encoding and ETag
+	}
+	seats := slices.Clone(v.base)
+	for i := range seats {
+		seats[i].Status = statuses[i]
+	}
+	v.m, v.statuses = &ticketrush.SeatMap{ScheduleID: v.id, Seats: seats, AsOf: now}, statuses
+	return v.m
+}
+
+// spend takes one rebuild from the budget (callers hold v.mu).
+func (v *scheduleView) spend(now time.Time) bool {
+	v.tokens = min(rebuildsPerSecond, v.tokens+now.Sub(v.filled).Seconds()*rebuildsPerSecond)
+	v.filled = now
+	if v.tokens < 1 {
+		return false
+	}
+	v.tokens--
+	return true
+}
+
+// loadFirst reads a schedule the view has not read yet. Every seat map read calls it: a loaded view
+// costs one read lock, and only a first load takes v.load.
+func (sv *seatView) loadFirst(ctx context.Context, v *scheduleView) error {
+	if _, loaded := v.state(); loaded {
+		return nil
+	}
+	v.load.Lock()
+	defer v.load.Unlock()
+	mark, loaded := v.state()
+	if loaded {
+		return nil
+	}
+	taken, err := sv.store.TakenSeats(ctx, v.concertID, []string{v.id})
+	if err != nil {
+		return err
+	}
+	v.apply(taken[0], mark)
+	return nil
+}
+
+// Refresh re-reads every schedule of the view (one round trip per concert) and forgets those nobody
+// read or held on this instance for idleAfter, and the token proofs that ran out.
+func (sv *seatView) Refresh(ctx context.Context) error {
+	now := sv.now()
+	byConcert := map[string][]*scheduleView{}
+	sv.mu.Lock()
+	for id, v := range sv.schedules {
+		if now.Sub(time.Unix(0, v.used.Load())) > sv.idleAfter {
+			delete(sv.schedules, id)
+			continue
+		}
+		if now.Before(v.due) {
+			continue
+		}
+		byConcert[v.concertID] = append(byConcert[v.concertID], v)
+	}
+	sv.metrics.seatViewSchedules.Set(float64(len(sv.schedules)))
+	sv.mu.Unlock()
+	sv.pmu.Lock()
+	for k, p := range sv.proofs {
+		if !now.Before(p.until) {
+			delete(sv.proofs, k)
+		}
+	}
+	sv.pmu.Unlock()
+
+	var errs []error
+	for concertID, views := range byConcert {
+		ids := make([]string, len(views))
+		marks := make([]uint64, len(views))
+		for i, v := range views {
+			ids[i], marks[i] = v.id, v.mark()
+		}
+		start := sv.now()
+		taken, err := sv.store.TakenSeats(ctx, concertID, ids)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var due time.Time
+		if took := sv.now().Sub(start); sv.interval > 0 && readShare*took > sv.interval {
+			due = start.Add(readShare * took)
+		}
+		for i, v := range views {
+			v.apply(taken[i], marks[i])
+			v.due = due
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// proven records that a script or the gate found the fan's token ACTIVE at now (until activeUntil, when
+// known).
+func (sv *seatView) proven(c ticketrush.QueueClaims, now, activeUntil time.Time) {
+	if sv == nil || !sv.enabled.Load() {
+		return
+	}
+	until := now.Add(sv.proofFor)
+	if !activeUntil.IsZero() && activeUntil.Before(until) {
+		until = activeUntil
+	}
+	sv.pmu.Lock()
+	sv.proofs[proofKey{c.ConcertID, c.UserID}] = proof{seq: c.Seq, until: until}
+	sv.pmu.Unlock()
+}
+
+// ended forgets what this instance knew of a fan's token: it is not (or may no longer be) ACTIVE.
+func (sv *seatView) ended(concertID, userID string) {
+	if sv == nil {
+		return
+	}
+	sv.pmu.Lock()
+	delete(sv.proofs, proofKey{concertID, userID})
+	sv.pmu.Unlock()
+}
+
+// refuted forgets a proof of c's token when a script found it not ACTIVE (an older token's answer
+// leaves a newer token's proof alone).
+func (sv *seatView) refuted(c ticketrush.QueueClaims) {
+	sv.pmu.Lock()
+	if p, ok := sv.proofs[proofKey{c.ConcertID, c.UserID}]; ok && p.seq == c.Seq {
+		delete(sv.proofs, proofKey{c.ConcertID, c.UserID})
+	}
+	sv.pmu.Unlock()
+}
+
+// active reports whether the token of c was proven ACTIVE recently enough to answer for the script.
+func (sv *seatView) active(c ticketrush.QueueClaims, now time.Time) bool {
+	sv.pmu.Lock()
+	p, ok := sv.proofs[proofKey{c.ConcertID, c.UserID}]
+	sv.pmu.Unlock()
+	return ok && p.seq == c.Seq && now.Before(p.until)
+}
+
+// learn reads what a hold's answer says of the token: a seat answer (taken, held, over the limit) is
+// given only to an ACTIVE token; a token answer means it is not ACTIVE.
+func (sv *seatView) learn(c ticketrush.QueueClaims, now time.Time, err error) {
+	switch {
+	case err == nil, errors.Is(err, ticketrush.ErrSeatUnavailable), errors.Is(err, ticketrush.ErrHoldLimitReached):
+		sv.proven(c, now, time.Time{})
+	case errors.Is(err, ticketrush.ErrQueueNotActive), errors.Is(err, ticketrush.ErrQueueTokenExpired):
+		sv.refuted(c)
+	}
+}
+
+// RunSeatView keeps this instance's seat view (holds refused in memory, shared seat maps) until ctx
+// ends, refreshing it every interval; without it every hold and seat map goes to Redis.
+func (s *Service) RunSeatView(ctx context.Context, interval time.Duration) {
+	s.seats.interval = interval
+	s.EnableSeatView()
+	defer s.seats.enabled.Store(false)
+	periodic.Run(ctx, interval, s.RefreshSeatView, s.log, "seat view refresh")
+}
+
+// EnableSeatView turns the seat view on without its loop (RunSeatView does it first): for a caller
+// that refreshes it itself with RefreshSeatView.
+func (s *Service) EnableSeatView() { s.seats.enabled.Store(true) }
+
+// RefreshSeatView refreshes the seat view once.
+func (s *Service) RefreshSeatView(ctx context.Context) error { return s.seats.Refresh(ctx) }

@@ -1,0 +1,367 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// TestSeatViewNeverRefusesWhatTheScriptGives runs random sequences of holds, cancels, payments (and
+// payments released), sweeps and time passing on the real seat scripts, half of them through this
+// instance's Service (which tells its view) and half straight to the store (another instance), with view
+// refreshes at random points. At every hold through the Service that the view refuses, the real
+// seat_hold script is asked the same at the same instant: it must refuse too, unless another instance
+// freed the seat since the view's last refresh (the documented window), which the test tracks. After
+// every refresh the view's seat map must equal the one read from Redis at the same instant.
+func TestSeatViewNeverRefusesWhatTheScriptGives(t *testing.T) {
+	for round := range 4 {
+		seed := uint64(time.Now().UnixNano()) + uint64(round)
+		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) { seatViewRound(t, seed) })
+	}
+}
+
+func seatViewRound(t *testing.T, seed uint64) {
+	const seats, fans, steps = 24, 6, 1500
+	rng := rand.New(rand.NewPCG(seed, 17))
+	e := newEnvHolds(t, seats, 5*time.Second, 3)
+	e.clock.set(time.UnixMilli(e.clock.now().UnixMilli()).Truncate(time.Second)) // whole seconds: now meets expiries exactly
+	ctx := context.Background()
+	sv := e.svc.seats
+	sv.enabled.Store(true)
+	sched := e.schedule()
+	names := make([]string, fans)
+	for i := range names {
+		names[i] = e.fan(t, fmt.Sprint("fan-", i))
+		_, _, err := e.store.Charge(ctx, names[i], 1_000_000, "", "", e.clock.now())
+		require.NoError(t, err)
+	}
+	type hold struct{ user, id, seat string }
+	var open []hold                 // reservations that may still be HELD
+	window := map[string]bool{}     // seats another instance freed since the last refresh
+	ended := map[string]time.Time{} // fan -> when another instance may have ended their token (paid)
+	checked, sold, windowed := 0, 0, 0
+	claims := func(user string) ticketrush.QueueClaims {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.tokens[user]
+	}
+	pick := func() (hold, int) {
+		i := rng.IntN(len(open))
+		return open[i], i
+	}
+	drop := func(i int) { open = append(open[:i], open[i+1:]...) }
+	seatOf := func(n int) string { return fmt.Sprint("R-", n) }
+
+	for step := 0; step < steps; step++ {
+		now := e.clock.now()
+		switch op := rng.IntN(100); {
+		case op < 10:
+			e.clock.advance(time.Duration(rng.IntN(3)) * time.Second)
+		case op < 20:
+			require.NoError(t, sv.Refresh(ctx))
+			clear(window)
+			v := sv.existing(sched)
+			if v == nil {
+				break
+			}
+			_, truth, err := e.store.GatedSeats(ctx, claims(names[0]), sched, now)
+			require.NoError(t, err)
+			for _, s := range v.seatMap(now).Seats {
+				want := ticketrush.SeatAvailable
+				if st, ok := truth[s.ID]; ok {
+					want = st
+				}
+				require.Equal(t, want, s.Status, "step %d: seat %s in the map just after a refresh", step, s.ID)
+			}
+		case op < 55: // a hold through this instance
+			user, seat := names[rng.IntN(fans)], seatOf(1+rng.IntN(seats))
+			c := claims(user)
+			v := sv.schedule(e.concert, sched)
+			memory := v.refuses(seat, now.UnixMilli()) && sv.active(c, now)
+			before := inMemory(t, e.svc.metrics.refusedInMemory)
+			r, err := e.svc.Hold(ctx, user, user, sched, seat)
+			if !memory {
+				if err == nil {
+					open = append(open, hold{user, r.ID, seat})
+				}
+				if errors.Is(err, ticketrush.ErrQueueTokenExpired) {
+					e.fan(t, user) // paid their last hold: a new token
+				}
+				break
+			}
+			require.ErrorIs(t, err, ticketrush.ErrSeatUnavailable, "step %d: the view refuses", step)
+			require.Equal(t, before+1, inMemory(t, e.svc.metrics.refusedInMemory), "step %d: counted", step)
+			// Would the script have refused it too, at the same instant?
+			checked++
+			r, _, err = e.store.Hold(ctx, c, sched, seat, 1000, now)
+			switch {
+			case err == nil, errors.Is(err, ticketrush.ErrHoldLimitReached): // the seat was free to the script
+				require.True(t, window[seat], "step %d (seed %d): the view refused %s, which the script gave (not freed elsewhere since the refresh)", step, seed, seat)
+				windowed++
+				if err == nil {
+					open = append(open, hold{user, r.ID, seat})
+				}
+			case errors.Is(err, ticketrush.ErrQueueTokenExpired):
+				at, ok := ended[user]
+				require.True(t, ok && now.Before(at.Add(activeProofFor)), "step %d: the view refused for a token that ended over %s ago", step, activeProofFor)
+				e.fan(t, user)
+			default:
+				require.ErrorIs(t, err, ticketrush.ErrSeatUnavailable, "step %d", step)
+			}
+		case op < 65: // a hold on another instance
+			user, seat := names[rng.IntN(fans)], seatOf(1+rng.IntN(seats))
+			r, _, err := e.store.Hold(ctx, claims(user), sched, seat, 1000, now)
+			if err == nil {
+				open = append(open, hold{user, r.ID, seat})
+			}
+			if errors.Is(err, ticketrush.ErrQueueTokenExpired) {
+				e.fan(t, user)
+			}
+		case op < 75 && len(open) > 0: // a cancel, here or elsewhere
+			h, i := pick()
+			drop(i)
+			if rng.IntN(2) == 0 {
+				_ = e.svc.Cancel(ctx, h.user, h.id) // this instance's view frees it at once
+			} else if _, err := e.store.Cancel(ctx, h.user, h.id, now); err == nil {
+				window[h.seat] = true
+			}
+		case op < 85 && len(open) > 0 && sold < seats/2: // a payment, here or elsewhere (half the seats at most: a sold-out line takes no fan back)
+			h, i := pick()
+			drop(i)
+			if rng.IntN(2) == 0 {
+				if _, _, err := e.svc.Pay(ctx, h.user, h.id); err == nil {
+					sold++
+				}
+			} else if r, err := e.store.Claim(ctx, h.user, h.id, now); err == nil && r.Status == ticketrush.ReservationPaying {
+				d, err := e.store.Debit(ctx, h.user, h.id, r.Price, now)
+				require.NoError(t, err)
+				_, err = e.store.Complete(ctx, h.id, d, now)
+				require.NoError(t, err)
+				sold++
+				ended[h.user] = now // DONE when it was their last hold, and this instance does not know
+			}
+		case op < 90 && len(open) > 0: // a payment claimed elsewhere, then released (a short balance)
+			h, _ := pick()
+			if r, err := e.store.Claim(ctx, h.user, h.id, now); err == nil && r.Status == ticketrush.ReservationPaying {
+				r, err := e.store.Release(ctx, h.id, now)
+				require.NoError(t, err)
+				if r.Status != ticketrush.ReservationHeld {
+					window[h.seat] = true
+				}
+			}
+		case op < 95:
+			_, err := e.store.Sweep(ctx, e.concert.ID, []string{sched}, now, 100)
+			require.NoError(t, err)
+		}
+	}
+	t.Logf("%d refusals from memory, each checked against the script (%d in the window after a free elsewhere)", checked, windowed)
+	assert.Positive(t, checked, "the view refused something")
+}
+
+// TestSeatViewKeepsTheTokenAnswers: a refusal from memory needs the token proven ACTIVE by a script's
+// answer on this instance, so a token that never was, or ended longer than activeProofFor ago, gets the
+// script's 410, not 409, even for a sold seat.
+func TestSeatViewKeepsTheTokenAnswers(t *testing.T) {
+	e := newEnvHolds(t, 4, time.Minute, 2)
+	ctx := context.Background()
+	sv := e.svc.seats
+	sv.enabled.Store(true)
+	sched := e.schedule()
+	owner, fan := e.fan(t, "owner"), e.fan(t, "fan")
+	_, err := e.svc.Hold(ctx, owner, owner, sched, "R-1")
+	require.NoError(t, err)
+	require.NoError(t, sv.Refresh(ctx))
+
+	_, err = e.svc.Hold(ctx, fan, fan, sched, "R-1")
+	require.ErrorIs(t, err, ticketrush.ErrSeatUnavailable, "the script's answer (the token is proven by it)")
+	before := inMemory(t, e.svc.metrics.refusedInMemory)
+	_, err = e.svc.Hold(ctx, fan, fan, sched, "R-1")
+	require.ErrorIs(t, err, ticketrush.ErrSeatUnavailable)
+	require.Equal(t, before+1, inMemory(t, e.svc.metrics.refusedInMemory), "from memory")
+
+	// The fan leaves the line on another instance: the proof lasts activeProofFor at most.
+	_, err = e.store.Leave(ctx, e.concert.ID, fan, e.tokens[fan].Seq, e.clock.now())
+	require.NoError(t, err)
+	e.clock.advance(activeProofFor)
+	_, err = e.svc.Hold(ctx, fan, fan, sched, "R-1")
+	require.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "past the proof, the script answers")
+
+	// A token this instance never saw ACTIVE goes to the script, sold seat or not.
+	e.mu.Lock()
+	e.tokens["ghost"] = ticketrush.QueueClaims{UserID: "ghost", ConcertID: e.concert.ID, Seq: 424242}
+	e.mu.Unlock()
+	_, err = e.svc.Hold(ctx, "ghost", "ghost", sched, "R-1")
+	require.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired)
+}
+
+// TestSeatMapTokenCheckFromTheProof: while the seat view runs, a seat map read whose token a gated call on
+// this instance proved ACTIVE within activeProofFor is answered without Redis; a token that ended through
+// another instance reads the map for that long at most (the documented window), and one that ended through
+// this instance (Left) is asked of Redis at once.
+func TestSeatMapTokenCheckFromTheProof(t *testing.T) {
+	e := newEnvHolds(t, 4, time.Minute, 2)
+	ctx := context.Background()
+	e.svc.seats.enabled.Store(true)
+	sched := e.schedule()
+	elsewhere, here := e.fan(t, "elsewhere"), e.fan(t, "here")
+	for _, fan := range []string{elsewhere, here} {
+		_, err := e.svc.SeatMap(ctx, fan, e.concert.ID, sched, fan) // the gate in Redis: the proof
+		require.NoError(t, err)
+	}
+
+	_, err := e.store.Leave(ctx, e.concert.ID, elsewhere, e.tokens[elsewhere].Seq, e.clock.now())
+	require.NoError(t, err)
+	_, err = e.svc.SeatMap(ctx, elsewhere, e.concert.ID, sched, elsewhere)
+	require.NoError(t, err, "within the proof the map is served from this instance's proof")
+	e.clock.advance(activeProofFor)
+	_, err = e.svc.SeatMap(ctx, elsewhere, e.concert.ID, sched, elsewhere)
+	require.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "past the proof, Redis answers")
+
+	_, err = e.svc.SeatMap(ctx, here, e.concert.ID, sched, here) // a fresh proof
+	require.NoError(t, err)
+	_, err = e.store.Leave(ctx, e.concert.ID, here, e.tokens[here].Seq, e.clock.now())
+	require.NoError(t, err)
+	e.svc.Left(here, here)
+	_, err = e.svc.SeatMap(ctx, here, e.concert.ID, sched, here)
+	require.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "a token that ended here is asked of Redis at once")
+}
+
+// TestSeatViewForgetsIdleSchedules: a schedule nobody read or held here for idleAfter leaves the view,
+// and is read again (from Redis) by the next seat map.
+func TestSeatViewForgetsIdleSchedules(t *testing.T) {
+	e := newEnvHolds(t, 4, time.Minute, 2)
+	ctx := context.Background()
+	sv := e.svc.seats
+	sv.enabled.Store(true)
+	fan := e.fan(t, "fan")
+	m, err := e.svc.SeatMap(ctx, fan, e.concert.ID, e.schedule(), fan)
+	require.NoError(t, err)
+	require.Len(t, m.Seats, 4)
+	require.NoError(t, sv.Refresh(ctx))
+	require.NotNil(t, sv.existing(e.schedule()), "in use")
+	e.clock.advance(sv.idleAfter + time.Millisecond)
+	require.NoError(t, sv.Refresh(ctx))
+	assert.Nil(t, sv.existing(e.schedule()), "idle: forgotten, refreshed no more")
+
+	_, _, err = e.store.Hold(ctx, e.tokens[fan], e.schedule(), "R-2", 1000, e.clock.now())
+	require.NoError(t, err)
+	m, err = e.svc.SeatMap(ctx, fan, e.concert.ID, e.schedule(), fan)
+	require.NoError(t, err)
+	assert.Equal(t, ticketrush.SeatHeld, m.Seats[1].Status, "the first read loads it again")
+}
+
+// inMemory reads a counter.
+func inMemory(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, c.Write(&m))
+	return m.GetCounter().GetValue()
+}
+
+// slowSeats is a SeatViewStore whose reads take took on the test's clock; it counts them.
+type slowSeats struct {
+	clock *clock
+	took  time.Duration
+	reads int
+}
+
+func (f *slowSeats) Gate(context.Context, ticketrush.QueueClaims, time.Time) (ticketrush.TokenState, error) {
+	return ticketrush.TokenState{Status: ticketrush.StatusActive}, nil
+}
+
+func (f *slowSeats) TakenSeats(_ context.Context, _ string, ids []string) ([]map[string]ticketrush.TakenSeat, error) {
+	f.reads++
+	f.clock.advance(f.took)
+	out := make([]map[string]ticketrush.TakenSeat, len(ids))
+	for i := range out {
+		out[i] = map[string]ticketrush.TakenSeat{}
+	}
+	return out, nil
+}
+
+// TestSeatViewReadsBigSchedulesLessOften: a schedule whose read takes long is read again after
+// readShare times that at the earliest, so that the view's share of Redis stays bounded; a quick read
+// is repeated at every refresh.
+func TestSeatViewReadsBigSchedulesLessOften(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		took      time.Duration
+		wantReads int
+	}{
+		{"quick read: every refresh", 5 * time.Millisecond, 10},
+		{"slow read: every readShare x its time", 100 * time.Millisecond, 1 + 1}, // at 0, then at 2 s
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &clock{}
+			c.set(time.Unix(1_800_000_000, 0))
+			store := &slowSeats{clock: c, took: tt.took}
+			sv := newSeatView(store, c.now, newMetrics(prometheus.NewRegistry()))
+			sv.enabled.Store(true)
+			sv.interval = 200 * time.Millisecond
+			concert := ticketrush.Concert{ID: "c1", Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 3}},
+				Schedules: []ticketrush.Schedule{{ID: "s1"}}}
+			for range 10 { // 10 refreshes 250 ms apart (each read's own time on top): 2.5 s and more
+				sv.schedule(concert, "s1") // in use
+				require.NoError(t, sv.Refresh(context.Background()))
+				c.advance(250 * time.Millisecond)
+			}
+			assert.Equal(t, tt.wantReads, store.reads)
+		})
+	}
+}
+
+// TestSeatViewUnderContention: 200 fans race for 5 seats, twenty attempts each, while the view refreshes
+// every millisecond and the fans read the map: every seat goes to exactly one fan, the losers are
+// refused, most of them from memory (run with -race, this is the view's concurrency test).
+func TestSeatViewUnderContention(t *testing.T) {
+	const seats = 5
+	e := newEnvHolds(t, seats, time.Minute, 1)
+	e.clock.set(time.Now())
+	ctx, stop := context.WithCancel(context.Background())
+	e.svc.EnableSeatView()
+	var loop sync.WaitGroup
+	loop.Go(func() { e.svc.RunSeatView(ctx, time.Millisecond) })
+	defer func() { stop(); loop.Wait() }()
+	var mu sync.Mutex
+	holder := map[string]string{}
+	var wg sync.WaitGroup
+	for i := 0; i < 200; i++ {
+		f := e.fan(t, fmt.Sprint("fan-", i))
+		wg.Go(func() {
+			for attempt := 0; attempt < 20; attempt++ {
+				seat := fmt.Sprint("R-", 1+(i+attempt)%seats)
+				if attempt%5 == 0 {
+					_, err := e.svc.SeatMap(context.Background(), f, e.concert.ID, e.schedule(), f)
+					assert.NoError(t, err)
+				}
+				r, err := e.svc.Hold(context.Background(), f, f, e.schedule(), seat)
+				if errors.Is(err, ticketrush.ErrSeatUnavailable) || errors.Is(err, ticketrush.ErrHoldLimitReached) {
+					continue
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				noteHolder(t, &mu, holder, r.SeatID, f)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Len(t, holder, seats, "every seat went to exactly one fan")
+	assert.Positive(t, inMemory(t, e.svc.metrics.refusedInMemory), "refusals from memory")
+	m, err := e.svc.SeatMap(context.Background(), "fan-0", e.concert.ID, e.schedule(), "fan-0")
+	require.NoError(t, err)
+	for _, s := range m.Seats {
+		assert.Equal(t, ticketrush.SeatHeld, s.Status, "this instance's holds show at once: %s", s.ID)
+	}
+}

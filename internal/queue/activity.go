@@ -1,0 +1,248 @@
+package queue
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Activity: the scheduler's loops (tick, sweep, the draw's pre-queue gauge) and the write-behind's
+// stream reads run only for concerts with someone there, so that their cost grows with the concerts
+// that have fans, not with the catalog. A concert wakes when a fan joins, polls or leaves it on any
+// instance: the instance writes the concert's id into one zset in Redis (Store.Wake), at most once a
+// second per concert, a join at once and a poll with the next liveness flush. Every scheduler reads
+// the zset once per tick (Poll). A woken concert stays awake for awakeFor after the last wake-up, and
+// as long as its own rounds find work (Busy): fans waiting or active, holds open, payments in flight.
+
+// ActivityStore is the zset of concerts with activity in Redis.
+type ActivityStore interface {
+	Wake(ctx context.Context, concertIDs []string, now time.Time) error
+	Awake(ctx context.Context, since time.Time) (map[string]time.Time, error)
+	ForgetAsleep(ctx context.Context, before time.Time) error
+}
+
+const (
+	// awakeFor is how long a wake-up, or a round that found work, keeps a concert's loops running.
+	awakeFor = 10 * time.Second
+	// wakeEvery is how often one instance writes a concert's wake-up at most.
+	wakeEvery = time.Second
+	// forgetAfter is how long a concert stays in the live zset after its last wake-up.
+	forgetAfter = time.Hour
+	// StreamDrain is how long after a concert falls asleep the write-behind still reads its stream (and
+	// beyond, until a read finds nothing new): time for entries a crashed worker left pending to be
+	// claimed (the worker's ClaimIdle, 10 s, and ClaimEvery, 2 s).
+	StreamDrain = 20 * time.Second
+	// settleFor is how long a start keeps every concert awake (Settle).
+	settleFor = 2 * time.Second
+	// forgetLocal is how long an instance remembers a concert asleep (longer than any Recent window).
+	forgetLocal = 5 * time.Minute
+)
+
+// Activity knows which concerts are awake: on an api instance it writes wake-ups, on a scheduler or
+// write-behind instance it reads them.
+type Activity struct {
+	store  ActivityStore
+	now    func() time.Time
+	closed func(concertID string, now time.Time) bool // nil: no sale closes
+
+	mu      sync.Mutex
+	until   map[string]time.Time // concert -> awake until
+	wrote   map[string]time.Time // concert -> this instance's last wake-up written
+	pending map[string]struct{}  // seen since the last Flush, not written yet
+	forgot  time.Time            // the last ForgetAsleep
+	noted   sync.Map             // concert -> *atomic.Int64: the Unix second Saw last noted it
+}
+
+// NewActivity returns the activity of concerts over store; closed, when not nil, tells the concerts
+// whose sale has closed, which nothing wakes any more.
+func NewActivity(store ActivityStore, now func() time.Time, closed func(concertID string, now time.Time) bool) *Activity {
+	return &Activity{store: store, now: now, closed: closed,
+		until: map[string]time.Time{}, wrote: map[string]time.Time{}, pending: map[string]struct{}{}}
+}
+
+// Wake writes a wake-up of the concert now, unless this instance wrote one in the last second.
+func (a *Activity) Wake(ctx context.Context, concertID string) error {
+	now := a.now()
+	a.mu.Lock()
+	if now.Sub(a.wrote[concertID]) < wakeEvery {
+		a.mu.Unlock()
+		return nil
+	}
+	a.wrote[concertID] = now
+	delete(a.pending, concertID)
+	a.mu.Unlock()
+	return a.store.Wake(ctx, []string{concertID}, now)
+}
+
+// Touch is Wake for a caller that must not fail on it (a join, an admin change already made): when the
+// write fails, the next Flush writes it.
+func (a *Activity) Touch(ctx context.Context, concertID string) {
+	if err := a.Wake(ctx, concertID); err != nil {
+		a.mu.Lock()
+		delete(a.wrote, concertID)
+		a.pending[concertID] = struct{}{}
+		a.mu.Unlock()
+	}
+}
+
+// Saw notes that someone was at the concert; the next Flush writes it (one command for all). It is on
+// every poll's path: once a concert is noted, later polls in the same second take no lock.
+func (a *Activity) Saw(concertID string) {
+	now := a.now()
+	sec := now.Unix()
+	v, _ := a.noted.Load(concertID)
+	last, _ := v.(*atomic.Int64)
+	if last != nil && last.Load() == sec {
+		return
+	}
+	if last == nil {
+		v, _ = a.noted.LoadOrStore(concertID, new(atomic.Int64))
+		last = v.(*atomic.Int64)
+	}
+	last.Store(sec)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if now.Sub(a.wrote[concertID]) >= wakeEvery {
+		a.pending[concertID] = struct{}{}
+	}
+}
+
+// Flush writes the wake-ups Saw noted, in one command.
+func (a *Activity) Flush(ctx context.Context) error {
+	now := a.now()
+	a.mu.Lock()
+	ids := make([]string, 0, len(a.pending))
+	for id := range a.pending {
+		ids = append(ids, id)
+		a.wrote[id] = now
+	}
+	a.pending = map[string]struct{}{}
+	for id, at := range a.wrote {
+		if now.Sub(at) >= wakeEvery {
+			delete(a.wrote, id)
+		}
+	}
+	a.mu.Unlock()
+	return a.store.Wake(ctx, ids, now)
+}
+
+// Poll reads the wake-ups of every instance (one command) and keeps each woken concert awake for
+// awakeFor after it; once an hour it drops the long-asleep concerts from the zset.
+func (a *Activity) Poll(ctx context.Context) error {
+	now := a.now()
+	seen, err := a.store.Awake(ctx, now.Add(-awakeFor))
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	for id, at := range seen {
+		if a.closed != nil && a.closed(id, now) {
+			continue // a closed sale wakes no more; its own rounds keep it while they find work (Busy)
+		}
+		a.extend(id, at.Add(awakeFor))
+	}
+	forget := now.Sub(a.forgot) >= forgetAfter
+	if forget {
+		a.forgot = now
+	}
+	a.mu.Unlock()
+	if forget {
+		return a.store.ForgetAsleep(ctx, now.Add(-forgetAfter))
+	}
+	return nil
+}
+
+// Busy keeps a concert awake for awakeFor more: a round found work there.
+func (a *Activity) Busy(concertID string) {
+	until := a.now().Add(awakeFor)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.extend(concertID, until)
+}
+
+// extend keeps a concert awake until at least until (callers hold a.mu).
+func (a *Activity) extend(concertID string, until time.Time) {
+	if until.After(a.until[concertID]) {
+		a.until[concertID] = until
+	}
+}
+
+// LineBusy keeps a concert awake for awakeFor more because fans wait or are active in its line, unless
+// its sale has closed: a closed line is not ticked any more (its holds and payments still are, Busy).
+func (a *Activity) LineBusy(concertID string) {
+	if a.closed != nil && a.closed(concertID, a.now()) {
+		return
+	}
+	a.Busy(concertID)
+}
+
+// Settle wakes every concert listed for settleFor, at a start: the first rounds find the concerts a
+// previous process left with fans, holds or payments (Busy keeps those awake), and the write-behind
+// reads every stream for StreamDrain more (Recent), so that a backlog left unread drains.
+func (a *Activity) Settle(concertIDs []string) {
+	until := a.now().Add(settleFor)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range concertIDs {
+		a.extend(id, until)
+	}
+}
+
+// IDs returns the awake concerts, sorted. A concert whose sale has closed is awake only while its own
+// rounds find work (its last holds and payments); nothing else wakes it.
+func (a *Activity) IDs() []string { return a.Recent(0) }
+
+// Recent returns the concerts awake within the last d (0: awake now), sorted, and forgets the
+// concerts asleep for longer than forgetLocal.
+func (a *Activity) Recent(d time.Duration) []string {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, 0, len(a.until))
+	for id, until := range a.until {
+		if now.Sub(until) > forgetLocal {
+			delete(a.until, id)
+			continue
+		}
+		if until.After(now.Add(-d)) || d > 0 && until.Equal(now.Add(-d)) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// IsAwake reports whether the concert is awake now.
+func (a *Activity) IsAwake(concertID string) bool {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.until[concertID].After(now)
+}
+
+// TrackActivity makes the service wake concerts: a join wakes its concert at once, a poll or a leave
+// with the next liveness flush.
+func (s *Service) TrackActivity(a *Activity) { s.activity = a }
+
+// wake writes the concert's wake-up now (a join), or with the next flush when Redis refuses it.
+func (s *Service) wake(ctx context.Context, concertID string) {
+	if s.activity != nil {
+		s.activity.Touch(ctx, concertID)
+	}
+}
+
+// saw notes someone at the concert (a poll, a leave); FlushLiveness writes it.
+func (s *Service) saw(concertID string) {
+	if s.activity != nil {
+		s.activity.Saw(concertID)
+	}
+}
+
+func (s *Service) flushActivity(ctx context.Context) error {
+	if s.activity == nil {
+		return nil
+	}
+	return s.activity.Flush(ctx)
+}
