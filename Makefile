@@ -9,7 +9,7 @@ export HTTP_ADDR ?= 127.0.0.1:8080
 ADDR := http://$(HTTP_ADDR)
 BIN := bin/ticketrush
 
-.PHONY: run stop help test services build vet demo clean faults cluster scaleout fuzz
+.PHONY: run stop help test services build vet demo clean faults cluster scaleout fuzz idlecost
 
 ## help: list the targets, one line each
 help:
@@ -72,7 +72,8 @@ scaleout: services
 # Go native fuzz targets, package:target, each run for FUZZTIME (their seeds and testdata/fuzz corpus
 # run in every go test too). A failure leaves its input under the package's testdata/fuzz: commit it.
 FUZZ_TARGETS := internal/auth:FuzzQueueTokenVerify internal/auth:FuzzUsersVerify internal/auth:FuzzChallengeCheck \
-	internal/http:FuzzDecodeBodies internal/http:FuzzProblemWriter internal/http:FuzzRouter
+	internal/http:FuzzDecodeBodies internal/http:FuzzProblemWriter internal/http:FuzzRouter \
+	internal/http:FuzzJSONString internal/http:FuzzQuickDecode
 FUZZTIME ?= 5s
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 5s; part of make test)
@@ -158,11 +159,17 @@ k6:
 loadtest: services build k6
 	@PROFILE=$(PROFILE) GO=$(GO) loadtest/run.sh $(SCENARIO) $(BIN) $(ADDR) $(K6)
 
-## bench: one table of polls/s, joins/s, holds/s, payments/s against this machine's ceilings
+## bench: one table of polls/s, joins/s, holds/s, payments/s, seat maps/s against this machine's ceilings,
+## the write-behind's lag and account, the idle cost of 500 concerts (about 4-5 minutes)
 ## (BENCH_FLAGS="-reps 5 -duration 10s" and the rest: go run ./loadtest/bench -h)
 bench: services build
 	$(GO) build -o bin/ticketrush-bench ./loadtest/bench
 	@bin/ticketrush-bench -ticketrush $(BIN) $(BENCH_FLAGS)
+
+## idlecost: Redis commands/s and the CPU of the service and of Redis with CONCERTS (500) concerts and
+## nobody buying, on a private Redis and a fresh database (README, "Idle cost")
+idlecost: services build
+	@CONCERTS=$(or $(CONCERTS),500) scripts/idlecost.sh $(BIN)
 
 # --- The pages (README "The pages") ----------------------------------------------------------------------
 .PHONY: screenshots

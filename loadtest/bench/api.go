@@ -127,15 +127,19 @@ type concert struct {
 	} `json:"schedules"`
 }
 
-// createConcert creates a one-schedule concert through the admin API.
-func (a *api) createConcert(ctx context.Context, title string, sections []section, q queueSettings) (concert, error) {
+// createConcert creates a concert of n schedules (a day apart) through the admin API.
+func (a *api) createConcert(ctx context.Context, title string, n int, sections []section, q queueSettings) (concert, error) {
 	var c concert
+	schedules := make([]string, n)
+	for i := range schedules {
+		schedules[i] = time.Date(2030, 1, 1+i, 10, 0, 0, 0, time.UTC).Format(time.RFC3339)
+	}
 	_, err := a.call(ctx, http.MethodPost, "/admin/v1/concerts", a.admin, map[string]any{
-		"title": title, "venue": "bench", "schedules": []string{"2030-01-01T10:00:00Z"},
+		"title": title, "venue": "bench", "schedules": schedules,
 		"sections": sections, "queue": q,
 	}, &c)
-	if err == nil && len(c.Schedules) == 0 {
-		err = fmt.Errorf("create concert: no schedule in the answer")
+	if err == nil && len(c.Schedules) != n {
+		err = fmt.Errorf("create concert: %d schedules in the answer, want %d", len(c.Schedules), n)
 	}
 	return c, err
 }

@@ -18,7 +18,7 @@ import (
 type job struct {
 	workers  int
 	duration time.Duration // fixed duration when > 0
-	count    int           // otherwise a fixed number of requests, shared by the workers
+	count    int           // a fixed number of requests shared by the workers, when > 0 (with a duration: at most)
 	// request builds request i (0-based, unique in the job) for worker w.
 	request func(w, i int) (*http.Request, error)
 	// answer sees each response and reports whether it is one the scenario expects (a 409 is an
@@ -112,7 +112,7 @@ func (j job) run(ctx context.Context, c *http.Client) result {
 					return
 				}
 				i := int(next.Add(1) - 1)
-				if j.duration <= 0 && i >= j.count {
+				if (j.duration <= 0 || j.count > 0) && i >= j.count {
 					return
 				}
 				req, err := j.request(w, i)

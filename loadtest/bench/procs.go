@@ -207,13 +207,16 @@ func helloAddr(line string) string {
 }
 
 // benchDatabase creates a database of its own next to the one DATABASE_URL names, so that the bench's
-// concerts never reach the shared catalog; drop removes it.
-func benchDatabase(ctx context.Context, base string) (dsn string, drop func(), err error) {
+// concerts never reach the shared catalog; drop removes it. suffix tells the bench's databases apart.
+func benchDatabase(ctx context.Context, base, suffix string) (dsn string, drop func(), err error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return "", nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	name := fmt.Sprintf("ticketrush_bench_%d", os.Getpid())
+	if suffix != "" {
+		name += "_" + suffix
+	}
 	admin := *u
 	admin.Path = "/postgres"
 	conn, err := pgx.Connect(ctx, admin.String())

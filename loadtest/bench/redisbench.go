@@ -143,11 +143,11 @@ func replyOf(ctx context.Context, c rueidis.Client, command []string) string {
 
 // memoryResult is Redis memory per waiting fan.
 type memoryResult struct {
-	fans               int
-	idLen              int
-	perFan, lineOnly   float64 // bytes per fan with the event stream as the joins left it, and trimmed
-	streamLen          int64
-	waitBytes, evBytes int64
+	fans                           int
+	idLen                          int
+	perFan, lineOnly               float64 // bytes per fan with the event stream as the joins left it, and trimmed
+	streamLen                      int64
+	waitBytes, aliveBytes, evBytes int64
 }
 
 // measureMemory joins fans to one paused concert's line on a private Redis with the service's own
@@ -200,6 +200,7 @@ func measureMemory(ctx context.Context, r *privateRedis, fans int) (memoryResult
 	}
 	res.streamLen, _ = do(r.client.B().Xlen().Key(k.Events()).Build())
 	res.waitBytes, _ = do(r.client.B().MemoryUsage().Key(k.Wait()).Samples(0).Build())
+	res.aliveBytes, _ = do(r.client.B().MemoryUsage().Key(k.Alive()).Samples(0).Build())
 	res.evBytes, _ = do(r.client.B().MemoryUsage().Key(k.Events()).Samples(0).Build())
 	if _, err := do(r.client.B().Xtrim().Key(k.Events()).Maxlen().Threshold("0").Build()); err != nil {
 		return res, err
@@ -246,7 +247,7 @@ func (b *bench) captureHold(ctx context.Context) error {
 	}
 	q := purchaseQueue
 	q.MaxHoldsPerUser = 100
-	con, err := b.api.createConcert(ctx, "bench redis-benchmark", []section{{Name: "R", Price: 1000, Seats: 1}}, q)
+	con, err := b.api.createConcert(ctx, "bench redis-benchmark", 1, []section{{Name: "R", Price: 1000, Seats: 1}}, q)
 	if err != nil {
 		return err
 	}

@@ -104,10 +104,13 @@ export class Fan {
       proof = JSON.stringify(this.proof(concertId, tags));
       headers = this.auth({ 'Content-Type': 'application/json' });
     }
+    // A join once every seat is sold is 409 SOLD_OUT (the line is closed): an answer, not a failure; the
+    // fan goes home and join returns null, as for a refused join.
     const res = http.post(`${BASE}/v1/concerts/${concertId}/queue`, proof,
-      params('join', 'POST /v1/concerts/{id}/queue', headers, [200, 201], tags));
+      params('join', 'POST /v1/concerts/{id}/queue', headers, [200, 201, 409], tags));
     const body = res.status === 200 || res.status === 201 ? json(res) : null;
-    check(res, { 'join: 201 or 200 with a token': () => body !== null && !!body.token });
+    const soldOut = res.status === 409 && (json(res) || {}).code === 'SOLD_OUT';
+    check(res, { 'join: 201 or 200 with a token, or 409 SOLD_OUT': () => (body !== null && !!body.token) || soldOut });
     if (body) this.token = body.token;
     return body;
   }
