@@ -60,6 +60,10 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	purchases := booking.NewService(store, cat, waitingRoom, clk.now, log, reg)
 	r := newRounds(store, cat, waitingRoom, purchases, clk.now, reg)
 	r.activity.Settle(cat.IDs())
+	// wb is what a write-behind in a process of its own knows (ROLES=writebehind): only what the live
+	// zset tells it.
+	wb := queue.NewActivity(store, clk.now, cat.Closed)
+	wb.Settle(cat.IDs())
 
 	round := func() int64 {
 		t.Helper()
@@ -68,7 +72,9 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 			waitingRoom.Refresh, waitingRoom.FlushLiveness, cat.Refresh} {
 			require.NoError(t, step(ctx))
 		}
-		return commandsProcessed(t, rdb) - before - 1 // the INFO that read before
+		n := commandsProcessed(t, rdb) - before - 1 // the INFO that read before
+		require.NoError(t, wb.Poll(ctx))
+		return n
 	}
 	// runFor runs a round every 5 s of test time for d, as serve does (more often) on the real clock.
 	runFor := func(d time.Duration) {
@@ -126,6 +132,24 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	assert.Empty(t, r.activity.IDs(), "a closed sale with nothing in flight is not awake")
 	assert.Empty(t, r.streams(), "nor is its stream read")
 	assert.LessOrEqual(t, closed, int64(2), "a closed sale costs O(1) commands")
+	assert.Empty(t, wb.Recent(queue.StreamDrain), "nor does a write-behind of its own read it")
+
+	// The fan, still ACTIVE after the close, holds another seat: the closed sale wakes for the sweep
+	// and for a write-behind of its own, and the hold lapses on time, its lapse read behind too.
+	res, err = purchases.Hold(ctx, "fan1", ticket.Token, fanned.Schedules[0].ID, seats[1].ID)
+	require.NoError(t, err)
+	round()
+	assert.Equal(t, []string{fanned.ID}, r.activity.IDs(), "a hold after the close wakes the closed sale")
+	assert.Equal(t, []string{fanned.ID}, wb.Recent(queue.StreamDrain), "a write-behind of its own reads its stream")
+	runFor(res.ExpiresAt.Sub(clk.now()) - 10*time.Second)
+	assert.Equal(t, []string{fanned.ID}, r.activity.IDs(), "the scheduler keeps sweeping while the hold is open")
+	runFor(15 * time.Second)
+	counts, err = store.ScheduleCounts(ctx, fanned.ID, fanned.ScheduleIDs(), clk.now())
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), counts[0].Taken, "the hold made after the close lapsed")
+	assert.Equal(t, []string{fanned.ID}, wb.Recent(queue.StreamDrain), "the lapse's event is read behind")
+	runFor(awakeForTest + 2*queue.StreamDrain)
+	assert.Empty(t, wb.Recent(queue.StreamDrain), "then the closed sale costs nothing again")
 
 	// An admin create wakes its concert, so that the write-behind records its load event.
 	created, _, err := cat.Create(ctx, ticketrush.Concert{Title: "New", Venue: "Hall", Queue: ticketrush.DefaultQueueSettings(),
@@ -135,6 +159,9 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	round()
 	assert.Equal(t, []string{created.ID}, r.streams(), "the new concert's stream is read")
 }
+
+// awakeForTest is queue's awakeFor: how long a wake-up keeps a concert awake.
+const awakeForTest = 10 * time.Second
 
 // commandsProcessed is the Redis server's total_commands_processed.
 func commandsProcessed(t *testing.T, rdb rueidis.Client) int64 {

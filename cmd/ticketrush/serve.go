@@ -155,7 +155,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 // rounds are one round of each background loop over the concerts (serve runs them every interval):
 // the admission tick, the sweep and the draw run only for awake concerts (queue.Activity: fans waiting,
 // active, holding or paying), and the write-behind reads the streams of the concerts awake within
-// queue.StreamDrain; a create, a queue change or an access-code issue wakes its concert too.
+// queue.StreamDrain; a create, a queue change or an access-code issue wakes its concert too, and so do a
+// hold, a cancel or a payment (even after its sale closed) and a round that found work, for every
+// process: a write-behind of its own reads the events they wrote.
 type rounds struct {
 	activity          *queue.Activity
 	tick, sweep, draw func(context.Context) error
@@ -166,6 +168,7 @@ func newRounds(store *redis.Store, cat *catalog.Service, waitingRoom *queue.Serv
 	now func() time.Time, reg prometheus.Registerer) rounds {
 	activity := queue.NewActivity(store, now, cat.Closed)
 	waitingRoom.TrackActivity(activity)
+	purchases.TrackActivity(activity.SeatsChanged)
 	cat.OnChange(activity.Touch)
 	sched := waitingRoom.NewScheduler(store, activity.IDs).ReportBusy(activity.LineBusy)
 	sweeper := purchases.NewSweeper(activity.IDs, activity.Busy)

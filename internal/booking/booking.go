@@ -84,6 +84,9 @@ type Service struct {
 	log     *slog.Logger
 	metrics *metrics
 	seats   *seatView // the instance's seat view, while RunSeatView runs
+	// seatsChanged, when set, is told of every concert whose seats a hold, a cancel or a payment
+	// changed here (queue.Activity.SeatsChanged wakes it for every process).
+	seatsChanged func(ctx context.Context, concertID string)
 
 	// crash, when set, is called at each payment step boundary; an error stops the payment there as a
 	// crash would. Tests only.
@@ -95,6 +98,20 @@ func NewService(store Store, catalog Catalog, gate Gate, now func() time.Time, l
 	m := newMetrics(reg)
 	return &Service{store: store, catalog: catalog, gate: gate, now: now, log: log, metrics: m,
 		seats: newSeatView(store, now, m)}
+}
+
+// TrackActivity tells seatsChanged of every concert whose seats a hold, a cancel or a payment changed
+// on this instance (each wrote events to the concert's stream): queue.Activity.SeatsChanged, so that
+// the scheduler sweeps the hold and the write-behind reads the stream in whatever process they run.
+func (s *Service) TrackActivity(seatsChanged func(ctx context.Context, concertID string)) {
+	s.seatsChanged = seatsChanged
+}
+
+// changedSeats tells the activity tracker that the concert's seats changed here.
+func (s *Service) changedSeats(ctx context.Context, concertID string) {
+	if s.seatsChanged != nil {
+		s.seatsChanged(ctx, concertID)
+	}
 }
 
 // Schedules lists a concert's schedules with their available seats, for an ACTIVE token.
@@ -214,6 +231,7 @@ func (s *Service) Hold(ctx context.Context, userID, token, scheduleID, seat stri
 		return r, err
 	}
 	v.changed(seat, &ticketrush.TakenSeat{HeldUntil: r.ExpiresAt.UnixMilli()})
+	s.changedSeats(ctx, c.ID)
 	s.metrics.held.WithLabelValues(c.ID).Inc()
 	if lapsed {
 		s.metrics.lapsed.WithLabelValues(c.ID).Inc()
@@ -240,6 +258,7 @@ func (s *Service) Cancel(ctx context.Context, userID, id string) error {
 		return err
 	}
 	s.seats.existing(r.ScheduleID).changed(r.SeatID, nil)
+	s.changedSeats(ctx, r.ConcertID)
 	s.metrics.cancelled.WithLabelValues(r.ConcertID).Inc()
 	return nil
 }
@@ -354,6 +373,7 @@ func (s *Service) Pay(ctx context.Context, userID, resID string) (ticketrush.Pay
 		return ticketrush.PaymentOf(r), false, nil
 	}
 	s.seats.existing(r.ScheduleID).changed(r.SeatID, &ticketrush.TakenSeat{Paying: true})
+	s.changedSeats(ctx, r.ConcertID) // the claim, and the sale or release just after it
 	if err := s.step(AfterClaim); err != nil {
 		return ticketrush.Payment{}, false, err
 	}

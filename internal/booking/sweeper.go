@@ -52,6 +52,9 @@ func (sw *Sweeper) Sweep(ctx context.Context) error {
 		for {
 			n, err := s.store.Sweep(ctx, id, schedules, now, sweepBatch)
 			if err != nil {
+				if sw.busy != nil {
+					sw.busy(id) // holds may be due and not lapsed: the counts below would not show them
+				}
 				errs = append(errs, err)
 				break
 			}

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,9 +13,17 @@ import (
 // stream reads run only for concerts with someone there, so that their cost grows with the concerts
 // that have fans, not with the catalog. A concert wakes when a fan joins, polls or leaves it on any
 // instance: the instance writes the concert's id into one zset in Redis (Store.Wake), at most once a
-// second per concert, a join at once and a poll with the next liveness flush. Every scheduler reads
-// the zset once per tick (Poll). A woken concert stays awake for awakeFor after the last wake-up, and
-// as long as its own rounds find work (Busy): fans waiting or active, holds open, payments in flight.
+// second per concert, a join at once and a poll with the next liveness flush. Every scheduler and
+// write-behind process reads the zset once per tick (Poll). A woken concert stays awake for awakeFor
+// after the last wake-up, and as long as its own rounds find work (Busy): fans waiting or active,
+// holds open, payments in flight.
+//
+// Whatever writes an event to a concert's stream wakes the concert for every process, so that a
+// write-behind in a process of its own reads the stream: a hold, a cancel or a payment on an api
+// instance (SeatsChanged, written at once), and a scheduler's round that found work (Busy, LineBusy:
+// written by its next Poll). Seat activity is written under its own member (seatsMember), which wakes
+// the concert even after its sale closed: a fan still ACTIVE at the close may hold, and that hold must
+// be swept and its events written behind.
 
 // ActivityStore is the zset of concerts with activity in Redis.
 type ActivityStore interface {
@@ -62,27 +71,48 @@ func NewActivity(store ActivityStore, now func() time.Time, closed func(concertI
 		until: map[string]time.Time{}, wrote: map[string]time.Time{}, pending: map[string]struct{}{}}
 }
 
+// seatsPrefix marks a member of the live zset as seat activity (a concert id never holds it).
+const seatsPrefix = "$"
+
+// seatsMember is the live zset's member for seat activity at a concert: holds, cancels, payments,
+// lapses. Unlike the concert's own member (the line: joins, polls), it wakes a closed sale too.
+func seatsMember(concertID string) string { return seatsPrefix + concertID }
+
 // Wake writes a wake-up of the concert now, unless this instance wrote one in the last second.
-func (a *Activity) Wake(ctx context.Context, concertID string) error {
+func (a *Activity) Wake(ctx context.Context, concertID string) error { return a.wake(ctx, concertID) }
+
+// wake writes member (a concert's or its seatsMember) now, unless this instance wrote it in the last
+// second.
+func (a *Activity) wake(ctx context.Context, member string) error {
 	now := a.now()
 	a.mu.Lock()
-	if now.Sub(a.wrote[concertID]) < wakeEvery {
+	if now.Sub(a.wrote[member]) < wakeEvery {
 		a.mu.Unlock()
 		return nil
 	}
-	a.wrote[concertID] = now
-	delete(a.pending, concertID)
+	a.wrote[member] = now
+	delete(a.pending, member)
 	a.mu.Unlock()
-	return a.store.Wake(ctx, []string{concertID}, now)
+	return a.store.Wake(ctx, []string{member}, now)
 }
 
 // Touch is Wake for a caller that must not fail on it (a join, an admin change already made): when the
 // write fails, the next Flush writes it.
-func (a *Activity) Touch(ctx context.Context, concertID string) {
-	if err := a.Wake(ctx, concertID); err != nil {
+func (a *Activity) Touch(ctx context.Context, concertID string) { a.touch(ctx, concertID) }
+
+// SeatsChanged wakes the concert for every process because a hold, a cancel or a payment changed its
+// seats on this instance and wrote events to its stream: at once (at most once a second per
+// instance), even after its sale closed, so that the hold is swept and the events are written behind.
+func (a *Activity) SeatsChanged(ctx context.Context, concertID string) {
+	a.Busy(concertID)
+	a.touch(ctx, seatsMember(concertID))
+}
+
+func (a *Activity) touch(ctx context.Context, member string) {
+	if err := a.wake(ctx, member); err != nil {
 		a.mu.Lock()
-		delete(a.wrote, concertID)
-		a.pending[concertID] = struct{}{}
+		delete(a.wrote, member)
+		a.pending[member] = struct{}{}
 		a.mu.Unlock()
 	}
 }
@@ -109,7 +139,7 @@ func (a *Activity) Saw(concertID string) {
 	}
 }
 
-// Flush writes the wake-ups Saw noted, in one command.
+// Flush writes the wake-ups Saw and the rounds noted, in one command (none when there are none).
 func (a *Activity) Flush(ctx context.Context) error {
 	now := a.now()
 	a.mu.Lock()
@@ -128,18 +158,23 @@ func (a *Activity) Flush(ctx context.Context) error {
 	return a.store.Wake(ctx, ids, now)
 }
 
-// Poll reads the wake-ups of every instance (one command) and keeps each woken concert awake for
-// awakeFor after it; once an hour it drops the long-asleep concerts from the zset.
+// Poll writes the wake-ups this process' rounds noted (Busy, LineBusy), then reads the wake-ups of
+// every instance (one command) and keeps each woken concert awake for awakeFor after it; once an hour
+// it drops the long-asleep concerts from the zset.
 func (a *Activity) Poll(ctx context.Context) error {
+	if err := a.Flush(ctx); err != nil {
+		return err
+	}
 	now := a.now()
 	seen, err := a.store.Awake(ctx, now.Add(-awakeFor))
 	if err != nil {
 		return err
 	}
 	a.mu.Lock()
-	for id, at := range seen {
-		if a.closed != nil && a.closed(id, now) {
-			continue // a closed sale wakes no more; its own rounds keep it while they find work (Busy)
+	for member, at := range seen {
+		id, seats := strings.CutPrefix(member, seatsPrefix)
+		if !seats && a.closed != nil && a.closed(id, now) {
+			continue // a closed sale's line wakes no more; its seats do (a hold of a fan ACTIVE at the close)
 		}
 		a.extend(id, at.Add(awakeFor))
 	}
@@ -154,12 +189,19 @@ func (a *Activity) Poll(ctx context.Context) error {
 	return nil
 }
 
-// Busy keeps a concert awake for awakeFor more: a round found work there.
-func (a *Activity) Busy(concertID string) {
-	until := a.now().Add(awakeFor)
+// Busy keeps a concert awake for awakeFor more: a round found seats held or being paid there, or
+// drew its sale. The next Flush (or Poll) writes it for the other processes (a write-behind of its own
+// reads the events the round wrote), at most once a second.
+func (a *Activity) Busy(concertID string) { a.busy(concertID, seatsMember(concertID)) }
+
+func (a *Activity) busy(concertID, member string) {
+	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.extend(concertID, until)
+	a.extend(concertID, now.Add(awakeFor))
+	if now.Sub(a.wrote[member]) >= wakeEvery {
+		a.pending[member] = struct{}{}
+	}
 }
 
 // extend keeps a concert awake until at least until (callers hold a.mu).
@@ -175,7 +217,7 @@ func (a *Activity) LineBusy(concertID string) {
 	if a.closed != nil && a.closed(concertID, a.now()) {
 		return
 	}
-	a.Busy(concertID)
+	a.busy(concertID, concertID)
 }
 
 // Settle wakes every concert listed for settleFor, at a start: the first rounds find the concerts a

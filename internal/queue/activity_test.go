@@ -97,3 +97,35 @@ func TestActivitySettle(t *testing.T) {
 	now = now.Add(settleFor + time.Millisecond)
 	assert.Equal(t, []string{"c2"}, a.IDs())
 }
+
+// TestActivitySeatsWakeEveryProcess: a hold, a cancel or a payment (SeatsChanged) wakes its concert for
+// every process at once, and a round that found work (Busy) with the process' next Poll, each at most
+// once a second; seat activity wakes a closed sale, its line does not.
+func TestActivitySeatsWakeEveryProcess(t *testing.T) {
+	ctx := context.Background()
+	now := t0
+	st := &activityStore{}
+	closed := func(id string, _ time.Time) bool { return id == "closed" }
+	api := NewActivity(st, func() time.Time { return now }, closed)
+
+	api.SeatsChanged(ctx, "closed")
+	api.SeatsChanged(ctx, "closed")
+	assert.Equal(t, [][]string{{seatsMember("closed")}}, st.wakes, "written at once, once a second")
+	api.Busy("c1")
+	api.Busy("c1")
+	api.LineBusy("c2")
+	api.LineBusy("closed")
+	require.NoError(t, api.Poll(ctx))
+	require.Len(t, st.wakes, 2)
+	assert.ElementsMatch(t, []string{seatsMember("c1"), "c2"}, st.wakes[1], "the rounds' work in one command before the read")
+
+	// Another process reads them: the closed sale's seats wake it there, its line would not.
+	st.awake = map[string]time.Time{seatsMember("closed"): now, "c2": now, "closed": now}
+	other := NewActivity(st, func() time.Time { return now }, closed)
+	require.NoError(t, other.Poll(ctx))
+	assert.Equal(t, []string{"c2", "closed"}, other.IDs())
+	st.awake = map[string]time.Time{"closed": now}
+	now = now.Add(awakeFor + time.Millisecond)
+	require.NoError(t, other.Poll(ctx))
+	assert.Empty(t, other.IDs(), "a closed sale's line wakes nothing")
+}
