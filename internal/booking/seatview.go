@@ -20,7 +20,8 @@ import (
 //     (SEAT_UNAVAILABLE) without Redis: a SOLD seat never comes back, and a hold until T cannot be taken
 //     before T. Everything else goes to seat_hold, which stays the one that decides. The view is wrong
 //     only about seats freed since its last refresh by another instance (a cancel, a payment's release,
-//     a restore): those may be refused until the next refresh begins and ends.
+//     a restore): those may be refused until the next refresh begins and ends. A read is trusted for
+//     trustReads refreshes at most: while reads fail, holds go to the script.
 //   - A seat map is built once per change the view sees and shared by every admitted fan of the
 //     schedule (the HTTP adapter encodes it once); each read still checks its token in Redis.
 //
@@ -39,10 +40,19 @@ const (
 	// between refreshes (so that a fan sees their hold or cancel at once); past it, the map waits for the
 	// next refresh.
 	rebuildsPerSecond = 20
-	// readShare bounds the Redis time the view's reads take: a schedule whose read took d is read again
-	// after readShare × d at the earliest, when that is longer than the refresh interval (a 200,000-seat
-	// schedule fully taken takes Redis about half a second to read: every 10 s, not 5 times a second).
+	// readShare bounds the Redis time the view's reads take: a schedule whose read costs Redis d is read
+	// again after readShare × d at the earliest, when that is longer than the refresh interval (a
+	// 200,000-seat schedule fully taken takes Redis about half a second to read: every 10 s, not 5 times
+	// a second). d is estimated from the entries read (seatReadCost each), not from how long the read
+	// took: a Redis stall or a busy network must not slow a small schedule's refreshes.
 	readShare = 20
+	// seatReadCost is what Redis spends per entry of a seats hash read whole (HGETALL): about 0.5 s for
+	// 200,000 entries on this project's machine.
+	seatReadCost = 2500 * time.Nanosecond
+	// trustReads is how many of its refreshes a view's last read is trusted for by a refusal from
+	// memory: when reads keep failing (Redis away, a read timing out), holds go to the script again
+	// instead of being refused from ever older data.
+	trustReads = 5
 )
 
 // SeatViewStore reads what the seat view keeps.
@@ -74,8 +84,9 @@ type proofKey struct{ concert, user string }
 
 // proof is what this instance learnt last of a fan's token: ACTIVE (seq) at least until until.
 type proof struct {
-	seq   uint64
-	until time.Time
+	seq         uint64
+	until       time.Time
+	activeUntil time.Time // the token's activeUntil, when a gate check told it (zero: not known)
 }
 
 func newSeatView(store SeatViewStore, now func() time.Time, m *metrics) *seatView {
@@ -93,6 +104,7 @@ type scheduleView struct {
 
 	mu       sync.RWMutex
 	loaded   bool
+	trusted  int64                           // Unix ms until which a refusal from memory may use the last read (0: no limit)
 	taken    map[string]ticketrush.TakenSeat // the last refresh, with this instance's changes since
 	changes  uint64                          // local changes so far
 	local    map[string]uint64               // seat -> the local change that set it
@@ -153,7 +165,7 @@ func (v *scheduleView) refuses(seat string, nowMs int64) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	t, ok := v.taken[seat]
-	return v.loaded && ok && t.RefusesAt(nowMs)
+	return v.loaded && (v.trusted == 0 || nowMs < v.trusted) && ok && t.RefusesAt(nowMs)
 }
 
 // changed records a change this instance made to a seat: taken as t, or free (nil).
@@ -193,9 +205,9 @@ func (v *scheduleView) state() (mark uint64, loaded bool) {
 	return v.changes, v.loaded
 }
 
-// apply replaces the view with a read of the seats that began after local change mark; this
-// instance's changes after mark stay as they are.
-func (v *scheduleView) apply(fresh map[string]ticketrush.TakenSeat, mark uint64) {
+// apply replaces the view with a read of the seats that began after local change mark, to be trusted by
+// refusals until trusted (Unix ms, 0: no limit); this instance's changes after mark stay as they are.
+func (v *scheduleView) apply(fresh map[string]ticketrush.TakenSeat, mark uint64, trusted int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for seat, n := range v.local {
@@ -209,7 +221,7 @@ func (v *scheduleView) apply(fresh map[string]ticketrush.TakenSeat, mark uint64)
 			delete(fresh, seat)
 		}
 	}
-	v.taken, v.loaded, v.stale = fresh, true, true
+	v.taken, v.loaded, v.stale, v.trusted = fresh, true, true, trusted
 }
 
 // seatMap returns the schedule's map: the one last built, unless the view changed since (rebuilt at
@@ -269,11 +281,13 @@ func (sv *seatView) loadFirst(ctx context.Context, v *scheduleView) error {
 	if loaded {
 		return nil
 	}
+	start := sv.now()
 	taken, err := sv.store.TakenSeats(ctx, v.concertID, []string{v.id})
 	if err != nil {
 		return err
 	}
-	v.apply(taken[0], mark)
+	_, trusted := sv.pace(start, len(taken[0]))
+	v.apply(taken[0], mark, trusted)
 	return nil
 }
 
@@ -297,7 +311,7 @@ func (sv *seatView) Refresh(ctx context.Context) error {
 	sv.mu.Unlock()
 	sv.pmu.Lock()
 	for k, p := range sv.proofs {
-		if !now.Before(p.until) {
+		if !now.Before(p.until) && !now.Before(p.activeUntil) { // kept while its activeUntil bounds a later proof
 			delete(sv.proofs, k)
 		}
 	}
@@ -316,16 +330,28 @@ func (sv *seatView) Refresh(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		var due time.Time
-		if took := sv.now().Sub(start); sv.interval > 0 && readShare*took > sv.interval {
-			due = start.Add(readShare * took)
-		}
 		for i, v := range views {
-			v.apply(taken[i], marks[i])
+			due, trusted := sv.pace(start, len(taken[i]))
+			v.apply(taken[i], marks[i], trusted)
 			v.due = due
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// pace returns, for a schedule read at start whose read held entries, when it is next read at the
+// earliest (zero: at the next refresh) and until when (Unix ms) a refusal may trust the read: for
+// trustReads refreshes at its pace (no limit without RunSeatView's interval).
+func (sv *seatView) pace(start time.Time, entries int) (due time.Time, trusted int64) {
+	if sv.interval <= 0 {
+		return time.Time{}, 0
+	}
+	every := sv.interval
+	if cost := readShare * seatReadCost * time.Duration(entries); cost > every {
+		every = cost
+		due = start.Add(cost)
+	}
+	return due, start.Add(trustReads * every).UnixMilli()
 }
 
 // proven records that a script or the gate found the fan's token ACTIVE at now (until activeUntil, when
@@ -334,13 +360,17 @@ func (sv *seatView) proven(c ticketrush.QueueClaims, now, activeUntil time.Time)
 	if sv == nil || !sv.enabled.Load() {
 		return
 	}
+	key := proofKey{c.ConcertID, c.UserID}
+	sv.pmu.Lock()
+	defer sv.pmu.Unlock()
+	if p, ok := sv.proofs[key]; ok && p.seq == c.Seq && activeUntil.IsZero() {
+		activeUntil = p.activeUntil // a hold's answer does not tell it; an earlier gate check did
+	}
 	until := now.Add(sv.proofFor)
 	if !activeUntil.IsZero() && activeUntil.Before(until) {
 		until = activeUntil
 	}
-	sv.pmu.Lock()
-	sv.proofs[proofKey{c.ConcertID, c.UserID}] = proof{seq: c.Seq, until: until}
-	sv.pmu.Unlock()
+	sv.proofs[key] = proof{seq: c.Seq, until: until, activeUntil: activeUntil}
 }
 
 // ended forgets what this instance knew of a fan's token: it is not (or may no longer be) ACTIVE.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -271,9 +272,11 @@ func inMemory(t *testing.T, c prometheus.Counter) float64 {
 
 // slowSeats is a SeatViewStore whose reads take took on the test's clock; it counts them.
 type slowSeats struct {
-	clock *clock
-	took  time.Duration
-	reads int
+	clock   *clock
+	took    time.Duration  // each read's time on the test clock
+	entries map[string]int // taken seats per schedule (held till far ahead)
+	fail    error          // reads fail with it
+	reads   map[string]int // reads per schedule
 }
 
 func (f *slowSeats) Gate(context.Context, ticketrush.QueueClaims, time.Time) (ticketrush.TokenState, error) {
@@ -281,44 +284,82 @@ func (f *slowSeats) Gate(context.Context, ticketrush.QueueClaims, time.Time) (ti
 }
 
 func (f *slowSeats) TakenSeats(_ context.Context, _ string, ids []string) ([]map[string]ticketrush.TakenSeat, error) {
-	f.reads++
 	f.clock.advance(f.took)
+	if f.fail != nil {
+		return nil, f.fail
+	}
 	out := make([]map[string]ticketrush.TakenSeat, len(ids))
-	for i := range out {
+	for i, id := range ids {
+		f.reads[id]++
 		out[i] = map[string]ticketrush.TakenSeat{}
+		for n := range f.entries[id] {
+			out[i][fmt.Sprintf("R-%d", n+1)] = ticketrush.TakenSeat{HeldUntil: math.MaxInt64}
+		}
 	}
 	return out, nil
 }
 
-// TestSeatViewReadsBigSchedulesLessOften: a schedule whose read takes long is read again after
-// readShare times that at the earliest, so that the view's share of Redis stays bounded; a quick read
-// is repeated at every refresh.
+// TestSeatViewReadsBigSchedulesLessOften: a schedule whose read costs Redis much (many entries) is read
+// again after readShare times that cost at the earliest, so that the view's share of Redis stays
+// bounded; a small schedule is read at every refresh, even beside a big one of the same concert and
+// even when its reads take long (a Redis stall is no reason to stop refreshing).
 func TestSeatViewReadsBigSchedulesLessOften(t *testing.T) {
+	big := int(2 * time.Second / (readShare * seatReadCost)) // a read costing Redis 2 s / readShare
 	for _, tt := range []struct {
 		name      string
 		took      time.Duration
-		wantReads int
+		entries   map[string]int
+		wantReads map[string]int
 	}{
-		{"quick read: every refresh", 5 * time.Millisecond, 10},
-		{"slow read: every readShare x its time", 100 * time.Millisecond, 1 + 1}, // at 0, then at 2 s
+		{"small, quick read: every refresh", 5 * time.Millisecond, map[string]int{"s1": 3}, map[string]int{"s1": 10}},
+		{"small, reads stalled 2 s: every refresh", 2 * time.Second, map[string]int{"s1": 3}, map[string]int{"s1": 10}},
+		{"big: every readShare x its cost", 5 * time.Millisecond, map[string]int{"s1": big}, map[string]int{"s1": 1 + 1}}, // at 0, then at 2 s
+		{"big beside small", 5 * time.Millisecond, map[string]int{"s1": 3, "s2": big}, map[string]int{"s1": 10, "s2": 2}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &clock{}
 			c.set(time.Unix(1_800_000_000, 0))
-			store := &slowSeats{clock: c, took: tt.took}
+			store := &slowSeats{clock: c, took: tt.took, entries: tt.entries, reads: map[string]int{}}
 			sv := newSeatView(store, c.now, newMetrics(prometheus.NewRegistry()))
 			sv.enabled.Store(true)
 			sv.interval = 200 * time.Millisecond
-			concert := ticketrush.Concert{ID: "c1", Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 3}},
-				Schedules: []ticketrush.Schedule{{ID: "s1"}}}
-			for range 10 { // 10 refreshes 250 ms apart (each read's own time on top): 2.5 s and more
-				sv.schedule(concert, "s1") // in use
+			concert := ticketrush.Concert{ID: "c1", Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: big}},
+				Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}}}
+			for range 10 { // 10 refreshes 250 ms apart (the reads' own time on top): 2.25 s and more
+				for id := range tt.entries {
+					sv.schedule(concert, id) // in use
+				}
 				require.NoError(t, sv.Refresh(context.Background()))
 				c.advance(250 * time.Millisecond)
 			}
 			assert.Equal(t, tt.wantReads, store.reads)
 		})
 	}
+}
+
+// TestSeatViewDistrustsAnOldRead: while its reads fail, a view refuses from memory only for trustReads
+// refreshes after its last read; then every hold goes to the script again.
+func TestSeatViewDistrustsAnOldRead(t *testing.T) {
+	c := &clock{}
+	c.set(time.Unix(1_800_000_000, 0))
+	store := &slowSeats{clock: c, entries: map[string]int{"s1": 1}, reads: map[string]int{}}
+	sv := newSeatView(store, c.now, newMetrics(prometheus.NewRegistry()))
+	sv.enabled.Store(true)
+	sv.interval = 200 * time.Millisecond
+	concert := ticketrush.Concert{ID: "c1", Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 2}},
+		Schedules: []ticketrush.Schedule{{ID: "s1"}}}
+	v := sv.schedule(concert, "s1")
+	require.NoError(t, sv.Refresh(context.Background()))
+	read := c.now()
+	assert.True(t, v.refuses("R-1", c.now().UnixMilli()), "a seat held far ahead is refused from memory")
+	store.fail = errors.New("redis away")
+	for range 3 {
+		c.advance(sv.interval)
+		require.Error(t, sv.Refresh(context.Background()))
+	}
+	assert.True(t, v.refuses("R-1", c.now().UnixMilli()), "a few failed refreshes: still trusted")
+	c.set(read.Add(trustReads * sv.interval))
+	assert.False(t, v.refuses("R-1", c.now().UnixMilli()), "the last read is too old: the script decides")
 }
 
 // TestSeatViewUnderContention: 200 fans race for 5 seats, twenty attempts each, while the view refreshes
@@ -364,4 +405,29 @@ func TestSeatViewUnderContention(t *testing.T) {
 	for _, s := range m.Seats {
 		assert.Equal(t, ticketrush.SeatHeld, s.Status, "this instance's holds show at once: %s", s.ID)
 	}
+}
+
+// TestSeatViewProofKeepsActiveUntil: a hold's answer proves a token ACTIVE without telling its
+// activeUntil; a proof from it stops at the activeUntil an earlier gate check told, even after that
+// gate's own proof ran out and a refresh forgot it, so that a token past its turn gets the script's 410.
+func TestSeatViewProofKeepsActiveUntil(t *testing.T) {
+	c := &clock{}
+	c.set(time.Unix(1_800_000_000, 0))
+	sv := newSeatView(&slowSeats{clock: c, reads: map[string]int{}}, c.now, newMetrics(prometheus.NewRegistry()))
+	sv.enabled.Store(true)
+	claims := ticketrush.QueueClaims{UserID: "fan", ConcertID: "c1", Seq: 7}
+	activeUntil := c.now().Add(2*activeProofFor + activeProofFor/2)
+
+	sv.proven(claims, c.now(), activeUntil) // a seat map read's gate check
+	c.advance(2 * activeProofFor)
+	require.NoError(t, sv.Refresh(context.Background()))
+	assert.False(t, sv.active(claims, c.now()), "the gate's proof ran out")
+	sv.learn(claims, c.now(), nil) // a hold that won
+	assert.True(t, sv.active(claims, c.now()))
+	c.set(activeUntil)
+	assert.False(t, sv.active(claims, c.now()), "the hold's proof stops at the token's activeUntil")
+
+	other := ticketrush.QueueClaims{UserID: "fan", ConcertID: "c1", Seq: 8} // a newer token: nothing known
+	sv.learn(other, c.now(), nil)
+	assert.True(t, sv.active(other, c.now().Add(activeProofFor-time.Millisecond)))
 }
