@@ -187,3 +187,46 @@ func TestNewConcertIsReadAtTheNextRound(t *testing.T) {
 	}
 	assert.Equal(t, 3, got, "the new concert's events in the first read after it appeared")
 }
+
+// While Postgres holds a worker's writes, the entries it has read wait with its writers, some for far
+// longer than ClaimIdle: neither its own claims nor another worker's take them (keepFlying keeps them
+// claimed), and once Postgres answers every event is written once, by the worker that read it.
+func TestSlowWritesAreNotClaimedAgain(t *testing.T) {
+	rdb, prefix := dbtest.Redis(t)
+	ctx := context.Background()
+	require.NoError(t, NewState(rdb, prefix).Mark(ctx, "first-load", time.Now()))
+	stream := redis.NewKeys(prefix).Concert("line").Events()
+	addJoins(t, rdb, stream, 30)
+	lines := func() []string { return []string{"line"} }
+	cfg := Config{Writers: 1, BatchSize: 10, ReadCount: 10, MaxReadCount: 10, ClaimIdle: 2 * time.Second,
+		ClaimEvery: 50 * time.Millisecond}
+	pending := func() int64 {
+		parts, err := rdb.Do(ctx, rdb.B().Xpending().Key(stream).Group(DefaultConfig().Group).Build()).ToArray()
+		if err != nil || len(parts) == 0 {
+			return -1
+		}
+		n, _ := parts[0].AsInt64()
+		return n
+	}
+
+	slow := &gate{open: make(chan struct{})}
+	cfg.Consumer = "slow"
+	run(t, New(rdb, slow, prefix, lines, cfg, time.Now, dbtest.Log(t), prometheus.NewRegistry()))
+	eventually(t, 10*time.Second, "the slow worker has read every event", func() bool { return pending() == 30 })
+	other := &gate{open: make(chan struct{})}
+	close(other.open)
+	cfg.Consumer = "other"
+	run(t, New(rdb, other, prefix, lines, cfg, time.Now, dbtest.Log(t), prometheus.NewRegistry()))
+
+	// Postgres stays slow for three ClaimIdles: time passing is what is under test.
+	until := time.Now().Add(3 * cfg.ClaimIdle)
+	eventually(t, time.Minute, "three ClaimIdles pass", func() bool { return time.Now().After(until) })
+	close(slow.open)
+	eventually(t, 10*time.Second, "every event is written and acknowledged", func() bool { return pending() == 0 })
+	slow.mu.Lock()
+	assert.Equal(t, 30, slow.events, "each event written once by the worker that read it")
+	slow.mu.Unlock()
+	other.mu.Lock()
+	assert.Zero(t, other.events, "the other worker claimed none")
+	other.mu.Unlock()
+}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -48,4 +49,22 @@ func TestKeepSources(t *testing.T) {
 	w.keepSources(map[string]bool{"listed": true})
 	assert.NotContains(t, w.sources, "s:stale")
 	assert.Len(t, w.sources, 4)
+}
+
+// TestStreamKeepsItsWriter: a stream dropped and read again goes to the writer it had, which may still
+// hold its earlier batches (behind a slow Postgres): its events still commit in the order read.
+func TestStreamKeepsItsWriter(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	w := New(nil, nil, "tr", func() []string { return nil }, Config{Writers: 2}, func() time.Time { return now },
+		nil, prometheus.NewRegistry())
+	for _, id := range []string{"a", "b", "c"} {
+		w.addSource(&source{stream: "s:" + id, concertID: id, drained: true, readAt: now, yielded: now.Add(-time.Hour)})
+	}
+	before := w.sources["s:b"].writer
+	w.keepSources(map[string]bool{"a": true, "c": true})
+	assert.NotContains(t, w.sources, "s:b")
+	w.addSource(&source{stream: "s:b", concertID: "b"})
+	w.addSource(&source{stream: "s:d", concertID: "d"})
+	assert.Equal(t, before%2, w.sources["s:b"].writer%2, "b writes with its earlier writer")
+	assert.NotEqual(t, w.sources["s:c"].writer%2, w.sources["s:d"].writer%2, "new streams still take the writers in turn")
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
+	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -134,7 +136,14 @@ type Worker struct {
 	sources  map[string]*source // by stream
 	grouped  map[string]bool    // streams whose group this worker has made sure of
 	order    []*source
+	writerOf map[string]int // stream -> its writer, kept when the stream is dropped and read again
 	lastSync time.Time
+
+	// flight holds the entries handed to the writers and not yet acknowledged or dead-lettered, with
+	// when each was last kept (claimed by this worker again, idle time reset): a claim must not hand them
+	// out a second time, to this worker or another, while they wait behind a slow Postgres.
+	fmu    sync.Mutex
+	flight map[flightKey]*flying
 
 	mu          sync.Mutex
 	streams     []string  // every stream with its group, for the stats loop
@@ -148,8 +157,64 @@ func New(rdb rueidis.Client, record Record, prefix string, concerts func() []str
 	return &Worker{
 		rdb: rdb, record: record, keys: redis.NewKeys(prefix), state: NewState(rdb, prefix), concerts: concerts,
 		cfg: cfg.withDefaults(), now: now, log: log, metrics: newMetrics(reg), warnings: newWarnings(log, now, reg),
-		sources: map[string]*source{}, grouped: map[string]bool{},
+		sources: map[string]*source{}, grouped: map[string]bool{}, writerOf: map[string]int{},
+		flight: map[flightKey]*flying{},
 	}
+}
+
+type flightKey struct{ stream, id string }
+
+type flying struct {
+	e    entry
+	kept time.Time
+}
+
+// fly records entries handed to a writer.
+func (w *Worker) fly(es []entry) {
+	now := w.now()
+	w.fmu.Lock()
+	defer w.fmu.Unlock()
+	for _, e := range es {
+		w.flight[flightKey{e.src.stream, e.id}] = &flying{e: e, kept: now}
+	}
+}
+
+// landed forgets entries a writer is done with (acknowledged, dead-lettered, or left pending as the
+// worker stops).
+func (w *Worker) landed(es []entry) {
+	w.fmu.Lock()
+	defer w.fmu.Unlock()
+	for _, e := range es {
+		delete(w.flight, flightKey{e.src.stream, e.id})
+	}
+}
+
+// flying reports whether an entry of stream is with a writer of this worker.
+func (w *Worker) flying(stream, id string) bool {
+	w.fmu.Lock()
+	defer w.fmu.Unlock()
+	return w.flight[flightKey{stream, id}] != nil
+}
+
+// keepFlying resets the idle time of the entries with the writers that were last kept ClaimIdle/3 ago
+// or more (all of them waiting behind a slow or absent Postgres), so that no claim, this worker's or
+// another's, takes them while they wait. Run calls it every ClaimIdle/3, apart from the reader and the
+// writers (either may be the one waiting).
+func (w *Worker) keepFlying(ctx context.Context) error {
+	now := w.now()
+	var due []entry
+	w.fmu.Lock()
+	for _, f := range w.flight {
+		if now.Sub(f.kept) >= w.cfg.ClaimIdle/3 {
+			f.kept = now
+			due = append(due, f.e)
+		}
+	}
+	w.fmu.Unlock()
+	if len(due) > 0 {
+		w.keep(ctx, due)
+	}
+	return nil
 }
 
 // Run consumes until ctx ends. Entries it holds when it stops stay pending in the group; another
@@ -159,13 +224,15 @@ func New(rdb rueidis.Client, record Record, prefix string, concerts func() []str
 // the next entries. Each stream has one writer, which writes its batches one after the other: a
 // stream's events are committed in the order they were read, as when reading waited for writing (so
 // of two events Postgres cannot both take, the later is the one refused). A writer holds the batch it
-// writes and one more; the reader waits for it beyond that.
+// writes and one more; the reader waits for it beyond that. Entries with the writers are kept claimed
+// (keepFlying) however long Postgres takes, so that no claim hands them out again meanwhile.
 func (w *Worker) Run(ctx context.Context) {
 	w.mu.Lock()
 	w.lastAdvance = w.now()
 	w.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Go(func() { w.runStats(ctx) })
+	wg.Go(func() { periodic.Run(ctx, w.cfg.ClaimIdle/3, w.keepFlying, w.log, "writebehind keep") })
 	defer wg.Wait()
 	queues := make([]chan batch, w.cfg.Writers)
 	for i := range queues {
@@ -274,7 +341,14 @@ func (w *Worker) addSource(s *source) {
 	if _, ok := w.sources[s.stream]; ok {
 		return
 	}
-	s.writer = len(w.order) // streams take the writers in turn
+	// Streams take the writers in turn; a stream read again after it was dropped keeps its writer, which
+	// may still hold its earlier batches: its events still commit in order.
+	writer, ok := w.writerOf[s.stream]
+	if !ok {
+		writer = len(w.writerOf)
+		w.writerOf[s.stream] = writer
+	}
+	s.writer = writer
 	w.sources[s.stream] = s
 	w.order = append(w.order, s)
 }
@@ -352,15 +426,20 @@ func (w *Worker) process(ctx context.Context, entries []entry, queues []chan bat
 		if len(open[i].entries) == 0 {
 			return
 		}
+		w.fly(open[i].entries)
 		select {
 		case queues[i] <- open[i]:
 		case <-ctx.Done():
+			w.landed(open[i].entries) // left pending: claimed after ClaimIdle
 		}
 		open[i] = batch{}
 	}
 	for _, e := range entries {
 		if ctx.Err() != nil {
 			break
+		}
+		if w.flying(e.src.stream, e.id) {
+			continue // claimed again while a writer has it (before keepFlying kept it)
 		}
 		i := e.src.writer % len(queues)
 		b := &open[i]
@@ -395,6 +474,7 @@ func decodeAll(entries []entry) ticketrush.RecordBatch {
 // entries it refuses are alone; such an entry is tried MaxFailures times and then dead-lettered, and
 // the others go through.
 func (w *Worker) flush(ctx context.Context, b batch) {
+	defer w.landed(b.entries)
 	start := w.now()
 	err := w.write(ctx, b)
 	if err == nil {
@@ -567,6 +647,7 @@ func (w *Worker) claim(ctx context.Context) []entry {
 			if err != nil {
 				continue
 			}
+			entries = slices.DeleteFunc(entries, func(x rueidis.XRangeEntry) bool { return w.flying(s.stream, x.ID) })
 			out = append(out, w.dropOverdelivered(ctx, s, entries)...)
 			if next, _ := parts[0].ToString(); next != "0-0" && next != "" && len(entries) > 0 {
 				cursors[s] = next
