@@ -169,3 +169,44 @@ func TestOneMovementPerID(t *testing.T) {
 	require.NoError(t, db.WriteRecords(ctx, ticketrush.RecordBatch{Ledger: []ticketrush.LedgerEntry{charge("ca", 5, 100, 100)}}))
 	assert.Equal(t, 1, count(t, db, "ledger"))
 }
+
+// TestPrequeueNewestEventStands: each fan's pre-queue row is their newest event, whatever order the
+// events are written in and however often: an entry written again after its leave (a redelivery) does
+// not bring the fan back, nor does an entry written after a newer leave; an entry newer than the leave
+// does.
+func TestPrequeueNewestEventStands(t *testing.T) {
+	db := withConcert(t)
+	ctx := context.Background()
+	entry := func(user string, ms int64) ticketrush.PrequeueEntry {
+		return ticketrush.PrequeueEntry{ConcertID: "c1", UserID: user, At: at.Add(time.Duration(ms) * time.Millisecond), Event: ev(concert, ms)}
+	}
+	users := func() []string {
+		t.Helper()
+		es, err := db.Prequeue(ctx, "c1")
+		require.NoError(t, err)
+		var out []string
+		for _, e := range es {
+			out = append(out, e.UserID)
+		}
+		return out
+	}
+	write := func(b ticketrush.RecordBatch) { t.Helper(); require.NoError(t, db.WriteRecords(ctx, b)) }
+
+	write(ticketrush.RecordBatch{Prequeue: []ticketrush.PrequeueEntry{entry("ann", 1), entry("bob", 2), entry("cat", 3)}})
+	write(ticketrush.RecordBatch{PrequeueLeaves: []ticketrush.PrequeueEntry{entry("ann", 4)}})
+	assert.Equal(t, []string{"bob", "cat"}, users())
+
+	write(ticketrush.RecordBatch{Prequeue: []ticketrush.PrequeueEntry{entry("ann", 1)}}) // redelivered
+	assert.Equal(t, []string{"bob", "cat"}, users(), "an entry written again after its leave")
+
+	write(ticketrush.RecordBatch{PrequeueLeaves: []ticketrush.PrequeueEntry{entry("dan", 6)}}) // the leave first
+	write(ticketrush.RecordBatch{Prequeue: []ticketrush.PrequeueEntry{entry("dan", 5)}})
+	assert.Equal(t, []string{"bob", "cat"}, users(), "an entry written after its newer leave")
+
+	// In one batch: bob leaves and comes back, cat comes back (redelivered) and leaves.
+	write(ticketrush.RecordBatch{Prequeue: []ticketrush.PrequeueEntry{entry("bob", 8), entry("cat", 3)},
+		PrequeueLeaves: []ticketrush.PrequeueEntry{entry("bob", 7), entry("cat", 9)}})
+	assert.Equal(t, []string{"bob"}, users())
+	write(ticketrush.RecordBatch{Prequeue: []ticketrush.PrequeueEntry{entry("ann", 10)}})
+	assert.Equal(t, []string{"bob", "ann"}, users(), "an entry newer than the leave, in entry order")
+}

@@ -13,18 +13,16 @@ import (
 // The on-sale's durable record (sql/0003_onsale.sql): pre-queue entries, places and draws, written by
 // the write-behind worker; each row keyed by its business id, so a redelivered event changes nothing.
 const (
-	// A fan may enter, leave and enter again, and events may be written out of order: the newest entry
-	// (by event id) stands, and a leave removes only an entry older than itself.
-	insertPrequeue = `INSERT INTO prequeue_entries AS p (concert_id, user_id, entered_at, ev_ms, ev_seq)
-SELECT c, u, 'epoch'::timestamptz + a * interval '1 millisecond', m, q
+	// A fan may enter, leave and enter again, and events may be written out of order or twice: each
+	// fan's row is their newest event (by event id), an entry or a leave (left_queue), so that neither an
+	// older entry written again after a leave nor a leave written before its entry brings a fan back.
+	// $6 tells entries (false) from leaves (true).
+	upsertPrequeue = `INSERT INTO prequeue_entries AS p (concert_id, user_id, entered_at, ev_ms, ev_seq, left_queue)
+SELECT c, u, 'epoch'::timestamptz + a * interval '1 millisecond', m, q, $6
 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS x(c, u, a, m, q)
 ON CONFLICT (concert_id, user_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, ev_ms = EXCLUDED.ev_ms,
-	ev_seq = EXCLUDED.ev_seq
+	ev_seq = EXCLUDED.ev_seq, left_queue = EXCLUDED.left_queue
 WHERE (EXCLUDED.ev_ms, EXCLUDED.ev_seq) > (p.ev_ms, p.ev_seq)`
-
-	deletePrequeue = `DELETE FROM prequeue_entries AS p
-USING unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS x(c, u, m, q)
-WHERE p.concert_id = x.c AND p.user_id = x.u AND (p.ev_ms, p.ev_seq) < (x.m, x.q)`
 
 	insertDrawPlaces = `INSERT INTO draw_places (concert_id, place, user_id)
 SELECT c, p, u FROM unnest($1::text[], $2::bigint[], $3::text[]) AS x(c, p, u)
@@ -37,35 +35,10 @@ ON CONFLICT DO NOTHING`
 )
 
 func queueOnSale(b *pgx.Batch, rb ticketrush.RecordBatch) {
-	if len(rb.Prequeue) > 0 {
-		// One row per (concert, user) in one INSERT ... ON CONFLICT: the newest entry of the batch.
-		newest := map[[2]string]ticketrush.PrequeueEntry{}
-		var order [][2]string
-		for _, e := range rb.Prequeue {
-			k := [2]string{e.ConcertID, e.UserID}
-			old, seen := newest[k]
-			if !seen {
-				order = append(order, k)
-			}
-			if !seen || old.Event.Before(e.Event) {
-				newest[k] = e
-			}
-		}
-		n := len(order)
-		cs, us, at, ms, seqs := make([]string, n), make([]string, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		for i, k := range order {
-			e := newest[k]
-			cs[i], us[i], at[i], ms[i], seqs[i] = e.ConcertID, e.UserID, millis(e.At), e.Event.Ms, e.Event.Seq
-		}
-		b.Queue(insertPrequeue, cs, us, at, ms, seqs)
-	}
-	if n := len(rb.PrequeueLeaves); n > 0 {
-		cs, us, ms, seqs := make([]string, n), make([]string, n), make([]int64, n), make([]int64, n)
-		for i, e := range rb.PrequeueLeaves {
-			cs[i], us[i], ms[i], seqs[i] = e.ConcertID, e.UserID, e.Event.Ms, e.Event.Seq
-		}
-		b.Queue(deletePrequeue, cs, us, ms, seqs)
-	}
+	// Entries before leaves: of an entry and a leave with the same event id (none such), the leave
+	// would stand.
+	queuePrequeue(b, rb.Prequeue, false)
+	queuePrequeue(b, rb.PrequeueLeaves, true)
 	if n := len(rb.DrawPlaces); n > 0 {
 		cs, ps, us := make([]string, n), make([]int64, n), make([]string, n)
 		for i, p := range rb.DrawPlaces {
@@ -82,10 +55,37 @@ func queueOnSale(b *pgx.Batch, rb ticketrush.RecordBatch) {
 	}
 }
 
+// queuePrequeue writes pre-queue entries (left false) or leaves (left true): one row per (concert, user)
+// in one INSERT ... ON CONFLICT, the newest event of the batch (a statement may not change a row twice).
+func queuePrequeue(b *pgx.Batch, es []ticketrush.PrequeueEntry, left bool) {
+	if len(es) == 0 {
+		return
+	}
+	newest := map[[2]string]ticketrush.PrequeueEntry{}
+	var order [][2]string
+	for _, e := range es {
+		k := [2]string{e.ConcertID, e.UserID}
+		old, seen := newest[k]
+		if !seen {
+			order = append(order, k)
+		}
+		if !seen || old.Event.Before(e.Event) {
+			newest[k] = e
+		}
+	}
+	n := len(order)
+	cs, us, at, ms, seqs := make([]string, n), make([]string, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, k := range order {
+		e := newest[k]
+		cs[i], us[i], at[i], ms[i], seqs[i] = e.ConcertID, e.UserID, millis(e.At), e.Event.Ms, e.Event.Seq
+	}
+	b.Queue(upsertPrequeue, cs, us, at, ms, seqs, left)
+}
+
 // Prequeue returns the users of a concert's pre-queue as the record has them, in entry order.
 func (db *DB) Prequeue(ctx context.Context, concertID string) ([]ticketrush.PrequeueEntry, error) {
 	rows, err := db.pool.Query(ctx, `SELECT user_id, entered_at FROM prequeue_entries WHERE concert_id = $1
-		ORDER BY entered_at, user_id`, concertID)
+		AND NOT left_queue ORDER BY entered_at, user_id`, concertID)
 	if err != nil {
 		return nil, fmt.Errorf("read pre-queue %s: %w", concertID, err)
 	}
