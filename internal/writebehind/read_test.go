@@ -70,6 +70,16 @@ func TestReadCountFollowsTheBacklog(t *testing.T) {
 	}
 }
 
+// pendingEntries is how many entries of stream the group has delivered and not acknowledged (-1: unknown).
+func pendingEntries(rdb rueidis.Client, stream string) int64 {
+	parts, err := rdb.Do(context.Background(), rdb.B().Xpending().Key(stream).Group(DefaultConfig().Group).Build()).ToArray()
+	if err != nil || len(parts) == 0 {
+		return -1
+	}
+	n, _ := parts[0].AsInt64()
+	return n
+}
+
 // gate is a record that holds every write until the test opens it, and records what it was given.
 type gate struct {
 	open   chan struct{}
@@ -103,14 +113,7 @@ func TestWorkerReadsWhileWriting(t *testing.T) {
 	w := New(rdb, g, prefix, func() []string { return []string{"line"} },
 		Config{Writers: 1, BatchSize: 10, ReadCount: 10, MaxReadCount: 10}, time.Now, dbtest.Log(t), prometheus.NewRegistry())
 	run(t, w)
-	pending := func() int64 {
-		parts, err := rdb.Do(ctx, rdb.B().Xpending().Key(stream).Group(DefaultConfig().Group).Build()).ToArray()
-		if err != nil || len(parts) == 0 {
-			return -1
-		}
-		n, _ := parts[0].AsInt64()
-		return n
-	}
+	pending := func() int64 { return pendingEntries(rdb, stream) }
 	eventually(t, 10*time.Second, "a second batch is read while the first is being written", func() bool { return pending() >= 20 })
 	g.mu.Lock()
 	assert.Zero(t, g.calls, "nothing committed yet")
@@ -200,14 +203,7 @@ func TestSlowWritesAreNotClaimedAgain(t *testing.T) {
 	lines := func() []string { return []string{"line"} }
 	cfg := Config{Writers: 1, BatchSize: 10, ReadCount: 10, MaxReadCount: 10, ClaimIdle: 2 * time.Second,
 		ClaimEvery: 50 * time.Millisecond}
-	pending := func() int64 {
-		parts, err := rdb.Do(ctx, rdb.B().Xpending().Key(stream).Group(DefaultConfig().Group).Build()).ToArray()
-		if err != nil || len(parts) == 0 {
-			return -1
-		}
-		n, _ := parts[0].AsInt64()
-		return n
-	}
+	pending := func() int64 { return pendingEntries(rdb, stream) }
 
 	slow := &gate{open: make(chan struct{})}
 	cfg.Consumer = "slow"
