@@ -190,10 +190,7 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 		if len(seed) != 32 {
 			return fmt.Errorf("sale of %s: seed of %d bytes", cid, len(seed))
 		}
-		sale := &ticketrush.Sale{OpensAt: opens.UTC(), PrequeueOpensAt: pqopens.UTC()}
-		if closes != nil {
-			sale.ClosesAt = closes.UTC()
-		}
+		sale := &ticketrush.Sale{OpensAt: opens.UTC(), PrequeueOpensAt: pqopens.UTC(), ClosesAt: utc(closes)}
 		copy(sale.Seed[:], seed)
 		out[i].Sale = sale
 		return nil

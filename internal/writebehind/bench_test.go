@@ -43,28 +43,10 @@ func fillCharges(tb testing.TB, rdb rueidis.Client, prefix string, n, round int)
 	flush()
 }
 
-// fillJoins appends n queue.join events to the concert stream of the sale, as queue_join.lua writes
-// them: one stream takes every event, as in make bench's joins row.
+// fillJoins appends n queue.join events to the concert stream of the sale: one stream takes every
+// event, as in make bench's joins row.
 func fillJoins(tb testing.TB, s *sale, n, round int) {
-	tb.Helper()
-	stream := redis.NewKeys(s.prefix).Concert(s.concert.ID).Events()
-	at := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	cmds := make(rueidis.Commands, 0, 1000)
-	flush := func() {
-		for _, res := range s.rdb.DoMulti(context.Background(), cmds...) {
-			require.NoError(tb, res.Error())
-		}
-		cmds = cmds[:0]
-	}
-	for i := range n {
-		seq := strconv.Itoa(round*n + i + 1)
-		cmds = append(cmds, s.rdb.B().Xadd().Key(stream).Id("*").FieldValue().
-			FieldValue("type", "queue.join").FieldValue("user", "u"+seq).FieldValue("seq", seq).FieldValue("at", at).Build())
-		if len(cmds) == cap(cmds) {
-			flush()
-		}
-	}
-	flush()
+	addJoins(tb, s.rdb, redis.NewKeys(s.prefix).Concert(s.concert.ID).Events(), n, round*n)
 }
 
 // BenchmarkWorkerWrite measures how many events a second one worker writes into Postgres: a backlog

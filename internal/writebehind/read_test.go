@@ -17,17 +17,27 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// addJoins appends n queue.join events to stream.
-func addJoins(t *testing.T, rdb rueidis.Client, stream string, n int) {
-	t.Helper()
-	cmds := make(rueidis.Commands, 0, n)
+// addJoins appends n queue.join events to stream, as queue_join.lua writes them, with seqs after from,
+// in pipelines of 1,000.
+func addJoins(tb testing.TB, rdb rueidis.Client, stream string, n, from int) {
+	tb.Helper()
+	at := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	cmds := make(rueidis.Commands, 0, 1000)
+	flush := func() {
+		for _, res := range rdb.DoMulti(context.Background(), cmds...) {
+			require.NoError(tb, res.Error())
+		}
+		cmds = cmds[:0]
+	}
 	for i := range n {
-		cmds = append(cmds, rdb.B().Xadd().Key(stream).Id("*").FieldValue().FieldValue("type", "queue.join").
-			FieldValue("user", "u"+strconv.Itoa(i)).FieldValue("seq", strconv.Itoa(i+1)).FieldValue("at", "1700000000000").Build())
+		seq := strconv.Itoa(from + i + 1)
+		cmds = append(cmds, rdb.B().Xadd().Key(stream).Id("*").FieldValue().
+			FieldValue("type", "queue.join").FieldValue("user", "u"+seq).FieldValue("seq", seq).FieldValue("at", at).Build())
+		if len(cmds) == cap(cmds) {
+			flush()
+		}
 	}
-	for _, res := range rdb.DoMulti(context.Background(), cmds...) {
-		require.NoError(t, res.Error())
-	}
+	flush()
 }
 
 // A stream that fills its reads is read in growing rounds, up to MaxReadCount, and back down once
@@ -55,7 +65,7 @@ func TestReadCountFollowsTheBacklog(t *testing.T) {
 			for i := range tt.concerts {
 				id := "hot" + strconv.Itoa(i)
 				concerts = append(concerts, id)
-				addJoins(t, rdb, keys.Concert(id).Events(), tt.backlog)
+				addJoins(t, rdb, keys.Concert(id).Events(), tt.backlog, 0)
 			}
 			w := New(rdb, nil, prefix, func() []string { return concerts }, Config{ReadCount: tt.readCount, MaxReadCount: tt.maxRead},
 				time.Now, dbtest.Log(t), prometheus.NewRegistry())
@@ -108,7 +118,7 @@ func TestWorkerReadsWhileWriting(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, NewState(rdb, prefix).Mark(ctx, "first-load", time.Now()))
 	stream := redis.NewKeys(prefix).Concert("line").Events()
-	addJoins(t, rdb, stream, 30)
+	addJoins(t, rdb, stream, 30, 0)
 	g := &gate{open: make(chan struct{})}
 	w := New(rdb, g, prefix, func() []string { return []string{"line"} },
 		Config{Writers: 1, BatchSize: 10, ReadCount: 10, MaxReadCount: 10}, time.Now, dbtest.Log(t), prometheus.NewRegistry())
@@ -179,7 +189,7 @@ func TestNewConcertIsReadAtTheNextRound(t *testing.T) {
 	ctx := context.Background()
 	w.syncStreams(ctx)
 	fresh := redis.NewKeys(prefix).Concert("new").Events()
-	addJoins(t, rdb, fresh, 3)
+	addJoins(t, rdb, fresh, 3, 0)
 	concerts = append(concerts, "new")
 	w.syncStreams(ctx) // no time has passed
 	got := 0
@@ -199,7 +209,7 @@ func TestSlowWritesAreNotClaimedAgain(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, NewState(rdb, prefix).Mark(ctx, "first-load", time.Now()))
 	stream := redis.NewKeys(prefix).Concert("line").Events()
-	addJoins(t, rdb, stream, 30)
+	addJoins(t, rdb, stream, 30, 0)
 	lines := func() []string { return []string{"line"} }
 	cfg := Config{Writers: 1, BatchSize: 10, ReadCount: 10, MaxReadCount: 10, ClaimIdle: 2 * time.Second,
 		ClaimEvery: 50 * time.Millisecond}

@@ -143,7 +143,7 @@ type Worker struct {
 	// when each was last kept (claimed by this worker again, idle time reset): a claim must not hand them
 	// out a second time, to this worker or another, while they wait behind a slow Postgres.
 	fmu    sync.Mutex
-	flight map[flightKey]*flying
+	flight map[flightKey]time.Time
 
 	mu          sync.Mutex
 	streams     []string  // every stream with its group, for the stats loop
@@ -158,24 +158,19 @@ func New(rdb rueidis.Client, record Record, prefix string, concerts func() []str
 		rdb: rdb, record: record, keys: redis.NewKeys(prefix), state: NewState(rdb, prefix), concerts: concerts,
 		cfg: cfg.withDefaults(), now: now, log: log, metrics: newMetrics(reg), warnings: newWarnings(log, now, reg),
 		sources: map[string]*source{}, grouped: map[string]bool{}, writerOf: map[string]int{},
-		flight: map[flightKey]*flying{},
+		flight: map[flightKey]time.Time{},
 	}
 }
 
 type flightKey struct{ stream, id string }
 
-type flying struct {
-	e    entry
-	kept time.Time
-}
-
-// fly records entries handed to a writer.
+// fly records entries handed to a writer, kept (claimed) now.
 func (w *Worker) fly(es []entry) {
 	now := w.now()
 	w.fmu.Lock()
 	defer w.fmu.Unlock()
 	for _, e := range es {
-		w.flight[flightKey{e.src.stream, e.id}] = &flying{e: e, kept: now}
+		w.flight[flightKey{e.src.stream, e.id}] = now
 	}
 }
 
@@ -193,7 +188,8 @@ func (w *Worker) landed(es []entry) {
 func (w *Worker) flying(stream, id string) bool {
 	w.fmu.Lock()
 	defer w.fmu.Unlock()
-	return w.flight[flightKey{stream, id}] != nil
+	_, ok := w.flight[flightKey{stream, id}]
+	return ok
 }
 
 // keepFlying resets the idle time of the entries with the writers that were last kept ClaimIdle/3 ago
@@ -202,18 +198,16 @@ func (w *Worker) flying(stream, id string) bool {
 // writers (either may be the one waiting).
 func (w *Worker) keepFlying(ctx context.Context) error {
 	now := w.now()
-	var due []entry
+	due := map[string][]string{} // stream -> ids
 	w.fmu.Lock()
-	for _, f := range w.flight {
-		if now.Sub(f.kept) >= w.cfg.ClaimIdle/3 {
-			f.kept = now
-			due = append(due, f.e)
+	for k, kept := range w.flight {
+		if now.Sub(kept) >= w.cfg.ClaimIdle/3 {
+			w.flight[k] = now
+			due[k.stream] = append(due[k.stream], k.id)
 		}
 	}
 	w.fmu.Unlock()
-	if len(due) > 0 {
-		w.keep(ctx, due)
-	}
+	w.keep(ctx, due)
 	return nil
 }
 
@@ -438,9 +432,6 @@ func (w *Worker) process(ctx context.Context, entries []entry, queues []chan bat
 		if ctx.Err() != nil {
 			break
 		}
-		if w.flying(e.src.stream, e.id) {
-			continue // claimed again while a writer has it (before keepFlying kept it)
-		}
 		i := e.src.writer % len(queues)
 		b := &open[i]
 		if err := decode(e, &b.rb); err != nil {
@@ -505,11 +496,10 @@ func (w *Worker) flush(ctx context.Context, b batch) {
 }
 
 // write writes a batch, trying again while Postgres does not answer (not counted as failures: the
-// entries are not at fault) and keeping the entries claimed meanwhile. It returns nil, an error wrapping
+// entries are not at fault; keepFlying keeps them claimed meanwhile). It returns nil, an error wrapping
 // ErrRecordRefused, or ctx's error.
 func (w *Worker) write(ctx context.Context, b batch) error {
 	pause := 50 * time.Millisecond
-	lastKeep := w.now()
 	for {
 		err := w.record.WriteRecords(ctx, b.rb)
 		if err == nil || errors.Is(err, ticketrush.ErrRecordRefused) {
@@ -521,18 +511,17 @@ func (w *Worker) write(ctx context.Context, b batch) error {
 		w.warnings.warn(warnFlush, "events", len(b.entries), "err", err)
 		sleep(ctx, pause)
 		pause = min(2*pause, w.cfg.RetryMax)
-		if w.now().Sub(lastKeep) > w.cfg.ClaimIdle/3 {
-			w.keep(ctx, b.entries)
-			lastKeep = w.now()
-		}
 	}
 }
 
-// keep resets the idle time of entries this worker is still trying to write, so that no other worker
-// claims them meanwhile (XCLAIM JUSTID does not count a delivery).
-func (w *Worker) keep(ctx context.Context, batch []entry) {
+// keep resets the idle time of entries this worker is still trying to write (ids by stream), so that no
+// other worker claims them meanwhile (XCLAIM JUSTID does not count a delivery).
+func (w *Worker) keep(ctx context.Context, ids map[string][]string) {
+	if len(ids) == 0 {
+		return
+	}
 	var cmds rueidis.Commands
-	for stream, ids := range byStream(batch) {
+	for stream, ids := range ids {
 		cmds = append(cmds, w.rdb.B().Xclaim().Key(stream).Group(w.cfg.Group).Consumer(w.cfg.Consumer).MinIdleTime("0").
 			Id(ids...).Justid().Build())
 	}
