@@ -636,11 +636,11 @@ func (w *Worker) claim(ctx context.Context) []entry {
 			if err != nil {
 				continue
 			}
+			if next, _ := parts[0].ToString(); next != "0-0" && next != "" && len(entries) > 0 {
+				cursors[s] = next // a page of entries all in flight here still leads to the next page
+			}
 			entries = slices.DeleteFunc(entries, func(x rueidis.XRangeEntry) bool { return w.flying(s.stream, x.ID) })
 			out = append(out, w.dropOverdelivered(ctx, s, entries)...)
-			if next, _ := parts[0].ToString(); next != "0-0" && next != "" && len(entries) > 0 {
-				cursors[s] = next
-			}
 		}
 	}
 	if len(out) > 0 {
