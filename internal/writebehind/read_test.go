@@ -203,22 +203,28 @@ func TestNewConcertIsReadAtTheNextRound(t *testing.T) {
 
 // While Postgres holds a worker's writes, the entries it has read wait with its writers, some for far
 // longer than ClaimIdle: neither its own claims nor another worker's take them (keepFlying keeps them
-// claimed), and once Postgres answers every event is written once, by the worker that read it.
+// claimed), and once Postgres answers every event is written once, by the worker that read it. In
+// "one read", the reader holds two batches it has not sent yet while it waits for the writer.
 func TestSlowWritesAreNotClaimedAgain(t *testing.T) {
+	t.Run("reads of a batch", func(t *testing.T) { slowWritesNotClaimed(t, 30, 10) })
+	t.Run("one read", func(t *testing.T) { slowWritesNotClaimed(t, 50, 50) })
+}
+
+func slowWritesNotClaimed(t *testing.T, events, readCount int) {
 	rdb, prefix := dbtest.Redis(t)
 	ctx := context.Background()
 	require.NoError(t, NewState(rdb, prefix).Mark(ctx, "first-load", time.Now()))
 	stream := redis.NewKeys(prefix).Concert("line").Events()
-	addJoins(t, rdb, stream, 30, 0)
+	addJoins(t, rdb, stream, events, 0)
 	lines := func() []string { return []string{"line"} }
-	cfg := Config{Writers: 1, BatchSize: 10, ReadCount: 10, MaxReadCount: 10, ClaimIdle: 2 * time.Second,
+	cfg := Config{Writers: 1, BatchSize: 10, ReadCount: readCount, MaxReadCount: readCount, ClaimIdle: 2 * time.Second,
 		ClaimEvery: 50 * time.Millisecond}
 	pending := func() int64 { return pendingEntries(rdb, stream) }
 
 	slow := &gate{open: make(chan struct{})}
 	cfg.Consumer = "slow"
 	run(t, New(rdb, slow, prefix, lines, cfg, time.Now, dbtest.Log(t), prometheus.NewRegistry()))
-	eventually(t, 10*time.Second, "the slow worker has read every event", func() bool { return pending() == 30 })
+	eventually(t, 10*time.Second, "the slow worker has read every event", func() bool { return pending() == int64(events) })
 	other := &gate{open: make(chan struct{})}
 	close(other.open)
 	cfg.Consumer = "other"
@@ -230,7 +236,7 @@ func TestSlowWritesAreNotClaimedAgain(t *testing.T) {
 	close(slow.open)
 	eventually(t, 10*time.Second, "every event is written and acknowledged", func() bool { return pending() == 0 })
 	slow.mu.Lock()
-	assert.Equal(t, 30, slow.events, "each event written once by the worker that read it")
+	assert.Equal(t, events, slow.events, "each event written once by the worker that read it")
 	slow.mu.Unlock()
 	other.mu.Lock()
 	assert.Zero(t, other.events, "the other worker claimed none")

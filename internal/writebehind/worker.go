@@ -139,7 +139,7 @@ type Worker struct {
 	writerOf map[string]int // stream -> its writer, kept when the stream is dropped and read again
 	lastSync time.Time
 
-	// flight holds the entries handed to the writers and not yet acknowledged or dead-lettered, with
+	// flight holds the entries taken for the writers and not yet acknowledged or dead-lettered, with
 	// when each was last kept (claimed by this worker again, idle time reset): a claim must not hand them
 	// out a second time, to this worker or another, while they wait behind a slow Postgres.
 	fmu    sync.Mutex
@@ -164,7 +164,7 @@ func New(rdb rueidis.Client, record Record, prefix string, concerts func() []str
 
 type flightKey struct{ stream, id string }
 
-// fly records entries handed to a writer, kept (claimed) now.
+// fly records entries the reader took (read or claimed) for its writers, kept (claimed) now.
 func (w *Worker) fly(es []entry) {
 	now := w.now()
 	w.fmu.Lock()
@@ -415,12 +415,14 @@ type batch struct {
 // each stream's to its own writer, in batches of BatchSize; it returns how many it handled once every
 // batch is with a writer.
 func (w *Worker) process(ctx context.Context, entries []entry, queues []chan batch) int {
+	// In flight from now: the reader may wait for a writer (behind a slow Postgres) with entries it
+	// holds in batches not sent yet, which keepFlying keeps claimed too.
+	w.fly(entries)
 	open := make([]batch, len(queues))
 	send := func(i int) {
 		if len(open[i].entries) == 0 {
 			return
 		}
-		w.fly(open[i].entries)
 		select {
 		case queues[i] <- open[i]:
 		case <-ctx.Done():
@@ -428,8 +430,9 @@ func (w *Worker) process(ctx context.Context, entries []entry, queues []chan bat
 		}
 		open[i] = batch{}
 	}
-	for _, e := range entries {
+	for k, e := range entries {
 		if ctx.Err() != nil {
+			w.landed(entries[k:]) // left pending: claimed after ClaimIdle
 			break
 		}
 		i := e.src.writer % len(queues)
@@ -438,6 +441,7 @@ func (w *Worker) process(ctx context.Context, entries []entry, queues []chan bat
 			// decode may have added part of the entry before finding it bad: the batch's record is
 			// made again from its entries so far.
 			w.deadLetter(ctx, e, err.Error())
+			w.landed([]entry{e})
 			b.rb = decodeAll(b.entries)
 			continue
 		}
