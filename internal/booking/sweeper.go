@@ -26,13 +26,16 @@ func (s *Service) Sweep(ctx context.Context) error {
 type Sweeper struct {
 	s        *Service
 	concerts func() []string
-	busy     func(concertID string) // nil: nobody keeps track
+	busy     func(concertID string) // a no-op when nobody keeps track
 }
 
 // NewSweeper returns a sweeper over the concerts that concerts lists; busy, when not nil, is called with
 // every concert that still has seats held or being paid after the round, or whose counts could not be
 // read (queue.Activity.Busy keeps it awake, so that its holds are lapsed when they expire).
 func (s *Service) NewSweeper(concerts func() []string, busy func(concertID string)) *Sweeper {
+	if busy == nil {
+		busy = func(string) {}
+	}
 	return &Sweeper{s: s, concerts: concerts, busy: busy}
 }
 
@@ -52,9 +55,7 @@ func (sw *Sweeper) Sweep(ctx context.Context) error {
 		for {
 			n, err := s.store.Sweep(ctx, id, schedules, now, sweepBatch)
 			if err != nil {
-				if sw.busy != nil {
-					sw.busy(id) // holds may be due and not lapsed: the counts below would not show them
-				}
+				sw.busy(id) // holds may be due and not lapsed: the counts below would not show them
 				errs = append(errs, err)
 				break
 			}
@@ -66,13 +67,11 @@ func (sw *Sweeper) Sweep(ctx context.Context) error {
 		errs = append(errs, s.Recover(ctx, id, now.Add(-stuckAfter)))
 		if counts, err := s.store.ScheduleCounts(ctx, id, schedules, now); err == nil {
 			s.metrics.observeSeats(c, counts)
-			if sw.busy != nil && inFlight(counts) {
+			if inFlight(counts) {
 				sw.busy(id)
 			}
 		} else {
-			if sw.busy != nil {
-				sw.busy(id) // not known to be idle: sweep again next round
-			}
+			sw.busy(id) // not known to be idle: sweep again next round
 			errs = append(errs, err)
 		}
 	}

@@ -50,9 +50,6 @@ type Service struct {
 
 	changed func(ctx context.Context, concertID string) // nil: nobody listens (OnChange)
 
-	loadMu sync.Mutex
-	loaded map[string]bool // concerts this instance has made sure Redis holds (Refresh)
-
 	mu        sync.RWMutex
 	concerts  map[string]ticketrush.Concert
 	order     []string
@@ -64,7 +61,7 @@ type Service struct {
 func NewService(record Record, live Live, now func() time.Time, log *slog.Logger) *Service {
 	bg, stop := context.WithCancel(context.Background())
 	return &Service{record: record, live: live, now: now, log: log, concerts: map[string]ticketrush.Concert{}, schedules: map[string]string{},
-		bg: bg, stop: stop, loaded: map[string]bool{}}
+		bg: bg, stop: stop}
 }
 
 // CreateBound bounds an admin create as a whole: the request answers within its own deadline, and a
@@ -152,9 +149,6 @@ func (s *Service) create(ctx context.Context, c ticketrush.Concert) (ticketrush.
 		// Postgres has it; the next refresh loads it into Redis.
 		return c, fmt.Errorf("create concert: %w", err)
 	}
-	s.loadMu.Lock()
-	s.loaded[c.ID] = true
-	s.loadMu.Unlock()
 	s.put(c)
 	s.change(ctx, c.ID)
 	return c, nil
@@ -220,10 +214,10 @@ func (s *Service) Refresh(ctx context.Context) error {
 		return err
 	}
 	now := s.now()
-	s.loadMu.Lock()
-	defer s.loadMu.Unlock()
 	for _, c := range all {
-		if !s.loaded[c.ID] {
+		// A concert this instance knows was made sure of in Redis when it first learnt of it (here,
+		// or by its create); LoadConcert changes nothing for a concert Redis holds.
+		if _, known := s.Concert(c.ID); !known {
 			loaded, err := s.live.LoadConcert(ctx, c, now)
 			if err != nil {
 				return err
@@ -231,7 +225,6 @@ func (s *Service) Refresh(ctx context.Context) error {
 			if loaded {
 				s.log.Info("concert loaded into redis", "concert", c.ID)
 			}
-			s.loaded[c.ID] = true
 		}
 		s.put(c)
 	}

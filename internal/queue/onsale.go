@@ -182,8 +182,8 @@ type Drawer struct {
 	metrics  *drawMetrics
 	done     map[string]bool // concerts drawn, as far as this drawer knows
 	lease    time.Duration
-	awake    func(concertID string) bool // nil: every concert is
-	busy     func(concertID string)      // nil: nobody keeps track
+	awake    func(concertID string) bool // every concert is, unless Track
+	busy     func(concertID string)      // a no-op unless Track
 }
 
 // Track makes the drawer read a pre-queue's size (a gauge, before the opening) only for the concerts
@@ -224,7 +224,8 @@ func newDrawMetrics(reg prometheus.Registerer) *drawMetrics {
 // owner names this drawer in the lease (unique per process).
 func (s *Service) NewDrawer(store DrawStore, concerts func() []string, sales Sales, owner string, reg prometheus.Registerer) *Drawer {
 	return &Drawer{store: store, concerts: concerts, sales: sales, owner: owner, now: s.now, log: s.log,
-		metrics: newDrawMetrics(reg), done: map[string]bool{}, lease: drawLease}
+		metrics: newDrawMetrics(reg), done: map[string]bool{}, lease: drawLease,
+		awake: func(string) bool { return true }, busy: func(string) {}}
 }
 
 // Tick advances the draw of every concert whose opening has passed and that is not drawn yet.
@@ -236,7 +237,7 @@ func (d *Drawer) Tick(ctx context.Context) error {
 			continue
 		}
 		if d.now().Before(sale.OpensAt) {
-			if d.awake != nil && !d.awake(id) {
+			if !d.awake(id) {
 				continue
 			}
 			if n, err := d.store.PrequeueSize(ctx, id); err == nil {
@@ -312,9 +313,7 @@ func (d *Drawer) Run(ctx context.Context, concertID string, sale ticketrush.Sale
 		}
 	}
 	d.done[concertID] = true
-	if d.busy != nil {
-		d.busy(concertID) // the line's first admissions are due
-	}
+	d.busy(concertID) // the line's first admissions are due
 	d.metrics.duration.WithLabelValues(concertID).Set(time.Since(start).Seconds())
 	d.metrics.prequeue.WithLabelValues(concertID).Set(0)
 	d.log.Info("draw done", "concert", concertID, "entrants", st.Entrants, "seconds",

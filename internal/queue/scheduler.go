@@ -26,7 +26,7 @@ type Scheduler struct {
 	now      func() time.Time
 	log      *slog.Logger
 	metrics  *metrics
-	busy     func(concertID string) // nil: nobody keeps track
+	busy     func(concertID string) // a no-op unless ReportBusy
 }
 
 // ReportBusy makes the scheduler call busy with every concert whose tick leaves fans waiting or active,
@@ -39,7 +39,7 @@ func (sc *Scheduler) ReportBusy(busy func(concertID string)) *Scheduler {
 // NewScheduler returns a scheduler over the concerts that concerts lists; it counts into the
 // service's metrics.
 func (s *Service) NewScheduler(store TickStore, concerts func() []string) *Scheduler {
-	return &Scheduler{store: store, concerts: concerts, now: s.now, log: s.log, metrics: s.metrics}
+	return &Scheduler{store: store, concerts: concerts, now: s.now, log: s.log, metrics: s.metrics, busy: func(string) {}}
 }
 
 // Tick runs one admission round over every concert.
@@ -49,13 +49,11 @@ func (sc *Scheduler) Tick(ctx context.Context) error {
 		sc.metrics.concertLoaded(id)
 		r, err := sc.store.Tick(ctx, id, sc.now(), tickBatch)
 		if err != nil {
-			if sc.busy != nil {
-				sc.busy(id) // not known to be idle: try again next tick
-			}
+			sc.busy(id) // not known to be idle: try again next tick
 			errs = append(errs, err)
 			continue
 		}
-		if sc.busy != nil && r.Waiting+r.Active > 0 {
+		if r.Waiting+r.Active > 0 {
 			sc.busy(id)
 		}
 		if r.Admitted > 0 {
