@@ -96,8 +96,14 @@ type Service struct {
 // NewService returns the purchase path.
 func NewService(store Store, catalog Catalog, gate Gate, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Service {
 	m := newMetrics(reg)
-	return &Service{store: store, catalog: catalog, gate: gate, now: now, log: log, metrics: m,
+	s := &Service{store: store, catalog: catalog, gate: gate, now: now, log: log, metrics: m,
 		seats: newSeatView(store, now, m)}
+	if g, ok := gate.(interface {
+		OnLeave(func(concertID, userID string))
+	}); ok {
+		g.OnLeave(s.left) // the waiting room: a leave here ends what this instance proved of the token
+	}
+	return s
 }
 
 // TrackActivity tells seatsChanged of every concert whose seats a hold, a cancel or a payment changed
@@ -469,13 +475,9 @@ func (s *Service) refused(err error) {
 	}
 }
 
-// Left forgets what this instance proved of a token that has just ended here (the fan left the line):
-// the next seat map or hold with it asks Redis, which answers 410.
-func (s *Service) Left(userID, token string) {
-	if c, err := s.gate.Verify(userID, "", token); err == nil {
-		s.seats.ended(c.ConcertID, userID)
-	}
-}
+// left forgets what this instance proved of a fan's token that has just ended here (they left the
+// line): the next seat map or hold with it asks Redis, which answers 410.
+func (s *Service) left(concertID, userID string) { s.seats.ended(concertID, userID) }
 
 // authorize verifies a gated call's queue token and returns its concert: the token's own when
 // concertID is "". (Admission is the queue's business; this only reads the token it issued.)

@@ -233,7 +233,7 @@ func TestSeatMapTokenCheckFromTheProof(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.store.Leave(ctx, e.concert.ID, here, e.tokens[here].Seq, e.clock.now())
 	require.NoError(t, err)
-	e.svc.Left(here, here)
+	e.svc.left(e.concert.ID, here)
 	_, err = e.svc.SeatMap(ctx, here, e.concert.ID, sched, here)
 	require.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "a token that ended here is asked of Redis at once")
 }

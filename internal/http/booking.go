@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -28,9 +26,6 @@ type Booking interface {
 	Charge(ctx context.Context, userID string, amount int64, idemKey string) (ticketrush.Charge, bool, error)
 	PayOnce(ctx context.Context, userID, resID, idemKey string) (ticketrush.Payment, bool, error)
 	Payment(ctx context.Context, userID, id string) (ticketrush.Payment, error)
-	// Left says the user's queue token ended through this instance (DELETE /v1/queue): what the
-	// instance had proven of it is forgotten, so the next gated call asks Redis.
-	Left(userID, token string)
 }
 
 func (s *Server) bookingRoutes() {
@@ -80,23 +75,11 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, p httprouter.
 	}
 	// The token was checked for this request; the bytes are the map's, encoded once for every reader.
 	enc := m.Encoded(encodeSeatMap).(*seatMapBytes)
-	body, etag, gz := enc.body, enc.etag, acceptsGzip(r)
-	if gz {
-		body, etag = enc.gzipped(), enc.etagGz
+	if acceptsGzip(r) {
+		serveBytes(w, r, "application/json", enc.gzipped(), true, enc.etagGz)
+	} else {
+		serveBytes(w, r, "application/json", enc.body, false, enc.etag)
 	}
-	h := w.Header()
-	h.Set("Vary", "Accept-Encoding")
-	h.Set("ETag", etag)
-	if noneMatch(r.Header.Values("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	if gz {
-		h.Set("Content-Encoding", "gzip")
-	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	_, _ = w.Write(body)
 	return nil
 }
 
@@ -127,25 +110,23 @@ func encodeSeatMap(m *ticketrush.SeatMap) any {
 // ticketrush.MaxSeatsPerSchedule) is the largest response of the API: written by hand, one buffer, no
 // reflection.
 func seatsJSON(seats []ticketrush.Seat) []byte {
-	var b bytes.Buffer
-	b.Grow(len(seats) * 72)
-	b.WriteByte('[')
+	b := make([]byte, 0, len(seats)*72)
+	b = append(b, '[')
 	for i, seat := range seats {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(`{"id":`)
-		writeString(&b, seat.ID)
-		b.WriteString(`,"section":`)
-		writeString(&b, seat.Section)
-		b.WriteString(`,"price":`)
-		b.WriteString(strconv.FormatInt(seat.Price, 10))
-		b.WriteString(`,"status":"`)
-		b.WriteString(string(seat.Status))
-		b.WriteString(`"}`)
+		b = append(b, `{"id":`...)
+		b = appendString(b, seat.ID)
+		b = append(b, `,"section":`...)
+		b = appendString(b, seat.Section)
+		b = append(b, `,"price":`...)
+		b = strconv.AppendInt(b, seat.Price, 10)
+		b = append(b, `,"status":"`...)
+		b = append(b, seat.Status...)
+		b = append(b, `"}`...)
 	}
-	b.WriteString("]\n")
-	return b.Bytes()
+	return append(b, "]\n"...)
 }
 
 // noneMatch reports whether If-None-Match (its field lines) names etag, by weak comparison (RFC 9110
@@ -163,19 +144,15 @@ func noneMatch(fields []string, etag string) bool {
 	return false
 }
 
-// writeString writes s as a JSON string; seat ids and section names are [A-Za-z0-9_-], so this only
-// guards against a future change.
-func writeString(b *bytes.Buffer, s string) {
-	for _, r := range s {
-		if r == '"' || r == '\\' || !unicode.IsPrint(r) || r > unicode.MaxASCII {
-			q, _ := json.Marshal(s)
-			b.Write(q)
-			return
-		}
+// appendString appends s as a JSON string (appendJSONString, or encoding/json's for a string it
+// declines); seat ids and section names are [A-Za-z0-9_-], so the fallback only guards against a
+// future change.
+func appendString(b []byte, s string) []byte {
+	if out, ok := appendJSONString(b, s); ok {
+		return out
 	}
-	b.WriteByte('"')
-	b.WriteString(s)
-	b.WriteByte('"')
+	q, _ := json.Marshal(s)
+	return append(b, q...)
 }
 
 type reservationJSON struct {

@@ -92,7 +92,7 @@ func (s *Server) getDrawKeys(w http.ResponseWriter, r *http.Request, p httproute
 	etag := `"` + st.Digest + `"`
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-	if r.Header.Get("If-None-Match") == etag {
+	if noneMatch(r.Header.Values("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}

@@ -96,29 +96,40 @@ func serveAsset(w http.ResponseWriter, r *http.Request, name string) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
-	h.Set("Vary", "Accept-Encoding")
 	body, etag, gz := a.body, a.etag, acceptsGzip(r)
 	if gz {
 		body, etag = a.gz, a.gzEtag
 	}
 	if a.noStore {
 		h.Set("Cache-Control", "no-store")
+		etag = "" // no validator
 	} else {
 		h.Set("Cache-Control", "no-cache") // revalidate each time: a deploy shows at once, a 304 is tiny
+	}
+	serveBytes(w, r, a.ctype, body, gz, etag)
+	return nil
+}
+
+// serveBytes answers with body, of type ctype (gz: gzipped bytes, sent with Content-Encoding gzip), and,
+// unless etag is "", its ETag: a request whose If-None-Match names it gets 304 with no body. The pages'
+// assets and the seat maps both go out this way.
+func serveBytes(w http.ResponseWriter, r *http.Request, ctype string, body []byte, gz bool, etag string) {
+	h := w.Header()
+	h.Set("Vary", "Accept-Encoding")
+	if etag != "" {
 		h.Set("ETag", etag)
-		if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
+		if noneMatch(r.Header.Values("If-None-Match"), etag) {
 			w.WriteHeader(http.StatusNotModified)
-			return nil
+			return
 		}
 	}
-	h.Set("Content-Type", a.ctype)
+	h.Set("Content-Type", ctype)
 	if gz {
 		h.Set("Content-Encoding", "gzip")
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
-	return nil
 }
 
 func acceptsGzip(r *http.Request) bool {

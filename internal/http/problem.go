@@ -46,27 +46,21 @@ func writeError(w http.ResponseWriter, err error) (status int) {
 	if p.Status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1") // a user limit of at least 1/s has a token again within 1 s
 	}
-	w.Header()["Content-Type"] = problemType
 	if e, ok := ticketrush.AsSaleNotOpen(err); ok {
+		w.Header()["Content-Type"] = problemType
 		w.WriteHeader(p.Status)
 		_ = json.NewEncoder(w).Encode(saleNotOpenProblem{p, e.OpensAt.UTC(), e.PrequeueOpensAt.UTC()})
 		return p.Status
 	}
-	bp := replyBuffers.Get().(*[]byte)
-	defer putReplyBuffer(bp)
-	body, ok := p.appendJSON((*bp)[:0])
-	body = append(body, '\n')
-	*bp = body[:0]
-	w.WriteHeader(p.Status)
-	if !ok {
-		_ = json.NewEncoder(w).Encode(p)
-		return p.Status
-	}
-	_, _ = w.Write(body)
+	writeReply(w, p.Status, problemType, p)
 	return p.Status
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func writeJSON(w http.ResponseWriter, status int, v any) { writeReply(w, status, jsonType, v) }
+
+// writeReply writes v as JSON with status and Content-Type ctype: by hand when v can (jsonAppender),
+// else by encoding/json.
+func writeReply(w http.ResponseWriter, status int, ctype []string, v any) {
 	bp := replyBuffers.Get().(*[]byte)
 	defer putReplyBuffer(bp)
 	body, ok := appendReply((*bp)[:0], v)
@@ -80,7 +74,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		body = append(b, '\n')
 	}
 	h := w.Header()
-	h["Content-Type"] = jsonType
+	h["Content-Type"] = ctype
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -114,12 +114,8 @@ func (s *Server) leaveQueue(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err != nil {
 		return err
 	}
-	token := r.Header.Get("X-Queue-Token")
-	if err := s.Queue.Leave(r.Context(), user, token); err != nil {
+	if err := s.Queue.Leave(r.Context(), user, r.Header.Get("X-Queue-Token")); err != nil {
 		return err
-	}
-	if s.Booking != nil {
-		s.Booking.Left(user, token)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -51,6 +51,17 @@ type Service struct {
 	activity *Activity // nil: concerts are not woken (TrackActivity)
 	liveMu   sync.Mutex
 	live     liveness
+
+	leftMu sync.Mutex
+	onLeft []func(concertID, userID string) // told of every leave through this service (OnLeave)
+}
+
+// OnLeave makes every leave through this service (DELETE /v1/queue on this instance) call left with the
+// fan's concert and user once it is done: the booking service forgets what it proved of their token.
+func (s *Service) OnLeave(left func(concertID, userID string)) {
+	s.leftMu.Lock()
+	defer s.leftMu.Unlock()
+	s.onLeft = append(s.onLeft, left)
 }
 
 // NewService returns the waiting room over store.
@@ -155,6 +166,12 @@ func (s *Service) Leave(ctx context.Context, userID, token string) error {
 	}
 	if from != "" {
 		s.metrics.left.WithLabelValues(claims.ConcertID, string(from)).Inc()
+	}
+	s.leftMu.Lock()
+	hooks := s.onLeft
+	s.leftMu.Unlock()
+	for _, left := range hooks {
+		left(claims.ConcertID, userID)
 	}
 	return nil
 }
