@@ -173,10 +173,13 @@ bench: services build
 	$(GO) build -o bin/ticketrush-bench ./loadtest/bench
 	@bin/ticketrush-bench -ticketrush $(BIN) $(BENCH_FLAGS)
 
-## idlecost: Redis commands/s and the CPU of the service and of Redis with CONCERTS (500) concerts and
-## nobody buying, on a private Redis and a fresh database (README, "Idle cost")
+## idlecost: Redis commands/s and the CPU of the service and of Redis with CONCERTS (500) concerts, every
+## tenth with a sale opening tomorrow, and nobody buying, SETTLE (75) s after their creation, on a private
+## Redis and a fresh database: make bench's idle row alone (README, "Idle cost")
 idlecost: services build
-	@CONCERTS=$(or $(CONCERTS),500) scripts/idlecost.sh $(BIN)
+	$(GO) build -o bin/ticketrush-bench ./loadtest/bench
+	@bin/ticketrush-bench -ticketrush $(BIN) -idle-only -idle-concerts $(or $(CONCERTS),500) -idle-sales 10 \
+		-idle-settle $(or $(SETTLE),75)s
 
 # --- The pages (README "The pages") ----------------------------------------------------------------------
 .PHONY: screenshots

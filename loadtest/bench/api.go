@@ -129,15 +129,21 @@ type concert struct {
 
 // createConcert creates a concert of n schedules (a day apart) through the admin API.
 func (a *api) createConcert(ctx context.Context, title string, n int, sections []section, q queueSettings) (concert, error) {
+	return a.createConcertWithSale(ctx, title, n, sections, q, time.Time{})
+}
+
+// createConcertWithSale is createConcert with a sale opening at opensAt (none when zero).
+func (a *api) createConcertWithSale(ctx context.Context, title string, n int, sections []section, q queueSettings, opensAt time.Time) (concert, error) {
 	var c concert
 	schedules := make([]string, n)
 	for i := range schedules {
 		schedules[i] = time.Date(2030, 1, 1+i, 10, 0, 0, 0, time.UTC).Format(time.RFC3339)
 	}
-	_, err := a.call(ctx, http.MethodPost, "/admin/v1/concerts", a.admin, map[string]any{
-		"title": title, "venue": "bench", "schedules": schedules,
-		"sections": sections, "queue": q,
-	}, &c)
+	body := map[string]any{"title": title, "venue": "bench", "schedules": schedules, "sections": sections, "queue": q}
+	if !opensAt.IsZero() {
+		body["sale"] = map[string]any{"opensAt": opensAt.UTC().Format(time.RFC3339)}
+	}
+	_, err := a.call(ctx, http.MethodPost, "/admin/v1/concerts", a.admin, body, &c)
 	if err == nil && len(c.Schedules) != n {
 		err = fmt.Errorf("create concert: %d schedules in the answer, want %d", len(c.Schedules), n)
 	}

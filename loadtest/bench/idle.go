@@ -44,22 +44,22 @@ type idleReading struct {
 	calls               map[string]int64 // INFO commandstats calls by command
 }
 
-// costBetween is the cost from a to b, hz clock ticks a second; reads is how many INFO calls the
-// bench itself made in between (one per reading).
-func costBetween(a, b idleReading, hz int, reads int64) idleCost {
+// costBetween is the cost from a to b, hz clock ticks a second (less the INFO that took reading b).
+func costBetween(a, b idleReading, hz int) idleCost {
 	secs := b.at.Sub(a.at).Seconds()
 	c := idleCost{window: b.at.Sub(a.at).Round(100 * time.Millisecond)}
 	if secs <= 0 {
 		return c
 	}
-	c.commandsPerSec = float64(b.commands-a.commands-reads) / secs
+	c.commandsPerSec = float64(b.commands-a.commands-1) / secs
 	c.serviceCPU = cpuShare(a.serviceTicks, b.serviceTicks, hz, secs)
 	c.redisCPU = cpuShare(a.redis, b.redis, hz, secs)
 	return c
 }
 
 // idle starts a service of its own on a fresh Redis and database, creates n small concerts through
-// the admin API, lets it settle, and measures over the window.
+// the admin API (every idleSales-th with a sale opening tomorrow, when idleSales > 0), lets it settle,
+// and measures over the window.
 func (b *bench) idle(ctx context.Context, base string) (*idleResult, error) {
 	n, window := b.cfg.idleConcerts, b.cfg.idleWindow
 	r, err := startRedis(ctx, filepath.Join(b.cfg.logs, "redis-idle"), true)
@@ -79,14 +79,19 @@ func (b *bench) idle(ctx context.Context, base string) (*idleResult, error) {
 	defer svc.stop()
 
 	t0 := time.Now()
+	opens := t0.Add(24 * time.Hour)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for w := range errs {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				if _, err := a.createConcert(ctx, "bench idle "+strconv.Itoa(i), 1,
-					[]section{{Name: "R", Price: 1000, Seats: 100}}, queueSettings{}); err != nil {
+				var sale time.Time
+				if b.cfg.idleSales > 0 && (i+1)%b.cfg.idleSales == 0 {
+					sale = opens
+				}
+				if _, err := a.createConcertWithSale(ctx, "bench idle "+strconv.Itoa(i), 1,
+					[]section{{Name: "R", Price: 1000, Seats: 100}}, queueSettings{}, sale); err != nil {
 					errs[w] = err
 					return
 				}
@@ -101,19 +106,25 @@ func (b *bench) idle(ctx context.Context, base string) (*idleResult, error) {
 
 	hz := clockTicks()
 	read := func() (idleReading, error) {
-		pid, cmds, err := redisCounters(ctx, r)
+		// One INFO a reading (commandstats is in "everything"); the bench started the redis-server
+		// itself, so its pid is known.
+		info, err := r.client.Do(ctx, r.client.B().Info().Section("everything").Build()).ToString()
 		if err != nil {
 			return idleReading{}, err
+		}
+		c, ok := infoField(info, "total_commands_processed")
+		if !ok {
+			return idleReading{}, errors.New("INFO has no total_commands_processed")
+		}
+		cmds, err := strconv.ParseInt(c, 10, 64)
+		if err != nil {
+			return idleReading{}, fmt.Errorf("INFO total_commands_processed: %w", err)
 		}
 		st, err := procTicks(svc.cmd.Process.Pid)
 		if err != nil {
 			return idleReading{}, err
 		}
-		rt, err := procTicks(pid)
-		if err != nil {
-			return idleReading{}, err
-		}
-		info, err := r.client.Do(ctx, r.client.B().Info().Section("commandstats").Build()).ToString()
+		rt, err := procTicks(r.cmd.Process.Pid)
 		if err != nil {
 			return idleReading{}, err
 		}
@@ -131,16 +142,27 @@ func (b *bench) idle(ctx context.Context, base string) (*idleResult, error) {
 			return nil, err
 		}
 	}
-	res.first = costBetween(at[0], at[1], hz, 2) // each reading is two INFO calls
-	res.settled = costBetween(at[2], at[3], hz, 2)
+	res.first = costBetween(at[0], at[1], hz)
+	res.settled = costBetween(at[2], at[3], hz)
 	res.top = topCalls(at[2].calls, at[3].calls, at[3].at.Sub(at[2].at), 4)
 	return res, nil
 }
 
-// commandCalls reads the calls of each command out of INFO commandstats
-// ("cmdstat_evalsha:calls=12,usec=...").
+// commandCalls reads the calls of each command out of INFO commandstats.
 func commandCalls(info string) map[string]int64 {
 	out := map[string]int64{}
+	for name, v := range commandStats(info, "calls") {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[name] = n
+		}
+	}
+	return out
+}
+
+// commandStats reads one field of every command out of INFO commandstats
+// ("cmdstat_evalsha:calls=12,usec=...,usec_per_call=..."): command -> the field's value.
+func commandStats(info, field string) map[string]string {
+	out := map[string]string{}
 	for _, line := range strings.Split(info, "\n") {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_")
 		if !ok {
@@ -151,10 +173,8 @@ func commandCalls(info string) map[string]int64 {
 			continue
 		}
 		for _, kv := range strings.Split(stats, ",") {
-			if v, ok := strings.CutPrefix(kv, "calls="); ok {
-				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-					out[name] = n
-				}
+			if v, ok := strings.CutPrefix(kv, field+"="); ok {
+				out[name] = v
 			}
 		}
 	}
@@ -198,28 +218,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// redisCounters reads INFO's process_id and total_commands_processed.
-func redisCounters(ctx context.Context, r *privateRedis) (pid int, commands int64, err error) {
-	info, err := r.client.Do(ctx, r.client.B().Info().Section("everything").Build()).ToString()
-	if err != nil {
-		return 0, 0, err
-	}
-	p, ok1 := infoField(info, "process_id")
-	c, ok2 := infoField(info, "total_commands_processed")
-	if !ok1 || !ok2 {
-		return 0, 0, errors.New("INFO has no process_id or total_commands_processed")
-	}
-	pid, err = strconv.Atoi(p)
-	if err != nil {
-		return 0, 0, fmt.Errorf("INFO process_id: %w", err)
-	}
-	commands, err = strconv.ParseInt(c, 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("INFO total_commands_processed: %w", err)
-	}
-	return pid, commands, nil
 }
 
 // infoField returns the value of name in an INFO reply ("name:value" lines).

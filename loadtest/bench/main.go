@@ -80,6 +80,8 @@ type config struct {
 	idleConcerts      int
 	idleWindow        time.Duration
 	idleSettle        time.Duration
+	idleSales         int  // every idleSales-th idle concert has a sale opening tomorrow (0: none)
+	idleOnly          bool // measure the idle cost alone (make idlecost)
 	memFans           int
 	rbClients         int
 	rbRequests        int
@@ -179,6 +181,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&cfg.idleConcerts, "idle-concerts", 500, "concerts of the idle-cost figure (0 skips it)")
 	fs.DurationVar(&cfg.idleWindow, "idle-window", 10*time.Second, "how long the idle cost is measured")
 	fs.DurationVar(&cfg.idleSettle, "idle-settle", 35*time.Second, "from the creations to the idle figure's window (at least -idle-window): a created concert is awake 10 s and its stream read 20 s more")
+	fs.IntVar(&cfg.idleSales, "idle-sales", 0, "every Nth idle concert has a sale opening tomorrow (0: none)")
+	fs.BoolVar(&cfg.idleOnly, "idle-only", false, "measure only the idle cost and print it (make idlecost)")
 	fs.IntVar(&cfg.memFans, "mem-fans", 1_000_000, "waiting fans of the memory measurement (0 skips it)")
 	fs.IntVar(&cfg.rbClients, "rb-clients", 64, "redis-benchmark -c")
 	fs.IntVar(&cfg.rbRequests, "rb-requests", 200_000, "redis-benchmark -n")
@@ -204,6 +208,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	env := envOr(getenv)
 	b := &bench{cfg: cfg, results: map[string][]measure{}, na: map[string]string{}, notes: map[string]string{}}
 	started := time.Now()
+	baseDSN := env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable")
+	if cfg.idleOnly {
+		b.env = env
+		idle, err := b.idle(ctx, baseDSN)
+		if err != nil {
+			return err
+		}
+		printIdle(stdout, idle)
+		return nil
+	}
 
 	// The service's Redis: private, persistent as in production, so nobody else's traffic shares it.
 	var err error
@@ -212,7 +226,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer b.redis.close()
-	baseDSN := env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable")
 	dsn, drop, err := benchDatabase(ctx, baseDSN, "")
 	if err != nil {
 		return err
@@ -736,6 +749,20 @@ var goals = map[string]goal{
 	rowSeatMapGz: {ofCeiling: 0.70},
 }
 
+// printIdle writes the idle cost's lines.
+func printIdle(w io.Writer, i *idleResult) {
+	fmt.Fprintf(w, "idle: %d concerts (one schedule of 100 seats each, created in %.1f s) on a fresh service, Redis and database, nobody buying:\n",
+		i.concerts, i.created.Seconds())
+	fmt.Fprintf(w, "  from %s after the creations, over %s: Redis %s commands/s; CPU, share of one core: service %.1f%%  %s, Redis %.1f%%  %s\n",
+		i.settle, i.settled.window, thousands(i.settled.commandsPerSec), 100*i.settled.serviceCPU, verdict(i.settled.serviceCPU < idleGoal, "< 1%"),
+		100*i.settled.redisCPU, verdict(i.settled.redisCPU < idleGoal, "< 1%"))
+	if i.top != "" {
+		fmt.Fprintf(w, "  most called then: %s\n", i.top)
+	}
+	fmt.Fprintf(w, "  (the first %s after the creations: Redis %s commands/s, service %.1f%%, Redis %.1f%% of a core)\n",
+		i.first.window, thousands(i.first.commandsPerSec), 100*i.first.serviceCPU, 100*i.first.redisCPU)
+}
+
 // idleGoal is the share of a core the service and Redis may each use with concerts and nobody buying.
 const idleGoal = 0.01
 
@@ -830,17 +857,8 @@ func (b *bench) print(w io.Writer, r report) {
 	} else {
 		fmt.Fprintf(w, "Redis bytes per waiting fan: n/a, %s\n", r.memNA)
 	}
-	if i := r.idle; i != nil {
-		fmt.Fprintf(w, "idle: %d concerts (one schedule of 100 seats each, created in %.1f s) on a fresh service, Redis and database, nobody buying:\n",
-			i.concerts, i.created.Seconds())
-		fmt.Fprintf(w, "  from %s after the creations, over %s: Redis %s commands/s; CPU, share of one core: service %.1f%%  %s, Redis %.1f%%  %s\n",
-			i.settle, i.settled.window, thousands(i.settled.commandsPerSec), 100*i.settled.serviceCPU, verdict(i.settled.serviceCPU < idleGoal, "< 1%"),
-			100*i.settled.redisCPU, verdict(i.settled.redisCPU < idleGoal, "< 1%"))
-		if i.top != "" {
-			fmt.Fprintf(w, "  most called then: %s\n", i.top)
-		}
-		fmt.Fprintf(w, "  (the first %s after the creations: Redis %s commands/s, service %.1f%%, Redis %.1f%% of a core)\n",
-			i.first.window, thousands(i.first.commandsPerSec), 100*i.first.serviceCPU, 100*i.first.redisCPU)
+	if r.idle != nil {
+		printIdle(w, r.idle)
 	} else {
 		fmt.Fprintf(w, "idle cost: n/a, %s\n", r.idleNA)
 	}

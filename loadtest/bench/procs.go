@@ -177,12 +177,11 @@ func (r *privateRedis) usedMemory(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			return strconv.ParseInt(v, 10, 64)
-		}
+	v, ok := infoField(info, "used_memory")
+	if !ok {
+		return 0, errors.New("INFO memory has no used_memory")
 	}
-	return 0, errors.New("INFO memory has no used_memory")
+	return strconv.ParseInt(v, 10, 64)
 }
 
 // listeningAddr picks the bound address out of the service's JSON log line "listening".

@@ -370,17 +370,6 @@ func usecPerCall(ctx context.Context, c rueidis.Client, command string) float64 
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(info, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+command+":")
-		if !ok {
-			continue
-		}
-		for _, kv := range strings.Split(rest, ",") {
-			if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				return f
-			}
-		}
-	}
-	return 0
+	f, _ := strconv.ParseFloat(commandStats(info, "usec_per_call")[command], 64)
+	return f
 }

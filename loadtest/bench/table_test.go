@@ -138,7 +138,7 @@ func TestParseStat(t *testing.T) {
 
 	t0 := time.Unix(1000, 0)
 	c := costBetween(idleReading{at: t0, commands: 1000, serviceTicks: 10, redis: 20},
-		idleReading{at: t0.Add(10 * time.Second), commands: 1101, serviceTicks: 15, redis: 120}, 100, 1)
+		idleReading{at: t0.Add(10 * time.Second), commands: 1101, serviceTicks: 15, redis: 120}, 100)
 	assert.Equal(t, idleCost{window: 10 * time.Second, commandsPerSec: 10, serviceCPU: 0.005, redisCPU: 0.1}, c)
 }
 
