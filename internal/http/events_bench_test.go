@@ -8,13 +8,13 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ticketrush/ticketrush/internal/auth"
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 )
 
 // BenchmarkEventStreams prices open event streams on one instance: it opens streamCount streams of
@@ -76,11 +76,11 @@ func BenchmarkEventStreams(b *testing.B) {
 	}
 	perStream := float64(memInUse()-before) / streamCount
 
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0 := dbtest.ProcessCPU(b), time.Now()
 	for b.Loop() {
 		time.Sleep(time.Second) // the measurement window: one idle second
 	}
-	cpu := cpuTime() - cpu0
+	cpu := dbtest.ProcessCPU(b) - cpu0
 	wall := time.Since(wall0)
 	b.ReportMetric(perStream, "bytes/stream")
 	b.ReportMetric(float64(1<<30)/perStream, "streams/GiB")
@@ -93,10 +93,4 @@ func memInUse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse + m.StackInuse
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -47,14 +47,8 @@ func FuzzDecodeBodies(f *testing.F) {
 		`{"activeCapacity":1e400}`, `[`, `{"a":1}`, `{} {}`, "\xff", `{"schedules":["nope"]}`} {
 		f.Add(seed)
 	}
-	targets := []func() any{
-		func() any { return new(createConcertRequest) }, func() any { return new(patchQueueRequest) },
-		func() any { return new(accessCodesRequest) }, func() any { return new(holdRequest) },
-		func() any { return new(chargeRequest) }, func() any { return new(payRequest) },
-		func() any { return new(joinRequest) },
-	}
 	f.Fuzz(func(t *testing.T, body string) {
-		for _, target := range targets {
+		for _, target := range requestTypes {
 			rec := httptest.NewRecorder()
 			r := httptest.NewRequest("POST", "/", strings.NewReader(body))
 			err := decode(rec, r, target())

@@ -40,63 +40,54 @@ func (b benchCatalog) ScheduleConcert(id string) (string, bool) {
 //
 //	go test -run '^$' -bench BenchmarkHold -benchtime 20000x -count 5 ./internal/http/
 func BenchmarkHold(b *testing.B) {
-	b.Run("in_process", func(b *testing.B) {
-		s, fans, schedule := holdSetup(b)
-		var next atomic.Int64
-		b.ReportAllocs()
-		b.SetParallelism(32) // 64 requests in flight on 2 CPUs, as make bench has
-		b.ResetTimer()
-		defer reportCPU(b)()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				i := int(next.Add(1) - 1)
-				f := fans[i%len(fans)]
-				body := `{"scheduleId":"` + schedule + `","seatId":"R-` + strconv.Itoa(i+1) + `"}`
-				r := httptest.NewRequest("POST", "/v1/reservations", strings.NewReader(body))
-				r.Header.Set("Authorization", "Bearer "+f.jwt)
-				r.Header.Set("X-Queue-Token", f.token)
+	for _, transport := range []string{"in_process", "http"} {
+		b.Run(transport, func(b *testing.B) {
+			s, fans, schedule := holdSetup(b)
+			send := func(r *http.Request) int {
 				w := httptest.NewRecorder()
 				s.ServeHTTP(w, r)
-				if w.Code != http.StatusCreated {
-					b.Fatalf("hold: %d %s", w.Code, w.Body)
+				return w.Code
+			}
+			if transport == "http" {
+				ts := httptest.NewServer(s)
+				defer ts.Close()
+				hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
+				defer hc.CloseIdleConnections()
+				send = func(r *http.Request) int {
+					out, err := http.NewRequest(r.Method, ts.URL+r.URL.Path, r.Body)
+					if err != nil {
+						b.Fatal(err)
+					}
+					out.Header = r.Header
+					res, err := hc.Do(out)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					return res.StatusCode
 				}
 			}
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32) // 64 requests in flight on 2 CPUs, as make bench has
+			b.ResetTimer()
+			defer reportCPU(b)()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := int(next.Add(1) - 1)
+					f := fans[i%len(fans)]
+					body := `{"scheduleId":"` + schedule + `","seatId":"R-` + strconv.Itoa(i+1) + `"}`
+					r := httptest.NewRequest("POST", "/v1/reservations", strings.NewReader(body))
+					r.Header.Set("Authorization", "Bearer "+f.jwt)
+					r.Header.Set("X-Queue-Token", f.token)
+					if code := send(r); code != http.StatusCreated {
+						b.Fatalf("hold: %d", code)
+					}
+				}
+			})
 		})
-	})
-	b.Run("http", func(b *testing.B) {
-		s, fans, schedule := holdSetup(b)
-		ts := httptest.NewServer(s)
-		defer ts.Close()
-		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
-		defer hc.CloseIdleConnections()
-		var next atomic.Int64
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.ResetTimer()
-		defer reportCPU(b)()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				i := int(next.Add(1) - 1)
-				f := fans[i%len(fans)]
-				body := `{"scheduleId":"` + schedule + `","seatId":"R-` + strconv.Itoa(i+1) + `"}`
-				r, err := http.NewRequest("POST", ts.URL+"/v1/reservations", strings.NewReader(body))
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Header.Set("Authorization", "Bearer "+f.jwt)
-				r.Header.Set("X-Queue-Token", f.token)
-				res, err := hc.Do(r)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				if res.StatusCode != http.StatusCreated {
-					b.Fatalf("hold: %d", res.StatusCode)
-				}
-			}
-		})
-	})
+	}
 }
 
 type benchFan struct{ jwt, token string }
@@ -231,10 +222,10 @@ func (w *discardWriter) WriteHeader(code int)        { w.code = code }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 // reportCPU reports the process's CPU time (user and system, every goroutine: GC and the Redis
-// client's included; cpuTime is events_bench_test.go's) per op from now until the returned func runs:
+// client's included) per op from now until the returned func runs:
 // on this shared machine a benchmark's ns/op counts the time other processes had the CPU, its
 // cpu-ns/op does not.
 func reportCPU(b *testing.B) func() {
-	start := cpuTime()
-	return func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }
+	start := dbtest.ProcessCPU(b)
+	return func() { b.ReportMetric(float64(dbtest.ProcessCPU(b)-start)/float64(b.N), "cpu-ns/op") }
 }

@@ -164,6 +164,38 @@ func (sb *seatBench) runView(b testing.TB) {
 	b.Cleanup(func() { stop(); <-done })
 }
 
+// gated is an in-process request of fan f (its JWT and queue token) with header's name, value pairs,
+// those with a value.
+func gated(method, target string, body io.Reader, f seatFan, header ...string) *http.Request {
+	r := httptest.NewRequest(method, target, body)
+	r.Header.Set("Authorization", "Bearer "+f.jwt)
+	r.Header.Set("X-Queue-Token", f.token)
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] != "" {
+			r.Header.Set(header[i], header[i+1])
+		}
+	}
+	return r
+}
+
+// runParallel runs step b.N times (i counting from 1), 64 at once, and reports this process's CPU and
+// Redis' per op (cpu-µs/op, redis-cpu-µs/op).
+func (sb *seatBench) runParallel(b *testing.B, step func(i int)) {
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	cpu, rcpu := dbtest.ProcessCPU(b), sb.redisCPU(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			step(int(next.Add(1)))
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(dbtest.ProcessCPU(b)-cpu)/1e3/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(sb.redisCPU(b)-rcpu)/1e3/float64(b.N), "redis-cpu-µs/op")
+}
+
 // seats lists the schedule's seat ids in map order.
 func (sb *seatBench) seats() []string {
 	var out []string
@@ -185,11 +217,8 @@ func BenchmarkSeatMap(b *testing.B) {
 	sb := newSeatBench(b, 64, func(seat int) bool { return seat%3 == 0 })
 	sb.runView(b)
 	path := "/v1/concerts/" + sb.c.ID + "/schedules/" + sb.c.Schedules[0].ID + "/seats"
-	first := httptest.NewRequest("GET", path, nil)
-	first.Header.Set("Authorization", "Bearer "+sb.fans[0].jwt)
-	first.Header.Set("X-Queue-Token", sb.fans[0].token)
 	w := httptest.NewRecorder()
-	sb.server.ServeHTTP(w, first)
+	sb.server.ServeHTTP(w, gated("GET", path, nil, sb.fans[0]))
 	etag := w.Header().Get("ETag") // the map does not change during the benchmark
 	for _, tt := range []struct {
 		name     string
@@ -197,35 +226,20 @@ func BenchmarkSeatMap(b *testing.B) {
 		status   int
 	}{{"identity", "", http.StatusOK}, {"gzip", "gzip", http.StatusOK}, {"not_modified", "", http.StatusNotModified}} {
 		b.Run(tt.name, func(b *testing.B) {
-			var next atomic.Int64
+			match := ""
+			if tt.status == http.StatusNotModified {
+				match = etag
+			}
 			var bytes atomic.Int64
-			b.ReportAllocs()
-			b.SetParallelism(32)
-			cpu, rcpu := cpuTime(), sb.redisCPU(b)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					f := sb.fans[int(next.Add(1))%len(sb.fans)]
-					r := httptest.NewRequest("GET", path, nil)
-					r.Header.Set("Authorization", "Bearer "+f.jwt)
-					r.Header.Set("X-Queue-Token", f.token)
-					if tt.encoding != "" {
-						r.Header.Set("Accept-Encoding", tt.encoding)
-					}
-					if tt.status == http.StatusNotModified {
-						r.Header.Set("If-None-Match", etag)
-					}
-					w := httptest.NewRecorder()
-					sb.server.ServeHTTP(w, r)
-					if w.Code != tt.status {
-						b.Fatalf("seat map: %d %s", w.Code, w.Body)
-					}
-					bytes.Add(int64(w.Body.Len()))
+			sb.runParallel(b, func(i int) {
+				w := httptest.NewRecorder()
+				sb.server.ServeHTTP(w, gated("GET", path, nil, sb.fans[i%len(sb.fans)],
+					"Accept-Encoding", tt.encoding, "If-None-Match", match))
+				if w.Code != tt.status {
+					b.Fatalf("seat map: %d %s", w.Code, w.Body)
 				}
+				bytes.Add(int64(w.Body.Len()))
 			})
-			b.StopTimer()
-			b.ReportMetric(float64(cpuTime()-cpu)/1e3/float64(b.N), "cpu-µs/op")
-			b.ReportMetric(float64(sb.redisCPU(b)-rcpu)/1e3/float64(b.N), "redis-cpu-µs/op")
 			b.ReportMetric(float64(bytes.Load())/float64(b.N), "bytes/read")
 		})
 	}
@@ -242,29 +256,14 @@ func BenchmarkHoldRefused(b *testing.B) {
 	sb := newSeatBench(b, 1000, func(int) bool { return true })
 	sb.runView(b)
 	seats := sb.seats()
-	var next atomic.Int64
-	b.ReportAllocs()
-	b.SetParallelism(32)
-	cpu, rcpu := cpuTime(), sb.redisCPU(b)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := int(next.Add(1))
-			f := sb.fans[i%len(sb.fans)]
-			body := `{"scheduleId":"` + sb.c.Schedules[0].ID + `","seatId":"` + seats[(i*7919)%len(seats)] + `"}`
-			r := httptest.NewRequest("POST", "/v1/reservations", strings.NewReader(body))
-			r.Header.Set("Authorization", "Bearer "+f.jwt)
-			r.Header.Set("X-Queue-Token", f.token)
-			w := httptest.NewRecorder()
-			sb.server.ServeHTTP(w, r)
-			if w.Code != http.StatusConflict {
-				b.Fatalf("hold: %d %s", w.Code, w.Body)
-			}
+	sb.runParallel(b, func(i int) {
+		body := `{"scheduleId":"` + sb.c.Schedules[0].ID + `","seatId":"` + seats[(i*7919)%len(seats)] + `"}`
+		w := httptest.NewRecorder()
+		sb.server.ServeHTTP(w, gated("POST", "/v1/reservations", strings.NewReader(body), sb.fans[i%len(sb.fans)]))
+		if w.Code != http.StatusConflict {
+			b.Fatalf("hold: %d %s", w.Code, w.Body)
 		}
 	})
-	b.StopTimer()
-	b.ReportMetric(float64(cpuTime()-cpu)/1e3/float64(b.N), "cpu-µs/op")
-	b.ReportMetric(float64(sb.redisCPU(b)-rcpu)/1e3/float64(b.N), "redis-cpu-µs/op")
 	b.ReportMetric(100*sb.counter(b, "ticketrush_holds_refused_in_memory_total")/float64(b.N), "%in-memory")
 }
 
@@ -278,10 +277,7 @@ func BenchmarkSeatMapHTTP(b *testing.B) {
 	sb.runView(b)
 	path := "/v1/concerts/" + sb.c.ID + "/schedules/" + sb.c.Schedules[0].ID + "/seats"
 	probe := httptest.NewRecorder()
-	r := httptest.NewRequest("GET", path, nil)
-	r.Header.Set("Authorization", "Bearer "+sb.fans[0].jwt)
-	r.Header.Set("X-Queue-Token", sb.fans[0].token)
-	sb.server.ServeHTTP(probe, r)
+	sb.server.ServeHTTP(probe, gated("GET", path, nil, sb.fans[0]))
 	body := probe.Body.Bytes()
 	bare := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

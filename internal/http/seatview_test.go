@@ -31,12 +31,7 @@ func TestSeatMapFromTheView(t *testing.T) {
 		Registry: prometheus.NewRegistry(), Log: log})
 	path := "/v1/concerts/" + sb.c.ID + "/schedules/" + sb.c.Schedules[0].ID + "/seats"
 	get := func(s *Server, f seatFan, header ...string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest("GET", path, nil)
-		r.Header.Set("Authorization", "Bearer "+f.jwt)
-		r.Header.Set("X-Queue-Token", f.token)
-		for i := 0; i+1 < len(header); i += 2 {
-			r.Header.Set(header[i], header[i+1])
-		}
+		r := gated("GET", path, nil, f, header...)
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, r)
 		return w
