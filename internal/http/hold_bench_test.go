@@ -15,10 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ticketrush/ticketrush/internal/auth"
-	"github.com/ticketrush/ticketrush/internal/booking"
 	"github.com/ticketrush/ticketrush/internal/dbtest"
-	"github.com/ticketrush/ticketrush/internal/queue"
-	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -90,61 +87,18 @@ func BenchmarkHold(b *testing.B) {
 	}
 }
 
-type benchFan struct{ jwt, token string }
-
 // holdSetup loads a concert of a million seats and admits b.N/4+1 fans (JWTs verified once, as a
 // fan's join leaves them cached).
-func holdSetup(b *testing.B) (*Server, []benchFan, string) {
-	client, prefix := dbtest.Redis(b)
-	store := redis.NewStore(client, prefix, prometheus.NewRegistry())
+func holdSetup(b *testing.B) (*Server, []seatFan, string) {
 	q := ticketrush.DefaultQueueSettings()
 	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 1_000_000, 1_000_000, time.Hour, 4
-	const seats = 1 << 20
-	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Queue: q,
-		Sections:  []ticketrush.Section{{Name: "R", Price: 1000, Seats: seats}},
-		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID()}}}
-	ctx := context.Background()
-	if _, err := store.LoadConcert(ctx, c, time.Now()); err != nil {
-		b.Fatal(err)
-	}
-	secret := []byte(strings.Repeat("s", 32))
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	waiting := queue.NewService(store, auth.NewQueueTokens(secret), time.Now, log, prometheus.NewRegistry())
-	purchases := booking.NewService(store, benchCatalog{c}, waiting, time.Now, log, prometheus.NewRegistry())
-	users := auth.NewUsers(secret)
-	s := NewServer(Deps{API: true, Queue: waiting, Booking: purchases, Users: users,
-		Registry: prometheus.NewRegistry(), Log: log})
-
-	fans := make([]benchFan, b.N/4+1)
+	sb := newBenchConcert(b, q, []ticketrush.Section{{Name: "R", Price: 1000, Seats: 1 << 20}})
+	fans := make([]seatFan, b.N/4+1)
 	for i := range fans {
-		user := "fan-" + strconv.Itoa(i)
-		t, _, err := waiting.Join(ctx, user, c.ID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		jwt, err := auth.Mint(secret, user, time.Hour, time.Now())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := users.Verify(jwt); err != nil { // cached, as the fan's join left it
-			b.Fatal(err)
-		}
-		fans[i] = benchFan{jwt: jwt, token: t.Token}
+		fans[i] = sb.join(b, "fan-"+strconv.Itoa(i))
 	}
-	for deadline := time.Now().Add(time.Minute); ; {
-		r, err := store.Tick(ctx, c.ID, time.Now(), 10_000)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if r.Waiting == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d fans still waiting", r.Waiting)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return s, fans, c.Schedules[0].ID
+	sb.admitAll(b)
+	return sb.server, fans, sb.c.Schedules[0].ID
 }
 
 // fixedHold is a Booking whose Hold answers at once, with res or err: BenchmarkHoldHandler prices the

@@ -75,58 +75,72 @@ func (sb *seatBench) counter(b testing.TB, name string) float64 {
 
 type seatFan struct{ jwt, token string }
 
-func newSeatBench(b testing.TB, fans int, taken func(seat int) bool) *seatBench {
+// newBenchConcert loads a concert of one schedule with sections and queue settings q on the real Redis
+// (REDIS_URL), with its waiting room, booking service and server; no fan yet (join, admitAll).
+func newBenchConcert(b testing.TB, q ticketrush.QueueSettings, sections []ticketrush.Section) *seatBench {
 	client, prefix := dbtest.Redis(b)
 	store := redis.NewStore(client, prefix, prometheus.NewRegistry())
-	q := ticketrush.DefaultQueueSettings()
-	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 1_000_000, 1_000_000, time.Hour, 2000
-	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Queue: q,
-		Sections:  []ticketrush.Section{{Name: "VIP", Price: 165000, Seats: 500}, {Name: "R", Price: 143000, Seats: 1500}},
+	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Queue: q, Sections: sections,
 		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID()}}}
-	ctx := context.Background()
-	if _, err := store.LoadConcert(ctx, c, time.Now()); err != nil {
+	if _, err := store.LoadConcert(context.Background(), c, time.Now()); err != nil {
 		b.Fatal(err)
 	}
-	secret := []byte(strings.Repeat("s", 32))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	waiting := queue.NewService(store, auth.NewQueueTokens(secret), time.Now, log, prometheus.NewRegistry())
+	waiting := queue.NewService(store, auth.NewQueueTokens(benchSecret), time.Now, log, prometheus.NewRegistry())
 	reg := prometheus.NewRegistry()
 	purchases := booking.NewService(store, benchCatalog{c}, waiting, time.Now, log, reg)
-	users := auth.NewUsers(secret)
-	sb := &seatBench{c: c, purchases: purchases, reg: reg, client: client, store: store, waiting: waiting, users: users, server: NewServer(Deps{API: true, Queue: waiting, Booking: purchases,
-		Users: users, Registry: prometheus.NewRegistry(), Log: log})}
+	users := auth.NewUsers(benchSecret)
+	return &seatBench{c: c, purchases: purchases, reg: reg, client: client, store: store, waiting: waiting, users: users,
+		server: NewServer(Deps{API: true, Queue: waiting, Booking: purchases, Users: users, Registry: prometheus.NewRegistry(), Log: log})}
+}
 
-	join := func(user string) seatFan {
-		t, _, err := waiting.Join(ctx, user, c.ID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		jwt, err := auth.Mint(secret, user, time.Hour, time.Now())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := users.Verify(jwt); err != nil { // cached, as the fan's join left it
-			b.Fatal(err)
-		}
-		return seatFan{jwt: jwt, token: t.Token}
+// benchSecret signs the bench's JWTs and queue tokens.
+var benchSecret = []byte(strings.Repeat("s", 32))
+
+// join joins user to the line and returns them as a fan with a JWT already verified (cached, as the
+// fan's join left it).
+func (sb *seatBench) join(b testing.TB, user string) seatFan {
+	t, _, err := sb.waiting.Join(context.Background(), user, sb.c.ID)
+	if err != nil {
+		b.Fatal(err)
 	}
-	owner := join("owner")
-	for i := 0; i < fans; i++ {
-		sb.fans = append(sb.fans, join("fan-"+strconv.Itoa(i)))
+	jwt, err := auth.Mint(benchSecret, user, time.Hour, time.Now())
+	if err != nil {
+		b.Fatal(err)
 	}
+	if _, err := sb.users.Verify(jwt); err != nil {
+		b.Fatal(err)
+	}
+	return seatFan{jwt: jwt, token: t.Token}
+}
+
+// admitAll ticks the line until nobody waits.
+func (sb *seatBench) admitAll(b testing.TB) {
 	for deadline := time.Now().Add(time.Minute); ; {
-		r, err := store.Tick(ctx, c.ID, time.Now(), 10_000)
+		r, err := sb.store.Tick(context.Background(), sb.c.ID, time.Now(), 10_000)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if r.Waiting == 0 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			b.Fatalf("%d fans still waiting", r.Waiting)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func newSeatBench(b testing.TB, fans int, taken func(seat int) bool) *seatBench {
+	q := ticketrush.DefaultQueueSettings()
+	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 1_000_000, 1_000_000, time.Hour, 2000
+	sb := newBenchConcert(b, q, []ticketrush.Section{{Name: "VIP", Price: 165000, Seats: 500}, {Name: "R", Price: 143000, Seats: 1500}})
+	ctx, c, purchases := context.Background(), sb.c, sb.purchases
+	owner := sb.join(b, "owner")
+	for i := 0; i < fans; i++ {
+		sb.fans = append(sb.fans, sb.join(b, "fan-"+strconv.Itoa(i)))
+	}
+	sb.admitAll(b)
 	if _, _, err := purchases.Charge(ctx, "owner", 10_000_000, ""); err != nil {
 		b.Fatal(err)
 	}
