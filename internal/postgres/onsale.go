@@ -18,8 +18,8 @@ const (
 	// older entry written again after a leave nor a leave written before its entry brings a fan back.
 	// $6 tells entries (false) from leaves (true).
 	upsertPrequeue = `INSERT INTO prequeue_entries AS p (concert_id, user_id, entered_at, ev_ms, ev_seq, left_queue)
-SELECT c, u, 'epoch'::timestamptz + a * interval '1 millisecond', m, q, $6
-FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS x(c, u, a, m, q)
+SELECT c, u, 'epoch'::timestamptz + a * interval '1 millisecond', m, q, l
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::boolean[]) AS x(c, u, a, m, q, l)
 ON CONFLICT (concert_id, user_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, ev_ms = EXCLUDED.ev_ms,
 	ev_seq = EXCLUDED.ev_seq, left_queue = EXCLUDED.left_queue
 WHERE (EXCLUDED.ev_ms, EXCLUDED.ev_seq) > (p.ev_ms, p.ev_seq)`
@@ -35,10 +35,7 @@ ON CONFLICT DO NOTHING`
 )
 
 func queueOnSale(b *pgx.Batch, rb ticketrush.RecordBatch) {
-	// Entries before leaves: of an entry and a leave with the same event id (none such), the leave
-	// would stand.
-	queuePrequeue(b, rb.Prequeue, false)
-	queuePrequeue(b, rb.PrequeueLeaves, true)
+	queuePrequeue(b, rb.Prequeue, rb.PrequeueLeaves)
 	if n := len(rb.DrawPlaces); n > 0 {
 		cs, ps, us := make([]string, n), make([]int64, n), make([]string, n)
 		for i, p := range rb.DrawPlaces {
@@ -55,29 +52,37 @@ func queueOnSale(b *pgx.Batch, rb ticketrush.RecordBatch) {
 	}
 }
 
-// queuePrequeue writes pre-queue entries (left false) or leaves (left true): one row per (concert, user)
-// in one INSERT ... ON CONFLICT, the newest event of the batch (a statement may not change a row twice).
-func queuePrequeue(b *pgx.Batch, es []ticketrush.PrequeueEntry, left bool) {
-	if len(es) == 0 {
+// queuePrequeue writes pre-queue entries and leaves: one row per (concert, user), the newest event of
+// the batch, in one INSERT ... ON CONFLICT (a statement may not change a row twice).
+func queuePrequeue(b *pgx.Batch, entries, leaves []ticketrush.PrequeueEntry) {
+	type event struct {
+		ticketrush.PrequeueEntry
+		left bool
+	}
+	newest := map[[2]string]event{}
+	var order [][2]string
+	add := func(es []ticketrush.PrequeueEntry, left bool) {
+		for _, e := range es {
+			k := [2]string{e.ConcertID, e.UserID}
+			old, seen := newest[k]
+			if !seen {
+				order = append(order, k)
+			}
+			if !seen || old.Event.Before(e.Event) {
+				newest[k] = event{e, left}
+			}
+		}
+	}
+	add(entries, false)
+	add(leaves, true)
+	n := len(order)
+	if n == 0 {
 		return
 	}
-	newest := map[[2]string]ticketrush.PrequeueEntry{}
-	var order [][2]string
-	for _, e := range es {
-		k := [2]string{e.ConcertID, e.UserID}
-		old, seen := newest[k]
-		if !seen {
-			order = append(order, k)
-		}
-		if !seen || old.Event.Before(e.Event) {
-			newest[k] = e
-		}
-	}
-	n := len(order)
-	cs, us, at, ms, seqs := make([]string, n), make([]string, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	cs, us, at, ms, seqs, left := make([]string, n), make([]string, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]bool, n)
 	for i, k := range order {
 		e := newest[k]
-		cs[i], us[i], at[i], ms[i], seqs[i] = e.ConcertID, e.UserID, millis(e.At), e.Event.Ms, e.Event.Seq
+		cs[i], us[i], at[i], ms[i], seqs[i], left[i] = e.ConcertID, e.UserID, millis(e.At), e.Event.Ms, e.Event.Seq, e.left
 	}
 	b.Queue(upsertPrequeue, cs, us, at, ms, seqs, left)
 }
