@@ -569,17 +569,7 @@ func (b *bench) spread(ctx context.Context, rep int, timed func(string, job, str
 		return err
 	}
 	health := b.api.base + "/healthz"
-	charge := []byte(`{"amount":` + strconv.Itoa(per*price) + `}`)
-	timed(rowCharges, job{workers: b.cfg.workers, count: len(fans),
-		request: func(_, i int) (*http.Request, error) {
-			req, err := b.api.newRequest(http.MethodPost, "/v1/points/charges", fans[i].jwt, "", charge)
-			if err == nil {
-				req.Header.Set("Idempotency-Key", "bench-charge-"+fans[i].user)
-			}
-			return req, err
-		},
-		answer: func(_, _, status int, _ []byte) bool { return b.acked.charge(status) },
-	}, health)
+	timed(rowCharges, b.chargeJob(fans, per*price), health)
 
 	seats := make([][]byte, n)
 	for i, s := range rand.Perm(n) {
@@ -601,18 +591,39 @@ func (b *bench) spread(ctx context.Context, rep int, timed func(string, job, str
 			held = append(held, i)
 		}
 	}
-	timed(rowPayments, job{workers: b.cfg.workers, count: len(held),
-		request: func(_, k int) (*http.Request, error) {
-			i := held[k]
-			req, err := b.api.newRequest(http.MethodPost, "/v1/payments", owner(i).jwt, "", []byte(`{"reservationId":"`+res[i]+`"}`))
+	timed(rowPayments, b.payJob(len(held), func(k int) (*fan, string) { return owner(held[k]), res[held[k]] }), health)
+	return nil
+}
+
+// chargeJob has each of fans charge amount points once (an Idempotency-Key per fan).
+func (b *bench) chargeJob(fans []fan, amount int) job {
+	body := []byte(`{"amount":` + strconv.Itoa(amount) + `}`)
+	return job{workers: b.cfg.workers, count: len(fans),
+		request: func(_, i int) (*http.Request, error) {
+			req, err := b.api.newRequest(http.MethodPost, "/v1/points/charges", fans[i].jwt, "", body)
 			if err == nil {
-				req.Header.Set("Idempotency-Key", "bench-pay-"+res[i])
+				req.Header.Set("Idempotency-Key", "bench-charge-"+fans[i].user)
+			}
+			return req, err
+		},
+		answer: func(_, _, status int, _ []byte) bool { return b.acked.charge(status) },
+	}
+}
+
+// payJob pays count holds, the k-th the reservation hold(k) gives, by the fan who holds it (an
+// Idempotency-Key per reservation).
+func (b *bench) payJob(count int, hold func(k int) (*fan, string)) job {
+	return job{workers: b.cfg.workers, count: count,
+		request: func(_, k int) (*http.Request, error) {
+			f, resID := hold(k)
+			req, err := b.api.newRequest(http.MethodPost, "/v1/payments", f.jwt, "", []byte(`{"reservationId":"`+resID+`"}`))
+			if err == nil {
+				req.Header.Set("Idempotency-Key", "bench-pay-"+resID)
 			}
 			return req, err
 		},
 		answer: func(_, _, status int, _ []byte) bool { return b.acked.payment(status) },
-	}, health)
-	return nil
+	}
 }
 
 // lagSampler reads the service's write-behind lag and backlog from /metrics every second while the

@@ -86,6 +86,19 @@ const (
 	seatMapHolders = 50   // fans holding 4 seats each; the first half pay theirs
 )
 
+// seatMapRequest is fan f's read of the seat map, asking for gzip, and with If-None-Match when
+// ifNoneMatch is not "".
+func (b *bench) seatMapRequest(sm *seatMap, f fan, acceptGzip bool, ifNoneMatch string) (*http.Request, error) {
+	req, err := b.api.newRequest(http.MethodGet, sm.path, f.jwt, f.token, nil)
+	if err == nil && acceptGzip {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
+	if err == nil && ifNoneMatch != "" {
+		req.Header.Set("If-None-Match", ifNoneMatch)
+	}
+	return req, err
+}
+
 // setupSeatMap creates the seat-map concert, holds and sells some of its seats through the API, reads
 // its map once plain and once asking for gzip, and gives both answers to the hello server.
 func (b *bench) setupSeatMap(ctx context.Context) (*seatMap, error) {
@@ -125,30 +138,11 @@ func (b *bench) setupSeatMap(ctx context.Context) (*seatMap, error) {
 		return nil, fmt.Errorf("seat map: %d of %d holds failed, first: %v", r.failed, holds, r.firstErr)
 	}
 	payers := seatMapHolders / 2
-	r = job{workers: b.cfg.workers, count: payers,
-		request: func(_, i int) (*http.Request, error) {
-			req, err := b.api.newRequest(http.MethodPost, "/v1/points/charges", fans[i].jwt, "",
-				[]byte(`{"amount":`+strconv.Itoa(per*165000)+`}`))
-			if err == nil {
-				req.Header.Set("Idempotency-Key", "bench-charge-"+fans[i].user)
-			}
-			return req, err
-		},
-		answer: func(_, _, status int, _ []byte) bool { return b.acked.charge(status) },
-	}.run(ctx, b.api.client)
+	r = b.chargeJob(fans[:payers], per*165000).run(ctx, b.api.client)
 	if r.failed > 0 {
 		return nil, fmt.Errorf("seat map: %d charges failed, first: %v", r.failed, r.firstErr)
 	}
-	r = job{workers: b.cfg.workers, count: payers * per,
-		request: func(_, i int) (*http.Request, error) {
-			req, err := b.api.newRequest(http.MethodPost, "/v1/payments", fans[i/per].jwt, "", []byte(`{"reservationId":"`+res[i]+`"}`))
-			if err == nil {
-				req.Header.Set("Idempotency-Key", "bench-pay-"+res[i])
-			}
-			return req, err
-		},
-		answer: func(_, _, status int, _ []byte) bool { return b.acked.payment(status) },
-	}.run(ctx, b.api.client)
+	r = b.payJob(payers*per, func(i int) (*fan, string) { return &fans[i/per], res[i] }).run(ctx, b.api.client)
 	if r.failed > 0 {
 		return nil, fmt.Errorf("seat map: %d payments failed, first: %v", r.failed, r.firstErr)
 	}
@@ -158,15 +152,9 @@ func (b *bench) setupSeatMap(ctx context.Context) (*seatMap, error) {
 	// Accept-Encoding of its own goes without one (Go's Transport would otherwise ask for gzip and
 	// unzip the answer behind the caller's back).
 	get := func(acceptGzip bool, ifNoneMatch string) (*http.Response, []byte, error) {
-		req, err := b.api.newRequest(http.MethodGet, sm.path, sm.fans[0].jwt, sm.fans[0].token, nil)
+		req, err := b.seatMapRequest(sm, sm.fans[0], acceptGzip, ifNoneMatch)
 		if err != nil {
 			return nil, nil, err
-		}
-		if acceptGzip {
-			req.Header.Set("Accept-Encoding", "gzip")
-		}
-		if ifNoneMatch != "" {
-			req.Header.Set("If-None-Match", ifNoneMatch)
 		}
 		resp, err := b.api.client.Do(req.WithContext(ctx))
 		if err != nil {
@@ -271,15 +259,7 @@ func (b *bench) seatMaps(ctx context.Context, timed func(string, job, string) re
 	reader := func() fan { return sm.fans[int(next.Add(1))%len(sm.fans)] }
 	service := func(acceptGzip bool, ifNoneMatch string) func(int, int) (*http.Request, error) {
 		return func(int, int) (*http.Request, error) {
-			f := reader()
-			req, err := b.api.newRequest(http.MethodGet, sm.path, f.jwt, f.token, nil)
-			if err == nil && acceptGzip {
-				req.Header.Set("Accept-Encoding", "gzip")
-			}
-			if err == nil && ifNoneMatch != "" {
-				req.Header.Set("If-None-Match", ifNoneMatch)
-			}
-			return req, err
+			return b.seatMapRequest(sm, reader(), acceptGzip, ifNoneMatch)
 		}
 	}
 	bare := func(name string, acceptGzip bool) func(int, int) (*http.Request, error) {
