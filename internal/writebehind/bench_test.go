@@ -20,9 +20,20 @@ import (
 // fillCharges appends n point.charge events to the wallet streams under prefix, as points_charge.lua
 // writes them, spread over users of every shard.
 func fillCharges(tb testing.TB, rdb rueidis.Client, prefix string, n, round int) {
-	tb.Helper()
 	keys := redis.NewKeys(prefix)
 	at := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	pipelined(tb, rdb, n, func(i int) rueidis.Completed {
+		user := "user-" + strconv.Itoa(i%5000)
+		return rdb.B().Xadd().Key(keys.Wallet(user).Events()).Id("*").FieldValue().
+			FieldValue("type", "point.charge").FieldValue("id", "c"+strconv.Itoa(round)+"x"+strconv.Itoa(i)).
+			FieldValue("user", user).FieldValue("amount", "1000").FieldValue("balance", strconv.Itoa(1000*(1+i/5000))).
+			FieldValue("at", at).Build()
+	})
+}
+
+// pipelined sends the n commands cmd gives, in pipelines of 1,000, each answered without error.
+func pipelined(tb testing.TB, rdb rueidis.Client, n int, cmd func(i int) rueidis.Completed) {
+	tb.Helper()
 	cmds := make(rueidis.Commands, 0, 1000)
 	flush := func() {
 		for _, res := range rdb.DoMulti(context.Background(), cmds...) {
@@ -31,12 +42,7 @@ func fillCharges(tb testing.TB, rdb rueidis.Client, prefix string, n, round int)
 		cmds = cmds[:0]
 	}
 	for i := range n {
-		user := "user-" + strconv.Itoa(i%5000)
-		cmds = append(cmds, rdb.B().Xadd().Key(keys.Wallet(user).Events()).Id("*").FieldValue().
-			FieldValue("type", "point.charge").FieldValue("id", "c"+strconv.Itoa(round)+"x"+strconv.Itoa(i)).
-			FieldValue("user", user).FieldValue("amount", "1000").FieldValue("balance", strconv.Itoa(1000*(1+i/5000))).
-			FieldValue("at", at).Build())
-		if len(cmds) == cap(cmds) {
+		if cmds = append(cmds, cmd(i)); len(cmds) == cap(cmds) {
 			flush()
 		}
 	}

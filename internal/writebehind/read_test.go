@@ -20,24 +20,12 @@ import (
 // addJoins appends n queue.join events to stream, as queue_join.lua writes them, with seqs after from,
 // in pipelines of 1,000.
 func addJoins(tb testing.TB, rdb rueidis.Client, stream string, n, from int) {
-	tb.Helper()
 	at := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	cmds := make(rueidis.Commands, 0, 1000)
-	flush := func() {
-		for _, res := range rdb.DoMulti(context.Background(), cmds...) {
-			require.NoError(tb, res.Error())
-		}
-		cmds = cmds[:0]
-	}
-	for i := range n {
+	pipelined(tb, rdb, n, func(i int) rueidis.Completed {
 		seq := strconv.Itoa(from + i + 1)
-		cmds = append(cmds, rdb.B().Xadd().Key(stream).Id("*").FieldValue().
-			FieldValue("type", "queue.join").FieldValue("user", "u"+seq).FieldValue("seq", seq).FieldValue("at", at).Build())
-		if len(cmds) == cap(cmds) {
-			flush()
-		}
-	}
-	flush()
+		return rdb.B().Xadd().Key(stream).Id("*").FieldValue().
+			FieldValue("type", "queue.join").FieldValue("user", "u"+seq).FieldValue("seq", seq).FieldValue("at", at).Build()
+	})
 }
 
 // A stream that fills its reads is read in growing rounds, up to MaxReadCount, and back down once
