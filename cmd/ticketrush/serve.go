@@ -94,7 +94,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": state.Check}
 	if cfg.Has(config.RoleWriteBehind) {
-		worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.streams, writebehind.Config{}, time.Now, log, reg)
+		var wcfg writebehind.Config
+		if redis.IsCluster(rc) {
+			wcfg.ReplicaWait = redis.ReplicaWait // an event reaches Postgres once a replica has it
+		}
+		worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.streams, wcfg, time.Now, log, reg)
 		wg.Go(func() { worker.Run(loops) })
 		ready["writebehind"] = worker.Check
 	}

@@ -230,3 +230,23 @@ func slowWritesNotClaimed(t *testing.T, events, readCount int) {
 	assert.Zero(t, other.events, "the other worker claimed none")
 	other.mu.Unlock()
 }
+
+// With ReplicaWait (a Redis Cluster), the entries of a read are written only once a replica of their
+// master confirms them: on the cluster, from the read; on a single Redis, where no replica ever confirms,
+// not from the read (they stay pending, for a claim after ClaimIdle). Runs on both in make test.
+func TestEntriesWaitForAReplica(t *testing.T) {
+	rdb, prefix := dbtest.Redis(t)
+	ctx := context.Background()
+	stream := redis.NewKeys(prefix).Concert("line").Events()
+	addJoins(t, rdb, stream, 5, 0)
+	w := New(rdb, nil, prefix, func() []string { return []string{"line"} }, Config{ReplicaWait: 50 * time.Millisecond},
+		time.Now, dbtest.Log(t), prometheus.NewRegistry())
+	w.syncStreams(ctx)
+	got := w.read(ctx)
+	if redis.IsCluster(rdb) {
+		assert.Len(t, got, 5, "a replica confirmed them: written from the read")
+		return
+	}
+	assert.Empty(t, got, "no replica confirmed them: not written from the read")
+	assert.Equal(t, int64(5), pendingEntries(rdb, stream), "they stay pending, for a claim")
+}

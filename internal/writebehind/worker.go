@@ -46,6 +46,10 @@ type Config struct {
 	// after a quiet spell waits IdleMax at most.
 	IdleMax     time.Duration
 	ClaimIdle   time.Duration // an entry pending this long with another consumer is claimed (XAUTOCLAIM)
+	// ReplicaWait, on a Redis Cluster, is how long the entries of a read wait for a replica of their
+	// master before they are written (0: a single Redis, nothing to wait for): an event Postgres holds
+	// must not be one a failover takes back.
+	ReplicaWait time.Duration
 	ClaimEvery  time.Duration // how often pending entries are looked for
 	MaxFailures int           // an entry the database refuses this many times goes to the dead-letter stream
 	// MaxDeliveries: an entry claimed after this many deliveries goes to the dead-letter stream without
@@ -369,6 +373,7 @@ func (w *Worker) read(ctx context.Context) []entry {
 		srcs = append(srcs, s)
 	}
 	var out []entry
+	read := map[*source][]entry{}
 	for i, res := range w.rdb.DoMulti(ctx, cmds...) {
 		s := srcs[i]
 		streams, err := res.AsXRead()
@@ -388,10 +393,50 @@ func (w *Worker) read(ctx context.Context) []entry {
 			s.count /= 2
 		}
 		for _, xe := range got {
-			out = append(out, entry{src: s, id: xe.ID, fields: xe.FieldValues})
+			read[s] = append(read[s], entry{src: s, id: xe.ID, fields: xe.FieldValues})
+		}
+	}
+	withheld := map[*source]bool{}
+	if w.cfg.ReplicaWait > 0 { // every stream's wait at once
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for s, es := range read {
+			wg.Go(func() {
+				if !w.replicated(ctx, s, es) {
+					mu.Lock()
+					withheld[s] = true // pending: claimed after ClaimIdle, by then on a replica or on a master without one
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for _, s := range srcs { // in the order read
+		if !withheld[s] {
+			out = append(out, read[s]...)
 		}
 	}
 	return out
+}
+
+// replicated reports whether a replica of the stream's master has entries just read: an XCLAIM JUSTID
+// of them (a write after theirs on that master) and WAIT 1 in one round trip on one connection, so
+// that WAIT covers them. An event is written to Postgres only once a failover can no longer take it
+// back from Redis (the step that wrote it waited for the replica too, but the worker may read it
+// first).
+func (w *Worker) replicated(ctx context.Context, s *source, es []entry) bool {
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.id
+	}
+	res := w.rdb.DoMulti(ctx,
+		w.rdb.B().Xclaim().Key(s.stream).Group(w.cfg.Group).Consumer(w.cfg.Consumer).MinIdleTime("0").Id(ids...).Justid().Build(),
+		w.rdb.B().Wait().Numreplicas(1).Timeout(max(1, w.cfg.ReplicaWait.Milliseconds())).Build())
+	n, err := res[1].AsInt64()
+	if err != nil && ctx.Err() == nil {
+		w.warnings.warn(warnReadStream, "stream", s.stream, "err", err)
+	}
+	return err == nil && n >= 1
 }
 
 // readFailed handles a stream that could not be read: a missing group (Redis lost it) is made again.
