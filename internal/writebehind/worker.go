@@ -44,8 +44,8 @@ type Config struct {
 	// IdleMax: each further round that finds nothing doubles the pause, up to this, so that a quiet
 	// service does not poll its streams (64 wallet shards at least) 20 times a second; the first event
 	// after a quiet spell waits IdleMax at most.
-	IdleMax     time.Duration
-	ClaimIdle   time.Duration // an entry pending this long with another consumer is claimed (XAUTOCLAIM)
+	IdleMax   time.Duration
+	ClaimIdle time.Duration // an entry pending this long with another consumer is claimed (XAUTOCLAIM)
 	// ReplicaWait, on a Redis Cluster, is how long the entries of a read wait for a replica of their
 	// master before they are written (0: a single Redis, nothing to wait for): an event Postgres holds
 	// must not be one a failover takes back.
