@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	httpapi "github.com/ticketrush/ticketrush/internal/http"
 )
 
 // stream opens GET /v1/queue/events for the fan's token and returns its events as they come; the
@@ -23,7 +25,8 @@ func (s *service) stream(t *testing.T, f fan, token string) <-chan ticket {
 		r.Header.Set(h[0], h[1])
 	}
 	r.Header.Set("Accept", "text/event-stream")
-	res, err := s.client.Do(r)
+	// No overall client timeout: a stream is long-lived, and every read of it is bounded by next.
+	res, err := (&http.Client{Transport: s.client.Transport}).Do(r)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
@@ -135,4 +138,50 @@ func (s *service) saleConcertOf(t *testing.T, seats int, queue map[string]any) (
 	}
 	require.NoError(t, json.Unmarshal(res.body, &c))
 	return c.ID, c.Schedules[0].ID
+}
+
+// TestEventStreamOutlivesEveryDeadline: a WAITING fan's stream, served by `run` with the production
+// server settings, stays open past every deadline the server has (the request deadline, the read and
+// the write timeouts), with a heartbeat at least every pollAfterSeconds, and still carries the turn
+// when it comes.
+func TestEventStreamOutlivesEveryDeadline(t *testing.T) {
+	t.Parallel()
+	s := startService(t, nil)
+	concertID, _ := s.saleConcertOf(t, 10, map[string]any{"activeCapacity": 1})
+	alice, bob := buyer(t, "alice"), buyer(t, "bob")
+	aliceTok := s.admitted(t, alice, concertID)
+	_, bt := s.join(t, bob, concertID)
+	require.Equal(t, "WAITING", bt.Status)
+
+	longest := max(httpapi.DefaultTimeout, serverTimeouts.read, serverTimeouts.write)
+	hold := longest + 2*time.Second
+	require.GreaterOrEqual(t, hold, 3*httpapi.DefaultTimeout)
+
+	events := s.stream(t, bob, bt.Token)
+	first, ok := next(t, events, 10*time.Second)
+	require.True(t, ok)
+	require.Equal(t, "WAITING", first.Status)
+	require.Positive(t, first.PollAfterSeconds)
+	beat := time.Duration(first.PollAfterSeconds) * time.Second
+	opened, last, beats := time.Now(), time.Now(), 0
+	for time.Since(opened) < hold {
+		tk, ok := next(t, events, beat+5*time.Second) // a heartbeat at pollAfterSeconds, with slack for a slow machine
+		require.True(t, ok, "the stream of a WAITING fan ended %v after it opened (server deadlines: request %v, read %v, write %v)",
+			time.Since(opened).Round(time.Millisecond), httpapi.DefaultTimeout, serverTimeouts.read, serverTimeouts.write)
+		require.Equal(t, "WAITING", tk.Status)
+		beats++
+		last = time.Now()
+	}
+	t.Logf("%d heartbeats over %v (pollAfterSeconds %d)", beats, last.Sub(opened).Round(time.Millisecond), first.PollAfterSeconds)
+	require.GreaterOrEqual(t, beats, int(hold/beat)-1, "a heartbeat at least every pollAfterSeconds")
+
+	s.leave(t, alice, aliceTok)
+	for {
+		tk, ok := next(t, events, 10*time.Second)
+		require.True(t, ok, "the stream ended before the turn")
+		if tk.Status == "ACTIVE" {
+			break
+		}
+		require.Equal(t, "WAITING", tk.Status)
+	}
 }

@@ -122,10 +122,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	})
 	srv := &http.Server{
 		Handler:           api,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      15 * time.Second,
-		IdleTimeout:       60 * time.Second,
+		ReadHeaderTimeout: serverTimeouts.readHeader,
+		ReadTimeout:       serverTimeouts.read,
+		WriteTimeout:      serverTimeouts.write,
+		IdleTimeout:       serverTimeouts.idle,
 		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
 	}
 	srv.RegisterOnShutdown(api.StopStreams)
@@ -154,6 +154,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		err = nil
 	}
 	return err
+}
+
+// serverTimeouts are the HTTP server's deadlines. An event stream outlives all of them: its request has
+// no deadline, and it extends the connection's write deadline at every event (internal/http events.go;
+// TestEventStreamOutlivesEveryDeadline holds one past the longest).
+var serverTimeouts = struct{ readHeader, read, write, idle time.Duration }{
+	readHeader: 5 * time.Second, read: 10 * time.Second, write: 15 * time.Second, idle: 60 * time.Second,
 }
 
 // rounds are one round of each background loop over the concerts (serve runs them every interval):

@@ -36,7 +36,7 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, _ httproute
 	defer context.AfterFunc(s.streams, cancel)()
 	started := false
 	var buf bytes.Buffer
-	err = s.Queue.Watch(ctx, user, r.Header.Get("X-Queue-Token"), func(t ticketrush.Ticket) error {
+	err = s.Queue.Watch(ctx, s.Timeout, user, r.Header.Get("X-Queue-Token"), func(t ticketrush.Ticket) error {
 		if !started {
 			h := w.Header()
 			h.Set("Content-Type", "text/event-stream")

@@ -28,7 +28,7 @@ type Queue interface {
 	JoinWith(ctx context.Context, userID, concertID string, pass ticketrush.JoinPass) (ticketrush.Ticket, bool, error)
 	Status(ctx context.Context, userID, token string) (ticketrush.Ticket, error)
 	Leave(ctx context.Context, userID, token string) error
-	Watch(ctx context.Context, userID, token string, emit func(ticketrush.Ticket) error) error
+	Watch(ctx context.Context, callTimeout time.Duration, userID, token string, emit func(ticketrush.Ticket) error) error
 }
 
 // Catalog is the concert catalog and its queue settings.
@@ -130,7 +130,7 @@ func NewServer(d Deps) *Server {
 	s.handle("POST", "/v1/concerts/:concertId/queue/challenge", s.queueChallenge)
 	s.handle("GET", "/v1/queue", s.queueStatus)
 	s.handle("DELETE", "/v1/queue", s.leaveQueue)
-	s.handle("GET", "/v1/queue/events", s.queueEvents)
+	s.handleStream("GET", "/v1/queue/events", s.queueEvents)
 	s.bookingRoutes()
 	s.handle("GET", "/v1/points/history", s.pointsHistory)
 	s.handle("GET", "/v1/concerts/:concertId/draw", s.getDraw)
@@ -159,7 +159,14 @@ func (s *Server) handle(method, pattern string, h handlerFunc) {
 	s.router.Handle(method, pattern, s.instrument(pattern, s.Timeout, h))
 }
 
-// instrument runs h with a deadline of timeout on the request's context (every Redis and Postgres call
+// handleStream adds a long-lived route: instrumented and rate limited like handle, but with no deadline
+// on the request itself (a stream lasts as long as its fan waits); the handler bounds each of its own
+// calls to Redis and Postgres by s.Timeout.
+func (s *Server) handleStream(method, pattern string, h handlerFunc) {
+	s.router.Handle(method, pattern, s.instrument(pattern, 0, s.limited(h)))
+}
+
+// instrument runs h with a deadline of timeout on the request's context (none when timeout is 0) (every Redis and Postgres call
 // of the request inherits it), writes its error as a problem document, logs a 5xx (a burst of 503s
 // once) and counts the request.
 func (s *Server) instrument(pattern string, timeout time.Duration, h handlerFunc) httprouter.Handle {
@@ -173,7 +180,10 @@ func (s *Server) instrument(pattern string, timeout time.Duration, h handlerFunc
 	}
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		ctx, cancel := r.Context(), context.CancelFunc(func() {})
+		if timeout > 0 {
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+		}
 		defer cancel()
 		rs := &requestState{Context: ctx, sw: statusWriter{ResponseWriter: w, status: http.StatusOK}}
 		r = r.WithContext(rs)

@@ -377,7 +377,7 @@ func (brokenQueue) Join(context.Context, string, string) (ticketrush.Ticket, boo
 func (brokenQueue) JoinWith(context.Context, string, string, ticketrush.JoinPass) (ticketrush.Ticket, bool, error) {
 	return ticketrush.Ticket{}, false, errDown
 }
-func (brokenQueue) Watch(context.Context, string, string, func(ticketrush.Ticket) error) error {
+func (brokenQueue) Watch(context.Context, time.Duration, string, string, func(ticketrush.Ticket) error) error {
 	return errDown
 }
 func (brokenQueue) Status(context.Context, string, string) (ticketrush.Ticket, error) {

@@ -18,8 +18,17 @@ func Final(st ticketrush.QueueStatus) bool {
 // WAITING token wakes when a view refresh moves the head, a leave, the pause or sold out, and is
 // answered without a Redis round trip; no Redis channel exists per fan. An ACTIVE token,
 // which the view cannot place, is checked in Redis at its heartbeat and at its activeUntil.
-func (s *Service) Watch(ctx context.Context, userID, token string, emit func(ticketrush.Ticket) error) error {
-	t, err := s.Status(ctx, userID, token)
+//
+// The stream itself has no deadline (ctx should carry none): each read it makes is bounded by
+// callTimeout on its own, so that a stream lasts as long as the fan waits while a dependency that does
+// not answer still ends it.
+func (s *Service) Watch(ctx context.Context, callTimeout time.Duration, userID, token string, emit func(ticketrush.Ticket) error) error {
+	status := func() (ticketrush.Ticket, error) {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		return s.Status(cctx, userID, token)
+	}
+	t, err := status()
 	if err != nil {
 		return err
 	}
@@ -27,7 +36,9 @@ func (s *Service) Watch(ctx context.Context, userID, token string, emit func(tic
 	if err != nil {
 		return err
 	}
-	v, err := s.view(ctx, claims.ConcertID)
+	vctx, cancel := context.WithTimeout(ctx, callTimeout)
+	v, err := s.view(vctx, claims.ConcertID)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -58,7 +69,7 @@ func (s *Service) Watch(ctx context.Context, userID, token string, emit func(tic
 			case <-timer.C:
 				beat = true
 			}
-			if t, err = s.Status(ctx, userID, token); err != nil {
+			if t, err = status(); err != nil {
 				return err
 			}
 			if beat || t.Status != last.Status || t.Paused != last.Paused {
