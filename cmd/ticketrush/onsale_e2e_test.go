@@ -150,6 +150,9 @@ func TestOnSaleEndToEnd(t *testing.T) {
 	seen = append(seen, adminRes.body)
 	polled := s.poll(t, fans[7], tokens[fans[7].id])
 	assert.Equal(t, "PREQUEUE", polled.Status)
+	// A gated call before the draw: the entrant is not active yet, like a WAITING fan (403, not 410).
+	requireProblem(t, s.do(t, req{method: "GET", path: "/v1/concerts/" + id + "/schedules", headers: fans[7].auth(tokens[fans[7].id])}),
+		http.StatusForbidden, "QUEUE_NOT_ACTIVE")
 	metricsBefore := s.do(t, req{method: "GET", path: "/metrics"})
 	seen = append(seen, metricsBefore.body)
 
@@ -173,6 +176,7 @@ func TestOnSaleEndToEnd(t *testing.T) {
 	late := newFan(t, "late-fan")
 	_, lateTicket := s.join(t, late, id)
 	require.Equal(t, "WAITING", lateTicket.Status)
+	assert.Nil(t, lateTicket.DrawKey, "a fan who joined after the opening was never drawn: no draw key")
 
 	// Every fan's place is their key's rank, computed here from the seed and their id.
 	keys := make([]string, n)
@@ -197,6 +201,7 @@ func TestOnSaleEndToEnd(t *testing.T) {
 	}
 	lateNow := s.poll(t, late, lateTicket.Token)
 	assert.Equal(t, int64(n+1), lateNow.Position, "a fan who joined after the opening is behind all %d", n)
+	assert.Nil(t, lateNow.DrawKey, "a fan who joined after the opening was never drawn: no draw key")
 
 	// The keys file and its digest.
 	res = s.do(t, req{method: "GET", path: "/v1/concerts/" + id + "/draw/keys"})
@@ -240,6 +245,28 @@ func TestOnSaleEndToEnd(t *testing.T) {
 		assert.Equal(t, "ACTIVE", s.status(f, tokens[f.id]), "fan %s", f.id)
 	}
 	assert.Equal(t, int64(n+1), s.queueState(t, id).Active)
+	lateNow = s.poll(t, late, lateTicket.Token)
+	require.Equal(t, "ACTIVE", lateNow.Status)
+	assert.Nil(t, lateNow.DrawKey, "an ACTIVE fan who joined after the opening was never drawn: no draw key")
+
+	// "A pre-queue token keeps working after the draw (both work)": the token an entrant joined with
+	// serves every call a token serves, gated ones too: dates, seat map, a hold, the event stream.
+	for i, f := range fans[:3] {
+		old := tokens[f.id]
+		res := s.do(t, req{method: "GET", path: "/v1/concerts/" + id + "/schedules", headers: f.auth(old)})
+		require.Equal(t, http.StatusOK, res.status, "schedules with the pre-queue token of ACTIVE %s: %s", f.id, res.body)
+		var schedules []struct {
+			ID string `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal(res.body, &schedules))
+		require.Len(t, schedules, 1)
+		s.seatMap(t, f, old, id, schedules[0].ID) // 200, or it fails
+		h := s.hold(t, f, old, schedules[0].ID, fmt.Sprintf("R-%d", i+1))
+		require.Equal(t, http.StatusCreated, h.status, "a hold with the pre-queue token of ACTIVE %s: %s", f.id, h.body)
+		first, ok := next(t, s.stream(t, f, old), 10*time.Second)
+		require.True(t, ok)
+		assert.Equal(t, "ACTIVE", first.Status, "the event stream of the pre-queue token")
+	}
 }
 
 // TestOnSaleJoinsRacingTheOpening sends hundreds of joins around the opening, with the scheduler's

@@ -60,9 +60,10 @@ type Catalog interface {
 	ScheduleConcert(scheduleID string) (string, bool)
 }
 
-// Gate verifies queue tokens without Redis: genuine, the user's, for the concert.
+// Gate verifies queue tokens: genuine, the user's, for the concert; a pre-queue token as the place its
+// entrant was drawn to (the waiting room's Verify).
 type Gate interface {
-	Verify(userID, concertID, token string) (ticketrush.QueueClaims, error)
+	Verify(ctx context.Context, userID, concertID, token string) (ticketrush.QueueClaims, error)
 }
 
 // Step names a payment step boundary, for crash-injection tests.
@@ -122,7 +123,7 @@ func (s *Service) changedSeats(ctx context.Context, concertID string) {
 
 // Schedules lists a concert's schedules with their available seats, for an ACTIVE token.
 func (s *Service) Schedules(ctx context.Context, userID, concertID, token string) ([]ticketrush.ScheduleAvailability, error) {
-	c, claims, err := s.authorize(userID, concertID, token)
+	c, claims, err := s.authorize(ctx, userID, concertID, token)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +159,7 @@ func (s *Service) Seats(ctx context.Context, userID, concertID, scheduleID, toke
 // view has not loaded reads its seats too, a second round trip). Without the view, one round trip checks
 // the token and reads the seats.
 func (s *Service) SeatMap(ctx context.Context, userID, concertID, scheduleID, token string) (*ticketrush.SeatMap, error) {
-	c, claims, err := s.authorize(userID, concertID, token)
+	c, claims, err := s.authorize(ctx, userID, concertID, token)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +205,7 @@ func (s *Service) SeatMap(ctx context.Context, userID, concertID, scheduleID, to
 
 // Hold holds a seat for an ACTIVE token.
 func (s *Service) Hold(ctx context.Context, userID, token, scheduleID, seat string) (ticketrush.Reservation, error) {
-	c, claims, err := s.authorize(userID, "", token)
+	c, claims, err := s.authorize(ctx, userID, "", token)
 	if err != nil {
 		return ticketrush.Reservation{}, err
 	}
@@ -481,8 +482,8 @@ func (s *Service) left(concertID, userID string) { s.seats.ended(concertID, user
 
 // authorize verifies a gated call's queue token and returns its concert: the token's own when
 // concertID is "". (Admission is the queue's business; this only reads the token it issued.)
-func (s *Service) authorize(userID, concertID, token string) (ticketrush.Concert, ticketrush.QueueClaims, error) {
-	claims, err := s.gate.Verify(userID, concertID, token)
+func (s *Service) authorize(ctx context.Context, userID, concertID, token string) (ticketrush.Concert, ticketrush.QueueClaims, error) {
+	claims, err := s.gate.Verify(ctx, userID, concertID, token)
 	if err != nil {
 		return ticketrush.Concert{}, claims, err
 	}

@@ -35,7 +35,7 @@ func TestAbandonment(t *testing.T) {
 		user := fmt.Sprintf("fan-%02d", i)
 		tk, _, err := a.svc.Join(ctx, user, concert)
 		require.NoError(t, err)
-		claims, err := a.svc.Verify(user, concert, tk.Token)
+		claims, err := a.svc.Verify(context.Background(), user, concert, tk.Token)
 		require.NoError(t, err)
 		fans = append(fans, fan{user, tk.Token, claims.Seq})
 	}

@@ -128,13 +128,22 @@ func prequeuePacing(opensAt, now time.Time) (wait, pollAfter time.Duration) {
 	return time.Duration(secs) * time.Second, time.Duration(secs)*time.Second + jitter
 }
 
-// drawKey is the fan's draw key once their concert's pre-queue is drawn, else "".
-func (s *Service) drawKey(concertID, userID string, v *view) string {
-	sale := s.sale(concertID)
-	if sale == nil || !v.isDrawn() {
+// drawKey is the draw key of a token's fan once the pre-queue they joined is drawn, else "": a fan who
+// joined after the opening was never drawn and has none (their key would be in no keys file). A
+// pre-queue token (seq 0) stands for the place this instance learnt for its entrant.
+func (s *Service) drawKey(c ticketrush.QueueClaims, v *view) string {
+	sale := s.sale(c.ConcertID)
+	if sale == nil {
 		return ""
 	}
-	return draw.Seed(sale.Seed).KeyOf(concertID, userID).Hex()
+	seq := c.Seq
+	if seq == 0 {
+		seq, _ = v.placeOf(c.UserID)
+	}
+	if !v.drawnEntrant(seq) {
+		return ""
+	}
+	return draw.Seed(sale.Seed).KeyOf(c.ConcertID, c.UserID).Hex()
 }
 
 // refreshDraw learns whether a sale's draw is done (once it is, never asked again).
@@ -147,7 +156,7 @@ func (s *Service) refreshDraw(ctx context.Context, concertID string, v *view) er
 		return err
 	}
 	if st.Drawn() {
-		v.setDrawn()
+		v.setDrawn(st)
 	}
 	return nil
 }

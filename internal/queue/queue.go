@@ -185,8 +185,11 @@ var (
 		"the queue token is for another concert; join this concert's line for a token of its own")
 )
 
-// Verify verifies a token without Redis: genuine, the user's, and for concertID when it is given.
-func (s *Service) Verify(userID, concertID, token string) (ticketrush.QueueClaims, error) {
+// Verify verifies a gated call's token: genuine, the user's, and for concertID when it is given. A
+// pre-queue token (seq 0) keeps working after the draw (docs/api.md, "On-sale": both tokens work): it
+// stands for the place the draw gave its entrant, learnt from this instance's view, or from Redis once
+// per instance and entrant; before the draw it is not active yet. Any other token costs no Redis call.
+func (s *Service) Verify(ctx context.Context, userID, concertID, token string) (ticketrush.QueueClaims, error) {
 	claims, err := s.claims(userID, token)
 	if err != nil {
 		return claims, err
@@ -194,7 +197,38 @@ func (s *Service) Verify(userID, concertID, token string) (ticketrush.QueueClaim
 	if concertID != "" && claims.ConcertID != concertID {
 		return claims, errOtherConcert
 	}
+	if claims.Seq == 0 {
+		return s.placedClaims(ctx, claims)
+	}
 	return claims, nil
+}
+
+// placedClaims returns the claims of the place the draw gave a pre-queue token's entrant, or the gate's
+// refusal while they have none (PREQUEUE: not active yet; left or dropped: expired).
+func (s *Service) placedClaims(ctx context.Context, claims ticketrush.QueueClaims) (ticketrush.QueueClaims, error) {
+	v, err := s.view(ctx, claims.ConcertID)
+	if err != nil {
+		return claims, err
+	}
+	seq, ok := v.placeOf(claims.UserID)
+	if !ok {
+		if s.onSale == nil {
+			return claims, errors.New("pre-queue token without an on-sale store")
+		}
+		st, placed, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
+		if err != nil {
+			return claims, err
+		}
+		if placed == 0 {
+			if err := st.Status.GateError(); err != nil {
+				return claims, err
+			}
+			return claims, ticketrush.ErrQueueTokenExpired // no place, so no active one
+		}
+		v.placed(claims.UserID, placed)
+		seq = placed
+	}
+	return auth.NewClaims(claims.ConcertID, claims.UserID, seq), nil
 }
 
 func (s *Service) claims(userID, token string) (ticketrush.QueueClaims, error) {
@@ -238,9 +272,7 @@ func (s *Service) ticket(token string, c ticketrush.QueueClaims, st ticketrush.T
 			t.EstimatedWait, t.PollAfter = prequeuePacing(sale.OpensAt, now)
 		}
 	}
-	if c.Seq > 0 || st.Status != ticketrush.StatusPrequeue {
-		t.DrawKey = s.drawKey(c.ConcertID, c.UserID, v)
-	}
+	t.DrawKey = s.drawKey(c, v)
 	return t
 }
 

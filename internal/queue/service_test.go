@@ -114,7 +114,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			claims, err := in.svc.Verify(tt.user, tt.concert, tt.token)
+			claims, err := in.svc.Verify(context.Background(), tt.user, tt.concert, tt.token)
 			if tt.want == nil {
 				require.NoError(t, err)
 				assert.Equal(t, concert, claims.ConcertID)

@@ -28,15 +28,15 @@ type view struct {
 	capacity   int
 	admitRate  int
 	paused     bool
-	samples    []sample          // admissions so far over time, for the measured admission rate
-	drawn      bool              // the concert's sale has been drawn (never unset)
-	places     map[string]uint64 // entrant -> arrival seq the draw gave them, learnt from pre-queue polls
-	abandon    time.Duration     // abandonAfter: 0 off
-	soldOut    bool              // every seat is SOLD: the line is closed
-	available  int64             // seats AVAILABLE at the last refresh
-	changed    chan struct{}     // closed and replaced when a refresh changes what a poll could read
-	shown      readout           // what the last refresh showed
-	used       atomic.Int64      // when a request last read the view (Unix ns)
+	samples    []sample              // admissions so far over time, for the measured admission rate
+	drawn      *ticketrush.DrawState // the concert's sale's draw once it is done (never unset), else nil
+	places     map[string]uint64     // entrant -> arrival seq the draw gave them, learnt from pre-queue polls
+	abandon    time.Duration         // abandonAfter: 0 off
+	soldOut    bool                  // every seat is SOLD: the line is closed
+	available  int64                 // seats AVAILABLE at the last refresh
+	changed    chan struct{}         // closed and replaced when a refresh changes what a poll could read
+	shown      readout               // what the last refresh showed
+	used       atomic.Int64          // when a request last read the view (Unix ns)
 }
 
 // use records a read of the view at now.
@@ -66,13 +66,20 @@ func (v *view) placed(user string, seq uint64) {
 func (v *view) isDrawn() bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.drawn
+	return v.drawn != nil
 }
 
-func (v *view) setDrawn() {
+// drawnEntrant reports whether the draw is done and gave arrival seq seq to an entrant.
+func (v *view) drawnEntrant(seq uint64) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.drawn != nil && v.drawn.Entrant(seq)
+}
+
+func (v *view) setDrawn(st ticketrush.DrawState) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.drawn = true
+	v.drawn = &st
 }
 
 type sample struct {

@@ -26,8 +26,7 @@ func (s *Store) SealDraw(ctx context.Context, concertID string, now time.Time) (
 	if err != nil {
 		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
 	}
-	st := ticketrush.DrawState{Sealed: r.flag(0), Entrants: r.int(2), Placed: r.int(3), DrawnAt: fromMillis(r.int(4))}
-	r.int(1)
+	st := ticketrush.DrawState{Sealed: r.flag(0), Base: r.int(1), Entrants: r.int(2), Placed: r.int(3), DrawnAt: fromMillis(r.int(4))}
 	if r.err != nil {
 		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, r.err)
 	}
@@ -96,17 +95,17 @@ func (s *Store) LeavePrequeue(ctx context.Context, concertID, userID string, now
 // DrawState reads a concert's draw (a plain read of one hash; the seed is not part of it).
 func (s *Store) DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error) {
 	k := s.keys.Concert(concertID)
-	vals, err := s.client.Do(ctx, s.client.B().Hmget().Key(k.Draw()).Field("sealed", "n", "placed", "digest", "drawnAt").Build()).ToArray()
+	vals, err := s.client.Do(ctx, s.client.B().Hmget().Key(k.Draw()).Field("sealed", "base", "n", "placed", "digest", "drawnAt").Build()).ToArray()
 	if err != nil {
 		return ticketrush.DrawState{}, fmt.Errorf("draw state %s: %w", concertID, unavailable(err))
 	}
-	if len(vals) != 5 {
-		return ticketrush.DrawState{}, fmt.Errorf("draw state %s: %d fields, want 5", concertID, len(vals))
+	if len(vals) != 6 {
+		return ticketrush.DrawState{}, fmt.Errorf("draw state %s: %d fields, want 6", concertID, len(vals))
 	}
 	str := func(i int) string { v, _ := vals[i].ToString(); return v }
 	num := func(i int) int64 { v, _ := vals[i].AsInt64(); return v }
-	return ticketrush.DrawState{Sealed: str(0) == "1", Entrants: num(1), Placed: num(2), Digest: str(3),
-		DrawnAt: fromMillis(num(4))}, nil
+	return ticketrush.DrawState{Sealed: str(0) == "1", Base: num(1), Entrants: num(2), Placed: num(3), Digest: str(4),
+		DrawnAt: fromMillis(num(5))}, nil
 }
 
 // PrequeueSize is the number of the pre-queue's entrants so far.

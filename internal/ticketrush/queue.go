@@ -24,7 +24,7 @@ func (s QueueStatus) GateError() error {
 	switch s {
 	case StatusActive:
 		return nil
-	case StatusWaiting:
+	case StatusWaiting, StatusPrequeue:
 		return ErrQueueNotActive
 	}
 	return ErrQueueTokenExpired

@@ -72,7 +72,8 @@ const (
 
 // DrawState is a concert's draw as Redis keeps it.
 type DrawState struct {
-	Sealed   bool // the pre-queue is closed: later joins are post-opening arrivals
+	Sealed   bool  // the pre-queue is closed: later joins are post-opening arrivals
+	Base     int64 // the entrants hold the arrival seqs Base+1..Base+Entrants
 	Entrants int64
 	Placed   int64 // entrants placed in the line so far (the draw's resumable cursor)
 	Digest   string
@@ -81,6 +82,12 @@ type DrawState struct {
 
 // Drawn reports whether every entrant is placed.
 func (d DrawState) Drawn() bool { return !d.DrawnAt.IsZero() }
+
+// Entrant reports whether arrival seq seq is a place the draw gave (a pre-queue entrant's), not a join
+// after the opening.
+func (d DrawState) Entrant(seq uint64) bool {
+	return d.Sealed && seq > uint64(d.Base) && seq <= uint64(d.Base+d.Entrants)
+}
 
 // StatusPrequeue is a pre-queue entrant's token before the draw placed them.
 const StatusPrequeue QueueStatus = "PREQUEUE"
