@@ -13,9 +13,10 @@ import (
 	"github.com/ticketrush/ticketrush/internal/auth"
 )
 
-// TestProblemDetailsSayWhatIsWrong: each way a credential or a body can be wrong gets a problem detail
-// of its own, so that a newcomer can tell a missing header from a forged token, an expired JWT from one
-// signed with another secret, and learns the allowed fields when a guessed one is refused.
+// TestProblemDetailsSayWhatIsWrong: each way a credential, a body or an id can be wrong gets a problem
+// detail of its own, so that a newcomer can tell a missing header from a forged token, an expired JWT
+// from one signed with another secret, a body cut short from an empty one, an unknown seat from an
+// unknown schedule or route, and learns the allowed fields when a guessed one is refused.
 func TestProblemDetailsSayWhatIsWrong(t *testing.T) {
 	s := startService(t, nil)
 	concertA, scheduleA := s.saleConcert(t, nil)
@@ -67,6 +68,22 @@ func TestProblemDetailsSayWhatIsWrong(t *testing.T) {
 		{"a guessed field", req{method: "POST", path: "/v1/reservations", headers: alice.auth(tokenA),
 			body: map[string]string{"scheduleId": scheduleA, "seat": "R-1"}}, 400, "INVALID_REQUEST",
 			[]string{`unknown field "seat"`, "the fields of this request are scheduleId, seatId"}},
+		{"a hold on an unknown seat", req{method: "POST", path: "/v1/reservations", headers: alice.auth(tokenA),
+			body: map[string]string{"scheduleId": scheduleA, "seatId": "VIP-999"}}, 404, "NOT_FOUND",
+			[]string{`has no seat "VIP-999"`, "<section>-<number>"}},
+		{"a hold on an unknown schedule", req{method: "POST", path: "/v1/reservations", headers: alice.auth(tokenA),
+			body: map[string]string{"scheduleId": "nosuchsched1", "seatId": "VIP-1"}}, 404, "NOT_FOUND",
+			[]string{`has no schedule "nosuchsched1"`, schedules}},
+		{"the seats of an unknown schedule", req{method: "GET", path: schedules + "/nosuchsched1/seats", headers: alice.auth(tokenA)},
+			404, "NOT_FOUND", []string{`has no schedule "nosuchsched1"`}},
+		{"an unknown route", req{method: "GET", path: "/v1/nosuchroute", headers: alice.auth("")}, 404, "NOT_FOUND",
+			[]string{"no such resource"}},
+		{"a body cut short", req{method: "POST", path: "/v1/points/charges", headers: alice.auth(""), body: `{"amount":143000`},
+			400, "INVALID_REQUEST", []string{"not valid JSON", "ends before its JSON value does"}},
+		{"an array for a body", req{method: "POST", path: "/v1/points/charges", headers: alice.auth(""), body: `[]`},
+			400, "INVALID_REQUEST", []string{"must be a JSON object, not a JSON array"}},
+		{"an empty body", req{method: "POST", path: "/v1/points/charges", headers: alice.auth(""), body: ` `},
+			400, "INVALID_REQUEST", []string{"the body is empty"}},
 		{"a guessed nested field", req{method: "POST", path: "/admin/v1/concerts", headers: admin(),
 			body: map[string]any{"title": "x", "queue": map[string]any{"capacity": 5}}}, 400, "INVALID_REQUEST",
 			[]string{`unknown field "capacity"`, "queue {activeCapacity, admitPerSecond,", "sections {name, price, seats}"}},
@@ -93,7 +110,8 @@ func TestProblemDetailsSayWhatIsWrong(t *testing.T) {
 		if len(names) > 1 {
 			for _, n := range names {
 				assert.Contains(t, []string{"no X-Queue-Token", "no X-Queue-Token on a poll",
-					"another concert's queue token", "hold on another concert's date"}, n, "%q shared by %v", d, names)
+					"another concert's queue token", "hold on another concert's date",
+					"a hold on an unknown schedule", "the seats of an unknown schedule"}, n, "%q shared by %v", d, names)
 			}
 		}
 	}

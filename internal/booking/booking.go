@@ -164,7 +164,7 @@ func (s *Service) SeatMap(ctx context.Context, userID, concertID, scheduleID, to
 		return nil, err
 	}
 	if _, ok := c.Schedule(scheduleID); !ok {
-		return nil, ticketrush.ErrNotFound
+		return nil, noSchedule(c, scheduleID)
 	}
 	now := s.now()
 	if v := s.seats.schedule(c, scheduleID); v != nil {
@@ -214,11 +214,11 @@ func (s *Service) Hold(ctx context.Context, userID, token, scheduleID, seat stri
 			return ticketrush.Reservation{}, ticketrush.WithDetail(ticketrush.ErrQueueTokenInvalid,
 				"the queue token is for another concert; join this concert's line for a token of its own")
 		}
-		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+		return ticketrush.Reservation{}, noSchedule(c, scheduleID)
 	}
 	sec, ok := c.Seat(seat)
 	if !ok {
-		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+		return ticketrush.Reservation{}, noSeat(c, scheduleID, seat)
 	}
 	now := s.now()
 	v := s.seats.schedule(c, scheduleID)
@@ -492,6 +492,19 @@ func (s *Service) authorize(ctx context.Context, userID, concertID, token string
 		return c, claims, ticketrush.ErrNotFound
 	}
 	return c, claims, nil
+}
+
+// noSchedule is the 404 of a schedule id the concert does not have, saying which and where its dates are.
+func noSchedule(c ticketrush.Concert, scheduleID string) error {
+	return ticketrush.WithDetail(ticketrush.ErrNotFound, fmt.Sprintf(
+		"concert %s has no schedule %.64q; GET /v1/concerts/%s/schedules lists its dates", c.ID, scheduleID, c.ID))
+}
+
+// noSeat is the 404 of a seat id the concert does not have, saying which and where its seats are.
+func noSeat(c ticketrush.Concert, scheduleID, seat string) error {
+	return ticketrush.WithDetail(ticketrush.ErrNotFound, fmt.Sprintf(
+		"schedule %s has no seat %.64q; seat ids are <section>-<number> from 1, as GET /v1/concerts/%s/schedules/%s/seats lists them",
+		scheduleID, seat, c.ID, scheduleID))
 }
 
 func seatID(section string, n int) string { return fmt.Sprintf("%s-%d", section, n) }

@@ -45,6 +45,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 // decodes it, and says what is wrong with a body it refuses.
 func decodeStrict(body []byte, v any) error {
 	if err := strictJSON(json.NewDecoder(bytes.NewReader(body)), reflect.TypeOf(v), ""); err != nil {
+		if errors.Is(err, io.EOF) && len(bytes.TrimSpace(body)) > 0 {
+			err = io.ErrUnexpectedEOF // the body began a value it does not finish: not an empty body
+		}
 		return decodeError(err, v)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -347,8 +350,12 @@ func decodeError(err error, v any) error {
 		return errSlowBody // the server's read timeout passed before the body arrived
 	case errors.Is(err, io.EOF):
 		return ticketrush.Invalidf("the body is empty; a JSON object is required")
-	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
-		return ticketrush.Invalidf("the body is not valid JSON")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return ticketrush.Invalidf("the body is not valid JSON: it ends before its JSON value does (cut short?)")
+	case errors.As(err, &syntax):
+		return ticketrush.Invalidf("the body is not valid JSON: %s at byte %d", strings.TrimPrefix(syntax.Error(), "json: "), syntax.Offset)
+	case errors.As(err, &unmarshal) && unmarshal.Field == "":
+		return ticketrush.Invalidf("the body must be a JSON object, not a JSON %s", unmarshal.Value)
 	case errors.As(err, &unmarshal):
 		return ticketrush.Invalidf("field %q must be %s", unmarshal.Field, jsonKind(unmarshal.Type.Kind().String()))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
