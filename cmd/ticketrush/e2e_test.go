@@ -6,10 +6,12 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -477,8 +479,34 @@ func TestReadyzReportsRedisDown(t *testing.T) {
 	assert.Equal(t, http.StatusOK, s.do(t, req{method: "GET", path: "/healthz"}).status, "alive all the same")
 }
 
+// joinRetrying joins as a client keeping to the contract would: a 503 must carry Retry-After (whole
+// seconds), and the fan joins again after it, up to 5 attempts. A retry of a join that was done before
+// its answer was lost finds the same token (200).
+func (s *service) joinRetrying(f fan, concertID string) (int, ticket, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := s.send(req{method: "POST", path: "/v1/concerts/" + concertID + "/queue", headers: f.auth("")})
+		if err != nil {
+			return 0, ticket{}, err
+		}
+		if res.status != http.StatusServiceUnavailable || attempt == 5 {
+			if res.status != http.StatusOK && res.status != http.StatusCreated {
+				return res.status, ticket{}, fmt.Errorf("join, attempt %d: %d %s", attempt, res.status, res.body)
+			}
+			var tk ticket
+			return res.status, tk, json.Unmarshal(res.body, &tk)
+		}
+		after, err := strconv.Atoi(res.header.Get("Retry-After"))
+		if err != nil || after < 1 {
+			return res.status, ticket{}, fmt.Errorf("join: a 503 without a Retry-After of whole seconds: %q %s", res.header.Get("Retry-After"), res.body)
+		}
+		time.Sleep(time.Duration(after) * time.Second) // the client's side of the contract: wait as told
+	}
+}
+
 // TestConcurrentJoins has 1,000 fans join one paused concert at once: every fan gets a distinct
-// arrival, none is lost, and the positions are exactly 1..N in arrival order.
+// arrival, none is lost, and the positions are exactly 1..N in arrival order. A join the service cannot
+// answer in time (the race detector on a slow machine) may be a 503 with Retry-After, as the contract
+// allows; the fan retries as told and the retry resolves it.
 func TestConcurrentJoins(t *testing.T) {
 	s := startService(t, nil)
 	concert := s.createConcert(t, queueSettings{Paused: ptr(true)})
@@ -500,7 +528,7 @@ func TestConcurrentJoins(t *testing.T) {
 	for i := range fans {
 		wg.Go(func() {
 			<-start
-			status, tk, err := s.tryJoin(fans[i], concert)
+			status, tk, err := s.joinRetrying(fans[i], concert)
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -517,7 +545,8 @@ func TestConcurrentJoins(t *testing.T) {
 
 	bySeq := map[uint64]int{}
 	for i, g := range got {
-		assert.Equal(t, http.StatusCreated, g.status)
+		// 201, or 200 when a retry found the join that a 503 had answered already done
+		assert.Contains(t, []int{http.StatusCreated, http.StatusOK}, g.status)
 		assert.Equal(t, "WAITING", g.ticket.Status)
 		prev, dup := bySeq[g.seq]
 		require.False(t, dup, "fans %d and %d share seq %d", prev, i, g.seq)
