@@ -779,20 +779,94 @@ func TestOpenAPIRoutes(t *testing.T) {
 	}
 }
 
-// TestOpenAPIDocument checks that openapi.yaml loads as OpenAPI 3.1 and is a valid document, and that
-// every problem code the server writes appears in it.
+// TestOpenAPIDocument checks that openapi.yaml loads as OpenAPI 3.1 and is a valid document, that its
+// Problem.code lists exactly the codes of the error table (ticketrush.Codes), and that every response
+// that names codes does so under the status the table gives each.
 func TestOpenAPIDocument(t *testing.T) {
 	doc, _ := loadSpec(t)
 	assert.Equal(t, "3.1.0", doc.OpenAPI)
-	codes := doc.Components.Schemas["Problem"].Value.Properties["code"].Value.Enum
-	for _, c := range problemCodes() {
-		assert.Contains(t, codes, c, "Problem.code lacks %s", c)
+	var listed []string
+	for _, c := range doc.Components.Schemas["Problem"].Value.Properties["code"].Value.Enum {
+		listed = append(listed, c.(string))
 	}
+	assert.ElementsMatch(t, problemCodes(), listed, "Problem.code in openapi.yaml and the error table differ")
+
+	checked := 0
+	check := func(where, status string, ref *openapi3.ResponseRef) {
+		if ref == nil || ref.Value == nil {
+			return
+		}
+		for _, media := range ref.Value.Content {
+			for _, code := range responseCodes(media.Schema) {
+				info, ok := ticketrush.LookupCode(ticketrush.Code(code))
+				if assert.True(t, ok, "%s names %s, which the error table does not have", where, code) {
+					assert.Equal(t, strconv.Itoa(info.Status), status, "%s lists %s under %s; the error table says %d", where, code, status, info.Status)
+				}
+				checked++
+			}
+		}
+	}
+	for name, ref := range doc.Components.Responses {
+		if st, ok := responseStatus(ref); ok {
+			check("components.responses."+name, st, ref)
+		}
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, ref := range op.Responses.Map() {
+				check(method+" "+path, status, ref)
+			}
+		}
+	}
+	assert.Positive(t, checked, "no response in openapi.yaml names a code")
 }
 
-// problemCodes are the server's codes: its error table and its own refusals.
+// responseCodes collects the codes a problem response's schema allows (code: {enum: [...]}, in the
+// schema or any allOf part).
+func responseCodes(s *openapi3.SchemaRef) []string {
+	if s == nil || s.Value == nil {
+		return nil
+	}
+	var out []string
+	if c := s.Value.Properties["code"]; c != nil && c.Value != nil && s.Ref == "" {
+		for _, v := range c.Value.Enum {
+			out = append(out, v.(string))
+		}
+	}
+	for _, part := range s.Value.AllOf {
+		out = append(out, responseCodes(part)...)
+	}
+	return out
+}
+
+// responseStatus is the status a shared response is for, from its schema's status: {const: N}.
+func responseStatus(ref *openapi3.ResponseRef) (string, bool) {
+	for _, media := range ref.Value.Content {
+		var walk func(*openapi3.SchemaRef) (string, bool)
+		walk = func(s *openapi3.SchemaRef) (string, bool) {
+			if s == nil || s.Value == nil {
+				return "", false
+			}
+			if st := s.Value.Properties["status"]; st != nil && st.Value != nil && st.Value.Const != nil {
+				return fmt.Sprint(st.Value.Const), true
+			}
+			for _, part := range s.Value.AllOf {
+				if v, ok := walk(part); ok {
+					return v, true
+				}
+			}
+			return "", false
+		}
+		if v, ok := walk(media.Schema); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// problemCodes are the codes of the error table: every code the server writes.
 func problemCodes() []string {
-	out := []string{"INVALID_REQUEST", "PAYLOAD_TOO_LARGE", "METHOD_NOT_ALLOWED", "INTERNAL", "RATE_LIMITED"}
+	var out []string
 	for _, c := range ticketrush.Codes() {
 		out = append(out, string(c.Code))
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // Listener wraps ln so that the refusals net/http writes by itself, before any handler runs (a request
@@ -56,7 +58,8 @@ func rewriteRefusal(p []byte) ([]byte, bool) {
 	if err != nil || http.StatusText(status) == "" {
 		return nil, false
 	}
-	pr := problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: refusalCode(status),
+	info := ticketrush.ErrorInfo(refusal(status))
+	pr := problem{Type: "about:blank", Title: info.Title, Status: status, Code: string(info.Code),
 		Detail: refusalDetail(string(p[i+len(serverErrorHeaders):]))}
 	body, err := json.Marshal(pr)
 	if err != nil {
@@ -71,18 +74,22 @@ func rewriteRefusal(p []byte) ([]byte, bool) {
 	return out.Bytes(), true
 }
 
-func refusalCode(status int) string {
+// refusal is the error table's line for a status net/http refuses with by itself: 400 for what it
+// cannot parse, 431, 501 and 505; any other 4xx is INVALID_REQUEST, any other 5xx INTERNAL, so that a
+// refusal's code, title and status always come from the one table.
+func refusal(status int) error {
 	switch status {
-	case http.StatusBadRequest:
-		return "INVALID_REQUEST"
 	case http.StatusRequestHeaderFieldsTooLarge:
-		return "HEADERS_TOO_LARGE"
+		return ticketrush.ErrHeadersTooLarge
 	case http.StatusNotImplemented:
-		return "NOT_IMPLEMENTED"
+		return ticketrush.ErrNotImplemented
 	case http.StatusHTTPVersionNotSupported:
-		return "HTTP_VERSION_NOT_SUPPORTED"
+		return ticketrush.ErrHTTPVersionNotSupported
 	}
-	return strings.ToUpper(strings.ReplaceAll(http.StatusText(status), " ", "_"))
+	if status >= 500 {
+		return ticketrush.ErrInternal
+	}
+	return ticketrush.ErrInvalidRequest
 }
 
 // refusalDetail is net/http's text without its leading status ("400 Bad Request: ..."), at most 200

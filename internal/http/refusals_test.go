@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // TestServerRefusalsAreProblems sends what net/http refuses before any handler runs to a real server
@@ -66,8 +68,10 @@ func TestServerRefusalsAreProblems(t *testing.T) {
 			assert.NotEmpty(t, p.Title)
 			if tt.code != "" {
 				assert.Equal(t, tt.code, p.Code)
-			} else {
-				assert.NotEmpty(t, p.Code)
+			}
+			info, ok := ticketrush.LookupCode(ticketrush.Code(p.Code))
+			if assert.True(t, ok, "%s is not in the error table", p.Code) {
+				assert.Equal(t, info.Title, p.Title, "the title is the error table's")
 			}
 		})
 	}

@@ -75,6 +75,11 @@ var (
 	ErrAccessCodeRequired   = define("ACCESS_CODE_REQUIRED", 403, "Access code required", "this concert's line is open to access-code holders only: join with accessCode", false)
 	ErrAccessCodeInvalid    = define("ACCESS_CODE_INVALID", 403, "Access code invalid", "the access code is unknown, or another user's", false)
 	ErrSoldOut              = define("SOLD_OUT", 409, "Sold out", "every seat of this concert is sold", false)
+
+	// The HTTP server's own refusals, made before any route runs (internal/http refusals.go).
+	ErrHeadersTooLarge         = define("HEADERS_TOO_LARGE", 431, "Request headers too large", "the request's line and headers are over the server's limit", false)
+	ErrNotImplemented          = define("NOT_IMPLEMENTED", 501, "Not implemented", "the request asks for something the server does not support (a Transfer-Encoding other than chunked)", false)
+	ErrHTTPVersionNotSupported = define("HTTP_VERSION_NOT_SUPPORTED", 505, "HTTP version not supported", "send HTTP/1.1 or HTTP/2", false)
 )
 
 // Codes lists the table in its order.

@@ -9,16 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestErrorTable checks the one table of error codes: every code has one line with a client-error or
-// server-error status, a title and a default detail, and its sentinel carries the code through wrapping.
+// TestErrorTable checks what the table must give every code that define alone does not: an error
+// status, a title no other code shares (a client tells problems apart by it), a detail, and a
+// sentinel whose code survives wrapping. (define panics on a code given twice.)
 func TestErrorTable(t *testing.T) {
 	codes := Codes()
 	require.NotEmpty(t, codes)
-	seen := map[Code]bool{}
 	titles := map[string]Code{}
 	for _, c := range codes {
-		assert.False(t, seen[c.Code], "%s has two lines", c.Code)
-		seen[c.Code] = true
 		assert.Regexp(t, `^[A-Z]+(_[A-Z]+)*$`, string(c.Code))
 		assert.True(t, c.Status >= 400 && c.Status <= 599, "%s: status %d is not an error status", c.Code, c.Status)
 		assert.NotEmpty(t, c.Title, c.Code)
@@ -32,17 +30,14 @@ func TestErrorTable(t *testing.T) {
 		require.True(t, ok, c.Code)
 		wrapped := fmt.Errorf("context: %w", err)
 		assert.Equal(t, c.Code, ErrorCode(wrapped))
-		assert.Equal(t, c, ErrorInfo(wrapped))
 		assert.Equal(t, c.Detail, ErrorDetail(wrapped))
-		got, _ := LookupCode(c.Code)
-		assert.Equal(t, c, got)
 	}
 	_, ok := ErrorOf("NO_SUCH_CODE")
 	assert.False(t, ok)
 }
 
-// TestErrorTableLines pins the lines the HTTP contract (openapi.yaml) and the dashboards' refusal
-// reasons depend on.
+// TestErrorTableLines pins each line's code, status and refusal flag, which the HTTP contract, the
+// docs, openapi.yaml and the dashboards' refusal reasons depend on.
 func TestErrorTableLines(t *testing.T) {
 	tests := []struct {
 		give    error
@@ -79,6 +74,9 @@ func TestErrorTableLines(t *testing.T) {
 		{ErrDrawNotReady, "DRAW_NOT_READY", 409, false},
 		{ErrSaleClosed, "SALE_CLOSED", 409, false},
 		{ErrSoldOut, "SOLD_OUT", 409, false},
+		{ErrHeadersTooLarge, "HEADERS_TOO_LARGE", 431, false},
+		{ErrNotImplemented, "NOT_IMPLEMENTED", 501, false},
+		{ErrHTTPVersionNotSupported, "HTTP_VERSION_NOT_SUPPORTED", 505, false},
 	}
 	require.Len(t, tests, len(Codes()), "a code of the table is not pinned here")
 	for _, tt := range tests {

@@ -39,6 +39,9 @@
     NETWORK: 'We cannot reach the service. Check your connection; we will keep trying.',
     INTERNAL: 'Something went wrong on our side. Please try again.',
     METHOD_NOT_ALLOWED: 'This page is out of date. Please reload it.',
+    HEADERS_TOO_LARGE: 'Your browser sent too much with the request. Clear the data this site keeps and reload.',
+    NOT_IMPLEMENTED: 'Your browser sent something the service does not support. Please reload the page.',
+    HTTP_VERSION_NOT_SUPPORTED: 'Your browser spoke in a way the service does not support. Please update it.',
   };
   const words = (e) => MESSAGES[e.code] || `Something went wrong (${e.code}). Please try again.`;
 
