@@ -60,7 +60,7 @@ faults: services
 	$(GO) test -count=1 -timeout 5m -run 'TestRedisOutageAnswers503|TestAdminCreateWhilePostgresIsDown' ./cmd/ticketrush/
 
 ## cluster: a local Redis Cluster, 3 masters and 3 replicas on 127.0.0.1:7000-7005 (scripts/cluster.sh;
-## `scripts/cluster.sh stop` stops it); prints nothing, REDIS_URL="$$(scripts/cluster.sh)" to use it
+## `scripts/cluster.sh stop` stops it); prints nothing, REDIS_URL="$(scripts/cluster.sh)" to use it
 cluster:
 	@scripts/cluster.sh >/dev/null
 
