@@ -63,7 +63,9 @@ cat <<MSG
 
 fan page, signed in as demo-fan: $ADDR/#token=$token
 operator console: $ADDR/admin (admin token: the ADMIN_TOKEN of the environment; make run's is in the Makefile)
-the service logs to $RUN/ticketrush.log (tail -f it to watch).
+the service logs to $RUN/ticketrush.log (tail -f it to watch the sale: a line every 5 s per concert
+with news, with its joins, admissions, holds, payments and the fans waiting and active, and a line per
+operator action).
 Ctrl-C stops the service; make stop (from another shell) stops it and the Redis and Postgres the set-up
 started.
 MSG

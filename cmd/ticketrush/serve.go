@@ -79,6 +79,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		wg.Go(func() { periodic.Run(loops, interval, step, log, msg) })
 	}
 	every(cfg.CatalogRefresh, cat.Refresh, "catalog refresh")
+	every(saleLogEvery, newSaleLog(reg, log).report, "sale log")
 	if cfg.Has(config.RoleAPI) {
 		every(cfg.SnapshotRefresh, waitingRoom.Refresh, "queue view refresh")
 		every(cfg.LivenessFlush, waitingRoom.FlushLiveness, "queue liveness flush")

@@ -157,6 +157,8 @@ func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprou
 	if err != nil {
 		return err
 	}
+	s.Log.Info("operator created a concert", "concert", c.ID, "title", c.Title, "schedules", len(c.Schedules),
+		"seats", c.TotalSeats()*len(c.Schedules), "sale", c.Sale != nil, "committed", done)
 	status := http.StatusCreated
 	if !done { // still being written: it appears under its id once committed; a retry with the key says
 		status = http.StatusAccepted
@@ -252,7 +254,12 @@ func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toQueueSettingsJSON(q))
+	settings := toQueueSettingsJSON(q)
+	s.Log.Info("operator changed a queue", "concert", id, "activeCapacity", settings.ActiveCapacity,
+		"admitPerSecond", settings.AdmitPerSecond, "paused", settings.Paused, "activePerSeat", settings.ActivePerSeat,
+		"abandonAfterSeconds", settings.AbandonAfter, "noShowSeconds", settings.NoShow,
+		"joinPowBits", settings.JoinPowBits, "accessCodeRequired", settings.AccessCodeRequired)
+	writeJSON(w, http.StatusOK, settings)
 	return nil
 }
 
@@ -277,6 +284,7 @@ func (s *Server) issueAccessCodes(w http.ResponseWriter, r *http.Request, p http
 	if err != nil {
 		return err
 	}
+	s.Log.Info("operator issued access codes", "concert", id, "count", len(codes))
 	writeJSON(w, http.StatusCreated, map[string][]string{"codes": codes})
 	return nil
 }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// saleLogEvery is how often the log tells how each concert's sale goes.
+const saleLogEvery = 5 * time.Second
+
+// saleLog writes the sale as it happens to the service's log: at most one line per concert every
+// saleLogEvery, for a concert that saw news since the last line (joins, admissions, holds, payments, or
+// a change of waiting or active fans), never a line per request. Its figures are the process's own
+// metrics (what this process did, and the line as its view last read it), so that the log and the
+// dashboards never disagree.
+type saleLog struct {
+	gather prometheus.Gatherer
+	log    *slog.Logger
+	last   map[string]saleFigures
+}
+
+// saleFigures are one concert's figures: counters so far, and the line now.
+type saleFigures struct {
+	joined, admitted, held, paid float64
+	waiting, active              float64
+}
+
+// saleSeries maps each metric the log reads to the figure it fills.
+var saleSeries = map[string]func(*saleFigures) *float64{
+	"ticketrush_queue_joined_total":   func(f *saleFigures) *float64 { return &f.joined },
+	"ticketrush_queue_admitted_total": func(f *saleFigures) *float64 { return &f.admitted },
+	"ticketrush_holds_total":          func(f *saleFigures) *float64 { return &f.held },
+	"ticketrush_payments_total":       func(f *saleFigures) *float64 { return &f.paid },
+	"ticketrush_queue_waiting":        func(f *saleFigures) *float64 { return &f.waiting },
+	"ticketrush_queue_active":         func(f *saleFigures) *float64 { return &f.active },
+}
+
+func newSaleLog(gather prometheus.Gatherer, log *slog.Logger) *saleLog {
+	return &saleLog{gather: gather, log: log, last: map[string]saleFigures{}}
+}
+
+// report writes a line for each concert with news since the last report.
+func (l *saleLog) report(context.Context) error {
+	families, err := l.gather.Gather()
+	if err != nil {
+		return err
+	}
+	now := map[string]saleFigures{}
+	for _, mf := range families {
+		field, ok := saleSeries[mf.GetName()]
+		if !ok {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			concert := labelOf(m, "concert")
+			if concert == "" {
+				continue
+			}
+			f := now[concert]
+			*field(&f) = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			now[concert] = f
+		}
+	}
+	concerts := make([]string, 0, len(now))
+	for c := range now {
+		concerts = append(concerts, c)
+	}
+	slices.Sort(concerts)
+	for _, c := range concerts {
+		f, before := now[c], l.last[c]
+		if f == before {
+			continue // no news
+		}
+		l.log.Info("sale", "concert", c, "joined", int64(f.joined-before.joined), "admitted", int64(f.admitted-before.admitted),
+			"held", int64(f.held-before.held), "paid", int64(f.paid-before.paid), "waiting", int64(f.waiting), "active", int64(f.active))
+	}
+	l.last = now
+	return nil
+}
+
+func labelOf(m *dto.Metric, name string) string {
+	for _, lp := range m.GetLabel() {
+		if lp.GetName() == name {
+			return lp.GetValue()
+		}
+	}
+	return ""
+}
