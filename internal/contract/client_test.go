@@ -578,3 +578,19 @@ func ticketOf(t testing.TB, ev event) ticket {
 
 // onCluster reports whether the suite runs on a Redis Cluster (make test's second pass).
 func onCluster(t testing.TB) bool { t.Helper(); return dbtest.OnCluster(t) }
+
+// waitPlace polls the token until it reads status at position pos. Polls are answered from the
+// instance's view of the line, refreshed a few times a second, so a place just after an admission or a
+// leave is checked once the view has had time to catch up (5 s, many refreshes), not at the first read.
+func (s *server) waitPlace(t testing.TB, sentence string, f fan, token, status string, pos int64) bool {
+	t.Helper()
+	return eventually(t, sentence, 5*time.Second, 250*time.Millisecond, func() (bool, string) {
+		r, err := s.try("GET", "/v1/queue", nil, f.h(token)...)
+		if err != nil {
+			return false, err.Error()
+		}
+		var tk ticket
+		_ = json.Unmarshal(r.body, &tk)
+		return r.status == http.StatusOK && tk.Status == status && tk.Position == pos, r.String()
+	})
+}

@@ -35,8 +35,7 @@ func inventory(t *testing.T, s *server) {
 	promise(t, perSeat+" (no seat AVAILABLE: nobody admitted)", tk.Status == "WAITING", "head of the line with every seat held or sold: %+v", tk)
 	expectStatus(t, "Reservations: DELETE /v1/reservations/{id} → 204", s.do(t, "DELETE", "/v1/reservations/"+rb.ID, nil, b.h("")...), 204)
 	s.waitStatus(t, reoffer, cc, ct.Token, 20*time.Second, "ACTIVE")
-	tk = s.mustPoll(t, d, dt.Token)
-	promise(t, perSeat+" (1 seat, 1 ACTIVE: the next waits)", tk.Status == "WAITING" && tk.Position == 1, "fourth fan %+v", tk)
+	s.waitPlace(t, perSeat+" (1 seat, 1 ACTIVE: the next waits, first in line)", d, dt.Token, "WAITING", 1)
 
 	// The last seat is sold: the waiting fan's token reads SOLD_OUT, its stream ends, a join is refused.
 	stream := s.openEvents(t, d, dt.Token)
@@ -99,8 +98,8 @@ func abandonment(t *testing.T, s *server) {
 		promise(t, "Abandonment: counted in the admin figures (abandoned)", q.Abandoned >= 1, "%s", qr)
 		r := s.join(t, silent, c.ID, nil)
 		back := asTicket(t, r)
-		promise(t, "Abandonment: rejoining gives a new token at the back", r.status == 201 && back.Token != st.Token && back.Status == "WAITING" && back.Position == 2,
-			"%s", r)
+		promise(t, "Abandonment: rejoining gives a new token at the back", r.status == 201 && back.Token != st.Token && back.Status == "WAITING", "%s", r)
+		s.waitPlace(t, "Abandonment: rejoining gives a new token at the back (behind the fan still waiting)", silent, back.Token, "WAITING", 2)
 
 		// The fan who only held the stream open is next: admitted, not abandoned.
 		expectStatus(t, "Queue: DELETE /v1/queue → 204", s.do(t, "DELETE", "/v1/queue", nil, poller.h(pt.Token)...), 204)

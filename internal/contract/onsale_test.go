@@ -80,7 +80,7 @@ func prequeueAndDraw(t *testing.T, s *server) {
 		nullDrawKey  = "Queue: drawKey: the fan's draw key once the pre-queue they joined has been drawn, else null (a fan who joined after opensAt joined no pre-queue)"
 	)
 	start := time.Now()
-	pq, opens := start.Add(3*time.Second).UTC().Truncate(time.Millisecond), start.Add(7*time.Second).UTC().Truncate(time.Millisecond)
+	pq, opens := start.Add(3*time.Second).UTC().Truncate(time.Millisecond), start.Add(9*time.Second).UTC().Truncate(time.Millisecond)
 	c := s.createConcert(t, concertSpec{Queue: map[string]any{"activeCapacity": 2},
 		Sale: map[string]any{"opensAt": opens.Format(time.RFC3339Nano), "prequeueOpensAt": pq.Format(time.RFC3339Nano)}})
 
@@ -166,9 +166,8 @@ func prequeueAndDraw(t *testing.T, s *server) {
 	first, second, third := byKey[0], byKey[1], byKey[2]
 	s.waitStatus(t, "On-sale: entrants are placed by ascending draw key (the smallest admitted first)", first, tokens[first.id], 20*time.Second, "ACTIVE")
 	s.waitStatus(t, "On-sale: entrants are placed by ascending draw key", second, tokens[second.id], 20*time.Second, "ACTIVE")
-	tk := s.mustPoll(t, third, tokens[third.id])
-	promise(t, "On-sale: entrants are placed by ascending draw key: the largest key waits first in line (capacity 2)",
-		tk.Status == "WAITING" && tk.Position == 1, "third by key: %+v", tk)
+	s.waitPlace(t, "On-sale: entrants are placed by ascending draw key: the largest key waits first in line (capacity 2)",
+		third, tokens[third.id], "WAITING", 1)
 	for _, f := range entrants {
 		tk := s.mustPoll(t, f, tokens[f.id])
 		promise(t, "Queue: drawKey: the fan's draw key (hex) once the pre-queue they joined has been drawn",
@@ -179,18 +178,8 @@ func prequeueAndDraw(t *testing.T, s *server) {
 	late := s.newFan(t)
 	lt := s.mustJoin(t, late, c.ID)
 	promise(t, "On-sale: everyone who joins after opensAt queues behind the entrants", lt.Status == "WAITING", "late fan %+v", lt)
-	// Polls are answered from the instance's view of the line, refreshed a few times a second: the
-	// place is checked once the view has caught up with the admissions above.
-	eventually(t, "On-sale: everyone who joins after opensAt queues FIFO behind the entrants (2 admitted, 1 entrant waiting: place 2)",
-		5*time.Second, 250*time.Millisecond, func() (bool, string) {
-			r, err := s.try("GET", "/v1/queue", nil, late.h(lt.Token)...)
-			if err != nil {
-				return false, err.Error()
-			}
-			var tk ticket
-			_ = json.Unmarshal(r.body, &tk)
-			return tk.Status == "WAITING" && tk.Position == 2, r.String()
-		})
+	s.waitPlace(t, "On-sale: everyone who joins after opensAt queues FIFO behind the entrants (2 admitted, 1 entrant waiting: place 2)",
+		late, lt.Token, "WAITING", 2)
 	promise(t, nullDrawKey+" (WAITING)", lt.DrawKey == nil, "late fan WAITING: drawKey %q", deref(lt.DrawKey))
 
 	// The token the first entrant joined with works for every call.

@@ -43,8 +43,7 @@ func queueSection(t *testing.T, s *server) {
 		r = s.do(t, "DELETE", "/v1/queue", nil, a.h(at.Token)...)
 		expectStatus(t, "Queue: DELETE /v1/queue (X-Queue-Token) → 204: gives back the active slot", r, 204)
 		s.waitStatus(t, "Queue: DELETE gives back the active slot: the next in line is admitted (FIFO by arrival)", b, bt.Token, 20*time.Second, "ACTIVE")
-		dNow := s.mustPoll(t, d, dt.Token)
-		promise(t, "Queue: admission is FIFO by arrival", dNow.Status == "WAITING" && dNow.Position == 1, "third fan after the first left: %+v", dNow)
+		s.waitPlace(t, "Queue: admission is FIFO by arrival (the third fan is next once the second is admitted)", d, dt.Token, "WAITING", 1)
 
 		gone := s.mustPoll(t, a, at.Token)
 		promise(t, "Queue: GET /v1/queue → 200 for any genuine token, whatever its status (a token that left is final)",
@@ -60,8 +59,8 @@ func queueSection(t *testing.T, s *server) {
 		r = s.join(t, a, c.ID, nil)
 		expectStatus(t, "Queue: after EXPIRED/DONE a join is a new token (201)", r, 201)
 		back := asTicket(t, r)
-		promise(t, "Queue: after EXPIRED/DONE a new one goes to the back", back.Token != at.Token && back.Status == "WAITING" && back.Position == 1,
-			"rejoin after leaving: %s", r)
+		promise(t, "Queue: after EXPIRED/DONE a new one goes to the back", back.Token != at.Token && back.Status == "WAITING", "rejoin after leaving: %s", r)
+		s.waitPlace(t, "Queue: after EXPIRED/DONE a new one goes to the back (behind nobody: the line is empty, the slot taken)", a, back.Token, "WAITING", 1)
 	})
 
 	t.Run("ActiveLapses", func(t *testing.T) {
