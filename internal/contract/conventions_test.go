@@ -174,6 +174,9 @@ func alter(s string) string {
 			break
 		}
 	}
+	if i == len(b) {
+		return s + "x"
+	}
 	switch {
 	case b[i] >= '0' && b[i] <= '8', b[i] >= 'a' && b[i] < 'z', b[i] >= 'A' && b[i] < 'Z':
 		b[i]++
