@@ -49,7 +49,7 @@ test: services cluster
 # The packages whose tests use Redis: `make test` runs them a second time on the cluster (tests named
 # ...OnCluster use a cluster in the first pass already).
 REDIS_PACKAGES := ./internal/redis/... ./internal/queue/... ./internal/booking/... ./internal/writebehind/... \
-	./internal/http/... ./cmd/ticketrush/...
+	./internal/http/... ./cmd/ticketrush/... ./internal/contract/...
 
 ## faults: the fault suite (README "Faults"): Redis SIGKILLed and restarted, Postgres cut off and the API
 ## process SIGKILLed, each in the middle of a purchase storm with a client-side ledger; then the

@@ -1,0 +1,114 @@
+package contract
+
+import (
+	"testing"
+	"time"
+)
+
+// requestDeadline is the server's request deadline: internal/http/server.go DefaultTimeout (2 s), which
+// bounds every request's calls to Redis and Postgres. It is restated here, not imported, so that the
+// suite holds streams past whatever the server's deadline is meant to be; a stream is held for at least
+// three of them (API.md v3: "A stream has no deadline of its own").
+const requestDeadline = 2 * time.Second
+
+// holdStream is how long a WAITING fan's stream is held open: more than 3 request deadlines.
+const holdStream = 3*requestDeadline + time.Second
+
+// heartbeatSlack is how late a heartbeat may be on a busy machine.
+const heartbeatSlack = 2 * time.Second
+
+// eventStream checks API.md "Queue", GET /v1/queue/events, sentence by sentence, on a WAITING fan held
+// past every server deadline, then admitted, then leaving.
+func eventStream(t *testing.T, s *server) {
+	const (
+		atOnce    = "Queue: GET /v1/queue/events (Accept: text/event-stream): the same body as GET /v1/queue as Server-Sent Events (event: status), sent at once"
+		heartbeat = "Queue: the event stream sends the status at least every pollAfterSeconds while WAITING"
+		noEnd     = "Queue: a stream has no deadline of its own (v3): it lasts until a final status, the client leaving, the server stopping, or a write the client does not take in time"
+		onChange  = "Queue: the event stream sends the status on every change of status"
+		final     = "Queue: the event stream ends after a final status (EXPIRED, DONE, SOLD_OUT)"
+	)
+	// The fan ahead is ACTIVE for the whole hold and leaves; the fan is then ACTIVE until the token
+	// lapses activeTtlSeconds after admission, a final status that must end the stream.
+	const activeTTL = 15 * time.Second
+	c := s.createConcert(t, concertSpec{Queue: map[string]any{"activeCapacity": 1, "activeTtlSeconds": int(activeTTL / time.Second)}})
+	ahead, w := s.newFan(t), s.newFan(t)
+	aheadTok := s.admitted(t, ahead, c.ID)
+	wt := s.mustJoin(t, w, c.ID)
+	promiseNow(t, "Queue: admission is FIFO by arrival (capacity 1 taken: the next fan waits)", wt.Status == "WAITING", "%+v", wt)
+
+	st := s.openEvents(t, w, wt.Token)
+	promiseNow(t, atOnce+" (200)", st.status == 200, "got %d %s", st.status, st.body)
+	promise(t, atOnce+" (Content-Type text/event-stream)", st.header.Get("Content-Type") == "text/event-stream",
+		"Content-Type %q", st.header.Get("Content-Type"))
+	ev, open, late := st.next(5 * time.Second)
+	promiseNow(t, atOnce, open && !late, "no first event within 5 s (stream ended: %v)", !open)
+	first := ticketOf(t, ev)
+	promise(t, atOnce+" (the fan's WAITING status and place)", first.Status == "WAITING" && first.Position == 1 && first.Token != "",
+		"first event %s", ev.data)
+	promiseNow(t, "Queue: pollAfterSeconds > 0 while WAITING", first.PollAfterSeconds > 0, "first event %s", ev.data)
+
+	// Hold the stream open past 3 request deadlines: every gap at most pollAfterSeconds (plus slack),
+	// and no end while the fan is WAITING.
+	pollAfter := time.Duration(first.PollAfterSeconds) * time.Second
+	last := ev.at
+	beats := 0
+	for time.Since(st.opened) < holdStream {
+		wait := min(time.Until(last.Add(pollAfter+heartbeatSlack)), time.Until(st.opened.Add(holdStream)))
+		ev, open, late := st.next(max(wait, 0))
+		if !open {
+			promiseNow(t, noEnd, false, "the stream of a WAITING fan ended %.2f s after it opened (read error: %v); want it open for %v at least",
+				st.end.Sub(st.opened).Seconds(), st.err, holdStream)
+		}
+		if late {
+			if time.Since(st.opened) >= holdStream {
+				break
+			}
+			promiseNow(t, heartbeat, false, "no event for %.1f s (pollAfterSeconds %d) while WAITING",
+				time.Since(last).Seconds(), int(pollAfter/time.Second))
+		}
+		tk := ticketOf(t, ev)
+		promise(t, heartbeat+" (a WAITING fan with the fan ahead still ACTIVE)", tk.Status == "WAITING", "event %s", ev.data)
+		last, beats = ev.at, beats+1
+		if tk.PollAfterSeconds > 0 {
+			pollAfter = time.Duration(tk.PollAfterSeconds) * time.Second
+		}
+	}
+	t.Logf("held a WAITING fan's stream %.1f s (pollAfterSeconds %d): %d heartbeats after the first event",
+		time.Since(st.opened).Seconds(), first.PollAfterSeconds, beats)
+	promise(t, heartbeat, beats >= int(holdStream/(time.Duration(first.PollAfterSeconds)*time.Second+heartbeatSlack)),
+		"%d heartbeats in %v with pollAfterSeconds %d", beats, holdStream, first.PollAfterSeconds)
+
+	// A change of status arrives: the fan ahead leaves, so the fan is admitted.
+	r := s.do(t, "DELETE", "/v1/queue", nil, ahead.h(aheadTok)...)
+	expectStatus(t, "Queue: DELETE /v1/queue → 204", r, 204)
+	deadline := time.Now().Add(20 * time.Second)
+	admitted := false
+	for !admitted && time.Now().Before(deadline) {
+		ev, open, late := st.next(time.Until(deadline))
+		if !open {
+			promiseNow(t, noEnd, false, "the stream ended %.2f s after it opened, before the fan was admitted", st.end.Sub(st.opened).Seconds())
+		}
+		if late {
+			break
+		}
+		tk := ticketOf(t, ev)
+		admitted = tk.Status == "ACTIVE"
+		promiseNow(t, onChange, admitted || tk.Status == "WAITING", "event %s while waiting to be admitted", ev.data)
+	}
+	promiseNow(t, onChange, admitted, "no ACTIVE event within 20 s of the fan ahead leaving")
+
+	// A final status ends the stream: the fan's ACTIVE token lapses (EXPIRED).
+	var finalStatus string
+	deadline = time.Now().Add(activeTTL + 20*time.Second)
+	for time.Now().Before(deadline) {
+		ev, open, late := st.next(time.Until(deadline))
+		if !open || late {
+			break
+		}
+		finalStatus = ticketOf(t, ev).Status
+	}
+	promise(t, onChange+" (the ACTIVE token lapses: EXPIRED)", finalStatus == "EXPIRED", "last event before the stream ended: %q", finalStatus)
+	_, open, _ = st.next(time.Until(deadline))
+	promise(t, final, !open && !st.end.IsZero(), "the stream is still open %v after admission (activeTtlSeconds %d; last status %q)",
+		activeTTL+20*time.Second, int(activeTTL/time.Second), finalStatus)
+}
