@@ -28,9 +28,6 @@ func adminSection(t *testing.T, s *server) {
 		for k, want := range defaults {
 			promise(t, sentence+" (default "+k+")", c.Queue[k] == want, "queue.%s = %v, want %v: %s", k, c.Queue[k], want, r)
 		}
-		shards, ok := c.Queue["lineShards"].(float64)
-		promise(t, "Admin (v3): queue.lineShards is returned with the other queue settings; default 1 on a single Redis, on a cluster a documented value that uses every master",
-			ok && shards >= 1 && shards <= 1024 && (onCluster(t) || shards == 1), "queue.lineShards = %v: %s", c.Queue["lineShards"], r)
 
 		// Every schedule gets every section's seats, ids <section>-<n> from 1.
 		f := s.newFan(t)
@@ -52,20 +49,6 @@ func adminSection(t *testing.T, s *server) {
 			q.OpensAt == nil && !q.SoldOut && q.Seats.Available == 10 && q.Seats.Held == 0 && q.Seats.Sold == 0, "%s", qr)
 		r = s.do(t, "GET", "/admin/v1/concerts/no-such-concert/queue", nil, s.admin()...)
 		expectProblem(t, "Admin: GET /admin/v1/concerts/{concertId}/queue of an unknown concert: 404 NOT_FOUND", r, 404, "NOT_FOUND")
-	})
-
-	t.Run("LineShards", func(t *testing.T) {
-		t.Parallel()
-		const sentence = "Admin (v3): queue.lineShards (optional, 1-1024) is returned with the other queue settings"
-		c := s.do(t, "POST", "/admin/v1/concerts", concertBody(map[string]any{"lineShards": 4}), s.admin()...)
-		var got concert
-		if expectStatus(t, sentence, c, 201) && decode(t, sentence, c, &got) {
-			promise(t, sentence, got.Queue["lineShards"] == 4.0, "created with lineShards 4: %s", c)
-		}
-		for _, n := range []int{0, 1025} {
-			r := s.do(t, "POST", "/admin/v1/concerts", concertBody(map[string]any{"lineShards": n}), s.admin()...)
-			expectProblem(t, fmt.Sprintf("Admin (v3): queue.lineShards 1-1024 (%d: 400 INVALID_REQUEST)", n), r, 400, "INVALID_REQUEST")
-		}
 	})
 
 	t.Run("Patch", func(t *testing.T) {
