@@ -88,6 +88,9 @@ type Service struct {
 	// seatsChanged, when set, is told of every concert whose seats a hold, a cancel or a payment
 	// changed here (queue.Activity.SeatsChanged wakes it for every process).
 	seatsChanged func(ctx context.Context, concertID string)
+	// tokenChanged, when set, is told of every fan whose payment completed here: their event streams on
+	// this instance check their token at once (the last paid hold makes it DONE).
+	tokenChanged func(concertID, userID string)
 
 	// crash, when set, is called at each payment step boundary; an error stops the payment there as a
 	// crash would. Tests only.
@@ -103,6 +106,9 @@ func NewService(store Store, catalog Catalog, gate Gate, now func() time.Time, l
 		OnLeave(func(concertID, userID string))
 	}); ok {
 		g.OnLeave(s.left) // the waiting room: a leave here ends what this instance proved of the token
+	}
+	if g, ok := gate.(interface{ TokenChanged(concertID, userID string) }); ok {
+		s.tokenChanged = g.TokenChanged // the waiting room: a payment may make the token DONE
 	}
 	return s
 }
@@ -433,6 +439,9 @@ func (s *Service) complete(ctx context.Context, userID, resID string, debit tick
 	if r.Status == ticketrush.ReservationPaid {
 		s.seats.existing(r.ScheduleID).changed(r.SeatID, &ticketrush.TakenSeat{Sold: true})
 		s.seats.ended(r.ConcertID, userID) // DONE when it was the fan's last open hold
+		if s.tokenChanged != nil {
+			s.tokenChanged(r.ConcertID, userID)
+		}
 	}
 	return r, nil
 }

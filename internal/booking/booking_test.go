@@ -30,7 +30,15 @@ type env struct {
 	concert ticketrush.Concert
 	clock   *clock
 	tokens  map[string]ticketrush.QueueClaims // token -> claims
+	changed []string                          // "concert/user" of every TokenChanged, in order
 	mu      sync.Mutex
+}
+
+// TokenChanged records the booking service's news for the waiting room.
+func (e *env) TokenChanged(concertID, userID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.changed = append(e.changed, concertID+"/"+userID)
 }
 
 type clock struct{ ns atomic.Int64 }

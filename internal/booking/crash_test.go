@@ -130,6 +130,25 @@ func TestSweeperRacesPayer(t *testing.T) {
 	assert.Len(t, e.walletEntries(t, fan, "refunds"), 1, "the debit was refunded: debit, then refund")
 }
 
+// TestPaymentTellsTheWaitingRoom: a completed payment tells the waiting room that the fan's token may
+// have changed (DONE with their last hold paid), so that their event stream here checks it at once; a
+// refused one tells nothing.
+func TestPaymentTellsTheWaitingRoom(t *testing.T) {
+	e := newEnv(t, 5, time.Minute)
+	ctx := context.Background()
+	fan := e.fan(t, "fan")
+	r, err := e.svc.Hold(ctx, fan, fan, e.schedule(), "R-1")
+	require.NoError(t, err)
+	_, _, err = e.svc.Pay(ctx, fan, r.ID)
+	require.ErrorIs(t, err, ticketrush.ErrInsufficientBalance)
+	assert.Empty(t, e.changed, "a refused payment changes no token")
+	_, _, err = e.svc.Charge(ctx, fan, 5000, "")
+	require.NoError(t, err)
+	_, _, err = e.svc.Pay(ctx, fan, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []string{e.concert.ID + "/" + fan}, e.changed)
+}
+
 func TestPayErrors(t *testing.T) {
 	e := newEnv(t, 5, time.Minute)
 	ctx := context.Background()

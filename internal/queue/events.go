@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
@@ -54,21 +55,27 @@ func (s *Service) Watch(ctx context.Context, callTimeout time.Duration, userID, 
 		if Final(t.Status) {
 			return nil
 		}
-		last, deadline := t, time.Now().Add(heartbeat(t, s.now()))
+		last, deadline := t, time.Now().Add(heartbeat(t, s.now(), s.activeRecheck))
 		for {
-			changed := v.watch()
+			changed, news, unwatch := v.watch(), (<-chan struct{})(nil), func() {}
 			if last.Status == ticketrush.StatusActive {
-				changed = nil // the view cannot tell an ACTIVE token's end; the heartbeat checks it
+				// The view cannot tell an ACTIVE token's end: a leave or a payment on this instance wakes
+				// the stream at once, one elsewhere by the heartbeat (activeRecheck), which asks Redis.
+				news, unwatch = s.news.watch(claims.ConcertID, userID)
+				changed = nil
 			}
 			timer.Reset(max(time.Until(deadline), time.Millisecond))
 			beat := false
 			select {
 			case <-ctx.Done():
+				unwatch()
 				return ctx.Err()
 			case <-changed:
+			case <-news:
 			case <-timer.C:
 				beat = true
 			}
+			unwatch()
 			if t, err = status(); err != nil {
 				return err
 			}
@@ -81,10 +88,69 @@ func (s *Service) Watch(ctx context.Context, callTimeout time.Duration, userID, 
 
 // heartbeat is how long a stream waits without news before sending the state again: pollAfter, and
 // for an ACTIVE token no later than its activeUntil.
-func heartbeat(t ticketrush.Ticket, now time.Time) time.Duration {
-	d := max(t.PollAfter, time.Second)
-	if t.Status == ticketrush.StatusActive && !t.ActiveUntil.IsZero() {
+// An ACTIVE token's stream asks Redis for its state every recheck instead (activeRecheck): a leave or a
+// payment made through another instance reaches it within that (one made here, at once).
+func heartbeat(t ticketrush.Ticket, now time.Time, recheck time.Duration) time.Duration {
+	if t.Status != ticketrush.StatusActive {
+		return max(t.PollAfter, time.Second)
+	}
+	d := recheck
+	if !t.ActiveUntil.IsZero() {
 		d = min(d, max(t.ActiveUntil.Sub(now)+10*time.Millisecond, 10*time.Millisecond))
 	}
 	return d
+}
+
+// activeRecheck is how often an ACTIVE token's stream asks Redis for its state. It costs one Redis call
+// per streaming ACTIVE fan per period: at most activeCapacity/5 a second per concert.
+const activeRecheck = 5 * time.Second
+
+// tokenNews wakes the streams of a fan whose token a call on this instance changed. A stream of an
+// ACTIVE token watches its (concert, user) while it waits; tell closes the watched channel.
+type tokenNews struct {
+	mu       sync.Mutex
+	watching map[string]*newsEntry
+}
+
+type newsEntry struct {
+	ch      chan struct{}
+	readers int
+}
+
+func newsKey(concertID, userID string) string { return concertID + "\x00" + userID }
+
+// watch returns a channel closed by the next tell of (concertID, userID), and done, which the watcher
+// calls when it stops watching.
+func (n *tokenNews) watch(concertID, userID string) (<-chan struct{}, func()) {
+	k := newsKey(concertID, userID)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.watching == nil {
+		n.watching = map[string]*newsEntry{}
+	}
+	e := n.watching[k]
+	if e == nil {
+		e = &newsEntry{ch: make(chan struct{})}
+		n.watching[k] = e
+	}
+	e.readers++
+	return e.ch, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		e.readers--
+		if e.readers == 0 && n.watching[k] == e {
+			delete(n.watching, k)
+		}
+	}
+}
+
+// tell wakes every watcher of (concertID, userID); later watchers wait for the next tell.
+func (n *tokenNews) tell(concertID, userID string) {
+	k := newsKey(concertID, userID)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if e := n.watching[k]; e != nil {
+		close(e.ch)
+		delete(n.watching, k)
+	}
 }

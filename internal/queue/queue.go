@@ -54,6 +54,9 @@ type Service struct {
 
 	leftMu sync.Mutex
 	onLeft []func(concertID, userID string) // told of every leave through this service (OnLeave)
+
+	news          tokenNews     // wakes the event streams of a fan whose ACTIVE token changed here
+	activeRecheck time.Duration // how often an ACTIVE token's stream asks Redis (activeRecheck)
 }
 
 // OnLeave makes every leave through this service (DELETE /v1/queue on this instance) call left with the
@@ -67,7 +70,8 @@ func (s *Service) OnLeave(left func(concertID, userID string)) {
 // NewService returns the waiting room over store.
 func NewService(store Store, tokens Tokens, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Service {
 	return &Service{store: store, tokens: tokens, now: now, log: log, metrics: newMetrics(reg), views: map[string]*view{},
-		live: liveness{seen: map[string]map[uint64]struct{}{}, streams: map[string]map[uint64]int{}}}
+		activeRecheck: activeRecheck,
+		live:          liveness{seen: map[string]map[uint64]struct{}{}, streams: map[string]map[uint64]int{}}}
 }
 
 // Join puts the user in the concert's line, or returns their live token; created tells which.
@@ -173,8 +177,13 @@ func (s *Service) Leave(ctx context.Context, userID, token string) error {
 	for _, left := range hooks {
 		left(claims.ConcertID, userID)
 	}
+	s.news.tell(claims.ConcertID, userID)
 	return nil
 }
+
+// TokenChanged tells the fan's event streams on this instance that their token may have changed (the
+// booking service calls it when a payment completes: the last paid hold makes the token DONE).
+func (s *Service) TokenChanged(concertID, userID string) { s.news.tell(concertID, userID) }
 
 // The refusals of a genuine-looking request with the wrong queue token, each saying what is wrong.
 var (
