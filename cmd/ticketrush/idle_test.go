@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,8 +32,8 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	const concerts = 200
 	ctx := context.Background()
 	rdb := dbtest.Client(t, dbtest.PrivateRedis(t))
-	clk := &testClock{t: time.Now().Truncate(time.Millisecond)}
-	t0 := clk.now()
+	clk := dbtest.NewClock(time.Now().Truncate(time.Millisecond))
+	t0 := clk.Now()
 	log := dbtest.Log(t)
 	reg := prometheus.NewRegistry()
 
@@ -53,16 +52,16 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	fanned.Queue.HoldTTL = 20 * time.Minute
 
 	store := redis.NewStore(rdb, "tr", reg)
-	cat := catalog.NewService(rec, store, clk.now, log)
+	cat := catalog.NewService(rec, store, clk.Now, log)
 	require.NoError(t, cat.Refresh(ctx))
-	waitingRoom := queue.NewService(store, auth.NewQueueTokens([]byte(strings.Repeat("k", 32))), clk.now, log, reg)
+	waitingRoom := queue.NewService(store, auth.NewQueueTokens([]byte(strings.Repeat("k", 32))), clk.Now, log, reg)
 	waitingRoom.EnableOnSale(store, cat.Sale)
-	purchases := booking.NewService(store, cat, waitingRoom, clk.now, log, reg)
-	r := newRounds(store, cat, waitingRoom, purchases, clk.now, reg)
+	purchases := booking.NewService(store, cat, waitingRoom, clk.Now, log, reg)
+	r := newRounds(store, cat, waitingRoom, purchases, clk.Now, reg)
 	r.activity.Settle(cat.IDs())
 	// wb is what a write-behind in a process of its own knows (ROLES=writebehind): only what the live
 	// zset tells it.
-	wb := queue.NewActivity(store, clk.now, cat.Closed)
+	wb := queue.NewActivity(store, clk.Now, cat.Closed)
 	wb.Settle(cat.IDs())
 
 	round := func() int64 {
@@ -79,8 +78,8 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	// runFor runs a round every 5 s of test time for d, as serve does (more often) on the real clock.
 	runFor := func(d time.Duration) {
 		t.Helper()
-		for end := clk.now().Add(d); clk.now().Before(end); {
-			clk.advance(5 * time.Second)
+		for end := clk.Now().Add(d); clk.Now().Before(end); {
+			clk.Advance(5 * time.Second)
 			round()
 		}
 	}
@@ -113,15 +112,15 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	require.NoError(t, err)
 
 	// The sale closes: joins are refused; the concert stays awake while its hold is open.
-	runFor(t0.Add(10 * time.Minute).Sub(clk.now()))
+	runFor(t0.Add(10 * time.Minute).Sub(clk.Now()))
 	_, _, err = waitingRoom.Join(ctx, "fan2", fanned.ID)
 	assert.ErrorIs(t, err, ticketrush.ErrSaleClosed)
 	runFor(time.Minute)
 	assert.Equal(t, []string{fanned.ID}, r.activity.IDs(), "a closed sale is swept while a hold is open")
 
 	// The hold lapses; then the concert sleeps, and a poll of the fan still ACTIVE does not wake it.
-	runFor(res.ExpiresAt.Sub(clk.now()) + time.Minute)
-	counts, err := store.ScheduleCounts(ctx, fanned.ID, fanned.ScheduleIDs(), clk.now())
+	runFor(res.ExpiresAt.Sub(clk.Now()) + time.Minute)
+	counts, err := store.ScheduleCounts(ctx, fanned.ID, fanned.ScheduleIDs(), clk.Now())
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), counts[0].Taken, "the closed sale's last hold lapsed")
 	_, err = waitingRoom.Status(ctx, "fan1", ticket.Token)
@@ -141,10 +140,10 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	round()
 	assert.Equal(t, []string{fanned.ID}, r.activity.IDs(), "a hold after the close wakes the closed sale")
 	assert.Equal(t, []string{fanned.ID}, wb.Recent(queue.StreamDrain), "a write-behind of its own reads its stream")
-	runFor(res.ExpiresAt.Sub(clk.now()) - 10*time.Second)
+	runFor(res.ExpiresAt.Sub(clk.Now()) - 10*time.Second)
 	assert.Equal(t, []string{fanned.ID}, r.activity.IDs(), "the scheduler keeps sweeping while the hold is open")
 	runFor(15 * time.Second)
-	counts, err = store.ScheduleCounts(ctx, fanned.ID, fanned.ScheduleIDs(), clk.now())
+	counts, err = store.ScheduleCounts(ctx, fanned.ID, fanned.ScheduleIDs(), clk.Now())
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), counts[0].Taken, "the hold made after the close lapsed")
 	assert.Equal(t, []string{fanned.ID}, wb.Recent(queue.StreamDrain), "the lapse's event is read behind")
@@ -177,23 +176,6 @@ func commandsProcessed(t *testing.T, rdb rueidis.Client) int64 {
 	}
 	t.Fatal("INFO stats has no total_commands_processed")
 	return 0
-}
-
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // catalogRecord is the durable catalog the test says: its concerts, nothing else.

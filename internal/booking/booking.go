@@ -107,7 +107,9 @@ func NewService(store Store, catalog Catalog, gate Gate, now func() time.Time, l
 	}); ok {
 		g.OnLeave(s.left) // the waiting room: a leave here ends what this instance proved of the token
 	}
-	if g, ok := gate.(interface{ TokenChanged(concertID, userID string) }); ok {
+	if g, ok := gate.(interface {
+		TokenChanged(concertID, userID string)
+	}); ok {
 		s.tokenChanged = g.TokenChanged // the waiting room: a payment may make the token DONE
 	}
 	return s

@@ -28,7 +28,7 @@ type env struct {
 	store   *redis.Store
 	client  rueidis.Client
 	concert ticketrush.Concert
-	clock   *clock
+	clock   *dbtest.Clock
 	tokens  map[string]ticketrush.QueueClaims // token -> claims
 	changed []string                          // "concert/user" of every TokenChanged, in order
 	mu      sync.Mutex
@@ -40,12 +40,6 @@ func (e *env) TokenChanged(concertID, userID string) {
 	defer e.mu.Unlock()
 	e.changed = append(e.changed, concertID+"/"+userID)
 }
-
-type clock struct{ ns atomic.Int64 }
-
-func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
-func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func (e *env) Concert(id string) (ticketrush.Concert, bool) {
 	return e.concert, id == e.concert.ID
@@ -77,23 +71,22 @@ func newEnv(t *testing.T, seats int, holdTTL time.Duration) *env {
 func newEnvHolds(t *testing.T, seats int, holdTTL time.Duration, maxHolds int) *env {
 	t.Helper()
 	client, prefix := dbtest.Redis(t)
-	e := &env{client: client, clock: &clock{}, tokens: map[string]ticketrush.QueueClaims{}}
-	e.clock.set(time.Now())
+	e := &env{client: client, clock: dbtest.NewClock(time.Now()), tokens: map[string]ticketrush.QueueClaims{}}
 	e.store = redis.NewStore(client, prefix, prometheus.NewRegistry())
 	q := ticketrush.DefaultQueueSettings()
 	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 100_000, 1_000_000, holdTTL, maxHolds
 	e.concert = ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Queue: q,
 		Sections:  []ticketrush.Section{{Name: "R", Price: 1000, Seats: seats}},
-		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: e.clock.now()}}}
-	_, err := e.store.LoadConcert(context.Background(), e.concert, e.clock.now())
+		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: e.clock.Now()}}}
+	_, err := e.store.LoadConcert(context.Background(), e.concert, e.clock.Now())
 	require.NoError(t, err)
-	e.svc = NewService(e.store, e, e, e.clock.now, dbtest.Log(t), prometheus.NewRegistry())
+	e.svc = NewService(e.store, e, e, e.clock.Now, dbtest.Log(t), prometheus.NewRegistry())
 	return e
 }
 
 // fan admits a fan and returns their user id, which is also their token here.
 func (e *env) fan(t testing.TB, name string) string {
-	r, err := e.store.Join(context.Background(), e.concert.ID, name, e.clock.now())
+	r, err := e.store.Join(context.Background(), e.concert.ID, name, e.clock.Now())
 	require.NoError(t, err)
 	require.Equal(t, ticketrush.StatusActive, r.Status)
 	e.mu.Lock()

@@ -93,14 +93,14 @@ func TestCrashAtEveryStep(t *testing.T) {
 				assert.Equal(t, int64(charged-1000), p.Balance)
 			case "sweeper":
 				// Past the hold's expiry and the stuck-payment grace, as the sweeper would find it.
-				e.clock.advance(2 * time.Minute)
+				e.clock.Advance(2 * time.Minute)
 				require.NoError(t, e.svc.Sweep(ctx))
 			}
 			assert.Equal(t, tt.want, outcome(t, e, fan, r.ID, charged))
 
 			// Whatever happened, doing it all again changes nothing.
-			e.clock.advance(time.Minute)
-			require.NoError(t, e.svc.Recover(ctx, e.concert.ID, e.clock.now()))
+			e.clock.Advance(time.Minute)
+			require.NoError(t, e.svc.Recover(ctx, e.concert.ID, e.clock.Now()))
 			require.NoError(t, e.svc.Sweep(ctx))
 			assert.Equal(t, tt.want, outcome(t, e, fan, r.ID, charged))
 		})
@@ -119,7 +119,7 @@ func TestSweeperRacesPayer(t *testing.T) {
 	require.NoError(t, err)
 	e.svc.crash = func(s Step) error {
 		if s == AfterClaim {
-			e.clock.advance(2 * time.Minute) // the payer stalls past the hold's expiry ...
+			e.clock.Advance(2 * time.Minute) // the payer stalls past the hold's expiry ...
 			require.NoError(t, e.svc.Sweep(ctx))
 		}
 		return nil
@@ -172,7 +172,7 @@ func TestPayErrors(t *testing.T) {
 	_, _, err = e.svc.Pay(ctx, alice, c.ID)
 	assert.ErrorIs(t, err, ticketrush.ErrReservationNotHeld, "cancelled")
 
-	e.clock.advance(2 * time.Minute)
+	e.clock.Advance(2 * time.Minute)
 	_, _, err = e.svc.Pay(ctx, alice, r.ID)
 	assert.ErrorIs(t, err, ticketrush.ErrReservationExpired)
 

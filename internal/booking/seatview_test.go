@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -36,7 +37,7 @@ func seatViewRound(t *testing.T, seed uint64) {
 	const seats, fans, steps = 24, 6, 1500
 	rng := rand.New(rand.NewPCG(seed, 17))
 	e := newEnvHolds(t, seats, 5*time.Second, 3)
-	e.clock.set(time.UnixMilli(e.clock.now().UnixMilli()).Truncate(time.Second)) // whole seconds: now meets expiries exactly
+	e.clock.Set(time.UnixMilli(e.clock.Now().UnixMilli()).Truncate(time.Second)) // whole seconds: now meets expiries exactly
 	ctx := context.Background()
 	sv := e.svc.seats
 	sv.enabled.Store(true)
@@ -44,7 +45,7 @@ func seatViewRound(t *testing.T, seed uint64) {
 	names := make([]string, fans)
 	for i := range names {
 		names[i] = e.fan(t, fmt.Sprint("fan-", i))
-		_, _, err := e.store.Charge(ctx, names[i], 1_000_000, "", "", e.clock.now())
+		_, _, err := e.store.Charge(ctx, names[i], 1_000_000, "", "", e.clock.Now())
 		require.NoError(t, err)
 	}
 	type hold struct{ user, id, seat string }
@@ -65,10 +66,10 @@ func seatViewRound(t *testing.T, seed uint64) {
 	seatOf := func(n int) string { return fmt.Sprint("R-", n) }
 
 	for step := 0; step < steps; step++ {
-		now := e.clock.now()
+		now := e.clock.Now()
 		switch op := rng.IntN(100); {
 		case op < 10:
-			e.clock.advance(time.Duration(rng.IntN(3)) * time.Second)
+			e.clock.Advance(time.Duration(rng.IntN(3)) * time.Second)
 		case op < 20:
 			require.NoError(t, sv.Refresh(ctx))
 			clear(window)
@@ -192,9 +193,9 @@ func TestSeatViewKeepsTheTokenAnswers(t *testing.T) {
 	require.Equal(t, before+1, inMemory(t, e.svc.metrics.refusedInMemory), "from memory")
 
 	// The fan leaves the line on another instance: the proof lasts activeProofFor at most.
-	_, err = e.store.Leave(ctx, e.concert.ID, fan, e.tokens[fan].Seq, e.clock.now())
+	_, err = e.store.Leave(ctx, e.concert.ID, fan, e.tokens[fan].Seq, e.clock.Now())
 	require.NoError(t, err)
-	e.clock.advance(activeProofFor)
+	e.clock.Advance(activeProofFor)
 	_, err = e.svc.Hold(ctx, fan, fan, sched, "R-1")
 	require.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "past the proof, the script answers")
 
@@ -221,17 +222,17 @@ func TestSeatMapTokenCheckFromTheProof(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	_, err := e.store.Leave(ctx, e.concert.ID, elsewhere, e.tokens[elsewhere].Seq, e.clock.now())
+	_, err := e.store.Leave(ctx, e.concert.ID, elsewhere, e.tokens[elsewhere].Seq, e.clock.Now())
 	require.NoError(t, err)
 	_, err = e.svc.SeatMap(ctx, elsewhere, e.concert.ID, sched, elsewhere)
 	require.NoError(t, err, "within the proof the map is served from this instance's proof")
-	e.clock.advance(activeProofFor)
+	e.clock.Advance(activeProofFor)
 	_, err = e.svc.SeatMap(ctx, elsewhere, e.concert.ID, sched, elsewhere)
 	require.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "past the proof, Redis answers")
 
 	_, err = e.svc.SeatMap(ctx, here, e.concert.ID, sched, here) // a fresh proof
 	require.NoError(t, err)
-	_, err = e.store.Leave(ctx, e.concert.ID, here, e.tokens[here].Seq, e.clock.now())
+	_, err = e.store.Leave(ctx, e.concert.ID, here, e.tokens[here].Seq, e.clock.Now())
 	require.NoError(t, err)
 	e.svc.left(e.concert.ID, here)
 	_, err = e.svc.SeatMap(ctx, here, e.concert.ID, sched, here)
@@ -251,11 +252,11 @@ func TestSeatViewForgetsIdleSchedules(t *testing.T) {
 	require.Len(t, m.Seats, 4)
 	require.NoError(t, sv.Refresh(ctx))
 	require.NotNil(t, sv.existing(e.schedule()), "in use")
-	e.clock.advance(sv.idleAfter + time.Millisecond)
+	e.clock.Advance(sv.idleAfter + time.Millisecond)
 	require.NoError(t, sv.Refresh(ctx))
 	assert.Nil(t, sv.existing(e.schedule()), "idle: forgotten, refreshed no more")
 
-	_, _, err = e.store.Hold(ctx, e.tokens[fan], e.schedule(), "R-2", 1000, e.clock.now())
+	_, _, err = e.store.Hold(ctx, e.tokens[fan], e.schedule(), "R-2", 1000, e.clock.Now())
 	require.NoError(t, err)
 	m, err = e.svc.SeatMap(ctx, fan, e.concert.ID, e.schedule(), fan)
 	require.NoError(t, err)
@@ -272,7 +273,7 @@ func inMemory(t *testing.T, c prometheus.Counter) float64 {
 
 // slowSeats is a SeatViewStore whose reads take took on the test's clock; it counts them.
 type slowSeats struct {
-	clock   *clock
+	clock   *dbtest.Clock
 	took    time.Duration  // each read's time on the test clock
 	entries map[string]int // taken seats per schedule (held till far ahead)
 	fail    error          // reads fail with it
@@ -284,7 +285,7 @@ func (f *slowSeats) Gate(context.Context, ticketrush.QueueClaims, time.Time) (ti
 }
 
 func (f *slowSeats) TakenSeats(_ context.Context, _ string, ids []string) ([]map[string]ticketrush.TakenSeat, error) {
-	f.clock.advance(f.took)
+	f.clock.Advance(f.took)
 	if f.fail != nil {
 		return nil, f.fail
 	}
@@ -317,10 +318,10 @@ func TestSeatViewReadsBigSchedulesLessOften(t *testing.T) {
 		{"big beside small", 5 * time.Millisecond, map[string]int{"s1": 3, "s2": big}, map[string]int{"s1": 10, "s2": 2}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &clock{}
-			c.set(time.Unix(1_800_000_000, 0))
+			c := dbtest.NewClock(time.Time{})
+			c.Set(time.Unix(1_800_000_000, 0))
 			store := &slowSeats{clock: c, took: tt.took, entries: tt.entries, reads: map[string]int{}}
-			sv := newSeatView(store, c.now, newMetrics(prometheus.NewRegistry()))
+			sv := newSeatView(store, c.Now, newMetrics(prometheus.NewRegistry()))
 			sv.enabled.Store(true)
 			sv.interval = 200 * time.Millisecond
 			concert := ticketrush.Concert{ID: "c1", Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: big}},
@@ -330,7 +331,7 @@ func TestSeatViewReadsBigSchedulesLessOften(t *testing.T) {
 					sv.schedule(concert, id) // in use
 				}
 				require.NoError(t, sv.Refresh(context.Background()))
-				c.advance(250 * time.Millisecond)
+				c.Advance(250 * time.Millisecond)
 			}
 			assert.Equal(t, tt.wantReads, store.reads)
 		})
@@ -340,26 +341,26 @@ func TestSeatViewReadsBigSchedulesLessOften(t *testing.T) {
 // TestSeatViewDistrustsAnOldRead: while its reads fail, a view refuses from memory only for trustReads
 // refreshes after its last read; then every hold goes to the script again.
 func TestSeatViewDistrustsAnOldRead(t *testing.T) {
-	c := &clock{}
-	c.set(time.Unix(1_800_000_000, 0))
+	c := dbtest.NewClock(time.Time{})
+	c.Set(time.Unix(1_800_000_000, 0))
 	store := &slowSeats{clock: c, entries: map[string]int{"s1": 1}, reads: map[string]int{}}
-	sv := newSeatView(store, c.now, newMetrics(prometheus.NewRegistry()))
+	sv := newSeatView(store, c.Now, newMetrics(prometheus.NewRegistry()))
 	sv.enabled.Store(true)
 	sv.interval = 200 * time.Millisecond
 	concert := ticketrush.Concert{ID: "c1", Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 2}},
 		Schedules: []ticketrush.Schedule{{ID: "s1"}}}
 	v := sv.schedule(concert, "s1")
 	require.NoError(t, sv.Refresh(context.Background()))
-	read := c.now()
-	assert.True(t, v.refuses("R-1", c.now().UnixMilli()), "a seat held far ahead is refused from memory")
+	read := c.Now()
+	assert.True(t, v.refuses("R-1", c.Now().UnixMilli()), "a seat held far ahead is refused from memory")
 	store.fail = errors.New("redis away")
 	for range 3 {
-		c.advance(sv.interval)
+		c.Advance(sv.interval)
 		require.Error(t, sv.Refresh(context.Background()))
 	}
-	assert.True(t, v.refuses("R-1", c.now().UnixMilli()), "a few failed refreshes: still trusted")
-	c.set(read.Add(trustReads * sv.interval))
-	assert.False(t, v.refuses("R-1", c.now().UnixMilli()), "the last read is too old: the script decides")
+	assert.True(t, v.refuses("R-1", c.Now().UnixMilli()), "a few failed refreshes: still trusted")
+	c.Set(read.Add(trustReads * sv.interval))
+	assert.False(t, v.refuses("R-1", c.Now().UnixMilli()), "the last read is too old: the script decides")
 }
 
 // TestSeatViewUnderContention: 200 fans race for 5 seats, twenty attempts each, while the view refreshes
@@ -368,7 +369,7 @@ func TestSeatViewDistrustsAnOldRead(t *testing.T) {
 func TestSeatViewUnderContention(t *testing.T) {
 	const seats = 5
 	e := newEnvHolds(t, seats, time.Minute, 1)
-	e.clock.set(time.Now())
+	e.clock.Set(time.Now())
 	ctx, stop := context.WithCancel(context.Background())
 	e.svc.EnableSeatView()
 	var loop sync.WaitGroup
@@ -411,23 +412,23 @@ func TestSeatViewUnderContention(t *testing.T) {
 // activeUntil; a proof from it stops at the activeUntil an earlier gate check told, even after that
 // gate's own proof ran out and a refresh forgot it, so that a token past its turn gets the script's 410.
 func TestSeatViewProofKeepsActiveUntil(t *testing.T) {
-	c := &clock{}
-	c.set(time.Unix(1_800_000_000, 0))
-	sv := newSeatView(&slowSeats{clock: c, reads: map[string]int{}}, c.now, newMetrics(prometheus.NewRegistry()))
+	c := dbtest.NewClock(time.Time{})
+	c.Set(time.Unix(1_800_000_000, 0))
+	sv := newSeatView(&slowSeats{clock: c, reads: map[string]int{}}, c.Now, newMetrics(prometheus.NewRegistry()))
 	sv.enabled.Store(true)
 	claims := ticketrush.QueueClaims{UserID: "fan", ConcertID: "c1", Seq: 7}
-	activeUntil := c.now().Add(2*activeProofFor + activeProofFor/2)
+	activeUntil := c.Now().Add(2*activeProofFor + activeProofFor/2)
 
-	sv.proven(claims, c.now(), activeUntil) // a seat map read's gate check
-	c.advance(2 * activeProofFor)
+	sv.proven(claims, c.Now(), activeUntil) // a seat map read's gate check
+	c.Advance(2 * activeProofFor)
 	require.NoError(t, sv.Refresh(context.Background()))
-	assert.False(t, sv.active(claims, c.now()), "the gate's proof ran out")
-	sv.learn(claims, c.now(), nil) // a hold that won
-	assert.True(t, sv.active(claims, c.now()))
-	c.set(activeUntil)
-	assert.False(t, sv.active(claims, c.now()), "the hold's proof stops at the token's activeUntil")
+	assert.False(t, sv.active(claims, c.Now()), "the gate's proof ran out")
+	sv.learn(claims, c.Now(), nil) // a hold that won
+	assert.True(t, sv.active(claims, c.Now()))
+	c.Set(activeUntil)
+	assert.False(t, sv.active(claims, c.Now()), "the hold's proof stops at the token's activeUntil")
 
 	other := ticketrush.QueueClaims{UserID: "fan", ConcertID: "c1", Seq: 8} // a newer token: nothing known
-	sv.learn(other, c.now(), nil)
-	assert.True(t, sv.active(other, c.now().Add(activeProofFor-time.Millisecond)))
+	sv.learn(other, c.Now(), nil)
+	assert.True(t, sv.active(other, c.Now().Add(activeProofFor-time.Millisecond)))
 }

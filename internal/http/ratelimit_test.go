@@ -5,26 +5,18 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 )
 
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 func TestLimiterBucket(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	l := NewLimiter(20, 40, clock.now)
+	clock := dbtest.NewClock(time.Unix(1_800_000_000, 0))
+	l := NewLimiter(20, 40, clock.Now)
 	served := 0
 	var wait time.Duration
 	for range 100 {
@@ -45,18 +37,18 @@ func TestLimiterBucket(t *testing.T) {
 	// 100 requests a second, 500 of them spanning 4.99 s: burst, then one per 50 ms (99 more), and no more.
 	served = 0
 	for range 500 {
-		clock.add(10 * time.Millisecond)
+		clock.Advance(10 * time.Millisecond)
 		if ok, _ := l.Allow("u:carol"); ok {
 			served++
 		}
 	}
 	assert.Equal(t, 40+99, served)
-	assert.Nil(t, NewLimiter(0, 40, clock.now), "rate 0 turns the limit off")
+	assert.Nil(t, NewLimiter(0, 40, clock.Now), "rate 0 turns the limit off")
 }
 
 func TestLimiterMemoryBounded(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	l := NewLimiter(20, 40, clock.now)
+	clock := dbtest.NewClock(time.Unix(1_800_000_000, 0))
+	l := NewLimiter(20, 40, clock.Now)
 	l.perShard = 4
 	for i := range 10_000 {
 		l.Allow("a:" + strconv.Itoa(i))
@@ -105,8 +97,8 @@ func TestServerLimitsPerInstance(t *testing.T) {
 	d := w.deps
 	joins := &joinCounter{Queue: d.Queue}
 	d.Queue = joins
-	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	d.Limiter = NewLimiter(2, 3, clock.now)
+	clock := dbtest.NewClock(time.Unix(1_800_000_000, 0))
+	d.Limiter = NewLimiter(2, 3, clock.Now)
 	srv := NewServer(d)
 	do := func(method, path, user, remote string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(method, path, nil)
@@ -138,7 +130,7 @@ func TestServerLimitsPerInstance(t *testing.T) {
 	assert.Equal(t, 200, do("GET", "/v1/concerts", "", "192.0.2.10:1").Code)
 	assert.Equal(t, 200, do("GET", "/healthz", "", "192.0.2.9:1").Code, "operations are not limited")
 
-	clock.add(time.Second)
+	clock.Advance(time.Second)
 	assert.Equal(t, 200, do("GET", "/v1/points", userAlice, "192.0.2.1:1").Code, "the bucket refills")
 
 	for range 10 {

@@ -25,7 +25,7 @@ type saleSetup struct {
 	rc    rueidis.Client
 	store *redis.Store
 	svc   *queue.Service
-	clk   *clock
+	clk   *dbtest.Clock
 	c     ticketrush.Concert
 	sales queue.Sales
 }
@@ -36,7 +36,7 @@ func newSale(tb testing.TB, rc rueidis.Client, prefix string) saleSetup {
 	tb.Helper()
 	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
 	t0 := time.Now().Truncate(time.Millisecond)
-	clk := newClock(t0.Add(time.Second))
+	clk := dbtest.NewClock(t0.Add(time.Second))
 	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
 	seed, err := draw.NewSeed()
 	require.NoError(tb, err)

@@ -23,13 +23,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// clock is a time the test moves.
-type clock struct{ ns atomic.Int64 }
-
-func (c *clock) Now() time.Time   { return time.Unix(0, c.ns.Load()) }
-func (c *clock) Set(t time.Time)  { c.ns.Store(t.UnixNano()) }
-func newClock(t time.Time) *clock { c := &clock{}; c.Set(t); return c }
-func quietLog() *slog.Logger      { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // placeCounter is a drawer's DrawStore that counts the entrants each applied batch placed, and can
 // kill its drawer (cancel its context) after a number of applied batches.
@@ -69,7 +63,7 @@ func TestDrawExactlyOnceWithSeveralSchedulersAndACrash(t *testing.T) {
 	rc, prefix := dbtest.Redis(t)
 	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
 	t0 := time.Now().Truncate(time.Millisecond)
-	clk := newClock(t0.Add(time.Second))
+	clk := dbtest.NewClock(t0.Add(time.Second))
 	reg := prometheus.NewRegistry()
 	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), reg)
 	seed, err := draw.NewSeed()
