@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/app"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ticketrush/ticketrush/internal/auth"
-	"github.com/ticketrush/ticketrush/internal/booking"
-	"github.com/ticketrush/ticketrush/internal/catalog"
 	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
@@ -52,11 +51,9 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	fanned.Queue.HoldTTL = 20 * time.Minute
 
 	store := redis.NewStore(rdb, "tr", reg)
-	cat := catalog.NewService(rec, store, clk.Now, log)
+	sale := app.New(store, rec, []byte(strings.Repeat("k", 32)), clk.Now, log, reg)
+	cat, waitingRoom, purchases := sale.Catalog, sale.Queue, sale.Booking
 	require.NoError(t, cat.Refresh(ctx))
-	waitingRoom := queue.NewService(store, auth.NewQueueTokens([]byte(strings.Repeat("k", 32))), clk.Now, log, reg)
-	waitingRoom.EnableOnSale(store, cat.Sale)
-	purchases := booking.NewService(store, cat, waitingRoom, clk.Now, log, reg)
 	r := newRounds(store, cat, waitingRoom, purchases, clk.Now, reg)
 	r.activity.Settle(cat.IDs())
 	// wb is what a write-behind in a process of its own knows (ROLES=writebehind): only what the live

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/ticketrush/ticketrush/internal/app"
 	"github.com/ticketrush/ticketrush/internal/auth"
 	"github.com/ticketrush/ticketrush/internal/booking"
 	"github.com/ticketrush/ticketrush/internal/catalog"
@@ -61,14 +62,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		store.WaitForReplica(redis.ReplicaWait) // the money steps wait for a replica (README, Durability)
 	}
 	store.LimitUsers(redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst})
-	cat := catalog.NewService(db, store, time.Now, log)
+	sale := app.New(store, db, cfg.QueueTokenSecret, time.Now, log, reg)
+	cat, waitingRoom, purchases := sale.Catalog, sale.Queue, sale.Booking
 	store.NeedConcerts(cat.IDs) // readiness checks the concerts' slots too
 	if err := cat.Refresh(ctx); err != nil {
 		return fmt.Errorf("load catalog: %w", err)
 	}
-	waitingRoom := queue.NewService(store, auth.NewQueueTokens(cfg.QueueTokenSecret), time.Now, log, reg)
-	waitingRoom.EnableOnSale(store, cat.Sale)
-	purchases := booking.NewService(store, cat, waitingRoom, time.Now, log, reg)
 	r := newRounds(store, cat, waitingRoom, purchases, time.Now, reg)
 	r.activity.Settle(cat.IDs()) // the write-behind drains what an earlier process left unread
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/app"
 	"github.com/ticketrush/ticketrush/internal/auth"
 	"github.com/ticketrush/ticketrush/internal/booking"
 	"github.com/ticketrush/ticketrush/internal/catalog"
@@ -144,10 +145,8 @@ func (c *contract) newWorld(t testing.TB, rc rueidis.Client, prefix string) *wor
 	w := &world{t: t, db: c.db, ids: map[string]string{}}
 	log := dbtest.Log(t)
 	w.store = redis.NewStore(rc, prefix, prometheus.NewRegistry())
-	w.cat = catalog.NewService(c.db, w.store, w.now, log)
-	w.queue = queue.NewService(w.store, auth.NewQueueTokens([]byte(testQueueKey)), w.now, log, prometheus.NewRegistry())
-	w.queue.EnableOnSale(w.store, w.cat.Sale)
-	w.booking = booking.NewService(w.store, w.cat, w.queue, w.now, log, prometheus.NewRegistry())
+	sale := app.New(w.store, c.db, []byte(testQueueKey), w.now, log, prometheus.NewRegistry())
+	w.cat, w.queue, w.booking = sale.Catalog, sale.Queue, sale.Booking
 	w.deps = Deps{
 		API:        true,
 		Queue:      w.queue,

@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/app"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ticketrush/ticketrush/internal/auth"
 	"github.com/ticketrush/ticketrush/internal/booking"
 	"github.com/ticketrush/ticketrush/internal/catalog"
 	"github.com/ticketrush/ticketrush/internal/dbtest"
@@ -68,9 +69,8 @@ func newSale(t testing.TB, redisURL, prefix, dbURL string, holdTTL time.Duration
 	require.NoError(t, err)
 	s.db = db
 	s.store = redis.NewStore(s.rdb, prefix, prometheus.NewRegistry())
-	s.cat = catalog.NewService(db, s.store, time.Now, s.log)
-	s.queue = queue.NewService(s.store, auth.NewQueueTokens([]byte("writebehind-test-queue-secret-0123456789")), time.Now, s.log, prometheus.NewRegistry())
-	s.booking = booking.NewService(s.store, s.cat, s.queue, time.Now, s.log, prometheus.NewRegistry())
+	graph := app.New(s.store, db, []byte("writebehind-test-queue-secret-0123456789"), time.Now, s.log, prometheus.NewRegistry())
+	s.cat, s.queue, s.booking = graph.Catalog, graph.Queue, graph.Booking
 	q := ticketrush.DefaultQueueSettings()
 	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 100_000, 1_000_000, holdTTL, 3
 	at := time.Now().Add(30 * 24 * time.Hour).Truncate(time.Hour)
