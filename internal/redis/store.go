@@ -30,6 +30,11 @@ func Open(ctx context.Context, url string) (rueidis.Client, error) {
 	opt.DisableRetry = true
 	opt.Dialer.Timeout = time.Second
 	opt.ConnWriteTimeout = 3 * time.Second
+	// On a cluster the client also reads the slot map every SlotMapRefresh. Otherwise rueidis reads it
+	// only after a command fails, and a map read during a master's election still names the dead master:
+	// the client went on sending that master's slots to the dead node until a command on them failed
+	// after the election, and for up to a second after that (issue 22).
+	opt.ClusterOption.ShardsRefreshInterval = SlotMapRefresh
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, fmt.Errorf("connect redis: %w", err)
@@ -146,6 +151,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	}
 	return nil
 }
+
+// SlotMapRefresh is how often a cluster client reads the slot map (CLUSTER SLOTS from one node) when
+// nothing fails. rueidis reads it at a random moment within a second of being asked, whether by this
+// period or by a failed command, so after an election the client follows the new master within about
+// two seconds even when no command touches its slots.
+const SlotMapRefresh = time.Second
 
 // NeedConcerts makes Ping check the slots of the concerts ids returns too.
 func (s *Store) NeedConcerts(ids func() []string) { s.concerts.Store(&ids) }
