@@ -65,7 +65,8 @@ cluster:
 	@scripts/cluster.sh >/dev/null
 
 ## scaleout: 3 api, 2 scheduler and 2 writebehind processes on a private cluster (ports 7100-7105), a
-## master SIGKILLed mid-sale; prints the error window and the time to recover
+## master SIGKILLed mid-sale; prints the error window and the time to recover; then /readyz probed 200
+## times on each of 4 instances after a master's election (README, "Readiness")
 scaleout: services
 	$(GO) test -tags scaleout -count=1 -timeout 5m -v -run 'TestScaleOut' ./cmd/ticketrush/
 

@@ -243,16 +243,24 @@ func (f *scaleFan) run() {
 	}
 }
 
-func TestScaleOut(t *testing.T) {
-	pc := dbtest.StartPrivateCluster(t, scaleoutPorts)
-	dbURL := dbtest.Postgres(t)
+// scaleoutBinary builds the service and returns it with the environment of its processes: the
+// cluster at redisURL, the database at dbURL, the keys under "tr", the test secrets, any free port.
+func scaleoutBinary(t *testing.T, redisURL, dbURL string) (string, []string) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ticketrush")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
-	env := append(os.Environ(), "HTTP_ADDR=127.0.0.1:0", "REDIS_URL="+pc.URL, "DATABASE_URL="+dbURL,
+	env := append(os.Environ(), "HTTP_ADDR=127.0.0.1:0", "REDIS_URL="+redisURL, "DATABASE_URL="+dbURL,
 		"REDIS_KEY_PREFIX=tr", "JWT_SECRET="+testJWTSecret, "QUEUE_TOKEN_SECRET="+testQueueSecret,
 		"ADMIN_TOKEN="+testAdminToken)
+	return bin, env
+}
+
+func TestScaleOut(t *testing.T) {
+	pc := dbtest.StartPrivateCluster(t, scaleoutPorts)
+	dbURL := dbtest.Postgres(t)
+	bin, env := scaleoutBinary(t, pc.URL, dbURL)
 
 	var nodes []*node
 	for _, roles := range []string{"api", "api", "api", "scheduler", "scheduler", "writebehind", "writebehind"} {
@@ -435,7 +443,7 @@ func TestScaleOut(t *testing.T) {
 	}
 	rec := exec.Command(bin, "reconcile", "--wait", "60s")
 	rec.Env = env
-	out, err = rec.CombinedOutput()
+	out, err := rec.CombinedOutput()
 	require.NoError(t, err, "reconcile: %s", out)
 
 	// Nothing acknowledged was lost, no seat was sold twice, and the money adds up.

@@ -93,6 +93,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		every(cfg.AdmitTick, r.draw, "draw")
 	}
 	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": state.Check}
+	if redis.IsCluster(rc) { // a check waits for the client to follow an election (README, Operations)
+		ready["redis"], ready["redis_state"] = redis.Settled(store.Ping), redis.Settled(state.Check)
+	}
 	if cfg.Has(config.RoleWriteBehind) {
 		var wcfg writebehind.Config
 		if redis.IsCluster(rc) {

@@ -74,6 +74,49 @@ func TestPingFollowsFailoverOnCluster(t *testing.T) {
 	}
 }
 
+// TestOpenFollowsElectionUntouchedOnCluster: a client from Open reads the slot map on its own, every
+// SlotMapRefresh, so a key of a master that was replaced is read on the first try once the cluster is
+// whole, even when no command touched its slots since the kill (rueidis otherwise reads the map again
+// only after a command fails: the first read after the election went to the dead node, issue 22).
+func TestOpenFollowsElectionUntouchedOnCluster(t *testing.T) {
+	pc := dbtest.StartPrivateCluster(t, clusterPorts)
+	ctx := context.Background()
+	c, err := Open(ctx, pc.URL)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	key := NewKeys(dbtest.Name("t")).WalletShard(0).Balances()
+	require.NoError(t, c.Do(ctx, c.B().Exists().Key(key).Build()).Error())
+
+	port := pc.MasterOf(t, c, key)
+	var live []rueidis.Client // each live node's own client, to watch the election from its side
+	for p := pc.Base; p < pc.Base+6; p++ {
+		if p == port {
+			continue
+		}
+		node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + strconv.Itoa(p)},
+			ForceSingleClient: true, DisableCache: true})
+		require.NoError(t, err)
+		t.Cleanup(node.Close)
+		live = append(live, node)
+	}
+	pc.Kill(t, port)
+	require.Eventually(t, func() bool {
+		for _, node := range live {
+			if masterOnPort(t, node, port) {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 50*time.Millisecond, "the replica of master %d was never elected", port)
+
+	// The bound under test, not a wait for a condition: rueidis reads the map within a second of each
+	// period, so within 2 × SlotMapRefresh it has read a map with the new master; a second more for a
+	// slow machine.
+	time.Sleep(2*SlotMapRefresh + time.Second)
+	assert.NoError(t, c.Do(ctx, c.B().Exists().Key(key).Build()).Error(),
+		"the first read of a slot of the dead master %d after its replica's election", port)
+}
+
 // redisUp scrapes ticketrush_redis_up from reg.
 func redisUp(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
