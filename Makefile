@@ -51,7 +51,7 @@ test: services cluster
 REDIS_PACKAGES := ./internal/redis/... ./internal/queue/... ./internal/booking/... ./internal/writebehind/... \
 	./internal/http/... ./cmd/ticketrush/... ./internal/contract/...
 
-## faults: the fault suite (README "Faults"): Redis SIGKILLed and restarted, Postgres cut off and the API
+## faults: the fault suite (docs/faults.md): Redis SIGKILLed and restarted, Postgres cut off and the API
 ## process SIGKILLed, each in the middle of a purchase storm with a client-side ledger; then the
 ## write-behind's worker-kill and Postgres-outage tests. Each fault logs a FAULT SUMMARY line.
 faults: services
@@ -66,7 +66,7 @@ cluster:
 
 ## scaleout: 3 api, 2 scheduler and 2 writebehind processes on a private cluster (ports 7100-7105), a
 ## master SIGKILLed mid-sale; prints the error window and the time to recover; then /readyz probed 200
-## times on each of 4 instances after a master's election (README, "Readiness")
+## times on each of 4 instances after a master's election (docs/faults.md, "Readiness")
 scaleout: services
 	$(GO) test -tags scaleout -count=1 -timeout 5m -v -run 'TestScaleOut' ./cmd/ticketrush/
 
@@ -176,7 +176,7 @@ bench: services build
 
 ## idlecost: Redis commands/s and the CPU of the service and of Redis with CONCERTS (500) concerts, every
 ## tenth with a sale opening tomorrow, and nobody buying, SETTLE (75) s after their creation, on a private
-## Redis and a fresh database: make bench's idle row alone (README, "Idle cost")
+## Redis and a fresh database: make bench's idle row alone (docs/performance.md, "Idle cost")
 idlecost: services build
 	$(GO) build -o bin/ticketrush-bench ./loadtest/bench
 	@bin/ticketrush-bench -ticketrush $(BIN) -idle-only -idle-concerts $(or $(CONCERTS),500) -idle-sales 10 \

@@ -26,7 +26,7 @@ wait_for() { # name host port
   say "$1 did not start on $2:$3; see its log under $DATA"; exit 1
 }
 
-# Redis: append-only with fsync every second and noeviction (README.md, "Durability": a crash loses at most
+# Redis: append-only with fsync every second and noeviction (docs/durability.md: a crash loses at most
 # about a second, and Redis never drops a key to make room).
 if answers "$REDIS_HOST" "$REDIS_PORT"; then
   say "redis answers on $REDIS_HOST:$REDIS_PORT"

@@ -331,7 +331,7 @@ func stormConcert(t *testing.T, s *service) (string, string) {
 //
 // Redis runs with appendfsync always here. With everysec (services.sh, docker-compose.yml) this test
 // lost 35 of 71 acknowledged payments on this machine: Redis postpones writing its log for up to 2 s
-// while an fsync is still running on a busy disk, and answers clients meanwhile (README, Faults).
+// while an fsync is still running on a busy disk, and answers clients meanwhile (docs/faults.md).
 func TestFaultRedisKilledMidStorm(t *testing.T) {
 	rs := dbtest.StartRedisServer(t, "always")
 	env := faultEnv(t, rs.URL, dbtest.Postgres(t))

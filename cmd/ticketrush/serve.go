@@ -59,7 +59,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	store := redis.NewStore(rc, cfg.RedisKeyPrefix, reg)
 	if redis.IsCluster(rc) {
-		store.WaitForReplica(redis.ReplicaWait) // the money steps wait for a replica (README, Durability)
+		store.WaitForReplica(redis.ReplicaWait) // the money steps wait for a replica (docs/durability.md)
 	}
 	store.LimitUsers(redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst})
 	sale := app.New(store, db, cfg.QueueTokenSecret, time.Now, log, reg)
@@ -93,7 +93,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		every(cfg.AdmitTick, r.draw, "draw")
 	}
 	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": state.Check}
-	if redis.IsCluster(rc) { // a check waits for the client to follow an election (README, Operations)
+	if redis.IsCluster(rc) { // a check waits for the client to follow an election (docs/faults.md, "Readiness")
 		ready["redis"], ready["redis_state"] = redis.Settled(store.Ping), redis.Settled(state.Check)
 	}
 	if cfg.Has(config.RoleWriteBehind) {

@@ -17,7 +17,7 @@ import (
 
 // Replication is asynchronous: a master that acknowledged a write and dies before its replica copied it
 // takes the write with it when the replica is elected. For the steps below the service waits for a
-// replica before it answers (README, Durability): the script and WAIT 1 <ms> go in one pipeline on
+// replica before it answers (docs/durability.md): the script and WAIT 1 <ms> go in one pipeline on
 // one connection to the slot's master, so WAIT covers that write.
 //
 //   - seat_hold: a fan told "held" keeps the seat (no money moves, but it is what the fan was told).
