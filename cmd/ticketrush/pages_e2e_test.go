@@ -106,6 +106,7 @@ func (b *browser) tab(t *testing.T, name string, width, height int64) *tab {
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height)); err != nil {
 		t.Fatalf("open tab %s: %v", name, err)
 	}
+	tb.speak("en-US,en") // the tests read the English words unless they ask for another language (tabIn)
 	return tb
 }
 
@@ -188,7 +189,8 @@ func (tb *tab) says() string {
 	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
 	defer cancel()
 	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](
-		`[document.getElementById('status'), document.getElementById('live-state'), document.getElementById('notice')]
+		`[document.getElementById('status'), document.getElementById('live-state'), document.getElementById('notice'),
+		 ...document.querySelectorAll('.field-error:not([hidden])')]
 		 .filter(Boolean).map(e => e.textContent).join(' | ')`))
 	return s
 }
@@ -315,18 +317,18 @@ func TestPagesInABrowser(t *testing.T) {
 
 		// A holds VIP-1 and cancels it: the seat is AVAILABLE again.
 		ta.click(`[data-seat="VIP-1"]`)
-		ta.wait(`!document.getElementById('hold').hidden && document.getElementById('hold-seat').textContent.includes('VIP-1')`, "the hold of VIP-1")
+		ta.wait(`!document.getElementById('hold').hidden && document.getElementById('hold-seat').textContent.includes('Section VIP, seat 1,')`, "the hold of VIP-1")
 		ta.click("#cancel")
 		ta.wait(`document.getElementById('hold').hidden && document.querySelector('[data-seat="VIP-1"]').classList.contains('s-AVAILABLE')`, "VIP-1 available again")
 
 		// A holds R-1, tries to pay without points, charges and pays; B waits all along, then is admitted.
 		ta.click(`[data-seat="R-1"]`)
-		ta.wait(`!document.getElementById('hold').hidden && document.getElementById('hold-seat').textContent.includes('R-1')`, "the hold")
+		ta.wait(`!document.getElementById('hold').hidden && document.getElementById('hold-seat').textContent.includes('Section R, seat 1,')`, "the hold")
 		ta.wait(`document.querySelector('[data-seat="R-1"]').classList.contains('mine')`, "R-1 marked as fan A's")
 		ta.wait(`document.getElementById('balance').dataset.value === '0'`, "the balance")
 		ta.click("#pay")
-		ta.wait(`!document.getElementById('notice').hidden`, "the refusal in words")
-		assert.Equal(t, "You do not have enough points. Charge points, then pay.", ta.text("#notice"))
+		ta.wait(`!document.getElementById('pay-error').hidden`, "the refusal in words")
+		assert.Equal(t, "You do not have enough points. Charge points, then pay.", ta.text("#pay-error"))
 		act(ta, chromedp.SetValue(chromedp.CSS("#amount"), "143000"))
 		ta.click(`#charge-form button[type=submit]`)
 		ta.wait(`document.getElementById('balance').dataset.value === '143000'`, "the charged balance")
@@ -453,7 +455,7 @@ func TestPagesInABrowser(t *testing.T) {
 		tl.navigate(svc.url + "/concerts/" + id)
 		tl.wait(joinShown, "the join button")
 		tl.click("#join-button")
-		tl.wait(`document.getElementById('notice').textContent === 'Sold out: every seat of this concert is sold.'`,
+		tl.wait(`document.getElementById('join-error').textContent === 'Sold out: every seat of this concert is sold.'`,
 			"the join answered SOLD_OUT in words")
 		assert.True(t, tl.fits(), "the sold-out answer scrolls sideways at 360 px")
 
@@ -831,10 +833,10 @@ func TestPagesNextAPI(t *testing.T) {
 	assert.True(t, act(tk, chromedp.Evaluate[bool](`document.getElementById('access-code-field').hidden`)), "no code field before the sale asks")
 	tk.click("#join-button")
 	tk.wait(`!document.getElementById('access-code-field').hidden`, "the access code field")
-	assert.Equal(t, "This sale needs an access code. Enter the code you received.", tk.text("#notice"))
+	assert.Equal(t, "This sale needs an access code. Enter the code you received.", tk.text("#join-error"))
 	act(tk, chromedp.SetValue(chromedp.CSS("#access-code"), "WRONG-1"))
 	tk.click("#join-button")
-	tk.wait(`document.getElementById('notice').textContent.startsWith('That access code')`, "the wrong code refused")
+	tk.wait(`document.getElementById('join-error').textContent.startsWith('That access code')`, "the wrong code refused")
 	act(tk, chromedp.SetValue(chromedp.CSS("#access-code"), code))
 	tk.click("#join-button")
 	tk.wait(lineStatus+` === 'WAITING' && `+position+` === '3'`, "fan K in line with the code")
