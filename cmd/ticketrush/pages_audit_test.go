@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,4 +83,14 @@ func (tb *tab) audit(state string) {
 	for _, v := range found {
 		tb.t.Errorf("%s, %s: axe-core %s (%s): %s\n\t%s", tb.name, state, v.ID, v.Impact, v.Help, strings.Join(v.Nodes, "\n\t"))
 	}
+}
+
+// inView reports whether the element of css is inside the window (below the page's sticky clock).
+func inView(tb *tab, css string) bool {
+	tb.t.Helper()
+	return act(tb, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		const r = document.querySelector(%q).getBoundingClientRect();
+		const clock = document.getElementById('clock'), bar = clock.hidden ? 0 : clock.getBoundingClientRect().bottom;
+		return r.height > 0 && r.top >= bar - 1 && r.bottom <= window.innerHeight + 1;
+	})()`, css)))
 }

@@ -152,6 +152,14 @@
     show($('notice'), Boolean(text));
     say(text);
   }
+  // reveal scrolls el into view below the sticky clock: to the top of the window (top), or just enough.
+  function reveal(el, top) {
+    const clockEl = $('clock');
+    const above = clockEl.hidden ? 0 : clockEl.getBoundingClientRect().height;
+    const r = el.getBoundingClientRect();
+    if (top || r.top < above) window.scrollTo({ top: window.scrollY + r.top - above - 8 });
+    else if (r.bottom > window.innerHeight) window.scrollTo({ top: window.scrollY + r.bottom - window.innerHeight + 8 });
+  }
   // fieldError shows an error beside the control that caused it (aria-describedby points there), says
   // it, and brings it into view.
   function fieldError(id, e) {
@@ -162,7 +170,7 @@
     show(el, Boolean(text));
     if (text) {
       say(text);
-      el.scrollIntoView({ block: 'nearest' });
+      reveal(el, false);
     }
   }
   function randomKey() {
@@ -553,13 +561,14 @@
   // not been watched long enough to tell, 0 when it does not move.
   function rate(tk) {
     const now = Date.now();
+    // A place further back (the draw placed the fan, the line was rebuilt) starts the measure again.
+    if (samples.length && tk.position > samples[samples.length - 1].position) samples = [];
     samples.push({ at: now, position: tk.position });
     samples = samples.filter((s) => now - s.at <= WINDOW_MS);
     const first = samples[0];
     const gained = first.position - tk.position;
     if (gained > 0) return gained / Math.max(1, (now - first.at) / 1000);
-    const watched = Number($('line').dataset.watchedSince || now);
-    return now - watched >= STILL_MS ? 0 : null;
+    return now - first.at >= STILL_MS ? 0 : null;
   }
 
   // progress shows how far the fan has come since joining: the place then against the place now.
@@ -595,7 +604,6 @@
     if (tk.token && tk.token !== token) saveToken(tk.token); // a pre-queue token may come back renewed
     updates += 1;
     const line = $('line');
-    if (line.dataset.status !== tk.status || !line.dataset.watchedSince) line.dataset.watchedSince = String(Date.now());
     line.dataset.status = tk.status;
     line.dataset.updates = String(updates);
     line.dataset.paused = String(Boolean(tk.paused));
@@ -919,7 +927,8 @@
     show($('hold'), true);
     countdown();
     if (focus) {
-      $('hold').scrollIntoView({ block: 'start' });
+      countdown(); // the clock at the top shows the hold before the view moves under it
+      reveal($('hold'), true);
       $('hold-h').focus({ preventScroll: true });
       say(t('say.held', { seat: r.seatId, left: duration((Date.parse(r.expiresAt) - Date.now()) / 1000) }));
     }
@@ -1021,7 +1030,7 @@
     receiptWords();
     closeShop();
     show($('receipt'), true);
-    $('receipt').scrollIntoView({ block: 'start' });
+    reveal($('receipt'), true);
     $('receipt-h').focus({ preventScroll: true });
     say(t('receipt.p'));
     poll(); // the line says DONE when this was the last hold
