@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -210,4 +211,49 @@ func apiErrorCodes(t *testing.T) []string {
 		codes = append(codes, m[1])
 	}
 	return codes
+}
+
+// TestPagesHoldFarDownTheMap: a fan on a phone holds the last of 420 seats, far down the map; the view
+// and focus go up to "your seat", the time left stays at the top, and a refused payment is brought
+// into view beside Pay.
+func TestPagesHoldFarDownTheMap(t *testing.T) {
+	br := newBrowser(t)
+	svc := startService(t, nil)
+	res := svc.do(t, req{method: "POST", path: "/admin/v1/concerts", headers: admin(), body: map[string]any{
+		"title": "Big hall", "venue": "KSPO Dome", "schedules": []string{"2026-12-24T10:00:00Z"},
+		"sections": []map[string]any{{"name": "VIP", "price": 165000, "seats": 20}, {"name": "R", "price": 143000, "seats": 400}},
+	}})
+	require.Equal(t, 201, res.status, "create concert: %s", res.body)
+	var c concertJSON
+	require.NoError(t, json.Unmarshal(res.body, &c))
+	f := buyer(t, "far-down")
+
+	tf := br.tab(t, "fan-far-down", 360, 740)
+	tf.navigate(svc.url + "/concerts/" + c.ID + "#token=" + f.jwt)
+	tf.wait(joinShown, "the join button")
+	tf.click("#join-button")
+	tf.wait(`document.querySelectorAll('#seatmap [data-seat]').length === 420`, "the seat map of 420 seats")
+	act(tf, chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-seat="R-400"]').scrollIntoView()`))
+	tf.click(`[data-seat="R-400"]`)
+	tf.wait(`document.activeElement?.id === 'hold-h'`, "focus on the hold")
+	assert.True(t, inView(tf, "#hold-h"), "the hold's heading is in view after the hold")
+	assert.Contains(t, tf.text("#hold-seat"), "Section R, seat 400,")
+	assert.True(t, act(tf, chromedp.Evaluate[bool](`!document.getElementById('clock-hold').hidden && !document.getElementById('clock-turn').hidden`)),
+		"the turn's and the hold's time left at the top")
+	tf.wait(`document.getElementById('balance').dataset.value === '0'`, "the balance")
+	// The fan scrolls down the map again, and pays from there (a keyboard's Enter on the focused button).
+	act(tf, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
+	require.False(t, inView(tf, "#pay"), "Pay is out of view")
+	assert.True(t, atTop(tf, "#clock"), "the time left stays at the top of the window")
+	act(tf, chromedp.Evaluate[chromedp.Void](`document.getElementById('pay').click()`))
+	tf.wait(`!document.getElementById('pay-error').hidden`, "the refusal beside Pay")
+	assert.True(t, inView(tf, "#pay-error"), "the refusal is brought into view")
+	assert.True(t, atTop(tf, "#clock"), "the time left stays at the top of the window")
+	tf.audit("a hold far down a big map, with a refused payment")
+}
+
+// atTop reports whether the element of css is shown at the top of the window.
+func atTop(tb *tab, css string) bool {
+	tb.t.Helper()
+	return act(tb, chromedp.Evaluate[bool](fmt.Sprintf(`(e => !e.hidden && Math.abs(e.getBoundingClientRect().top) < 2)(document.querySelector(%q))`, css)))
 }
