@@ -90,7 +90,7 @@ func inView(tb *tab, css string) bool {
 	tb.t.Helper()
 	return act(tb, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
 		const r = document.querySelector(%q).getBoundingClientRect();
-		const clock = document.getElementById('clock'), bar = clock.hidden ? 0 : clock.getBoundingClientRect().bottom;
+		const clock = document.getElementById('clock'), bar = clock.hidden ? 0 : Math.max(0, clock.getBoundingClientRect().bottom);
 		return r.height > 0 && r.top >= bar - 1 && r.bottom <= window.innerHeight + 1;
 	})()`, css)))
 }
