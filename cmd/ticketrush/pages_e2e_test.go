@@ -267,7 +267,6 @@ func TestPagesInABrowser(t *testing.T) {
 		ta.wait(`document.querySelectorAll('#concert-list a').length > 0`, "the concert list")
 		assert.Equal(t, svc.url+"/", ta.eval(`location.href`), "the sign-in token leaves the address bar")
 		assert.True(t, ta.fits(), "the concert list scrolls sideways at 360 px")
-		ta.shot("fan-concerts")
 		ta.navigate(svc.url + "/concerts/" + id)
 		ta.wait(joinShown, "the join button")
 		ta.click("#join-button")
@@ -293,7 +292,6 @@ func TestPagesInABrowser(t *testing.T) {
 		tb.wait(lineStatus+` === 'WAITING' && `+position+` === '2'`, "fan B at place 2")
 		t.Logf("time to first position (open the page, then join and see the place): %s + %s",
 			loaded.Round(time.Millisecond), time.Since(click).Round(time.Millisecond))
-		tb.shot("fan-waiting")
 		tb2.wait(lineStatus+` === 'WAITING' && `+position+` === '2'`, "fan B's second tab at place 2")
 
 		// x leaves: B's place falls.
@@ -353,7 +351,6 @@ func TestPagesInABrowser(t *testing.T) {
 		ta.click(`#charge-form button[type=submit]`)
 		ta.wait(`document.getElementById('balance').dataset.value === '143000'`, "the charged balance")
 		assert.True(t, ta.fits(), "the hold and points scroll sideways at 360 px")
-		ta.shot("fan-seatmap")
 		aToken := ta.eval(fmt.Sprintf(`localStorage.getItem('ticketrush.queue.%s.%s') || ''`, a.id, id))
 		require.Equal(t, "WAITING", tb.eval(lineStatus), "fan B is admitted only after fan A pays")
 		ta.click("#pay")
@@ -363,7 +360,6 @@ func TestPagesInABrowser(t *testing.T) {
 		assert.Contains(t, receipt, "143,000 points")
 		ta.wait(lineStatus+` === 'DONE'`, "fan A done")
 		assert.True(t, ta.fits(), "the receipt scrolls sideways at 360 px")
-		ta.shot("fan-receipt")
 
 		tb.wait(lineStatus+` === 'ACTIVE'`, "fan B admitted after fan A paid")
 		// The turn: the tab's title counts down the time left, focus moves to the dates. (No sound here:
@@ -421,7 +417,6 @@ func TestPagesInABrowser(t *testing.T) {
 		assert.Equal(t, "The organiser has paused the line. You keep your place.", tc.text("#status"))
 		assert.Equal(t, "stream", tc.eval(`document.getElementById('line').dataset.via`), "the page follows the line on its event stream")
 		assert.Equal(t, "Line paused · Pause test", tc.eval(`document.title`))
-		op.shot("admin")
 
 		// The slot frees while the line is paused: the fan's page keeps checking but does not advance.
 		svc.leave(t, y, yToken)
@@ -445,6 +440,7 @@ func TestPagesInABrowser(t *testing.T) {
 		op.wait(`Number(document.querySelector('[data-series=waiting]')?.dataset.points) >= 3 && document.querySelector('[data-series=waiting] polyline') !== null`, "the waiting line on the chart")
 		assert.Equal(t, "16", op.eval(`document.querySelector('[data-series=seats]').dataset.max`), "16 seats left all along (2 dates of 8)")
 		op.audit("the console with its chart")
+		op.shot("admin")
 	})
 
 	t.Run("sold out on a phone", func(t *testing.T) {
@@ -495,7 +491,6 @@ func TestPagesInABrowser(t *testing.T) {
 		assert.Equal(t, 0, act(tp, chromedp.Evaluate[int](`document.querySelectorAll('#seatmap button:not([disabled])').length`)),
 			"no seat of a sold-out date can be picked")
 		assert.True(t, tp.fits(), "the seat map scrolls sideways at 360 px")
-		tp.shot("fan-soldout-phone")
 
 		// A fan who comes once every seat is sold is told so, in words, when they join.
 		late := buyer(t, "page-late")

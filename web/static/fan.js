@@ -42,7 +42,7 @@
       list: new Intl.ListFormat(locale, { type: 'unit', style: 'narrow' }),
       date: new Intl.DateTimeFormat(locale, { timeZone: VENUE_TIME_ZONE, weekday: 'short', year: 'numeric', month: 'short',
         day: 'numeric', hour: 'numeric', minute: '2-digit', timeZoneName: 'short' }),
-      time: new Intl.DateTimeFormat(locale, { hour: 'numeric', minute: '2-digit', second: '2-digit' }),
+      time: new Intl.DateTimeFormat(locale, { timeZone: VENUE_TIME_ZONE, hour: 'numeric', minute: '2-digit', second: '2-digit', timeZoneName: 'short' }),
       zone: zoneName ? zoneName.value : VENUE_TIME_ZONE,
     };
     for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
