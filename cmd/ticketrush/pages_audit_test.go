@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -93,4 +94,17 @@ func inView(tb *tab, css string) bool {
 		const clock = document.getElementById('clock'), bar = clock.hidden ? 0 : Math.max(0, clock.getBoundingClientRect().bottom);
 		return r.height > 0 && r.top >= bar - 1 && r.bottom <= window.innerHeight + 1;
 	})()`, css)))
+}
+
+// allowNotifications grants the tab's origin the permission to show notifications, as a fan who
+// clicked "allow" when the page asked.
+func (tb *tab) allowNotifications(origin string) {
+	tb.t.Helper()
+	c := chromedp.FromContext(tb.ctx)
+	ctx, cancel := context.WithTimeout(tb.ctx, pageWait)
+	defer cancel()
+	_, err := cdp.Call(ctx, c.Browser, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted,
+		Origin: origin, BrowserContextID: c.BrowserContextID})
+	require.NoError(tb.t, err, "grant notifications to %s", origin)
 }

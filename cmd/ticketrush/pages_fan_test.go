@@ -86,13 +86,17 @@ func TestPagesInEachLanguage(t *testing.T) {
 			tf.audit("the line")
 			tf.shot("fan-waiting-" + tt.lang)
 
-			// The turn: the title, focus on the dates, the time left in the bar at the top.
+			// The turn: the title, focus on the dates, the time left in the bar at the top, a sound, and a
+			// system notification once the fan allowed them.
+			tf.allowNotifications(next.URL)
+			tf.wait(`Notification.permission === 'granted'`, "notifications allowed")
 			n.rewrite.Store(nil)
 			svc.leave(t, y, yToken)
 			tf.wait(lineStatus+` === 'ACTIVE' && document.activeElement?.closest('#dates') !== null`, "the turn, with focus on the dates")
 			assert.Regexp(t, regexp.MustCompile(tt.turnTitle), tf.eval(`document.title`))
 			assert.True(t, act(tf, chromedp.Evaluate[bool](`!document.getElementById('clock-turn').hidden`)), "the time left at the top")
 			assert.Equal(t, "true", tf.eval(`document.getElementById('line').dataset.chimed || ''`), "a sound at the turn")
+			assert.Equal(t, "true", tf.eval(`document.getElementById('line').dataset.notified || ''`), "a notification at the turn")
 			tf.wait(`document.querySelectorAll('#seatmap [data-seat]').length === 8`, "the seat map")
 			tf.audit("the turn and the seat map")
 			tf.shot("fan-turn-" + tt.lang)
