@@ -531,7 +531,9 @@
         }
       }
     } catch (e) {
-      streamWorks = false; // the stream broke: poll from now on
+      // The stream broke. After it had carried statuses, open it again; one that breaks before its
+      // first status is not one this page can use: poll from now on.
+      if (!last) streamWorks = false;
     }
     if (last && (final(last.status) || last.status === 'ACTIVE')) return;
     const lasted = Date.now() - opened;
