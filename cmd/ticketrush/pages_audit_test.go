@@ -10,9 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	cdpbrowser "github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
@@ -50,14 +47,12 @@ func (tb *tab) speak(accept string) {
 	tb.t.Helper()
 	ua := act(tb, chromedp.Evaluate[string](`navigator.userAgent`))
 	first := strings.Split(accept, ",")[0]
+	// The DevTools commands by name: go.mod keeps chromedp's protocol package an indirect dependency.
 	act(tb, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		if _, err := cdp.Call(ctx, tg, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{
-			UserAgent: ua, AcceptLanguage: accept}); err != nil {
+		if err := tg.Call(ctx, "Emulation.setUserAgentOverride", map[string]string{"userAgent": ua, "acceptLanguage": accept}, nil); err != nil {
 			return err
 		}
-		_, err := cdp.Call(ctx, tg, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{
-			Locale: strings.ReplaceAll(first, "-", "_")})
-		return err
+		return tg.Call(ctx, "Emulation.setLocaleOverride", map[string]string{"locale": strings.ReplaceAll(first, "-", "_")}, nil)
 	}))
 }
 
@@ -103,8 +98,8 @@ func (tb *tab) allowNotifications(origin string) {
 	c := chromedp.FromContext(tb.ctx)
 	ctx, cancel := context.WithTimeout(tb.ctx, pageWait)
 	defer cancel()
-	_, err := cdp.Call(ctx, c.Browser, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted,
-		Origin: origin, BrowserContextID: c.BrowserContextID})
+	err := c.Browser.Call(ctx, "Browser.setPermission", map[string]any{
+		"permission": map[string]string{"name": "notifications"}, "setting": "granted",
+		"origin": origin, "browserContextId": c.BrowserContextID}, nil)
 	require.NoError(tb.t, err, "grant notifications to %s", origin)
 }
