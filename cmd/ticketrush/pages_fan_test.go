@@ -184,6 +184,14 @@ func TestPagesCatalogues(t *testing.T) {
 	tb := br.tab(t, "catalogues", 800, 600)
 	tb.navigate(svc.url + "/")
 	tb.wait(`typeof window.TICKETRUSH_I18N === 'object'`, "the catalogues")
+
+	// The sign-in, with a token that is not one: refused beside the box, and audited.
+	tb.wait(`!document.getElementById('signin').hidden`, "the sign-in form")
+	act(tb, chromedp.SetValue(chromedp.CSS("#jwt"), "not-a-token"))
+	tb.click(`#signin-form button[type=submit]`)
+	tb.wait(`!document.getElementById('signin-error').hidden`, "the refusal beside the box")
+	assert.Equal(t, "That does not look like a valid sign-in token.", tb.text("#signin-error"))
+	tb.audit("the sign-in with a refused token")
 	missing := tb.eval(`(() => {
 		const c = window.TICKETRUSH_I18N, langs = Object.keys(c), out = [];
 		const keys = new Set(langs.flatMap(l => Object.keys(c[l])));
