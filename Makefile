@@ -185,7 +185,8 @@ idlecost: services build
 # --- The pages (README "The pages") ----------------------------------------------------------------------
 .PHONY: screenshots
 
-## screenshots: the browser tests in headless chromium, saving a PNG of each page under docs/screenshots/
+## screenshots: the browser tests in headless chromium (scripts/chromium.sh installs it, the CJK fonts and
+## axe-core), saving a PNG of each page state in Korean and English under docs/screenshots/
 screenshots: services
 	@scripts/chromium.sh
-	$(GO) test -count=1 -run 'TestPagesInABrowser' ./cmd/ticketrush/ -args -screenshots=$(CURDIR)/docs/screenshots
+	$(GO) test -count=1 -run 'TestPagesInABrowser|TestPagesInEachLanguage' ./cmd/ticketrush/ -args -screenshots=$(CURDIR)/docs/screenshots

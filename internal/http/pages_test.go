@@ -134,19 +134,21 @@ func TestPagesKeepToTheCSP(t *testing.T) {
 }
 
 // TestFanPageWordsEveryCode checks that the fan's page has words for every problem code of the error
-// table.
+// table, in each language's catalogue.
 func TestFanPageWordsEveryCode(t *testing.T) {
-	js, err := fs.ReadFile(web.Files, "static/fan.js")
+	js, err := fs.ReadFile(web.Files, "static/i18n.js")
 	require.NoError(t, err)
-	start := bytes.Index(js, []byte("const MESSAGES = {"))
-	require.GreaterOrEqual(t, start, 0)
-	end := bytes.Index(js[start:], []byte("\n  };"))
-	require.Greater(t, end, 0)
-	table := string(js[start : start+end])
-	for _, code := range problemCodes() {
-		assert.Regexp(t, `\n    `+code+`: '[A-Z][^']{10,}'`, table, "fan.js has no words for %s", code)
+	for _, lang := range []string{"ko", "en"} {
+		start := bytes.Index(js, []byte("\n  "+lang+": {"))
+		require.GreaterOrEqual(t, start, 0, "i18n.js has no %s catalogue", lang)
+		end := bytes.Index(js[start:], []byte("\n  },"))
+		require.Greater(t, end, 0)
+		table := string(js[start : start+end])
+		for _, code := range problemCodes() {
+			assert.Regexp(t, `\n    'err\.`+code+`': '[^']{8,}'`, table, "i18n.js %s has no words for %s", lang, code)
+		}
+		assert.NotContains(t, strings.ToLower(table), "http ", "words for fans, not protocol terms")
 	}
-	assert.NotContains(t, strings.ToLower(table), "http ", "words for fans, not protocol terms")
 }
 
 // pagesServer is the API server with no services behind it: the pages need none.

@@ -53,9 +53,44 @@
     notice(message);
   }
 
-  $('signin-form').addEventListener('submit', (ev) => {
+  // check asks the service whether token is the admin token: every admin endpoint answers 401 to a
+  // wrong one before anything else, so a read of a concert's line answers 200 or 404 to the right one.
+  async function check(token) {
+    let probe = 'sign-in-check';
+    try {
+      const list = await (await fetch('/v1/concerts', { cache: 'no-store', credentials: 'omit' })).json();
+      if (Array.isArray(list) && list.length) probe = list[0].id;
+    } catch (e) { /* the probe id does not matter */ }
+    const res = await fetch(`/admin/v1/concerts/${encodeURIComponent(probe)}/queue`, {
+      headers: { Accept: 'application/json', Authorization: `Bearer ${token}` }, cache: 'no-store', credentials: 'omit' });
+    return res.status !== 401;
+  }
+
+  function signInError(text) {
+    $('signin-error').textContent = text || '';
+    show($('signin-error'), Boolean(text));
+  }
+
+  $('signin-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    admin = $('admin-token').value.trim();
+    const token = $('admin-token').value.trim();
+    const button = $('signin-form').querySelector('button');
+    button.disabled = true;
+    try {
+      if (!(await check(token))) {
+        signInError('The service refused that admin token. Check it and try again.');
+        $('admin-token').focus();
+        $('admin-token').select();
+        return;
+      }
+    } catch (e) {
+      signInError('The service does not answer: the token could not be checked. Try again.');
+      return;
+    } finally {
+      button.disabled = false;
+    }
+    signInError('');
+    admin = token;
     $('admin-token').value = '';
     sessionStorage.setItem(KEY, admin);
     start();
@@ -92,7 +127,12 @@
     for (const b of document.querySelectorAll('[data-concert]')) b.setAttribute('aria-pressed', String(b.dataset.concert === id));
     $('live-h').textContent = `The line: ${title}`;
     show($('live'), true);
-    for (const f of ['capacity', 'rate', 's-per-seat', 's-abandon', 's-noshow', 's-pow', 's-code', 'codes']) $(f).value = '';
+    for (const f of ['capacity', 'rate', 's-per-seat', 's-abandon', 's-noshow', 's-pow', 's-code', 'codes']) {
+      $(f).value = '';
+      $(f).dataset.shown = '';
+    }
+    history10 = [];
+    drawCharts();
     show($('codes-box'), false);
     show($('settings-now'), false);
     show($('draw'), false);
@@ -170,6 +210,7 @@
 
   function render(q) {
     state = q;
+    sample(q);
     const rows = LABELS.filter(([k]) => typeof q[k] === 'number').map(([k, label]) => [k, label, num.format(q[k])]);
     if (typeof q.soldOut === 'boolean') rows.push(['soldOut', 'Sold out', q.soldOut ? 'yes' : 'no']);
     if (q.seats) {
@@ -184,13 +225,87 @@
     $('live').dataset.paused = String(Boolean(q.paused));
     $('pause').disabled = Boolean(q.paused);
     $('resume').disabled = !q.paused;
-    if (document.activeElement !== $('capacity') && !$('capacity').value) $('capacity').value = String(q.activeCapacity);
-    if (document.activeElement !== $('rate') && !$('rate').value) $('rate').value = String(q.admitPerSecond);
-    if (typeof q.activePerSeat === 'number' && document.activeElement !== $('s-per-seat') && !$('s-per-seat').value) {
-      $('s-per-seat').value = String(q.activePerSeat);
-    }
+    showSettings({ ...known[selected], ...q });
     $('updated').textContent = new Date().toLocaleTimeString();
     if (noticeOfRefresh) notice('');
+  }
+
+  // ---- the last 10 minutes: waiting, active, admitted a second, seats left --------------------------
+  const SPAN = 10 * 60 * 1000;
+  const SERIES = [
+    ['waiting', 'Waiting', '#0b57d0'], ['active', 'Choosing seats (active)', '#1e7d32'],
+    ['admitted', 'Admitted a second', '#8a4b00'], ['seats', 'Seats left', '#6a1b9a'],
+  ];
+  let history10 = []; // [{at, waiting, active, admitted, seats}]
+  let lastAdmitted = null; // {at, total} of the previous read of the admissions counter
+
+  // admittedTotal is the concert's admissions so far: the live read's own figure when it has one, else
+  // the service's counter ticketrush_queue_admitted_total (its /metrics, same origin), else null.
+  async function admittedTotal(id, q) {
+    if (typeof q.admitted === 'number') return q.admitted;
+    try {
+      const res = await fetch('/metrics', { cache: 'no-store', credentials: 'omit' });
+      if (!res.ok) return null;
+      const text = await res.text();
+      let total = null;
+      for (const line of text.split('\n')) {
+        if (line.startsWith('ticketrush_queue_admitted_total{') && line.includes(`concert="${id}"`)) {
+          total = (total || 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+        }
+      }
+      return total === null ? 0 : total;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  async function sample(q) {
+    const id = selected;
+    const at = Date.now();
+    const total = await admittedTotal(id, q);
+    if (id !== selected) return;
+    let admitted = null;
+    if (total !== null && lastAdmitted && lastAdmitted.id === id && at > lastAdmitted.at) {
+      admitted = Math.max(0, (total - lastAdmitted.total) / ((at - lastAdmitted.at) / 1000));
+    }
+    lastAdmitted = total === null ? null : { id, at, total };
+    history10.push({ at, waiting: q.waiting, active: q.active, admitted, seats: q.seats ? q.seats.available : null });
+    history10 = history10.filter((p) => at - p.at <= SPAN);
+    drawCharts();
+  }
+
+  const SVG = 'http://www.w3.org/2000/svg';
+  function svg(name, attrs) {
+    const el = document.createElementNS(SVG, name);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+    return el;
+  }
+
+  // drawCharts draws one small chart a series, its own scale from 0 to its highest value in the span.
+  function drawCharts() {
+    const W = 300, H = 64, now = Date.now();
+    $('charts').replaceChildren(...SERIES.map(([key, label, colour]) => {
+      const points = history10.filter((p) => typeof p[key] === 'number');
+      const top = Math.max(1, ...points.map((p) => p[key]));
+      const fig = document.createElement('figure');
+      fig.className = 'chart';
+      fig.dataset.series = key;
+      fig.dataset.points = String(points.length);
+      fig.dataset.max = String(points.length ? Math.max(...points.map((p) => p[key])) : 0);
+      const cap = document.createElement('figcaption');
+      const last = points.length ? points[points.length - 1][key] : null;
+      const fmt = (v) => num.format(Math.round(v * 10) / 10);
+      cap.textContent = last === null ? `${label}: not measured yet` : `${label}: ${fmt(last)} now, up to ${fmt(top)} in 10 minutes`;
+      const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': cap.textContent, preserveAspectRatio: 'none' });
+      chart.append(svg('line', { x1: 0, y1: H - 1, x2: W, y2: H - 1, stroke: '#6b6b6b', 'stroke-width': 1 }));
+      const xy = points.map((p) => `${((W * (SPAN - (now - p.at))) / SPAN).toFixed(1)},${(H - 2 - ((H - 6) * p[key]) / top).toFixed(1)}`);
+      if (xy.length) {
+        chart.append(svg('polyline', { points: xy.join(' '), fill: 'none', stroke: colour, 'stroke-width': 2,
+          'vector-effect': 'non-scaling-stroke' }));
+      }
+      fig.append(cap, chart);
+      return fig;
+    }));
   }
 
   const SETTINGS = [
@@ -199,9 +314,30 @@
     ['joinPowBits', 'Proof of work, bits'], ['accessCodeRequired', 'Access code required'],
     ['activeTtlSeconds', 'Active session, seconds'], ['holdTtlSeconds', 'Hold, seconds'], ['maxHoldsPerUser', 'Holds a fan'],
   ];
+  // The settings form shows the values in force: those of the live read, and of the last create or
+  // PATCH answer of this tab for those the live read does not carry. An input the operator is editing
+  // (focused, or typed in and not saved) is left alone.
+  const INPUTS = [['capacity', 'activeCapacity'], ['rate', 'admitPerSecond'], ['s-per-seat', 'activePerSeat'],
+    ['s-abandon', 'abandonAfterSeconds'], ['s-noshow', 'noShowSeconds'], ['s-pow', 'joinPowBits'], ['s-code', 'accessCodeRequired']];
+  const known = {}; // concert id -> settings from a create or PATCH answer
+  // edited: the operator changed the input from the value in force it showed.
+  const edited = (el) => el.value !== (el.dataset.shown || '');
+  function showSettings(q) {
+    for (const [id, key] of INPUTS) {
+      const el = $(id);
+      if (document.activeElement === el || edited(el)) continue;
+      if (typeof q[key] === 'number' || typeof q[key] === 'boolean') el.value = String(q[key]);
+      el.dataset.shown = el.value;
+      if (el.tagName === 'INPUT') el.placeholder = key in q ? '' : 'not shown by the service: empty leaves it unchanged';
+    }
+  }
+
   // settings shows the queue settings the service answered (a create or a PATCH): the live read has not all of them.
   function settings(s) {
     if (!s) return;
+    known[selected] = s;
+    for (const [id] of INPUTS) $(id).dataset.shown = $(id).value; // saved: what they show is in force
+    showSettings({ ...(state || {}), ...s });
     facts($('settings-list'), 'setting', SETTINGS.filter(([k]) => k in s).map(([k, label]) => [k, label,
       typeof s[k] === 'boolean' ? (s[k] ? 'yes' : 'no') : num.format(s[k])]));
     show($('settings-now'), true);
@@ -218,18 +354,21 @@
   }
   $('pause').addEventListener('click', () => patch({ paused: true }));
   $('resume').addEventListener('click', () => patch({ paused: false }));
+  // Saving sends only the settings the operator changed: sending a value in force again could undo
+  // another operator's change made since this page read it.
   $('settings-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const body = {};
-    const cap = Number($('capacity').value), rate = Number($('rate').value);
-    if ($('capacity').value !== '' && Number.isInteger(cap)) body.activeCapacity = cap;
-    if ($('rate').value !== '' && Number.isInteger(rate)) body.admitPerSecond = rate;
-    for (const [id, key] of [['s-per-seat', 'activePerSeat'], ['s-abandon', 'abandonAfterSeconds'],
-      ['s-noshow', 'noShowSeconds'], ['s-pow', 'joinPowBits']]) {
-      const v = whole($(id).value);
-      if (v !== undefined) body[key] = v;
+    for (const [id, key] of INPUTS) {
+      const el = $(id);
+      if (!edited(el) || el.value === '') continue;
+      if (key === 'accessCodeRequired') body[key] = el.value === 'true';
+      else if (whole(el.value) !== undefined) body[key] = whole(el.value);
     }
-    if ($('s-code').value) body.accessCodeRequired = $('s-code').value === 'true';
+    if (Object.keys(body).length === 0) {
+      notice('Nothing to save: change a setting first.');
+      return;
+    }
     patch(body);
   });
 
@@ -314,6 +453,8 @@
     }
   }
 
-  if (admin) start();
-  else signOut('');
+  if (admin) {
+    check(admin).then((ok) => (ok ? start() : signOut('That admin token was refused. Enter it again.')),
+      () => start());
+  } else signOut('');
 })();
