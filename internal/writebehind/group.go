@@ -158,8 +158,8 @@ func (w *Worker) trim(ctx context.Context, streams []string, states map[string]*
 func (w *Worker) groupedStreams() []string {
 	out := make([]string, 0, len(w.order))
 	for _, s := range w.order {
-		if w.grouped[s.stream] {
-			out = append(out, s.stream)
+		if w.grouped[s.Stream] {
+			out = append(out, s.Stream)
 		}
 	}
 	return out

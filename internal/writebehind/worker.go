@@ -174,7 +174,7 @@ func (w *Worker) fly(es []entry) {
 	w.fmu.Lock()
 	defer w.fmu.Unlock()
 	for _, e := range es {
-		w.flight[flightKey{e.src.stream, e.id}] = now
+		w.flight[flightKey{e.src.Stream, e.id}] = now
 	}
 }
 
@@ -184,7 +184,7 @@ func (w *Worker) landed(es []entry) {
 	w.fmu.Lock()
 	defer w.fmu.Unlock()
 	for _, e := range es {
-		delete(w.flight, flightKey{e.src.stream, e.id})
+		delete(w.flight, flightKey{e.src.Stream, e.id})
 	}
 }
 
@@ -291,15 +291,15 @@ func sleep(ctx context.Context, d time.Duration) {
 func (w *Worker) syncStreams(ctx context.Context) {
 	if len(w.sources) == 0 {
 		for i := range redis.WalletShards {
-			w.addSource(&source{stream: w.keys.WalletShard(i).Events(), shard: i})
+			w.addSource(&source{EventSource: w.keys.WalletEvents(i)})
 		}
 	}
 	listed := map[string]bool{}
 	added := false
 	for _, id := range w.concerts() {
 		listed[id] = true
-		if stream := w.keys.Concert(id).Events(); w.sources[stream] == nil {
-			w.addSource(&source{stream: stream, concertID: id})
+		if src := w.keys.ConcertEvents(id); w.sources[src.Stream] == nil {
+			w.addSource(&source{EventSource: src})
 			added = true
 		}
 	}
@@ -311,9 +311,9 @@ func (w *Worker) syncStreams(ctx context.Context) {
 	var cmds rueidis.Commands
 	var streams []string
 	for _, s := range w.order {
-		if !w.grouped[s.stream] {
-			cmds = append(cmds, w.rdb.B().XgroupCreate().Key(s.stream).Group(w.cfg.Group).Id("0").Mkstream().Build())
-			streams = append(streams, s.stream)
+		if !w.grouped[s.Stream] {
+			cmds = append(cmds, w.rdb.B().XgroupCreate().Key(s.Stream).Group(w.cfg.Group).Id("0").Mkstream().Build())
+			streams = append(streams, s.Stream)
 		}
 	}
 	for i, res := range w.rdb.DoMulti(ctx, cmds...) {
@@ -336,18 +336,18 @@ func (w *Worker) syncStreams(ctx context.Context) {
 }
 
 func (w *Worker) addSource(s *source) {
-	if _, ok := w.sources[s.stream]; ok {
+	if _, ok := w.sources[s.Stream]; ok {
 		return
 	}
 	// Streams take the writers in turn; a stream read again after it was dropped keeps its writer, which
 	// may still hold its earlier batches: its events still commit in order.
-	writer, ok := w.writerOf[s.stream]
+	writer, ok := w.writerOf[s.Stream]
 	if !ok {
 		writer = len(w.writerOf)
-		w.writerOf[s.stream] = writer
+		w.writerOf[s.Stream] = writer
 	}
 	s.writer = writer
-	w.sources[s.stream] = s
+	w.sources[s.Stream] = s
 	w.order = append(w.order, s)
 }
 
@@ -361,7 +361,7 @@ func (w *Worker) read(ctx context.Context) []entry {
 	srcs := make([]*source, 0, len(w.order))
 	budget := growthBudget * w.cfg.MaxReadCount
 	for _, s := range w.order {
-		if !w.grouped[s.stream] {
+		if !w.grouped[s.Stream] {
 			continue
 		}
 		extra := min(max(s.count, w.cfg.ReadCount), w.cfg.MaxReadCount) - w.cfg.ReadCount
@@ -369,7 +369,7 @@ func (w *Worker) read(ctx context.Context) []entry {
 		budget -= extra
 		s.count = w.cfg.ReadCount + extra
 		cmds = append(cmds, w.rdb.B().Xreadgroup().Group(w.cfg.Group, w.cfg.Consumer).Count(int64(s.count)).
-			Streams().Key(s.stream).Id(">").Build())
+			Streams().Key(s.Stream).Id(">").Build())
 		srcs = append(srcs, s)
 	}
 	var out []entry
@@ -381,7 +381,7 @@ func (w *Worker) read(ctx context.Context) []entry {
 			w.readFailed(ctx, s, err)
 			continue
 		}
-		got := streams[s.stream]
+		got := streams[s.Stream]
 		s.drained, s.readAt = len(got) == 0, w.now()
 		if !s.drained {
 			s.yielded = w.now()
@@ -430,11 +430,11 @@ func (w *Worker) replicated(ctx context.Context, s *source, es []entry) bool {
 		ids[i] = e.id
 	}
 	res := w.rdb.DoMulti(ctx,
-		w.rdb.B().Xclaim().Key(s.stream).Group(w.cfg.Group).Consumer(w.cfg.Consumer).MinIdleTime("0").Id(ids...).Justid().Build(),
+		w.rdb.B().Xclaim().Key(s.Stream).Group(w.cfg.Group).Consumer(w.cfg.Consumer).MinIdleTime("0").Id(ids...).Justid().Build(),
 		w.rdb.B().Wait().Numreplicas(1).Timeout(max(1, w.cfg.ReplicaWait.Milliseconds())).Build())
 	n, err := res[1].AsInt64()
 	if err != nil && ctx.Err() == nil {
-		w.warnings.warn(warnReadStream, "stream", s.stream, "err", err)
+		w.warnings.warn(warnReadStream, "stream", s.Stream, "err", err)
 	}
 	return err == nil && n >= 1
 }
@@ -442,11 +442,11 @@ func (w *Worker) replicated(ctx context.Context, s *source, es []entry) bool {
 // readFailed handles a stream that could not be read: a missing group (Redis lost it) is made again.
 func (w *Worker) readFailed(ctx context.Context, s *source, err error) {
 	if rerr, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(rerr.Error(), "NOGROUP") {
-		delete(w.grouped, s.stream)
+		delete(w.grouped, s.Stream)
 		return
 	}
 	if ctx.Err() == nil {
-		w.warnings.warn(warnReadStream, "stream", s.stream, "err", err)
+		w.warnings.warn(warnReadStream, "stream", s.Stream, "err", err)
 	}
 }
 
@@ -584,7 +584,7 @@ func (w *Worker) keep(ctx context.Context, ids map[string][]string) {
 func byStream(batch []entry) map[string][]string {
 	out := map[string][]string{}
 	for _, e := range batch {
-		out[e.src.stream] = append(out[e.src.stream], e.id)
+		out[e.src.Stream] = append(out[e.src.Stream], e.id)
 	}
 	return out
 }
@@ -616,8 +616,8 @@ func (w *Worker) ack(ctx context.Context, batch []entry) {
 // deadLetter moves an entry to its stream's dead-letter stream (same hash slot) with the reason, and
 // acknowledges it, in one MULTI.
 func (w *Worker) deadLetter(ctx context.Context, e entry, reason string) {
-	fv := w.rdb.B().Xadd().Key(DeadLetterStream(e.src.stream)).Id("*").FieldValue().
-		FieldValue("stream", e.src.stream).FieldValue("id", e.id).FieldValue("reason", reason)
+	fv := w.rdb.B().Xadd().Key(DeadLetterStream(e.src.Stream)).Id("*").FieldValue().
+		FieldValue("stream", e.src.Stream).FieldValue("id", e.id).FieldValue("reason", reason)
 	for k, v := range e.fields {
 		fv = fv.FieldValue(k, v)
 	}
@@ -625,7 +625,7 @@ func (w *Worker) deadLetter(ctx context.Context, e entry, reason string) {
 		res := c.DoMulti(ctx,
 			c.B().Multi().Build(),
 			fv.Build(),
-			c.B().Xack().Key(e.src.stream).Group(w.cfg.Group).Id(e.id).Build(),
+			c.B().Xack().Key(e.src.Stream).Group(w.cfg.Group).Id(e.id).Build(),
 			c.B().Exec().Build())
 		for _, r := range res {
 			if err := r.Error(); err != nil {
@@ -636,12 +636,12 @@ func (w *Worker) deadLetter(ctx context.Context, e entry, reason string) {
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			w.warnings.warn(warnDeadLetter, "stream", e.src.stream, "id", e.id, "err", err)
+			w.warnings.warn(warnDeadLetter, "stream", e.src.Stream, "id", e.id, "err", err)
 		}
 		return
 	}
 	w.metrics.deadLetters.Inc()
-	w.log.Error("writebehind: event dead-lettered", "stream", e.src.stream, "id", e.id, "reason", reason)
+	w.log.Error("writebehind: event dead-lettered", "stream", e.src.Stream, "id", e.id, "reason", reason)
 }
 
 // DeadLetterStream is the dead-letter stream of stream: same hash slot, "dead" for "events".
@@ -658,7 +658,7 @@ func (w *Worker) claim(ctx context.Context) []entry {
 	var out []entry
 	cursors := map[*source]string{}
 	for _, s := range w.order {
-		if w.grouped[s.stream] {
+		if w.grouped[s.Stream] {
 			cursors[s] = "0-0"
 		}
 	}
@@ -668,7 +668,7 @@ func (w *Worker) claim(ctx context.Context) []entry {
 		cmds := make(rueidis.Commands, 0, len(cursors))
 		for s, start := range cursors {
 			srcs = append(srcs, s)
-			cmds = append(cmds, w.rdb.B().Xautoclaim().Key(s.stream).Group(w.cfg.Group).Consumer(w.cfg.Consumer).
+			cmds = append(cmds, w.rdb.B().Xautoclaim().Key(s.Stream).Group(w.cfg.Group).Consumer(w.cfg.Consumer).
 				MinIdleTime(minIdle).Start(start).Count(int64(w.cfg.ReadCount)).Build())
 		}
 		for i, res := range w.rdb.DoMulti(ctx, cmds...) {
@@ -688,7 +688,7 @@ func (w *Worker) claim(ctx context.Context) []entry {
 			if next, _ := parts[0].ToString(); next != "0-0" && next != "" && len(entries) > 0 {
 				cursors[s] = next // a page of entries all in flight here still leads to the next page
 			}
-			entries = slices.DeleteFunc(entries, func(x rueidis.XRangeEntry) bool { return w.flying(s.stream, x.ID) })
+			entries = slices.DeleteFunc(entries, func(x rueidis.XRangeEntry) bool { return w.flying(s.Stream, x.ID) })
 			out = append(out, w.dropOverdelivered(ctx, s, entries)...)
 		}
 	}
@@ -704,7 +704,7 @@ func (w *Worker) dropOverdelivered(ctx context.Context, s *source, xs []rueidis.
 		return out
 	}
 	deliveries := map[string]int64{}
-	pend, err := w.rdb.Do(ctx, w.rdb.B().Xpending().Key(s.stream).Group(w.cfg.Group).Start(xs[0].ID).End(xs[len(xs)-1].ID).
+	pend, err := w.rdb.Do(ctx, w.rdb.B().Xpending().Key(s.Stream).Group(w.cfg.Group).Start(xs[0].ID).End(xs[len(xs)-1].ID).
 		Count(int64(len(xs))).Consumer(w.cfg.Consumer).Build()).ToArray()
 	if err == nil {
 		for _, p := range pend {
