@@ -83,6 +83,42 @@ func (r *fieldReader) time(name string) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
+// The events the scripts write (lua/*.lua, every XADD) and their fields beside type, by stream. Some
+// fields the decoder records only as the event's time and type (a queue event's from, until or seen).
+// TestScriptEventsAreKnown holds every XADD of the scripts to these lists, and
+// TestDecoderKnowsTheListedEvents the decoder.
+var concertEventFields = map[string][]string{
+	"concert.load":     {"at"},
+	"concert.soldout":  {"sold", "at"},
+	"queue.configure":  {"cap", "rate", "paused", "aps", "at"},
+	"queue.join":       {"user", "seq", "at"},
+	"queue.admit":      {"user", "seq", "until", "at"},
+	"queue.lapse":      {"user", "seq", "at"},
+	"queue.leave":      {"user", "seq", "from", "ord", "at"},
+	"queue.done":       {"user", "seq", "at"},
+	"queue.abandon":    {"user", "seq", "seen", "at"},
+	"queue.noshow":     {"user", "seq", "at"},
+	"queue.prequeue":   {"user", "at"},
+	"queue.unprequeue": {"user", "at"},
+	"draw.seal":        {"n", "base", "seq", "at"},
+	"draw.place":       {"from", "users", "at"},
+	"draw.done":        {"n", "digest", "seed", "at"},
+	"code.claim":       {"code", "user", "at"},
+	"hold.create":      {"res", "user", "schedule", "seat", "price", "expires", "seq", "at"},
+	"hold.cancel":      {"res", "user", "schedule", "seat", "at"},
+	"hold.lapse":       {"res", "user", "schedule", "seat", "at"},
+	"payment.claim":    {"res", "user", "at"},
+	"payment.release":  {"res", "user", "at"},
+	"sale":             {"res", "user", "schedule", "seat", "price", "payment", "at"},
+}
+
+var walletEventFields = map[string][]string{
+	"point.charge":  {"id", "user", "amount", "balance", "at", "idem", "fp"}, // idem and fp with an Idempotency-Key only
+	"point.debit":   {"id", "res", "user", "amount", "balance", "at"},
+	"point.refund":  {"id", "res", "user", "amount", "balance", "at"},
+	"idem.remember": {"user", "key", "fp", "ref", "created", "at"},
+}
+
 // reservationStatus is the status each reservation event leaves its reservation in.
 var reservationStatus = map[string]ticketrush.ReservationStatus{
 	"hold.create":     ticketrush.ReservationHeld,
@@ -112,8 +148,8 @@ var ledgerTypes = map[string]ticketrush.LedgerType{
 }
 
 // DecodeEvent adds what the entry id of src, with its fields, means to b. The shapes are those of the
-// scripts' XADDs (lua/*.lua). An error is an entry that is not an event the decoder knows: no retry
-// can help.
+// scripts' XADDs (lua/*.lua), listed in concertEventFields and walletEventFields. An error is an entry
+// that is not an event the decoder knows: no retry can help.
 func DecodeEvent(src EventSource, id string, fields map[string]string, b *ticketrush.RecordBatch) error {
 	ev, err := ticketrush.ParseEventID(src.Stream, id)
 	if err != nil {

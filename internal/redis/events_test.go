@@ -1,6 +1,9 @@
 package redis
 
 import (
+	"maps"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
+	"github.com/ticketrush/ticketrush/lua"
 )
 
 // The on-sale's events decode to their rows (and each to one home row of its own id), or are refused
@@ -117,4 +121,165 @@ func TestDecode(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
+}
+
+// scriptEvent is one XADD of a script: its event type and the fields it writes beside type.
+type scriptEvent struct {
+	script, typ string
+	fields      []string
+}
+
+// scriptEvents reads every redis.call('XADD', stream, '*', field, value, ...) of a script. An XADD of
+// unpack(t) reads the fields of t's table literal (local t = {...}) and those appended to it
+// (t[#t + 1], t[#t + 2] = 'name', value). Field names and the type must be string literals.
+func scriptEvents(t *testing.T, name, src string) []scriptEvent {
+	var out []scriptEvent
+	for rest := src; ; {
+		i := strings.Index(rest, "redis.call('XADD',")
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+len("redis.call"):]
+		args := luaList(t, name, rest, '(', ')')
+		require.GreaterOrEqual(t, len(args), 3, "lua/%s.lua: an XADD without stream and id", name)
+		pairs := args[3:]
+		if len(pairs) == 1 {
+			pairs = unpacked(t, name, src, pairs[0])
+		}
+		ev := scriptEvent{script: name}
+		if !assert.Zero(t, len(pairs)%2, "lua/%s.lua: an XADD with an odd field list %v", name, pairs) {
+			continue
+		}
+		for k := 0; k < len(pairs); k += 2 {
+			field, ok := luaString(pairs[k])
+			if !assert.True(t, ok, "lua/%s.lua: an XADD field name that is not a string literal: %s", name, pairs[k]) {
+				continue
+			}
+			if field == "type" {
+				ev.typ, ok = luaString(pairs[k+1])
+				assert.True(t, ok, "lua/%s.lua: an XADD type that is not a string literal: %s", name, pairs[k+1])
+				continue
+			}
+			ev.fields = append(ev.fields, field)
+		}
+		out = append(out, ev)
+	}
+}
+
+// unpacked is the field list of unpack(t): t's table literal and what is appended to it.
+func unpacked(t *testing.T, name, src, arg string) []string {
+	m := regexp.MustCompile(`^unpack\((\w+)\)$`).FindStringSubmatch(arg)
+	require.NotNil(t, m, "lua/%s.lua: an XADD whose fields are neither listed nor unpack(table): %s", name, arg)
+	table := m[1]
+	decl := "local " + table + " = {"
+	i := strings.Index(src, decl)
+	require.GreaterOrEqual(t, i, 0, "lua/%s.lua: no %q for the XADD's fields", name, decl)
+	out := luaList(t, name, src[i+len(decl)-1:], '{', '}')
+	appended := regexp.MustCompile(`(?m)^\s*` + table + `\[#` + table + ` \+ \d+\](?:, ` + table + `\[#` + table + ` \+ \d+\])* = (.*)$`)
+	for _, a := range appended.FindAllStringSubmatch(src, -1) {
+		out = append(out, luaList(t, name, "("+a[1]+")", '(', ')')...)
+	}
+	return out
+}
+
+// luaList splits the bracketed list s starts with (open ... close) at its top-level commas.
+func luaList(t *testing.T, name, s string, open, close byte) []string {
+	require.Equal(t, open, s[0])
+	var items []string
+	depth, start := 0, 1
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\'', '"':
+			end := strings.IndexByte(s[i+1:], c)
+			require.GreaterOrEqual(t, end, 0, "lua/%s.lua: an unterminated string", name)
+			i += end + 1
+		case '(', '{', '[':
+			depth++
+		case ')', '}', ']':
+			depth--
+			if depth == 0 {
+				require.Equal(t, close, c, "lua/%s.lua: unbalanced brackets", name)
+				return append(items, strings.TrimSpace(s[start:i]))
+			}
+		case ',':
+			if depth == 1 {
+				items = append(items, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	require.Fail(t, "lua/"+name+".lua: an unclosed list")
+	return nil
+}
+
+// luaString is the value of a Lua string literal.
+func luaString(s string) (string, bool) {
+	if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1], true
+	}
+	return "", false
+}
+
+// Every event a script writes is one the decoder knows, with fields it knows, and the decoder knows
+// no event that no script writes.
+func TestScriptEventsAreKnown(t *testing.T) {
+	known := map[string][]string{}
+	maps.Copy(known, concertEventFields)
+	maps.Copy(known, walletEventFields)
+	written := map[string]bool{}
+	n := 0
+	for _, name := range lua.Names() {
+		for _, ev := range scriptEvents(t, name, lua.Source(name)) {
+			n++
+			written[ev.typ] = true
+			fields, ok := known[ev.typ]
+			if !assert.True(t, ok, "lua/%s.lua writes event type %q, which the decoder does not know", name, ev.typ) {
+				continue
+			}
+			for _, f := range ev.fields {
+				assert.Contains(t, fields, f, "lua/%s.lua writes field %q of %s, which the decoder does not know", name, f, ev.typ)
+			}
+		}
+	}
+	for typ := range known {
+		assert.True(t, written[typ], "the decoder knows event type %q, which no script writes", typ)
+	}
+	assert.Len(t, known, 26, "the event types")
+	t.Logf("%d XADDs of %d event types", n, len(written))
+}
+
+// The decoder decodes every listed event from its listed fields (it needs no other), and dispatches
+// on exactly the listed types.
+func TestDecoderKnowsTheListedEvents(t *testing.T) {
+	const concert, schedule = "c0ncert00001", "sched0000001"
+	sample := map[string]string{
+		"at": "1", "res": concert + schedule + "r00000000001", "user": "alice", "schedule": schedule, "seat": "A-1",
+		"price": "5", "expires": "9", "seq": "3", "payment": "p1", "sold": "2", "from": "0", "users": "ann,bob", "n": "2",
+		"digest": "d1", "seed": strings.Repeat("ab", 32), "base": "0", "cap": "1", "rate": "1", "paused": "0", "aps": "0",
+		"code": "h1", "until": "9", "ord": "2", "seen": "1", "key": "k", "fp": "f", "ref": "p1", "created": "1", "id": "c1",
+		"amount": "100", "balance": "100", "idem": "k",
+	}
+	csrc := EventSource{Stream: "tr:{c:" + concert + "}:events", ConcertID: concert}
+	wsrc := EventSource{Stream: "tr:{w:" + strconv.Itoa(WalletShard("alice")) + "}:events", Shard: WalletShard("alice")}
+	check := func(src EventSource, events map[string][]string) {
+		for typ, listed := range events {
+			fields := map[string]string{"type": typ}
+			for _, f := range listed {
+				v, ok := sample[f]
+				require.True(t, ok, "no sample value for field %q", f)
+				fields[f] = v
+			}
+			var b ticketrush.RecordBatch
+			assert.NoError(t, DecodeEvent(src, "1-0", fields, &b), "%s from its listed fields", typ)
+		}
+	}
+	check(csrc, concertEventFields)
+	check(wsrc, walletEventFields)
+
+	dispatched := []string{"code.claim", "idem.remember"}
+	dispatched = slices.AppendSeq(dispatched, maps.Keys(reservationStatus))
+	dispatched = slices.AppendSeq(dispatched, maps.Keys(queueEvents))
+	dispatched = slices.AppendSeq(dispatched, maps.Keys(ledgerTypes))
+	listed := slices.AppendSeq(slices.Collect(maps.Keys(concertEventFields)), maps.Keys(walletEventFields))
+	assert.ElementsMatch(t, listed, dispatched, "the types the decoder dispatches on are the listed ones")
 }
