@@ -12,19 +12,22 @@ import (
 
 // EventSource is the stream an entry was read from: a concert's, or a wallet shard's.
 type EventSource struct {
-	Stream    string
-	ConcertID string // "" for a wallet shard
-	Shard     int
+	Stream      string
+	DeadLetters string // its dead-letter stream (deadletter.go)
+	ConcertID   string // "" for a wallet shard
+	Shard       int
 }
 
 // ConcertEvents is the event stream of a concert.
 func (k Keys) ConcertEvents(concertID string) EventSource {
-	return EventSource{Stream: k.Concert(concertID).Events(), ConcertID: concertID}
+	c := k.Concert(concertID)
+	return EventSource{Stream: c.Events(), DeadLetters: c.DeadLetters(), ConcertID: concertID}
 }
 
 // WalletEvents is the event stream of wallet shard n.
 func (k Keys) WalletEvents(n int) EventSource {
-	return EventSource{Stream: k.WalletShard(n).Events(), Shard: n}
+	w := k.WalletShard(n)
+	return EventSource{Stream: w.Events(), DeadLetters: w.DeadLetters(), Shard: n}
 }
 
 // decodeError is an entry that is not an event the decoder knows: no retry can help.

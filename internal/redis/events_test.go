@@ -283,3 +283,8 @@ func TestDecoderKnowsTheListedEvents(t *testing.T) {
 	listed := slices.AppendSeq(slices.Collect(maps.Keys(concertEventFields)), maps.Keys(walletEventFields))
 	assert.ElementsMatch(t, listed, dispatched, "the types the decoder dispatches on are the listed ones")
 }
+
+func TestDeadLetterStream(t *testing.T) {
+	assert.Equal(t, "tr:{w:3}:dead", NewKeys("tr").WalletEvents(3).DeadLetters)
+	assert.Equal(t, "tr:{c:abc}:dead", NewKeys("tr").ConcertEvents("abc").DeadLetters)
+}

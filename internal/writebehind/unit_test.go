@@ -13,11 +13,6 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-func TestDeadLetterStream(t *testing.T) {
-	assert.Equal(t, "tr:{w:3}:dead", DeadLetterStream("tr:{w:3}:events"))
-	assert.Equal(t, "tr:{c:abc}:dead", DeadLetterStream("tr:{c:abc}:events"))
-}
-
 // down is a record that never answers.
 type down struct{}
 

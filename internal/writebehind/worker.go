@@ -616,7 +616,7 @@ func (w *Worker) ack(ctx context.Context, batch []entry) {
 // deadLetter moves an entry to its stream's dead-letter stream (same hash slot) with the reason, and
 // acknowledges it, in one MULTI.
 func (w *Worker) deadLetter(ctx context.Context, e entry, reason string) {
-	fv := w.rdb.B().Xadd().Key(DeadLetterStream(e.src.Stream)).Id("*").FieldValue().
+	fv := w.rdb.B().Xadd().Key(e.src.DeadLetters).Id("*").FieldValue().
 		FieldValue("stream", e.src.Stream).FieldValue("id", e.id).FieldValue("reason", reason)
 	for k, v := range e.fields {
 		fv = fv.FieldValue(k, v)
@@ -642,14 +642,6 @@ func (w *Worker) deadLetter(ctx context.Context, e entry, reason string) {
 	}
 	w.metrics.deadLetters.Inc()
 	w.log.Error("writebehind: event dead-lettered", "stream", e.src.Stream, "id", e.id, "reason", reason)
-}
-
-// DeadLetterStream is the dead-letter stream of stream: same hash slot, "dead" for "events".
-func DeadLetterStream(stream string) string {
-	if len(stream) > len("events") && stream[len(stream)-len("events"):] == "events" {
-		return stream[:len(stream)-len("events")] + "dead"
-	}
-	return stream + ":dead"
 }
 
 // claim takes over entries other consumers left pending for ClaimIdle (crashed, or gone). An entry
