@@ -260,7 +260,7 @@ func compareInventory(c ticketrush.Concert, snap concertSnapshot) []string {
 	if !ok {
 		return []string{fmt.Sprintf("concert %s: no readable seat count (inv) in redis", c.ID)}
 	}
-	want := inventoryOf(c, snap.seats)
+	want := redis.InventoryOf(c, snap.seats)
 	if got != want {
 		return []string{fmt.Sprintf("concert %s: seat count %+v in redis, the seat maps give %+v", c.ID, got, want)}
 	}
