@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -16,6 +17,48 @@ type EventSource struct {
 	DeadLetters string // its dead-letter stream (deadletter.go)
 	ConcertID   string // "" for a wallet shard
 	Shard       int
+}
+
+// WriteBehindGroup is the consumer group in which the write-behind reads every event stream (unless
+// configured otherwise).
+const WriteBehindGroup = "writebehind"
+
+// StreamGroup is one consumer group of one stream, from XINFO GROUPS.
+type StreamGroup struct {
+	Name          string
+	Pending       int64
+	LastDelivered string
+	Lag           int64 // entries not yet delivered; -1 when Redis cannot tell
+}
+
+// ParseStreamGroups reads the reply of XINFO GROUPS.
+func ParseStreamGroups(msg rueidis.RedisMessage) ([]StreamGroup, error) {
+	items, err := msg.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StreamGroup, 0, len(items))
+	for _, it := range items {
+		m, err := it.AsMap()
+		if err != nil {
+			return nil, err
+		}
+		g := StreamGroup{Lag: -1}
+		if v, ok := m["name"]; ok {
+			g.Name, _ = v.ToString()
+		}
+		if v, ok := m["pending"]; ok {
+			g.Pending, _ = v.AsInt64()
+		}
+		if v, ok := m["last-delivered-id"]; ok {
+			g.LastDelivered, _ = v.ToString()
+		}
+		if v, ok := m["lag"]; ok && !v.IsNil() {
+			g.Lag, _ = v.AsInt64()
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }
 
 // ConcertEvents is the event stream of a concert.

@@ -48,8 +48,8 @@ type RestoreReport struct {
 // Unless force, it refuses a Redis whose marker is there.
 func Restore(ctx context.Context, rdb rueidis.Client, src Source, prefix string, force bool, now time.Time) (RestoreReport, error) {
 	var rep RestoreReport
-	state := NewState(rdb, prefix)
-	whole, err := state.Whole(ctx)
+	state := redis.NewStateMarker(rdb, prefix)
+	whole, err := state.Present(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -92,7 +92,7 @@ func Restore(ctx context.Context, rdb rueidis.Client, src Source, prefix string,
 	if err := restoreWallets(ctx, rdb, keys, src, now, &rep); err != nil {
 		return rep, err
 	}
-	return rep, state.Mark(ctx, "restore", now)
+	return rep, state.Write(ctx, "restore", now)
 }
 
 // Print writes the report in words.

@@ -68,7 +68,7 @@ const growthBudget = 4
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{
-		Group:         "writebehind",
+		Group:         redis.WriteBehindGroup,
 		Consumer:      host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(rand.Uint64()%1e6, 36),
 		BatchSize:     4000,
 		Writers:       2,
