@@ -25,6 +25,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -338,7 +339,7 @@ func (s *sale) checkClients() {
 // reconcile runs Reconcile and requires that it finds nothing.
 func (s *sale) reconcile() {
 	s.t.Helper()
-	diffs, err := Reconcile(context.Background(), s.rdb, s.db, s.prefix, "", 30*time.Second)
+	diffs, err := repair.Reconcile(context.Background(), s.rdb, s.db, s.prefix, "", 30*time.Second)
 	require.NoError(s.t, err)
 	assert.Empty(s.t, diffs, "reconcile")
 }

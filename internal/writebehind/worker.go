@@ -1,7 +1,7 @@
 // Package writebehind makes Postgres the durable record of what the hot path does in Redis. Every Lua
 // script appends its change to a stream in its own hash slot (the outbox); the worker reads every stream
 // in one consumer group, writes batches to Postgres with idempotent inserts, commits, then acknowledges.
-// It also holds the tools that prove and repair the agreement of the two: reconcile and restore.
+// The tools that prove and repair the agreement of the two, reconcile and restore, are internal/repair.
 package writebehind
 
 import (

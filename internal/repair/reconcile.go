@@ -1,4 +1,4 @@
-package writebehind
+package repair
 
 import (
 	"context"

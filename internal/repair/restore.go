@@ -1,4 +1,7 @@
-package writebehind
+// Package repair holds the tools that prove and repair the agreement of Redis and Postgres: reconcile
+// compares the two as of one stream position, restore rebuilds Redis from Postgres. Both read and
+// write Redis through internal/redis, the home of its layout.
+package repair
 
 import (
 	"context"
