@@ -47,8 +47,8 @@ func (s *State) Mark(ctx context.Context, by string, now time.Time) error {
 	return s.marker.Write(ctx, by, now)
 }
 
-// Records tells whether the durable record holds anything Redis would have to hold too.
-type Records interface {
+// History tells whether the durable record holds anything Redis would have to hold too.
+type History interface {
 	HasRecords(ctx context.Context) (bool, error)
 }
 
@@ -56,7 +56,7 @@ type Records interface {
 // whose durable record holds no reservation and no point movement: this is the first load, and the
 // marker is written. Missing otherwise: Redis was emptied, and ErrRedisNotWhole says so (the service
 // runs, unready, until restore).
-func (s *State) Startup(ctx context.Context, rec Records, now time.Time) error {
+func (s *State) Startup(ctx context.Context, rec History, now time.Time) error {
 	whole, err := s.Whole(ctx)
 	if err != nil || whole {
 		return err

@@ -25,8 +25,8 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// Record is the durable record the worker writes to.
-type Record interface {
+// Recorder is the durable record the worker writes to.
+type Recorder interface {
 	WriteRecords(ctx context.Context, b ticketrush.RecordBatch) error
 }
 
@@ -127,7 +127,7 @@ func (c Config) withDefaults() Config {
 // Worker is one write-behind consumer. Any number may run at once, in one process or many.
 type Worker struct {
 	rdb      rueidis.Client
-	record   Record
+	record   Recorder
 	keys     redis.Keys
 	state    *State
 	concerts func() []string
@@ -157,7 +157,7 @@ type Worker struct {
 
 // New returns a worker over the streams of the keys under prefix: the 64 wallet shards and every
 // concert that concerts lists.
-func New(rdb rueidis.Client, record Record, prefix string, concerts func() []string, cfg Config, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Worker {
+func New(rdb rueidis.Client, record Recorder, prefix string, concerts func() []string, cfg Config, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Worker {
 	return &Worker{
 		rdb: rdb, record: record, keys: redis.NewKeys(prefix), state: NewState(rdb, prefix), concerts: concerts,
 		cfg: cfg.withDefaults(), now: now, log: log, metrics: newMetrics(reg), warnings: newWarnings(log, now, reg),
