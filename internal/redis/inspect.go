@@ -99,6 +99,16 @@ func movementOf(resID string, m rueidis.RedisResult) (*ticketrush.Payment, error
 	return &p, nil
 }
 
+// ActiveSeq returns the arrival sequence of a user's ACTIVE token in a concert (the aseq hash).
+func (in *Inspector) ActiveSeq(ctx context.Context, concertID, userID string) (uint64, error) {
+	key := in.keys.Concert(concertID).ActiveSeq()
+	n, err := in.client.Do(ctx, in.client.B().Hget().Key(key).Field(userID).Build()).AsUint64()
+	if err != nil {
+		return 0, fmt.Errorf("HGET %s %s: %w", key, userID, err)
+	}
+	return n, nil
+}
+
 // Balances returns the balance of each user (the bal hash of the user's wallet shard; 0 without one),
 // a pipeline per 1000 users.
 func (in *Inspector) Balances(ctx context.Context, users []string) (map[string]int64, error) {
