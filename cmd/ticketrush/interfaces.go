@@ -8,6 +8,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
 
@@ -25,12 +26,12 @@ var (
 	_ queue.DrawStore      = (*redis.Store)(nil)
 	_ httpapi.Draws        = (*redis.Store)(nil)
 
-	_ catalog.Record      = (*postgres.DB)(nil)
-	_ writebehind.Record  = (*postgres.DB)(nil)
-	_ writebehind.Records = (*postgres.DB)(nil)
-	_ writebehind.Source  = (*postgres.DB)(nil)
-	_ writebehind.Ledger  = (*postgres.DB)(nil)
-	_ httpapi.Ledger      = (*postgres.DB)(nil)
+	_ catalog.Record       = (*postgres.DB)(nil)
+	_ writebehind.Recorder = (*postgres.DB)(nil)
+	_ writebehind.History  = (*postgres.DB)(nil)
+	_ repair.Source        = (*postgres.DB)(nil)
+	_ repair.Ledger        = (*postgres.DB)(nil)
+	_ httpapi.Ledger       = (*postgres.DB)(nil)
 
 	_ queue.Tokens  = (*auth.QueueTokens)(nil)
 	_ httpapi.Users = (*auth.Users)(nil)

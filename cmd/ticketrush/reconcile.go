@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/config"
-	"github.com/ticketrush/ticketrush/internal/writebehind"
+	"github.com/ticketrush/ticketrush/internal/repair"
 )
 
 // errDifferences is reconcile finding Redis and Postgres apart; main exits non-zero on it.
@@ -35,7 +35,7 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer rc.Close()
 	defer db.Close()
-	diffs, err := writebehind.Reconcile(ctx, rc, db, config.KeyPrefix(getenv), "", *wait)
+	diffs, err := repair.Reconcile(ctx, rc, db, config.KeyPrefix(getenv), "", *wait)
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}

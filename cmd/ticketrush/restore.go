@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/config"
-	"github.com/ticketrush/ticketrush/internal/writebehind"
+	"github.com/ticketrush/ticketrush/internal/repair"
 )
 
 var restoreHelp = help{"ticketrush restore [--force]", `Rebuilds Redis (REDIS_URL, REDIS_KEY_PREFIX) from Postgres (DATABASE_URL) after Redis lost its state:
@@ -31,7 +31,7 @@ func restore(ctx context.Context, args []string, getenv func(string) string, std
 	if _, err := db.Migrate(ctx); err != nil {
 		return err
 	}
-	rep, err := writebehind.Restore(ctx, rc, db, config.KeyPrefix(getenv), *force, time.Now())
+	rep, err := repair.Restore(ctx, rc, db, config.KeyPrefix(getenv), *force, time.Now())
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

@@ -200,8 +200,8 @@ func reportLag(b *testing.B, s *sale, lags []float64) {
 	b.ReportMetric(pick(0.99), "lag-p99-s")
 	b.ReportMetric(lags[len(lags)-1], "lag-max-s")
 	var events int
-	for _, stream := range s.streams() {
-		n, err := s.rdb.Do(context.Background(), s.rdb.B().XinfoStream().Key(stream).Build()).AsMap()
+	for _, src := range s.streams() {
+		n, err := s.rdb.Do(context.Background(), s.rdb.B().XinfoStream().Key(src.Stream).Build()).AsMap()
 		if err == nil {
 			v := n["entries-added"]
 			added, _ := v.AsInt64()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -41,7 +42,7 @@ func TestAccessCodesRecordedAndRestored(t *testing.T) {
 
 	require.NoError(t, s.rdb.Do(ctx, s.rdb.B().Flushall().Build()).Error())
 	require.NoError(t, s.cat.Refresh(ctx))
-	rep, err := Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
+	rep, err := repair.Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
 	require.NoError(t, err)
 	assert.Equal(t, 2, rep.AccessCodes)
 

@@ -12,43 +12,6 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// groupInfo is one consumer group of one stream, from XINFO GROUPS.
-type groupInfo struct {
-	name          string
-	pending       int64
-	lastDelivered string
-	lag           int64 // entries not yet delivered; -1 when Redis cannot tell
-}
-
-func parseGroups(msg rueidis.RedisMessage) ([]groupInfo, error) {
-	items, err := msg.ToArray()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]groupInfo, 0, len(items))
-	for _, it := range items {
-		m, err := it.AsMap()
-		if err != nil {
-			return nil, err
-		}
-		g := groupInfo{lag: -1}
-		if v, ok := m["name"]; ok {
-			g.name, _ = v.ToString()
-		}
-		if v, ok := m["pending"]; ok {
-			g.pending, _ = v.AsInt64()
-		}
-		if v, ok := m["last-delivered-id"]; ok {
-			g.lastDelivered, _ = v.ToString()
-		}
-		if v, ok := m["lag"]; ok && !v.IsNil() {
-			g.lag, _ = v.AsInt64()
-		}
-		out = append(out, g)
-	}
-	return out, nil
-}
-
 // after is the smallest entry id after id ("ms-seq").
 func after(id string) string {
 	ev, err := ticketrush.ParseEventID("", id)
@@ -60,8 +23,8 @@ func after(id string) string {
 
 // streamState is what the group has yet to do on one stream.
 type streamState struct {
-	groups      []groupInfo
-	ours        *groupInfo
+	groups      []redis.StreamGroup
+	ours        *redis.StreamGroup
 	pendingMins map[string]string // oldest pending entry of each group, by group name
 }
 
@@ -83,19 +46,19 @@ func inspect(ctx context.Context, rdb rueidis.Client, group string, streams []st
 			}
 			return nil, err
 		}
-		groups, err := parseGroups(msg)
+		groups, err := redis.ParseStreamGroups(msg)
 		if err != nil {
 			return nil, fmt.Errorf("xinfo groups %s: %w", streams[i], err)
 		}
 		st := &streamState{groups: groups, pendingMins: map[string]string{}}
 		for gi := range groups {
 			g := &groups[gi]
-			if g.name == group {
+			if g.Name == group {
 				st.ours = g
 			}
-			if g.pending > 0 {
-				queries = append(queries, pendingQuery{streams[i], g.name})
-				pcmds = append(pcmds, rdb.B().Xpending().Key(streams[i]).Group(g.name).Build())
+			if g.Pending > 0 {
+				queries = append(queries, pendingQuery{streams[i], g.Name})
+				pcmds = append(pcmds, rdb.B().Xpending().Key(streams[i]).Group(g.Name).Build())
 			}
 		}
 		out[streams[i]] = st
@@ -129,10 +92,10 @@ func (w *Worker) trim(ctx context.Context, streams []string, states map[string]*
 		var minID ticketrush.EventID
 		first := true
 		for _, g := range st.groups {
-			cut := after(g.lastDelivered)
-			if p, ok := st.pendingMins[g.name]; ok {
+			cut := after(g.LastDelivered)
+			if p, ok := st.pendingMins[g.Name]; ok {
 				cut = p
-			} else if g.pending > 0 {
+			} else if g.Pending > 0 {
 				cut = "0-0" // pending entries of unknown age: keep everything
 			}
 			id, err := ticketrush.ParseEventID(s, cut)
@@ -158,8 +121,8 @@ func (w *Worker) trim(ctx context.Context, streams []string, states map[string]*
 func (w *Worker) groupedStreams() []string {
 	out := make([]string, 0, len(w.order))
 	for _, s := range w.order {
-		if w.grouped[s.stream] {
-			out = append(out, s.stream)
+		if w.grouped[s.Stream] {
+			out = append(out, s.Stream)
 		}
 	}
 	return out
@@ -272,11 +235,11 @@ func measureStates(ctx context.Context, rdb rueidis.Client, streams []string, st
 		}
 		u := undelivered{stream: s, from: "-", lag: -1}
 		if g := st.ours; g != nil {
-			backlog += g.pending
-			if p, ok := st.pendingMins[g.name]; ok {
+			backlog += g.Pending
+			if p, ok := st.pendingMins[g.Name]; ok {
 				consider(p)
 			}
-			u = undelivered{stream: s, from: "(" + g.lastDelivered, lag: g.lag, pending: g.pending}
+			u = undelivered{stream: s, from: "(" + g.LastDelivered, lag: g.Lag, pending: g.Pending}
 		}
 		todo = append(todo, u)
 		cmds = append(cmds, rdb.B().Xrange().Key(s).Start(u.from).End("+").Count(1).Build(), rdb.B().Xlen().Key(s).Build())

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/redis"
 )
 
 // TestBacklogAcrossRedisRestart measures the backlog of a consumer group on a private Redis that is
@@ -45,10 +46,10 @@ func TestBacklogAcrossRedisRestart(t *testing.T) {
 	}
 	lag := func() int64 {
 		t.Helper()
-		groups, err := parseGroups(mustMessage(t, do("XINFO", "GROUPS", stream)))
+		groups, err := redis.ParseStreamGroups(mustMessage(t, do("XINFO", "GROUPS", stream)))
 		require.NoError(t, err)
 		require.Len(t, groups, 1)
-		return groups[0].lag
+		return groups[0].Lag
 	}
 
 	// restart kills the server and starts it again from its append-only file, then waits until the client

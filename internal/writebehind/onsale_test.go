@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/draw"
+	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -57,7 +58,7 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 
 	require.NoError(t, s.rdb.Do(ctx, s.rdb.B().Flushall().Build()).Error())
 	require.NoError(t, s.cat.Refresh(ctx)) // a running instance reloads its catalog meanwhile
-	_, err = Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
+	_, err = repair.Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
 	require.NoError(t, err)
 	require.NoError(t, state.Check(ctx))
 
@@ -112,7 +113,7 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 
 	// Emptied after the draw: restore brings the same draw and keys back.
 	require.NoError(t, s.rdb.Do(ctx, s.rdb.B().Flushall().Build()).Error())
-	_, err = Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
+	_, err = repair.Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
 	require.NoError(t, err)
 	restored, err := s.store.DrawState(ctx, c.ID)
 	require.NoError(t, err)

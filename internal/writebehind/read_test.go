@@ -129,7 +129,7 @@ func TestWorkerReadsWhileWriting(t *testing.T) {
 func TestEachStreamHasOneWriter(t *testing.T) {
 	w := New(nil, nil, "tr", func() []string { return nil }, Config{Writers: 3, BatchSize: 4}, time.Now, dbtest.Log(t), prometheus.NewRegistry())
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		w.addSource(&source{stream: "tr:{c:" + id + "}:events", concertID: id})
+		w.addSource(&source{EventSource: redis.EventSource{Stream: "tr:{c:" + id + "}:events", ConcertID: id}})
 	}
 	var entries []entry
 	for i := range 40 {
@@ -151,13 +151,13 @@ func TestEachStreamHasOneWriter(t *testing.T) {
 			assert.Equal(t, len(b.entries), b.rb.Len(), "the batch's record is its entries'")
 			for _, e := range b.entries {
 				total++
-				if wi, ok := writerOf[e.src.stream]; ok {
-					assert.Equal(t, wi, i, "every event of %s with one writer", e.src.stream)
+				if wi, ok := writerOf[e.src.Stream]; ok {
+					assert.Equal(t, wi, i, "every event of %s with one writer", e.src.Stream)
 				}
-				writerOf[e.src.stream] = i
+				writerOf[e.src.Stream] = i
 				seq, _ := strconv.Atoi(e.id[2:])
-				assert.Greater(t, seq, last[e.src.stream]-1, "%s in the order read", e.src.stream)
-				last[e.src.stream] = seq + 1
+				assert.Greater(t, seq, last[e.src.Stream]-1, "%s in the order read", e.src.Stream)
+				last[e.src.Stream] = seq + 1
 			}
 		}
 	}
@@ -182,7 +182,7 @@ func TestNewConcertIsReadAtTheNextRound(t *testing.T) {
 	w.syncStreams(ctx) // no time has passed
 	got := 0
 	for _, e := range w.read(ctx) {
-		if e.src.stream == fresh {
+		if e.src.Stream == fresh {
 			got++
 		}
 	}

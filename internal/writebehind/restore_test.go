@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -80,13 +81,13 @@ func restoreAfterEmptied(t *testing.T, s *sale, empty func()) {
 	require.True(t, has)
 	assert.ErrorIs(t, state.Startup(ctx, s.db, time.Now()), ErrRedisNotWhole, "a start detects the emptied Redis")
 
-	rep, err := Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
+	rep, err := repair.Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
 	require.NoError(t, err)
 	t.Logf("%+v", rep)
 	assert.Empty(t, rep.Skipped)
 	require.NoError(t, state.Check(ctx), "whole again")
-	_, err = Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
-	assert.ErrorIs(t, err, ErrRedisWhole, "restore refuses a whole Redis")
+	_, err = repair.Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
+	assert.ErrorIs(t, err, repair.ErrRedisWhole, "restore refuses a whole Redis")
 	s.reconcile()
 
 	for u, b := range balances {

@@ -25,6 +25,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -258,11 +259,11 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 }
 
 // streams lists the sale's streams: its concert's and the 64 wallet shards'.
-func (s *sale) streams() []string {
+func (s *sale) streams() []redis.EventSource {
 	k := redis.NewKeys(s.prefix)
-	out := []string{k.Concert(s.concert.ID).Events()}
+	out := []redis.EventSource{k.ConcertEvents(s.concert.ID)}
 	for i := range redis.WalletShards {
-		out = append(out, k.WalletShard(i).Events())
+		out = append(out, k.WalletEvents(i))
 	}
 	return out
 }
@@ -275,7 +276,8 @@ func (s *sale) checkExactlyOnce(dead map[string]int) {
 	t.Helper()
 	ctx := context.Background()
 	total := 0
-	for _, stream := range s.streams() {
+	for _, src := range s.streams() {
+		stream := src.Stream
 		info, err := s.rdb.Do(ctx, s.rdb.B().XinfoStream().Key(stream).Build()).AsMap()
 		if err != nil {
 			continue // no such stream: nothing happened there
@@ -286,7 +288,7 @@ func (s *sale) checkExactlyOnce(dead map[string]int) {
 		var written int
 		require.NoError(t, s.db.Pool().QueryRow(ctx, `SELECT count(*) FROM written_events WHERE stream = $1`, stream).Scan(&written))
 		assert.Equal(t, int(added)-dead[stream], written, "events of %s in postgres", stream)
-		n, err := s.rdb.Do(ctx, s.rdb.B().Xlen().Key(DeadLetterStream(stream)).Build()).AsInt64()
+		n, err := s.rdb.Do(ctx, s.rdb.B().Xlen().Key(src.DeadLetters).Build()).AsInt64()
 		require.NoError(t, err)
 		assert.Equal(t, dead[stream], int(n), "dead letters of %s", stream)
 		total += written
@@ -337,7 +339,7 @@ func (s *sale) checkClients() {
 // reconcile runs Reconcile and requires that it finds nothing.
 func (s *sale) reconcile() {
 	s.t.Helper()
-	diffs, err := Reconcile(context.Background(), s.rdb, s.db, s.prefix, "", 30*time.Second)
+	diffs, err := repair.Reconcile(context.Background(), s.rdb, s.db, s.prefix, "", 30*time.Second)
 	require.NoError(s.t, err)
 	assert.Empty(s.t, diffs, "reconcile")
 }

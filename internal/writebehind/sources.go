@@ -1,6 +1,33 @@
 package writebehind
 
-import "time"
+import (
+	"time"
+
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// source is a stream the worker reads, with what its reader keeps of it.
+type source struct {
+	redis.EventSource
+	count   int       // entries to read from it next round (the worker's reader only)
+	writer  int       // which of the worker's writers writes its events (modulo Writers)
+	drained bool      // its last read found nothing new (the reader only)
+	readAt  time.Time // when its last read was answered (the reader only)
+	yielded time.Time // when a read last found entries in it (the reader only)
+}
+
+// entry is one stream entry read for the group.
+type entry struct {
+	src    *source
+	id     string
+	fields map[string]string
+}
+
+// decode adds what e means to b (redis.DecodeEvent).
+func decode(e entry, b *ticketrush.RecordBatch) error {
+	return redis.DecodeEvent(e.src.EventSource, e.id, e.fields, b)
+}
 
 // keepYielding is how long an unlisted concert's stream is still read after a read last found entries
 // in it: events written by rounds this process does not see (another instance's sweeper) still reach
@@ -20,12 +47,12 @@ func (w *Worker) keepSources(listed map[string]bool) {
 	kept := w.order[:0]
 	for _, s := range w.order {
 		stale := w.now().Sub(s.readAt) > w.cfg.IdleMax+time.Second
-		if s.concertID == "" || listed[s.concertID] || !s.drained || stale || w.now().Sub(s.yielded) < keepYielding {
+		if s.ConcertID == "" || listed[s.ConcertID] || !s.drained || stale || w.now().Sub(s.yielded) < keepYielding {
 			kept = append(kept, s)
 			continue
 		}
-		delete(w.sources, s.stream)
-		delete(w.grouped, s.stream)
+		delete(w.sources, s.Stream)
+		delete(w.grouped, s.Stream)
 	}
 	clear(w.order[len(kept):])
 	w.order = kept

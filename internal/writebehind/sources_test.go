@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
+	"github.com/ticketrush/ticketrush/internal/redis"
 )
 
 // TestKeepSources: an unlisted concert's stream is dropped only once its last read found nothing new and
@@ -18,12 +19,12 @@ func TestKeepSources(t *testing.T) {
 		cfg: DefaultConfig()}
 	readAgo := 100 * time.Millisecond // the previous round's read
 	add := func(concert string, shard int, drained bool, yieldedAgo time.Duration) {
-		s := &source{stream: "s:" + concert, concertID: concert, shard: shard, drained: drained, yielded: now.Add(-yieldedAgo),
+		s := &source{EventSource: redis.EventSource{Stream: "s:" + concert, ConcertID: concert, Shard: shard}, drained: drained, yielded: now.Add(-yieldedAgo),
 			readAt: now.Add(-readAgo)}
 		if concert == "" {
-			s.stream = "shard"
+			s.Stream = "shard"
 		}
-		w.sources[s.stream], w.grouped[s.stream] = s, true
+		w.sources[s.Stream], w.grouped[s.Stream] = s, true
 		w.order = append(w.order, s)
 	}
 	add("", 3, true, time.Hour)                             // a wallet shard: always read
@@ -37,7 +38,7 @@ func TestKeepSources(t *testing.T) {
 
 	var kept []string
 	for _, s := range w.order {
-		kept = append(kept, s.stream)
+		kept = append(kept, s.Stream)
 	}
 	assert.Equal(t, []string{"shard", "s:listed", "s:unread", "s:yielding", "s:stale"}, kept)
 	assert.NotContains(t, w.sources, "s:asleep", "listed again, its stream is added again")
@@ -58,13 +59,13 @@ func TestStreamKeepsItsWriter(t *testing.T) {
 	w := New(nil, nil, "tr", func() []string { return nil }, Config{Writers: 2}, func() time.Time { return now },
 		nil, prometheus.NewRegistry())
 	for _, id := range []string{"a", "b", "c"} {
-		w.addSource(&source{stream: "s:" + id, concertID: id, drained: true, readAt: now, yielded: now.Add(-time.Hour)})
+		w.addSource(&source{EventSource: redis.EventSource{Stream: "s:" + id, ConcertID: id}, drained: true, readAt: now, yielded: now.Add(-time.Hour)})
 	}
 	before := w.sources["s:b"].writer
 	w.keepSources(map[string]bool{"a": true, "c": true})
 	assert.NotContains(t, w.sources, "s:b")
-	w.addSource(&source{stream: "s:b", concertID: "b"})
-	w.addSource(&source{stream: "s:d", concertID: "d"})
+	w.addSource(&source{EventSource: redis.EventSource{Stream: "s:b", ConcertID: "b"}})
+	w.addSource(&source{EventSource: redis.EventSource{Stream: "s:d", ConcertID: "d"}})
 	assert.Equal(t, before%2, w.sources["s:b"].writer%2, "b writes with its earlier writer")
 	assert.NotEqual(t, w.sources["s:c"].writer%2, w.sources["s:d"].writer%2, "new streams still take the writers in turn")
 }

@@ -2,9 +2,7 @@ package writebehind
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -12,38 +10,25 @@ import (
 	"github.com/ticketrush/ticketrush/internal/redis"
 )
 
-// The state marker is a key that is present while Redis holds the whole of the sale's state. The first
-// start on an empty system writes it, and so does restore; FLUSHALL, or a Redis that lost its data, takes
-// it away. While it is missing, readyz fails and the worker writes nothing (what an emptied Redis
+// The state marker (redis.StateMarker) is a key that is present while Redis holds the whole of the
+// sale's state. While it is missing, readyz fails and the worker writes nothing (what an emptied Redis
 // records is not the sale).
 
 // ErrRedisNotWhole is an emptied Redis: it needs `ticketrush restore` before the sale may go on.
 var ErrRedisNotWhole = errors.New("redis has lost the sale's state (the state marker is missing): run `ticketrush restore`")
 
-type stateMarker struct {
-	By string    `json:"by"` // "first-load" or "restore"
-	At time.Time `json:"at"`
-}
-
 // State reads and writes the marker.
 type State struct {
-	client rueidis.Client
-	key    string
+	marker *redis.StateMarker
 }
 
 // NewState returns the marker of the keys under prefix.
 func NewState(client rueidis.Client, prefix string) *State {
-	return &State{client: client, key: redis.NewKeys(prefix).State()}
+	return &State{marker: redis.NewStateMarker(client, prefix)}
 }
 
 // Whole reports whether the marker is there.
-func (s *State) Whole(ctx context.Context) (bool, error) {
-	n, err := s.client.Do(ctx, s.client.B().Exists().Key(s.key).Build()).AsInt64()
-	if err != nil {
-		return false, fmt.Errorf("read state marker: %w", err)
-	}
-	return n == 1, nil
-}
+func (s *State) Whole(ctx context.Context) (bool, error) { return s.marker.Present(ctx) }
 
 // Check is the readiness check: nil while Redis holds the whole state.
 func (s *State) Check(ctx context.Context) error {
@@ -59,15 +44,11 @@ func (s *State) Check(ctx context.Context) error {
 
 // Mark writes the marker; by says who ("first-load" or "restore").
 func (s *State) Mark(ctx context.Context, by string, now time.Time) error {
-	raw, _ := json.Marshal(stateMarker{By: by, At: now.UTC()})
-	if err := s.client.Do(ctx, s.client.B().Set().Key(s.key).Value(string(raw)).Build()).Error(); err != nil {
-		return fmt.Errorf("write state marker: %w", err)
-	}
-	return nil
+	return s.marker.Write(ctx, by, now)
 }
 
-// Records tells whether the durable record holds anything Redis would have to hold too.
-type Records interface {
+// History tells whether the durable record holds anything Redis would have to hold too.
+type History interface {
 	HasRecords(ctx context.Context) (bool, error)
 }
 
@@ -75,7 +56,7 @@ type Records interface {
 // whose durable record holds no reservation and no point movement: this is the first load, and the
 // marker is written. Missing otherwise: Redis was emptied, and ErrRedisNotWhole says so (the service
 // runs, unready, until restore).
-func (s *State) Startup(ctx context.Context, rec Records, now time.Time) error {
+func (s *State) Startup(ctx context.Context, rec History, now time.Time) error {
 	whole, err := s.Whole(ctx)
 	if err != nil || whole {
 		return err

@@ -71,19 +71,20 @@ func TestPoisonEntriesAreDeadLettered(t *testing.T) {
 	require.NoError(t, err)
 
 	keys := redis.NewKeys(s.prefix)
-	concertStream := keys.Concert(s.concert.ID).Events()
-	walletStream := keys.Wallet("mallory").Events()
+	concertStream, concertDead := keys.Concert(s.concert.ID).Events(), keys.Concert(s.concert.ID).DeadLetters()
+	walletStream, walletDead := keys.Wallet("mallory").Events(), keys.Wallet("mallory").DeadLetters()
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	other := ticketrush.NewReservationID(s.concert.ID, sched)
 	poison := []struct {
 		stream string
+		dead   string
 		fields []string
 		reason string
 	}{
-		{walletStream, []string{"type", "point.charge", "id", "cpoison", "user", "mallory", "amount", "5", "balance", "-5", "at", now}, "refused 5 times"},
-		{concertStream, []string{"type", "sale", "res", other, "user", "mallory", "schedule", sched, "seat", "VIP-1", "price", "1500",
+		{walletStream, walletDead, []string{"type", "point.charge", "id", "cpoison", "user", "mallory", "amount", "5", "balance", "-5", "at", now}, "refused 5 times"},
+		{concertStream, concertDead, []string{"type", "sale", "res", other, "user", "mallory", "schedule", sched, "seat", "VIP-1", "price", "1500",
 			"payment", ticketrush.PaymentID(other), "at", now}, "refused 5 times"},
-		{concertStream, []string{"type", "hold.teleport", "res", other, "at", now}, "unknown concert event type"},
+		{concertStream, concertDead, []string{"type", "hold.teleport", "res", other, "at", now}, "unknown concert event type"},
 	}
 	load, stop := context.WithTimeout(ctx, 2*time.Second)
 	defer stop()
@@ -100,7 +101,7 @@ func TestPoisonEntriesAreDeadLettered(t *testing.T) {
 	s.drain(30 * time.Second)
 
 	for _, p := range poison {
-		dead, err := s.rdb.Do(ctx, s.rdb.B().Xrange().Key(DeadLetterStream(p.stream)).Start("-").End("+").Build()).AsXRange()
+		dead, err := s.rdb.Do(ctx, s.rdb.B().Xrange().Key(p.dead).Start("-").End("+").Build()).AsXRange()
 		require.NoError(t, err)
 		found := false
 		for _, d := range dead {

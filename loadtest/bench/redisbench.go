@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
+	svcconfig "github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -154,7 +155,7 @@ type memoryResult struct {
 // queue_join script (through the store, whose rueidis client pipelines the concurrent calls), and
 // reads INFO memory before and after.
 func measureMemory(ctx context.Context, r *privateRedis, fans int) (memoryResult, error) {
-	store := redis.NewStore(r.client, "tr", prometheus.NewRegistry())
+	store := redis.NewStore(r.client, svcconfig.KeyPrefix(func(string) string { return "" }), prometheus.NewRegistry())
 	q := ticketrush.DefaultQueueSettings()
 	q.Paused = true
 	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "memory", Venue: "bench", Queue: q,
@@ -224,8 +225,8 @@ const rbFans = 100_000
 //     of its own whose fans may hold 100 seats each;
 //   - turns the captured call into a template: the user becomes rbfan-__rand_int__, the seat and the
 //     reservation id random strings of three __rand_int__ each (no two calls share them);
-//   - makes rbFans synthetic fans ACTIVE in that concert with the captured fan's arrival sequence,
-//     written straight into the queue keys of the private Redis, so that every replayed call passes
+//   - makes rbFans synthetic fans ACTIVE in that concert with the captured fan's arrival sequence
+//     (redis.AdmitSynthetic: the scripts would give each its own), so that every replayed call passes
 //     the queue check, finds its seat free and its fan under the limit: the script's winning path.
 //
 // Where that cannot be done (no hold script yet, no purchase path to capture from, a script whose
@@ -302,13 +303,14 @@ func (b *bench) captureHold(ctx context.Context) error {
 		}
 	}
 
-	keys := redis.NewKeys("tr").Concert(con.ID) // "tr": the service's key prefix (cmd/ticketrush)
-	seq, err := c.Do(ctx, c.B().Hget().Key(keys.ActiveSeq()).Field(f.user).Build()).ToString()
+	// The service's key prefix: REDIS_KEY_PREFIX, which it inherits from the bench, or its default.
+	prefix := svcconfig.KeyPrefix(func(name string) string { return b.env(name, "") })
+	seq, err := redis.NewInspector(c, prefix).ActiveSeq(ctx, con.ID, f.user)
 	if err != nil {
 		b.na[rowRedis] = "reading the captured fan's arrival sequence: " + err.Error()
 		return nil
 	}
-	b.hold = &holdReplay{template: template, keys: keys, seq: seq}
+	b.hold = &holdReplay{template: template, keys: redis.NewKeys(prefix).Concert(con.ID), seq: seq}
 	return nil
 }
 
@@ -316,7 +318,7 @@ func (b *bench) captureHold(ctx context.Context) error {
 type holdReplay struct {
 	template []string
 	keys     redis.ConcertKeys
-	seq      string // the arrival sequence every synthetic fan gets
+	seq      uint64 // the arrival sequence every synthetic fan gets
 }
 
 // replayHold runs redis-benchmark on the captured call. The service is stopped by then, so that its
@@ -328,19 +330,12 @@ func (b *bench) replayHold(ctx context.Context) error {
 	c := b.redis.client
 	keys, seq, template := b.hold.keys, b.hold.seq, b.hold.template
 	// The synthetic fans: ACTIVE with the captured fan's sequence, as queue_join leaves an admitted fan.
-	until := float64(time.Now().Add(24 * time.Hour).UnixMilli())
-	for lo := 0; lo < rbFans; lo += 1000 {
-		cmds := make(rueidis.Commands, 0, 2000)
-		for i := lo; i < lo+1000 && i < rbFans; i++ {
-			user := fmt.Sprintf("rbfan-%012d", i)
-			cmds = append(cmds, c.B().Hset().Key(keys.ActiveSeq()).FieldValue().FieldValue(user, seq).Build(),
-				c.B().Zadd().Key(keys.Active()).ScoreMember().ScoreMember(until, user).Build())
-		}
-		for _, res := range c.DoMulti(ctx, cmds...) {
-			if err := res.Error(); err != nil {
-				return fmt.Errorf("synthetic fans: %w", err)
-			}
-		}
+	users := make([]string, rbFans)
+	for i := range users {
+		users[i] = fmt.Sprintf("rbfan-%012d", i)
+	}
+	if err := redis.AdmitSynthetic(ctx, c, keys, users, seq, time.Now().Add(24*time.Hour)); err != nil {
+		return fmt.Errorf("synthetic fans: %w", err)
 	}
 	fmt.Fprintln(os.Stderr, "bench: redis-benchmark of the hold script")
 	probe := strings.ReplaceAll(strings.Join(template, "\x00"), "__rand_int__", "000000000001")

@@ -222,22 +222,11 @@ func (c *checker) api(ctx context.Context) {
 
 func (c *checker) redis(ctx context.Context) {
 	d := c.s.SetupData
-	keys := redis.NewKeys(c.cfg.prefix)
-	k := keys.Concert(d.ConcertID)
-	rawRes, err := c.rdb.Do(ctx, c.rdb.B().Hgetall().Key(k.Reservations()).Build()).AsStrMap()
+	in := redis.NewInspector(c.rdb, c.cfg.prefix)
+	res, err := in.Reservations(ctx, d.ConcertID)
 	if err != nil {
-		c.r.fail("redis: reservations", "HGETALL %s: %v", k.Reservations(), err)
+		c.r.fail("redis: reservations", "%v", err)
 		return
-	}
-	res := map[string]ticketrush.Reservation{}
-	for id, raw := range rawRes {
-		v, err := redis.DecodeReservation(d.ConcertID, raw)
-		if err != nil || v.Status == "" || v.SeatID == "" {
-			c.r.fail("redis: reservations", "reservation %s does not decode (%v)", id, err)
-			return
-		}
-		v.ID = id
-		res[id] = v
 	}
 	statuses := map[ticketrush.ReservationStatus]int{}
 	paidBySeat := map[string][]string{}
@@ -265,14 +254,13 @@ func (c *checker) redis(ctx context.Context) {
 	var bad []string
 	soldSeats := 0
 	for _, sch := range d.Schedules {
-		seats, err := c.rdb.Do(ctx, c.rdb.B().Hgetall().Key(k.Seats(sch)).Build()).AsStrMap()
+		seats, err := in.SeatStates(ctx, d.ConcertID, sch)
 		if err != nil {
-			c.r.fail("redis: seat maps", "HGETALL %s: %v", k.Seats(sch), err)
+			c.r.fail("redis: seat maps", "%v", err)
 			return
 		}
-		for seat, state := range seats {
-			st, ok := redis.ParseSeatState(state)
-			if !ok || st.Kind != redis.SeatSold {
+		for seat, st := range seats {
+			if st.Kind != redis.SeatSold {
 				continue
 			}
 			soldSeats++
@@ -296,20 +284,18 @@ func (c *checker) redis(ctx context.Context) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	cmds := make(rueidis.Commands, 0, 2*len(ids))
-	for _, id := range ids {
-		w := keys.Wallet(res[id].UserID)
-		cmds = append(cmds, c.rdb.B().Hget().Key(w.Debits()).Field(id).Build(), c.rdb.B().Hget().Key(w.Refunds()).Field(id).Build())
+	sorted := make([]ticketrush.Reservation, len(ids))
+	for i, id := range ids {
+		sorted[i] = res[id]
 	}
-	replies := c.rdb.DoMulti(ctx, cmds...)
+	money, err := in.Money(ctx, sorted)
+	if err != nil {
+		c.r.fail("redis: debits", "%v", err)
+		return
+	}
 	for i, id := range ids {
 		v := res[id]
-		debit, dErr := moneyOf(id, replies[2*i])
-		refund, rErr := moneyOf(id, replies[2*i+1])
-		if dErr != nil || rErr != nil {
-			c.r.fail("redis: debits", "reading the debit of %s: %v %v", id, dErr, rErr)
-			return
-		}
+		debit, refund := money[i].Debit, money[i].Refund
 		if debit != nil {
 			debits += debit.Amount
 		}
@@ -326,29 +312,18 @@ func (c *checker) redis(ctx context.Context) {
 	c.r.expect(len(moneyBad) == 0, "redis: one debit per sale", "%d debited, %d refunded%s", debits, refunds, list(moneyBad))
 
 	// Balances of the run's fans.
-	c.redisBal = map[string]int64{}
+	c.redisBal, err = in.Balances(ctx, c.users)
+	if err != nil {
+		c.r.fail("redis: balances", "%v", err)
+		return
+	}
 	var sum int64
 	var negative []string
-	for lo := 0; lo < len(c.users); lo += 1000 {
-		batch := c.users[lo:min(lo+1000, len(c.users))]
-		cmds := make(rueidis.Commands, len(batch))
-		for i, u := range batch {
-			cmds[i] = c.rdb.B().Hget().Key(keys.Wallet(u).Balances()).Field(u).Build()
-		}
-		for i, reply := range c.rdb.DoMulti(ctx, cmds...) {
-			n, err := reply.AsInt64()
-			if rueidis.IsRedisNil(err) {
-				n, err = 0, nil
-			}
-			if err != nil {
-				c.r.fail("redis: balances", "balance of %s: %v", batch[i], err)
-				return
-			}
-			c.redisBal[batch[i]] = n
-			sum += n
-			if n < 0 {
-				negative = append(negative, fmt.Sprintf("%s %d", batch[i], n))
-			}
+	for _, u := range c.users {
+		n := c.redisBal[u]
+		sum += n
+		if n < 0 {
+			negative = append(negative, fmt.Sprintf("%s %d", u, n))
 		}
 	}
 	c.r.expect(len(negative) == 0, "redis: no balance negative", "%d fans%s", len(c.users), list(negative))
@@ -361,22 +336,6 @@ func (c *checker) redis(ctx context.Context) {
 	c.r.expect(paid == debits, "redis: debits = payments", "the service debited %d, fans were told they paid %d", debits, paid)
 	c.r.expect(sum == charged-debits+refunds, "redis: money adds up", "balances sum to %d; charged %d − debited %d + refunded %d = %d",
 		sum, charged, debits, refunds, charged-debits+refunds)
-}
-
-// moneyOf reads a debit or refund record of reservation resID; nil when there is none.
-func moneyOf(resID string, m rueidis.RedisResult) (*ticketrush.Payment, error) {
-	raw, err := m.ToString()
-	if rueidis.IsRedisNil(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	p, err := redis.DecodeMovement(resID, raw)
-	if err != nil {
-		return nil, err
-	}
-	return &p, nil
 }
 
 // ---- write-behind drain ----
@@ -418,36 +377,34 @@ func (c *checker) behind(ctx context.Context, streams []string) (behind []string
 		cmds[i] = c.rdb.B().XinfoGroups().Key(s).Build()
 	}
 	for i, reply := range c.rdb.DoMulti(ctx, cmds...) {
-		list, err := reply.ToArray()
+		msg, err := reply.ToMessage()
 		if err != nil {
 			if strings.Contains(err.Error(), "no such key") {
 				continue
 			}
 			return nil, 0, fmt.Errorf("XINFO GROUPS %s: %w", streams[i], err)
 		}
+		list, err := redis.ParseStreamGroups(msg)
+		if err != nil {
+			return nil, 0, err
+		}
 		for _, g := range list {
-			m, err := g.AsMap()
-			if err != nil {
-				return nil, 0, err
-			}
 			groups++
-			field := func(k string) *rueidis.RedisMessage { v := m[k]; return &v }
-			name, _ := field("name").ToString()
-			pending, _ := field("pending").AsInt64()
-			lag, lagErr := field("lag").AsInt64()
-			if lagErr != nil { // lag unknown (nil): compare the group's position with the stream's end
-				last, _ := field("last-delivered-id").ToString()
+			lag := g.Lag
+			if lag < 0 { // lag unknown (nil): compare the group's position with the stream's end
 				info, err := c.rdb.Do(ctx, c.rdb.B().XinfoStream().Key(streams[i]).Build()).AsMap()
 				if err != nil {
 					return nil, 0, err
 				}
 				end := info["last-generated-id"]
-				if id, _ := end.ToString(); id != last {
+				if id, _ := end.ToString(); id != g.LastDelivered {
 					lag = 1
+				} else {
+					lag = 0
 				}
 			}
-			if pending > 0 || lag > 0 {
-				behind = append(behind, fmt.Sprintf("%s group %s: %d pending, %d unread", streams[i], name, pending, lag))
+			if g.Pending > 0 || lag > 0 {
+				behind = append(behind, fmt.Sprintf("%s group %s: %d pending, %d unread", streams[i], g.Name, g.Pending, lag))
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package writebehind
+package repair
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type Ledger interface {
 // wallets, so the debit of every sale seen is in the wallet read.
 func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, group string, wait time.Duration) ([]string, error) {
 	if group == "" {
-		group = DefaultConfig().Group
+		group = redis.WriteBehindGroup
 	}
 	keys := redis.NewKeys(prefix)
 	concerts, err := led.Concerts(ctx)
@@ -232,15 +232,15 @@ func written(ctx context.Context, rdb rueidis.Client, group string, upTo ticketr
 	if err != nil {
 		return false, err
 	}
-	groups, err := parseGroups(msg)
+	groups, err := redis.ParseStreamGroups(msg)
 	if err != nil {
 		return false, err
 	}
 	for _, g := range groups {
-		if g.name != group {
+		if g.Name != group {
 			continue
 		}
-		last, err := ticketrush.ParseEventID(upTo.Stream, g.lastDelivered)
+		last, err := ticketrush.ParseEventID(upTo.Stream, g.LastDelivered)
 		if err != nil || last.Before(upTo) {
 			return false, nil
 		}
@@ -260,7 +260,7 @@ func compareInventory(c ticketrush.Concert, snap concertSnapshot) []string {
 	if !ok {
 		return []string{fmt.Sprintf("concert %s: no readable seat count (inv) in redis", c.ID)}
 	}
-	want := inventoryOf(c, snap.seats)
+	want := redis.InventoryOf(c, snap.seats)
 	if got != want {
 		return []string{fmt.Sprintf("concert %s: seat count %+v in redis, the seat maps give %+v", c.ID, got, want)}
 	}

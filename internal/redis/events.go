@@ -1,4 +1,4 @@
-package writebehind
+package redis
 
 import (
 	"encoding/hex"
@@ -7,30 +7,73 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/redis/rueidis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// source is what a stream belongs to: a concert, or a wallet shard.
-type source struct {
-	stream    string
-	concertID string // "" for a wallet shard
-	shard     int
-	count     int       // entries to read from it next round (the worker's reader only)
-	writer    int       // which of the worker's writers writes its events (modulo Writers)
-	drained   bool      // its last read found nothing new (the reader only)
-	readAt    time.Time // when its last read was answered (the reader only)
-	yielded   time.Time // when a read last found entries in it (the reader only)
+// EventSource is the stream an entry was read from: a concert's, or a wallet shard's.
+type EventSource struct {
+	Stream      string
+	DeadLetters string // its dead-letter stream (deadletter.go)
+	ConcertID   string // "" for a wallet shard
+	Shard       int
 }
 
-// entry is one stream entry read for the group.
-type entry struct {
-	src    *source
-	id     string
-	fields map[string]string
+// WriteBehindGroup is the consumer group in which the write-behind reads every event stream (unless
+// configured otherwise).
+const WriteBehindGroup = "writebehind"
+
+// StreamGroup is one consumer group of one stream, from XINFO GROUPS.
+type StreamGroup struct {
+	Name          string
+	Pending       int64
+	LastDelivered string
+	Lag           int64 // entries not yet delivered; -1 when Redis cannot tell
 }
 
-// decodeError is an entry that is not an event this worker knows how to write: no retry can help.
+// ParseStreamGroups reads the reply of XINFO GROUPS.
+func ParseStreamGroups(msg rueidis.RedisMessage) ([]StreamGroup, error) {
+	items, err := msg.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StreamGroup, 0, len(items))
+	for _, it := range items {
+		m, err := it.AsMap()
+		if err != nil {
+			return nil, err
+		}
+		g := StreamGroup{Lag: -1}
+		if v, ok := m["name"]; ok {
+			g.Name, _ = v.ToString()
+		}
+		if v, ok := m["pending"]; ok {
+			g.Pending, _ = v.AsInt64()
+		}
+		if v, ok := m["last-delivered-id"]; ok {
+			g.LastDelivered, _ = v.ToString()
+		}
+		if v, ok := m["lag"]; ok && !v.IsNil() {
+			g.Lag, _ = v.AsInt64()
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// ConcertEvents is the event stream of a concert.
+func (k Keys) ConcertEvents(concertID string) EventSource {
+	c := k.Concert(concertID)
+	return EventSource{Stream: c.Events(), DeadLetters: c.DeadLetters(), ConcertID: concertID}
+}
+
+// WalletEvents is the event stream of wallet shard n.
+func (k Keys) WalletEvents(n int) EventSource {
+	w := k.WalletShard(n)
+	return EventSource{Stream: w.Events(), DeadLetters: w.DeadLetters(), Shard: n}
+}
+
+// decodeError is an entry that is not an event the decoder knows: no retry can help.
 type decodeError struct{ msg string }
 
 func (e *decodeError) Error() string { return "decode: " + e.msg }
@@ -86,6 +129,42 @@ func (r *fieldReader) time(name string) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
+// The events the scripts write (lua/*.lua, every XADD) and their fields beside type, by stream. Some
+// fields the decoder records only as the event's time and type (a queue event's from, until or seen).
+// TestScriptEventsAreKnown holds every XADD of the scripts to these lists, and
+// TestDecoderKnowsTheListedEvents the decoder.
+var concertEventFields = map[string][]string{
+	"concert.load":     {"at"},
+	"concert.soldout":  {"sold", "at"},
+	"queue.configure":  {"cap", "rate", "paused", "aps", "at"},
+	"queue.join":       {"user", "seq", "at"},
+	"queue.admit":      {"user", "seq", "until", "at"},
+	"queue.lapse":      {"user", "seq", "at"},
+	"queue.leave":      {"user", "seq", "from", "ord", "at"},
+	"queue.done":       {"user", "seq", "at"},
+	"queue.abandon":    {"user", "seq", "seen", "at"},
+	"queue.noshow":     {"user", "seq", "at"},
+	"queue.prequeue":   {"user", "at"},
+	"queue.unprequeue": {"user", "at"},
+	"draw.seal":        {"n", "base", "seq", "at"},
+	"draw.place":       {"from", "users", "at"},
+	"draw.done":        {"n", "digest", "seed", "at"},
+	"code.claim":       {"code", "user", "at"},
+	"hold.create":      {"res", "user", "schedule", "seat", "price", "expires", "seq", "at"},
+	"hold.cancel":      {"res", "user", "schedule", "seat", "at"},
+	"hold.lapse":       {"res", "user", "schedule", "seat", "at"},
+	"payment.claim":    {"res", "user", "at"},
+	"payment.release":  {"res", "user", "at"},
+	"sale":             {"res", "user", "schedule", "seat", "price", "payment", "at"},
+}
+
+var walletEventFields = map[string][]string{
+	"point.charge":  {"id", "user", "amount", "balance", "at", "idem", "fp"}, // idem and fp with an Idempotency-Key only
+	"point.debit":   {"id", "res", "user", "amount", "balance", "at"},
+	"point.refund":  {"id", "res", "user", "amount", "balance", "at"},
+	"idem.remember": {"user", "key", "fp", "ref", "created", "at"},
+}
+
 // reservationStatus is the status each reservation event leaves its reservation in.
 var reservationStatus = map[string]ticketrush.ReservationStatus{
 	"hold.create":     ticketrush.ReservationHeld,
@@ -114,21 +193,23 @@ var ledgerTypes = map[string]ticketrush.LedgerType{
 	"point.refund": ticketrush.LedgerRefund,
 }
 
-// decode adds what e means to b. The shapes are those of the scripts' XADDs (lua/*.lua).
-func decode(e entry, b *ticketrush.RecordBatch) error {
-	ev, err := ticketrush.ParseEventID(e.src.stream, e.id)
+// DecodeEvent adds what the entry id of src, with its fields, means to b. The shapes are those of the
+// scripts' XADDs (lua/*.lua), listed in concertEventFields and walletEventFields. An error is an entry
+// that is not an event the decoder knows: no retry can help.
+func DecodeEvent(src EventSource, id string, fields map[string]string, b *ticketrush.RecordBatch) error {
+	ev, err := ticketrush.ParseEventID(src.Stream, id)
 	if err != nil {
 		return bad("%v", err)
 	}
-	r := &fieldReader{f: e.fields}
+	r := &fieldReader{f: fields}
 	typ := r.str("type")
 	if r.err != nil {
 		return r.err
 	}
-	if e.src.concertID != "" {
-		err = decodeConcert(e.src, ev, typ, r, b)
+	if src.ConcertID != "" {
+		err = decodeConcert(src, ev, typ, r, b)
 	} else {
-		err = decodeWallet(e.src, ev, typ, r, b)
+		err = decodeWallet(src, ev, typ, r, b)
 	}
 	if err != nil {
 		return err
@@ -136,7 +217,7 @@ func decode(e entry, b *ticketrush.RecordBatch) error {
 	return r.err
 }
 
-func decodeConcert(src *source, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
+func decodeConcert(src EventSource, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
 	if status, ok := reservationStatus[typ]; ok {
 		c := ticketrush.ReservationChange{Event: ev, Type: typ, Status: status, ID: r.str("res"), UserID: r.str("user"),
 			At: r.time("at"), Price: -1}
@@ -144,8 +225,8 @@ func decodeConcert(src *source, ev ticketrush.EventID, typ string, r *fieldReade
 			return r.err
 		}
 		concertID, scheduleID, ok := ticketrush.ParseReservationID(c.ID)
-		if !ok || concertID != src.concertID {
-			return bad("reservation id %q is not one of concert %s", c.ID, src.concertID)
+		if !ok || concertID != src.ConcertID {
+			return bad("reservation id %q is not one of concert %s", c.ID, src.ConcertID)
 		}
 		if s := r.opt("schedule"); s != "" && s != scheduleID {
 			return bad("reservation %s is of schedule %s, not %s", c.ID, scheduleID, s)
@@ -166,7 +247,7 @@ func decodeConcert(src *source, ev ticketrush.EventID, typ string, r *fieldReade
 		return nil
 	}
 	if typ == "code.claim" {
-		cl := ticketrush.CodeClaim{ConcertID: src.concertID, CodeHash: r.str("code"), UserID: r.str("user"), At: r.time("at")}
+		cl := ticketrush.CodeClaim{ConcertID: src.ConcertID, CodeHash: r.str("code"), UserID: r.str("user"), At: r.time("at")}
 		if r.err != nil {
 			return r.err
 		}
@@ -179,18 +260,18 @@ func decodeConcert(src *source, ev ticketrush.EventID, typ string, r *fieldReade
 	}
 	b.Processed = append(b.Processed, ticketrush.ProcessedEvent{Event: ev, Type: typ, At: r.time("at")})
 	if seq, leave := r.optInt("seq"), r.optInt("ord"); seq > 0 || leave > 0 {
-		b.QueueMarks = append(b.QueueMarks, ticketrush.QueueMark{ConcertID: src.concertID, MaxSeq: uint64(max(seq, 0)), MaxLeave: uint64(max(leave, 0))})
+		b.QueueMarks = append(b.QueueMarks, ticketrush.QueueMark{ConcertID: src.ConcertID, MaxSeq: uint64(max(seq, 0)), MaxLeave: uint64(max(leave, 0))})
 	}
 	return decodeOnSale(src, ev, typ, r, b)
 }
 
 // decodeOnSale adds the on-sale's rows of the events queue.prequeue, draw.place and draw.done.
-func decodeOnSale(src *source, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
+func decodeOnSale(src EventSource, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
 	switch typ {
 	case "queue.prequeue":
-		b.Prequeue = append(b.Prequeue, ticketrush.PrequeueEntry{ConcertID: src.concertID, UserID: r.str("user"), At: r.time("at"), Event: ev})
+		b.Prequeue = append(b.Prequeue, ticketrush.PrequeueEntry{ConcertID: src.ConcertID, UserID: r.str("user"), At: r.time("at"), Event: ev})
 	case "queue.unprequeue":
-		b.PrequeueLeaves = append(b.PrequeueLeaves, ticketrush.PrequeueEntry{ConcertID: src.concertID, UserID: r.str("user"), At: r.time("at"), Event: ev})
+		b.PrequeueLeaves = append(b.PrequeueLeaves, ticketrush.PrequeueEntry{ConcertID: src.ConcertID, UserID: r.str("user"), At: r.time("at"), Event: ev})
 	case "draw.place":
 		from := r.int("from")
 		users := r.opt("users")
@@ -198,26 +279,26 @@ func decodeOnSale(src *source, ev ticketrush.EventID, typ string, r *fieldReader
 			return r.err
 		}
 		for i, u := range strings.Split(users, ",") {
-			b.DrawPlaces = append(b.DrawPlaces, ticketrush.DrawPlace{ConcertID: src.concertID, Place: from + int64(i) + 1, UserID: u})
+			b.DrawPlaces = append(b.DrawPlaces, ticketrush.DrawPlace{ConcertID: src.ConcertID, Place: from + int64(i) + 1, UserID: u})
 		}
 	case "draw.done":
 		seed, err := hex.DecodeString(r.str("seed"))
 		if r.err == nil && (err != nil || len(seed) != 32) {
 			return bad("draw.done seed is not 32 bytes of hex")
 		}
-		b.Draws = append(b.Draws, ticketrush.DrawRecord{ConcertID: src.concertID, Seed: seed, Entrants: r.int("n"),
+		b.Draws = append(b.Draws, ticketrush.DrawRecord{ConcertID: src.ConcertID, Seed: seed, Entrants: r.int("n"),
 			Digest: r.str("digest"), DrawnAt: r.time("at")})
 	}
 	return r.err
 }
 
-func decodeWallet(src *source, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
+func decodeWallet(src EventSource, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
 	user := r.str("user")
 	if r.err != nil {
 		return r.err
 	}
-	if redis.WalletShard(user) != src.shard {
-		return bad("user %q is not of wallet shard %d", user, src.shard)
+	if WalletShard(user) != src.Shard {
+		return bad("user %q is not of wallet shard %d", user, src.Shard)
 	}
 	if typ == "idem.remember" {
 		rec := ticketrush.IdempotencyRecord{UserID: user, Key: r.str("key"), Kind: "payment", Fingerprint: r.str("fp"),

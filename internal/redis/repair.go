@@ -1,0 +1,293 @@
+package redis
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/draw"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// The writes of restore (see internal/repair): the sale's state as the durable record has it, written
+// in the layout the scripts keep. Each concert and each wallet shard is written in one MULTI (one hash
+// slot), its old keys deleted first.
+
+// RestoredConcert says what RestoreConcert wrote.
+type RestoredConcert struct {
+	Reservations, Held, Sold int
+	Skipped                  []string // reservations the record holds too little of
+}
+
+// RestoreConcert replaces a concert's keys with its state from the record: its catalog and settings
+// (the meta and cfg hashes); its line, empty, above every arrival and leave ever issued (the seq, head
+// and leftn strings); and every reservation (the res hash) with its seat (a seats hash per schedule):
+// a held one in the holds zset (score: its expiry, Unix ms), one being paid in the paying zset (score:
+// when it was claimed, Unix ms), both in their user's open reservations (uholds); the sold seats
+// counted per schedule (the sold hash) and the concert's seat count (inv, InventoryOf).
+func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert,
+	res []ticketrush.ReservationRecord, mark ticketrush.QueueMark) (RestoredConcert, error) {
+	var rep RestoredConcert
+	scheduleIDs := make([]string, len(c.Schedules))
+	for i, s := range c.Schedules {
+		scheduleIDs[i] = s.ID
+	}
+	gone := k.All(scheduleIDs)
+	meta, cfg := ConcertHashes(c)
+	cmds := []func(rueidis.Builder) rueidis.Completed{
+		func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(gone...).Build() },
+	}
+	cmds = append(cmds, hset(k.Meta(), meta)...)
+	cmds = append(cmds, hset(k.Cfg(), cfg)...)
+	// The line restarts empty, above every arrival ever issued: no token is issued twice, and every
+	// instance's view (head and tail only grow) stays right.
+	if mark.MaxSeq > 0 {
+		seq := strconv.FormatUint(mark.MaxSeq, 10)
+		cmds = append(cmds,
+			func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.Seq()).Value(seq).Build() },
+			func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.Head()).Value(seq).Build() })
+	}
+	if mark.MaxLeave > 0 {
+		leave := strconv.FormatUint(mark.MaxLeave, 10)
+		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.LeftN()).Value(leave).Build() })
+	}
+
+	records := map[string]string{}
+	seats := map[string]map[string]string{} // schedule -> seat -> state
+	holds, paying := map[string]int64{}, map[string]int64{}
+	open := map[string][]string{}
+	sold := map[string]int{}
+	for _, r := range res {
+		if r.SeatID == "" || r.Price < 0 || r.CreatedAt.IsZero() {
+			rep.Skipped = append(rep.Skipped, r.ID)
+			continue
+		}
+		if seats[r.ScheduleID] == nil {
+			seats[r.ScheduleID] = map[string]string{}
+		}
+		switch r.Status {
+		case ticketrush.ReservationPaid:
+			seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatSold, Reservation: r.ID}.String()
+			sold[r.ScheduleID]++
+			rep.Sold++
+		case ticketrush.ReservationHeld:
+			// Held, even past its expiry: the sweeper lapses it as it would have.
+			if _, taken := seats[r.ScheduleID][r.SeatID]; !taken {
+				seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatHeld, Reservation: r.ID, Expires: msOf(r.ExpiresAt)}.String()
+			}
+			holds[r.ID] = msOf(r.ExpiresAt)
+			open[r.UserID] = append(open[r.UserID], r.ID)
+			rep.Held++
+		case ticketrush.ReservationPaying:
+			// Being paid: the sweeper finishes it (debited) or releases it.
+			seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatPaying, Reservation: r.ID}.String()
+			paying[r.ID] = max(msOf(r.ClaimedAt), msOf(r.CreatedAt))
+			open[r.UserID] = append(open[r.UserID], r.ID)
+			rep.Held++
+		}
+		raw, err := EncodeReservation(r.Reservation)
+		if err != nil {
+			return rep, err
+		}
+		records[r.ID] = raw
+		rep.Reservations++
+	}
+	cmds = append(cmds, hset(k.Reservations(), records)...)
+	for sched, m := range seats {
+		cmds = append(cmds, hset(k.Seats(sched), m)...)
+	}
+	cmds = append(cmds, zadd(k.Holds(), holds)...)
+	cmds = append(cmds, zadd(k.Paying(), paying)...)
+	uholds := map[string]string{}
+	for user, ids := range open {
+		sort.Strings(ids)
+		uholds[user] = OpenHolds(ids)
+	}
+	cmds = append(cmds, hset(k.UserHolds(), uholds)...)
+	soldCounts := map[string]string{}
+	for sched, n := range sold {
+		soldCounts[sched] = strconv.Itoa(n)
+	}
+	cmds = append(cmds, hset(k.Sold(), soldCounts)...)
+	cmds = append(cmds, hset(k.Inventory(), InventoryHash(InventoryOf(c, seats)))...)
+	return rep, multi(ctx, rdb, cmds)
+}
+
+// InventoryOf counts a concert's seats from its seat maps (schedule -> seat -> state) as the seat
+// scripts keep the count: a seat in no map is available.
+func InventoryOf(c ticketrush.Concert, seats map[string]map[string]string) Inventory {
+	inv := Inventory{Seats: int64(c.TotalSeats() * len(c.Schedules))}
+	inv.Available = inv.Seats
+	for _, m := range seats {
+		for _, v := range m {
+			inv.Available--
+			if st, ok := ParseSeatState(v); ok && st.Kind == SeatSold {
+				inv.Sold++
+			}
+		}
+	}
+	inv.SoldOut = inv.Seats > 0 && inv.Sold >= inv.Seats
+	return inv
+}
+
+// RestoreAccessCodes writes a concert's access codes (hash of the code -> owner, "" while unclaimed).
+func RestoreAccessCodes(ctx context.Context, rdb rueidis.Client, k ConcertKeys, codes map[string]string) error {
+	return multi(ctx, rdb, hset(k.AccessCodes(), codes))
+}
+
+// RestoreSale writes back a concert's sale: its opening times and seed (cfg and the draw hash), its
+// pre-queue's entrants (the pre-queue zset: score when each entered, Unix ms) and, once drawn (d not
+// nil), the completed draw with its keys in the draw's order.
+func RestoreSale(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert, entries []ticketrush.PrequeueEntry,
+	d *ticketrush.DrawRecord, order []draw.Entrant) error {
+	cfg, drawHash := SaleHashes(c)
+	cmds := append(hset(k.Cfg(), cfg), hset(k.Draw(), drawHash)...)
+	for start := 0; start < len(entries); start += 10_000 {
+		members := map[string]int64{}
+		for _, e := range entries[start:min(start+10_000, len(entries))] {
+			members[e.UserID] = msOf(e.At)
+		}
+		cmds = append(cmds, zadd(k.Prequeue(), members)...)
+	}
+	if d != nil {
+		value := DrawKeysValue(order)
+		cmds = append(cmds, hset(k.Draw(), DrawnHash(d.Entrants, d.Digest, d.DrawnAt))...)
+		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.DrawKeys()).Value(value).Build() })
+	}
+	return multi(ctx, rdb, cmds)
+}
+
+// WalletShardState is a wallet shard's part of the record: balances by user, and the payments and
+// refunds (keyed by reservation in the debits and refunds hashes, so that a payment stays idempotent)
+// and Idempotency-Key records of its users.
+type WalletShardState struct {
+	Balances        map[string]int64
+	Debits, Refunds []ticketrush.LedgerEntry
+	IdempotencyKeys []ticketrush.IdempotencyRecord
+}
+
+// RestoreWalletShard replaces a wallet shard's keys with st; an Idempotency-Key record is written with
+// what is left of its 24 h (none with less than a second left). It returns how many it wrote.
+func RestoreWalletShard(ctx context.Context, rdb rueidis.Client, w WalletKeys, st WalletShardState, now time.Time) (int, error) {
+	bal, debits, refunds := map[string]string{}, map[string]string{}, map[string]string{}
+	for user, b := range st.Balances {
+		bal[user] = strconv.FormatInt(b, 10)
+	}
+	for _, moves := range []struct {
+		in  []ticketrush.LedgerEntry
+		out map[string]string
+	}{{st.Debits, debits}, {st.Refunds, refunds}} {
+		for _, m := range moves.in {
+			raw, err := EncodeMovement(m)
+			if err != nil {
+				return 0, err
+			}
+			moves.out[m.ReservationID] = raw
+		}
+	}
+	cmds := []func(rueidis.Builder) rueidis.Completed{
+		func(b rueidis.Builder) rueidis.Completed {
+			return b.Unlink().Key(w.All()...).Build()
+		},
+	}
+	cmds = append(cmds, hset(w.Balances(), bal)...)
+	cmds = append(cmds, hset(w.Debits(), debits)...)
+	cmds = append(cmds, hset(w.Refunds(), refunds)...)
+	keys := 0
+	for _, r := range st.IdempotencyKeys {
+		value, err := EncodeIdempotency(r)
+		if err != nil {
+			return 0, err
+		}
+		left := r.At.Add(ticketrush.IdempotencyTTL).Sub(now)
+		if left < time.Second {
+			continue
+		}
+		key := w.Idempotency(r.UserID, r.Key)
+		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed {
+			return b.Set().Key(key).Value(value).Ex(left.Truncate(time.Second)).Build()
+		})
+		keys++
+	}
+	return keys, multi(ctx, rdb, cmds)
+}
+
+// AdmitSynthetic makes users ACTIVE in a concert until until, each with the token of arrival seq,
+// written as queue_join and queue_tick leave an admitted fan (the aseq hash and the active zset) but
+// without a line, a pipeline per 1000 users: the benchmark's synthetic fans, which replay one captured
+// hold call and so must share its arrival sequence (the scripts give every fan one of their own).
+func AdmitSynthetic(ctx context.Context, rdb rueidis.Client, k ConcertKeys, users []string, seq uint64, until time.Time) error {
+	score, arrival := float64(until.UnixMilli()), utoa(seq)
+	for lo := 0; lo < len(users); lo += 1000 {
+		batch := users[lo:min(lo+1000, len(users))]
+		cmds := make(rueidis.Commands, 0, 2*len(batch))
+		for _, user := range batch {
+			cmds = append(cmds, rdb.B().Hset().Key(k.ActiveSeq()).FieldValue().FieldValue(user, arrival).Build(),
+				rdb.B().Zadd().Key(k.Active()).ScoreMember().ScoreMember(score, user).Build())
+		}
+		for _, res := range rdb.DoMulti(ctx, cmds...) {
+			if err := res.Error(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// multi runs cmds in one MULTI/EXEC on one connection: they must share a hash slot.
+func multi(ctx context.Context, rdb rueidis.Client, cmds []func(rueidis.Builder) rueidis.Completed) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	return rdb.Dedicated(func(c rueidis.DedicatedClient) error {
+		all := make(rueidis.Commands, 0, len(cmds)+2)
+		all = append(all, c.B().Multi().Build())
+		for _, f := range cmds {
+			all = append(all, f(c.B()))
+		}
+		all = append(all, c.B().Exec().Build())
+		for _, r := range c.DoMulti(ctx, all...) {
+			if err := r.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// hset builds HSETs of at most 1000 fields each.
+func hset(key string, fields map[string]string) []func(rueidis.Builder) rueidis.Completed {
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var out []func(rueidis.Builder) rueidis.Completed
+	for start := 0; start < len(names); start += 1000 {
+		part := names[start:min(start+1000, len(names))]
+		out = append(out, func(b rueidis.Builder) rueidis.Completed {
+			fv := b.Hset().Key(key).FieldValue()
+			for _, k := range part {
+				fv = fv.FieldValue(k, fields[k])
+			}
+			return fv.Build()
+		})
+	}
+	return out
+}
+
+func zadd(key string, members map[string]int64) []func(rueidis.Builder) rueidis.Completed {
+	if len(members) == 0 {
+		return nil
+	}
+	return []func(rueidis.Builder) rueidis.Completed{func(b rueidis.Builder) rueidis.Completed {
+		sm := b.Zadd().Key(key).ScoreMember()
+		for m, s := range members {
+			sm = sm.ScoreMember(float64(s), m)
+		}
+		return sm.Build()
+	}}
+}
