@@ -282,6 +282,7 @@ func TestPauseAndResume(t *testing.T) {
 	assert.False(t, q.Paused)
 	assert.EqualValues(t, 3, q.Active)
 	assert.Zero(t, q.Waiting)
+	assert.EqualValues(t, 3, q.Admitted, "the admin figures count the admissions")
 
 	// A new fan finds a free slot and nobody waiting: admitted at once.
 	status, tk := s.join(t, newFan(t, "pause-late"), concert)
@@ -294,6 +295,16 @@ func TestPauseAndResume(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
 	_, tk = s.join(t, newFan(t, "pause-later"), concert)
 	assert.Equal(t, "WAITING", tk.Status)
+
+	// The admin figures show every setting in force, those a patch changed too.
+	res = s.do(t, req{method: "PATCH", path: "/admin/v1/concerts/" + concert + "/queue", headers: admin(),
+		body: map[string]any{"noShowSeconds": 77, "joinPowBits": 3}})
+	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
+	q = s.queueState(t, concert)
+	assert.Equal(t, 4, q.ActiveCapacity)
+	assert.Equal(t, 77, q.NoShowSeconds)
+	assert.Equal(t, 3, q.JoinPowBits)
+	assert.EqualValues(t, 4, q.Admitted)
 }
 
 func TestActiveTTLLapse(t *testing.T) {

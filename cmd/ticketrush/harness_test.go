@@ -381,6 +381,9 @@ func (s *service) leave(t testing.TB, f fan, token string) {
 type queueState struct {
 	Waiting        int64 `json:"waiting"`
 	Active         int64 `json:"active"`
+	Admitted       int64 `json:"admitted"`
+	NoShowSeconds  int   `json:"noShowSeconds"`
+	JoinPowBits    int   `json:"joinPowBits"`
 	ActiveCapacity int   `json:"activeCapacity"`
 	AdmitPerSecond int   `json:"admitPerSecond"`
 	Paused         bool  `json:"paused"`

@@ -345,12 +345,11 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 		seats.Held += n.Taken - n.Sold
 		seats.Sold += n.Sold
 	}
-	st := ticketrush.QueueState{
-		Waiting: snap.Waiting, Active: snap.Active,
-		ActiveCapacity: snap.ActiveCapacity, AdmitPerSecond: snap.AdmitPerSecond, Paused: snap.Paused,
-		Seats: seats, SoldOut: snap.SoldOut, ActivePerSeat: snap.ActivePerSeat,
-		Abandoned: snap.Abandoned,
-	}
+	settings := c.Queue // what Redis enforces wins over this instance's copy, which trails a PATCH elsewhere by a refresh
+	settings.ActiveCapacity, settings.AdmitPerSecond, settings.Paused = snap.ActiveCapacity, snap.AdmitPerSecond, snap.Paused
+	settings.ActivePerSeat, settings.AbandonAfter = snap.ActivePerSeat, snap.AbandonAfter
+	st := ticketrush.QueueState{Waiting: snap.Waiting, Active: snap.Active, Admitted: snap.Admitted, Settings: settings,
+		Seats: seats, SoldOut: snap.SoldOut, Abandoned: snap.Abandoned}
 	if sale := c.Sale; sale != nil {
 		if s.now().Before(sale.OpensAt) {
 			st.OpensAt = sale.OpensAt

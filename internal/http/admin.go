@@ -182,21 +182,19 @@ func (s *Server) createConcert(w http.ResponseWriter, r *http.Request, _ httprou
 }
 
 type queueStateJSON struct {
-	Waiting        int64 `json:"waiting"`
-	Active         int64 `json:"active"`
-	ActiveCapacity int   `json:"activeCapacity"`
-	AdmitPerSecond int   `json:"admitPerSecond"`
-	Paused         bool  `json:"paused"`
-	Seats          struct {
+	Waiting  int64  `json:"waiting"`
+	Active   int64  `json:"active"`
+	Admitted uint64 `json:"admitted"`
+	queueSettingsJSON
+	Seats struct {
 		Available int64 `json:"available"`
 		Held      int64 `json:"held"`
 		Sold      int64 `json:"sold"`
 	} `json:"seats"`
-	Prequeue      int64      `json:"prequeue"`
-	OpensAt       *time.Time `json:"opensAt"`
-	SoldOut       bool       `json:"soldOut"`
-	ActivePerSeat int        `json:"activePerSeat"`
-	Abandoned     int64      `json:"abandoned"`
+	Prequeue  int64      `json:"prequeue"`
+	OpensAt   *time.Time `json:"opensAt"`
+	SoldOut   bool       `json:"soldOut"`
+	Abandoned int64      `json:"abandoned"`
 }
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -208,9 +206,8 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, p httprouter.P
 	if err != nil {
 		return err
 	}
-	out := queueStateJSON{Waiting: st.Waiting, Active: st.Active, ActiveCapacity: st.ActiveCapacity,
-		AdmitPerSecond: st.AdmitPerSecond, Paused: st.Paused, SoldOut: st.SoldOut, ActivePerSeat: st.ActivePerSeat,
-		Abandoned: st.Abandoned}
+	out := queueStateJSON{Waiting: st.Waiting, Active: st.Active, Admitted: st.Admitted,
+		queueSettingsJSON: toQueueSettingsJSON(st.Settings), SoldOut: st.SoldOut, Abandoned: st.Abandoned}
 	out.Seats.Available, out.Seats.Held, out.Seats.Sold = st.Seats.Available, st.Seats.Held, st.Seats.Sold
 	out.Prequeue, out.OpensAt = st.Prequeue, utcOrNil(st.OpensAt)
 	writeJSON(w, http.StatusOK, out)

@@ -56,17 +56,15 @@ type Ticket struct {
 
 // QueueState is a concert's live waiting-room figures as the admin API shows them.
 type QueueState struct {
-	Waiting        int64
-	Active         int64
-	ActiveCapacity int
-	AdmitPerSecond int
-	Paused         bool
-	Seats          SeatCounts
-	Prequeue       int64     // fans in the pre-queue of a sale not yet drawn
-	OpensAt        time.Time // the sale's opening while it is ahead, else zero
-	SoldOut        bool
-	ActivePerSeat  int
-	Abandoned      int64
+	Waiting   int64
+	Active    int64
+	Admitted  uint64        // admissions so far
+	Settings  QueueSettings // in force: capacity, rate, pause, activePerSeat and abandonment as Redis has them
+	Seats     SeatCounts
+	Prequeue  int64     // fans in the pre-queue of a sale not yet drawn
+	OpensAt   time.Time // the sale's opening while it is ahead, else zero
+	SoldOut   bool
+	Abandoned int64
 }
 
 // SeatCounts counts a concert's seats by state over all its schedules.
