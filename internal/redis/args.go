@@ -143,3 +143,15 @@ type UserLimit struct{ Rate, Burst int }
 
 // limitArgs are the ulimit, uburst ARGV each rate-limited script takes last.
 func limitArgs(l UserLimit) []string { return []string{itoa(l.Rate), itoa(l.Burst)} }
+
+func itoa(n int) string         { return strconv.Itoa(n) }
+func utoa(n uint64) string      { return strconv.FormatUint(n, 10) }
+func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
