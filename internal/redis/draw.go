@@ -18,7 +18,8 @@ import (
 // SealDraw closes a sale's pre-queue if its opening has passed (once; see lua/draw_seal.lua) and
 // returns the draw's state; Sealed is false before the opening.
 func (s *Store) SealDraw(ctx context.Context, concertID string, now time.Time) (ticketrush.DrawState, error) {
-	msg, err := s.exec(ctx, s.drawSeal, s.keys.Concert(concertID).drawSeal(), drawSealArgs(now))
+	keys, args := s.keys.Concert(concertID).drawSeal(now)
+	msg, err := s.exec(ctx, s.drawSeal, keys, args)
 	if err != nil {
 		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
 	}
@@ -36,7 +37,8 @@ func (s *Store) SealDraw(ctx context.Context, concertID string, now time.Time) (
 // PlaceDraw places one batch of entrants that starts after draw place from; it returns the cursor
 // after the call and whether this call applied the batch (false: another scheduler was there first).
 func (s *Store) PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error) {
-	msg, err := s.exec(ctx, s.drawPlace, s.keys.Concert(concertID).drawPlace(), drawPlaceArgs(from, batch, digest, now))
+	keys, args := s.keys.Concert(concertID).drawPlace(from, batch, digest, now)
+	msg, err := s.exec(ctx, s.drawPlace, keys, args)
 	if err != nil {
 		return 0, false, fmt.Errorf("place draw %s: %w", concertID, err)
 	}
@@ -54,7 +56,8 @@ func (s *Store) PlaceDraw(ctx context.Context, concertID string, from int64, bat
 // PrequeueStatus returns the state of a user's pre-queue token (seq 0) and, once the draw placed them,
 // their arrival seq.
 func (s *Store) PrequeueStatus(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
-	msg, err := s.exec(ctx, s.drawStatus, s.keys.Concert(concertID).drawStatus(), drawStatusArgs(userID, now))
+	keys, args := s.keys.Concert(concertID).drawStatus(userID, now)
+	msg, err := s.exec(ctx, s.drawStatus, keys, args)
 	if err != nil {
 		return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, err)
 	}
@@ -76,7 +79,8 @@ func (s *Store) PrequeueStatus(ctx context.Context, concertID, userID string, no
 // LeavePrequeue takes a user out of a sale's pre-queue before it is sealed; it reports PREQUEUE when
 // they left, "" when they were not in it or it was sealed already.
 func (s *Store) LeavePrequeue(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.QueueStatus, error) {
-	msg, err := s.exec(ctx, s.prequeueLeave, s.keys.Concert(concertID).prequeueLeave(), prequeueLeaveArgs(userID, now))
+	keys, args := s.keys.Concert(concertID).prequeueLeave(userID, now)
+	msg, err := s.exec(ctx, s.prequeueLeave, keys, args)
 	if err != nil {
 		return "", fmt.Errorf("leave pre-queue %s: %w", concertID, err)
 	}

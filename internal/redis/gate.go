@@ -13,7 +13,8 @@ import (
 // gated runs the token status script and cmd in one round trip. A gated call is the fan showing up
 // (noShowSeconds): the same round trip takes them off the concert's no-show watch.
 func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, cmd func() rueidis.Completed) (ticketrush.TokenState, rueidis.RedisResult, error) {
-	msg, data, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now), cmd, s.shown(c))
+	keys, args := s.keys.Concert(c.ConcertID).queueStatus(c, now)
+	msg, data, err := s.execWith(ctx, s.status, keys, args, cmd, s.shown(c))
 	if err != nil {
 		return ticketrush.TokenState{}, data, fmt.Errorf("token status: %w", err)
 	}
@@ -25,7 +26,8 @@ func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Ti
 // in one round trip, as the gated reads do but without a read of their own (the seat view serves the
 // seat map from memory).
 func (s *Store) Gate(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
-	msg, _, err := s.execWith(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now), s.shown(c))
+	keys, args := s.keys.Concert(c.ConcertID).queueStatus(c, now)
+	msg, _, err := s.execWith(ctx, s.status, keys, args, s.shown(c))
 	if err != nil {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 	}

@@ -14,9 +14,8 @@ func (s *Store) Claim(ctx context.Context, userID, id string, now time.Time) (ti
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	k := s.keys.Concert(concertID)
-	return s.reservationScript(ctx, s.paymentClaim, concertID, append(k.claim(scheduleID), k.UserRate(userID)),
-		append(claimArgs(userID, id, now), limitArgs(s.limit)...))
+	keys, args := s.keys.Concert(concertID).paymentClaim(userID, scheduleID, id, s.limit, now)
+	return s.reservationScript(ctx, s.paymentClaim, concertID, keys, args)
 }
 
 // Complete is step 3 of a payment: the sale. Completing a PAID reservation again returns it unchanged.
@@ -25,7 +24,8 @@ func (s *Store) Complete(ctx context.Context, id string, d ticketrush.Payment, n
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.paymentComplete, concertID, s.keys.Concert(concertID).complete(scheduleID), completeArgs(id, d, now))
+	keys, args := s.keys.Concert(concertID).paymentComplete(scheduleID, id, d, now)
+	return s.reservationScript(ctx, s.paymentComplete, concertID, keys, args)
 }
 
 // Release undoes step 1 of a payment that was not debited.
@@ -34,7 +34,8 @@ func (s *Store) Release(ctx context.Context, id string, now time.Time) (ticketru
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	return s.reservationScript(ctx, s.paymentRelease, concertID, s.keys.Concert(concertID).release(scheduleID), releaseArgs(id, now))
+	keys, args := s.keys.Concert(concertID).paymentRelease(scheduleID, id, now)
+	return s.reservationScript(ctx, s.paymentRelease, concertID, keys, args)
 }
 
 // StuckPayments lists reservations of a concert claimed for payment before before: a crash may have

@@ -19,9 +19,7 @@ func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Tim
 // JoinWith is Join with what the join carries past the concert's proof-of-work and access-code gates;
 // the script checks them (and the user's rate) before anything else.
 func (s *Store) JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
-	k := s.keys.Concert(concertID)
-	keys := append(k.join(), k.UserRate(userID), k.PowUsed(pass.PowID), k.AccessCodes())
-	args := append(append(joinArgs(userID, now), limitArgs(s.limit)...), passArgs(pass)...)
+	keys, args := s.keys.Concert(concertID).queueJoin(userID, pass, s.limit, now)
 	msg, err := s.exec(ctx, s.join, keys, args)
 	if err != nil {
 		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
@@ -51,7 +49,8 @@ func joinReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, error) {
 // Leave takes the token of arrival seq out of the line or the active set. It returns where the token
 // was: WAITING, ACTIVE, or "" when it was no longer live.
 func (s *Store) Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
-	msg, err := s.exec(ctx, s.leave, s.keys.Concert(concertID).leave(), leaveArgs(userID, seq, now))
+	keys, args := s.keys.Concert(concertID).queueLeave(userID, seq, now)
+	msg, err := s.exec(ctx, s.leave, keys, args)
 	if err != nil {
 		return "", fmt.Errorf("leave %s: %w", concertID, err)
 	}
@@ -74,7 +73,8 @@ func leaveReply(msg rueidis.RedisMessage) (ticketrush.QueueStatus, error) {
 
 // TokenStatus returns the exact state of a token.
 func (s *Store) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
-	msg, err := s.exec(ctx, s.status, s.keys.Concert(c.ConcertID).status(), statusArgs(c, now))
+	keys, args := s.keys.Concert(c.ConcertID).queueStatus(c, now)
+	msg, err := s.exec(ctx, s.status, keys, args)
 	if err != nil {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 	}
@@ -100,7 +100,8 @@ func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
 
 // Tick runs one admission round for a concert.
 func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch int) (ticketrush.TickResult, error) {
-	msg, err := s.exec(ctx, s.tick, s.keys.Concert(concertID).tick(), tickArgs(now, batch))
+	keys, args := s.keys.Concert(concertID).queueTick(now, batch)
+	msg, err := s.exec(ctx, s.tick, keys, args)
 	if err != nil {
 		return ticketrush.TickResult{}, fmt.Errorf("tick %s: %w", concertID, err)
 	}
@@ -124,7 +125,8 @@ func tickReply(msg rueidis.RedisMessage) (ticketrush.TickResult, error) {
 
 // Snapshot reads the shared queue state and up to limit leaves after ordinal afterLeave.
 func (s *Store) Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error) {
-	msg, err := s.exec(ctx, s.snapshot, s.keys.Concert(concertID).snapshot(), snapshotArgs(afterLeave, limit, now))
+	keys, args := s.keys.Concert(concertID).queueSnapshot(afterLeave, limit, now)
+	msg, err := s.exec(ctx, s.snapshot, keys, args)
 	if err != nil {
 		return ticketrush.QueueSnapshot{}, fmt.Errorf("queue snapshot %s: %w", concertID, err)
 	}
@@ -213,7 +215,8 @@ func (s *Store) MarkAlive(ctx context.Context, concertID string, seqs []uint64, 
 
 // Configure changes a concert's admission settings in Redis, where the tick reads them.
 func (s *Store) Configure(ctx context.Context, concertID string, q ticketrush.QueueSettings, now time.Time) error {
-	_, err := s.exec(ctx, s.configure, s.keys.Concert(concertID).configure(), configureArgs(q, now))
+	keys, args := s.keys.Concert(concertID).queueConfigure(q, now)
+	_, err := s.exec(ctx, s.configure, keys, args)
 	if err != nil {
 		return fmt.Errorf("configure %s: %w", concertID, err)
 	}

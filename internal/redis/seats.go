@@ -27,9 +27,8 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 // lapsed another fan's expired hold of the seat on the way.
 func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
 	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
-	k := s.keys.Concert(c.ConcertID)
-	msg, err := s.exec(ctx, s.seatHold, append(k.hold(scheduleID), k.UserRate(c.UserID)),
-		append(holdArgs(c, scheduleID, seatID, price, id, now), limitArgs(s.limit)...))
+	keys, args := s.keys.Concert(c.ConcertID).seatHold(c, scheduleID, seatID, price, id, s.limit, now)
+	msg, err := s.exec(ctx, s.seatHold, keys, args)
 	if err != nil {
 		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
 	}
@@ -76,14 +75,14 @@ func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (t
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	k := s.keys.Concert(concertID)
-	return s.reservationScript(ctx, s.holdCancel, concertID, append(k.cancel(scheduleID), k.UserRate(userID)),
-		append(cancelArgs(userID, id, now), limitArgs(s.limit)...))
+	keys, args := s.keys.Concert(concertID).holdCancel(userID, scheduleID, id, s.limit, now)
+	return s.reservationScript(ctx, s.holdCancel, concertID, keys, args)
 }
 
 // Sweep lapses up to batch expired holds of a concert and returns how many it lapsed.
 func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error) {
-	msg, err := s.exec(ctx, s.holdSweep, s.keys.Concert(concertID).sweep(scheduleIDs), sweepArgs(now, batch, scheduleIDs))
+	keys, args := s.keys.Concert(concertID).holdSweep(scheduleIDs, now, batch)
+	msg, err := s.exec(ctx, s.holdSweep, keys, args)
 	if err != nil {
 		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
 	}
@@ -93,7 +92,8 @@ func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []strin
 
 // ScheduleCounts returns the taken and sold seats of each schedule of a concert.
 func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
-	msg, err := s.exec(ctx, s.scheduleCounts, s.keys.Concert(concertID).counts(scheduleIDs), countsArgs(now, scheduleIDs))
+	keys, args := s.keys.Concert(concertID).scheduleCounts(scheduleIDs, now)
+	msg, err := s.exec(ctx, s.scheduleCounts, keys, args)
 	if err != nil {
 		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
 	}
@@ -117,17 +117,15 @@ func countsReply(msg interface{ AsIntSlice() ([]int64, error) }, scheduleIDs []s
 
 // GatedScheduleCounts returns the token's state and the schedule counts, in one round trip.
 func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
-	k := s.keys.Concert(c.ConcertID)
-	counts := func() rueidis.Completed {
-		return s.evalsha(s.scheduleCounts, k.counts(scheduleIDs), countsArgs(now, scheduleIDs))
-	}
+	keys, args := s.keys.Concert(c.ConcertID).scheduleCounts(scheduleIDs, now)
+	counts := func() rueidis.Completed { return s.evalsha(s.scheduleCounts, keys, args) }
 	st, data, err := s.gated(ctx, c, now, counts)
 	if err != nil {
 		return st, nil, err
 	}
 	msg, err := data.ToMessage()
 	if isNoScript(err) {
-		msg, err = s.exec(ctx, s.scheduleCounts, k.counts(scheduleIDs), countsArgs(now, scheduleIDs))
+		msg, err = s.exec(ctx, s.scheduleCounts, keys, args)
 	}
 	if err != nil {
 		_, err = mapError(err)

@@ -13,7 +13,8 @@ import (
 
 // Debit is step 2 of a payment: the reservation's price leaves the user's wallet, once per reservation.
 func (s *Store) Debit(ctx context.Context, userID, resID string, amount int64, now time.Time) (ticketrush.Payment, error) {
-	msg, err := s.exec(ctx, s.walletDebit, s.keys.Wallet(userID).money(), debitArgs(userID, resID, amount, now))
+	keys, args := s.keys.Wallet(userID).walletDebit(userID, resID, amount, now)
+	msg, err := s.exec(ctx, s.walletDebit, keys, args)
 	if err != nil {
 		return ticketrush.Payment{}, fmt.Errorf("debit %s: %w", resID, err)
 	}
@@ -40,7 +41,8 @@ func (s *Store) Debited(ctx context.Context, userID, resID string) (ticketrush.P
 
 // Refund gives a reservation's debit back, once; it reports whether there was a debit to refund.
 func (s *Store) Refund(ctx context.Context, userID, resID string, now time.Time) (bool, error) {
-	msg, err := s.exec(ctx, s.walletRefund, s.keys.Wallet(userID).money(), refundArgs(userID, resID, now))
+	keys, args := s.keys.Wallet(userID).walletRefund(userID, resID, now)
+	msg, err := s.exec(ctx, s.walletRefund, keys, args)
 	if err != nil {
 		return false, fmt.Errorf("refund %s: %w", resID, err)
 	}
@@ -66,8 +68,8 @@ func (s *Store) Balance(ctx context.Context, userID string) (int64, error) {
 func (s *Store) Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error) {
 	w := s.keys.Wallet(userID)
 	id := "c" + ticketrush.NewID() + ticketrush.NewID()
-	msg, err := s.exec(ctx, s.pointsCharge, append(w.charge(userID, idemKey), w.UserRate(userID)),
-		append(chargeArgs(userID, amount, id, now, idemKey, fingerprint), limitArgs(s.limit)...))
+	keys, args := w.pointsCharge(userID, amount, id, idemKey, fingerprint, s.limit, now)
+	msg, err := s.exec(ctx, s.pointsCharge, keys, args)
 	if err != nil {
 		return ticketrush.Charge{}, false, fmt.Errorf("charge: %w", err)
 	}
@@ -91,7 +93,8 @@ func chargeReply(msg rueidis.RedisMessage) (ticketrush.Charge, bool, error) {
 
 // rememberStep runs one step of payment_remember and returns its state and the record it replied.
 func (s *Store) rememberStep(ctx context.Context, step, userID, key, fingerprint, ref string, created bool, now time.Time) (string, idempotencyRecord, error) {
-	msg, err := s.exec(ctx, s.paymentRemember, s.keys.Wallet(userID).remember(userID, key), rememberArgs(userID, key, fingerprint, ref, created, now, step))
+	keys, args := s.keys.Wallet(userID).paymentRemember(step, userID, key, fingerprint, ref, created, now)
+	msg, err := s.exec(ctx, s.paymentRemember, keys, args)
 	if err != nil {
 		return "", idempotencyRecord{}, fmt.Errorf("idempotency key %s: %w", step, err)
 	}
