@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -16,6 +18,21 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 	if err != nil {
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 	}
-	n, err := msg.AsInt64()
-	return n == 1, err
+	loaded, err := loadReply(msg)
+	if err != nil {
+		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
+	}
+	return loaded, nil
+}
+
+// loadReply reads concert_load's 1 (loaded) or 0 (there already).
+func loadReply(msg rueidis.RedisMessage) (bool, error) {
+	n, err := msg.ToInt64()
+	if err != nil {
+		return false, fmt.Errorf("script reply: %w", err)
+	}
+	if n != 0 && n != 1 {
+		return false, fmt.Errorf("script reply %d is not 0 or 1", n)
+	}
+	return n == 1, nil
 }

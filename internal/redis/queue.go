@@ -216,9 +216,26 @@ func (s *Store) MarkAlive(ctx context.Context, concertID string, seqs []uint64, 
 // Configure changes a concert's admission settings in Redis, where the tick reads them.
 func (s *Store) Configure(ctx context.Context, concertID string, q ticketrush.QueueSettings, now time.Time) error {
 	keys, args := s.keys.Concert(concertID).queueConfigure(q, now)
-	_, err := s.exec(ctx, s.configure, keys, args)
+	msg, err := s.exec(ctx, s.configure, keys, args)
+	if err == nil {
+		err = configureReply(msg)
+	}
 	if err != nil {
 		return fmt.Errorf("configure %s: %w", concertID, err)
 	}
 	return nil
+}
+
+// configureReply checks queue_configure's {cap, rate, paused (0|1), aps}: the settings in force after
+// the change, which the caller already has.
+func configureReply(msg rueidis.RedisMessage) error {
+	r, err := reply(msg, 4)
+	if err != nil {
+		return err
+	}
+	r.int(0)
+	r.int(1)
+	r.flag(2)
+	r.int(3)
+	return r.err
 }

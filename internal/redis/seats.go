@@ -86,8 +86,23 @@ func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []strin
 	if err != nil {
 		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
 	}
-	n, err := msg.AsInt64()
-	return int(n), err
+	n, err := sweepReply(msg)
+	if err != nil {
+		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
+	}
+	return n, nil
+}
+
+// sweepReply reads hold_sweep's count of holds lapsed.
+func sweepReply(msg rueidis.RedisMessage) (int, error) {
+	n, err := msg.ToInt64()
+	if err != nil {
+		return 0, fmt.Errorf("script reply: %w", err)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("script reply: %d holds lapsed", n)
+	}
+	return int(n), nil
 }
 
 // ScheduleCounts returns the taken and sold seats of each schedule of a concert.
@@ -97,20 +112,21 @@ func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleID
 	if err != nil {
 		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
 	}
-	return countsReply(&msg, scheduleIDs)
+	return countsReply(msg, scheduleIDs)
 }
 
-func countsReply(msg interface{ AsIntSlice() ([]int64, error) }, scheduleIDs []string) ([]ticketrush.ScheduleCount, error) {
-	nums, err := msg.AsIntSlice()
+// countsReply reads schedule_counts's {taken, sold, ...}: two integers per schedule of scheduleIDs.
+func countsReply(msg rueidis.RedisMessage, scheduleIDs []string) ([]ticketrush.ScheduleCount, error) {
+	r, err := reply(msg, 2*len(scheduleIDs))
 	if err != nil {
-		return nil, err
-	}
-	if len(nums) != 2*len(scheduleIDs) {
-		return nil, fmt.Errorf("schedule counts: %d numbers for %d schedules", len(nums), len(scheduleIDs))
+		return nil, fmt.Errorf("schedule counts: %w", err)
 	}
 	out := make([]ticketrush.ScheduleCount, len(scheduleIDs))
 	for i, id := range scheduleIDs {
-		out[i] = ticketrush.ScheduleCount{ScheduleID: id, Taken: nums[2*i], Sold: nums[2*i+1]}
+		out[i] = ticketrush.ScheduleCount{ScheduleID: id, Taken: r.int(2 * i), Sold: r.int(2*i + 1)}
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("schedule counts: %w", r.err)
 	}
 	return out, nil
 }
@@ -131,7 +147,7 @@ func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaim
 		_, err = mapError(err)
 		return st, nil, fmt.Errorf("schedule counts: %w", err)
 	}
-	out, err := countsReply(&msg, scheduleIDs)
+	out, err := countsReply(msg, scheduleIDs)
 	return st, out, err
 }
 
@@ -145,21 +161,38 @@ func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, schedu
 	if err != nil {
 		return st, nil, err
 	}
-	raw, err := data.AsStrMap()
+	msg, err := data.ToMessage()
 	if err != nil {
 		_, err = mapError(err)
 		return st, nil, fmt.Errorf("seat map: %w", err)
 	}
+	out, err := seatsReply(msg, now)
+	if err != nil {
+		return st, nil, fmt.Errorf("seat map: %w", err)
+	}
+	return st, out, nil
+}
+
+// seatsReply reads the HGETALL of a schedule's seats hash into the seats that are not available at now.
+// Every entry must be a seat state: one that is not is an error, not a free seat (the seat scripts
+// would refuse a hold of it).
+func seatsReply(msg rueidis.RedisMessage, now time.Time) (map[string]ticketrush.SeatStatus, error) {
+	raw, err := msg.AsStrMap()
+	if err != nil {
+		return nil, err
+	}
 	ms := now.UnixMilli()
 	out := make(map[string]ticketrush.SeatStatus, len(raw))
 	for seat, state := range raw {
-		if t, ok := takenSeat(state); ok {
-			if status := t.StatusAt(ms); status != ticketrush.SeatAvailable { // a lapsed hold not yet swept reads AVAILABLE
-				out[seat] = status
-			}
+		t, ok := takenSeat(state)
+		if !ok {
+			return nil, fmt.Errorf("seat %s: %q is no seat state", seat, state)
+		}
+		if status := t.StatusAt(ms); status != ticketrush.SeatAvailable { // a lapsed hold not yet swept reads AVAILABLE
+			out[seat] = status
 		}
 	}
-	return st, out, nil
+	return out, nil
 }
 
 // TakenSeats reads the seats of each schedule of a concert that are not plainly free (HGETALL of each

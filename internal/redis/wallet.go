@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -46,8 +47,27 @@ func (s *Store) Refund(ctx context.Context, userID, resID string, now time.Time)
 	if err != nil {
 		return false, fmt.Errorf("refund %s: %w", resID, err)
 	}
+	refunded, err := refundReply(resID, msg)
+	if err != nil {
+		return false, fmt.Errorf("refund %s: %w", resID, err)
+	}
+	return refunded, nil
+}
+
+// refundReply reads wallet_refund's refund JSON of reservation resID (true), or ” when there was no
+// debit to refund (false).
+func refundReply(resID string, msg rueidis.RedisMessage) (bool, error) {
 	raw, err := msg.ToString()
-	return raw != "", err
+	if err != nil {
+		return false, fmt.Errorf("script reply: %w", err)
+	}
+	if raw == "" {
+		return false, nil
+	}
+	if _, err := DecodeMovement(resID, raw); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Balance returns a user's balance (0 for a user never seen).
@@ -98,19 +118,40 @@ func (s *Store) rememberStep(ctx context.Context, step, userID, key, fingerprint
 	if err != nil {
 		return "", idempotencyRecord{}, fmt.Errorf("idempotency key %s: %w", step, err)
 	}
-	r, err := reply(msg, 2)
+	state, rec, err := rememberReply(step, msg)
 	if err != nil {
 		return "", idempotencyRecord{}, fmt.Errorf("idempotency key %s: %w", step, err)
 	}
+	return state, rec, nil
+}
+
+// rememberStates are the states each step of payment_remember replies.
+var rememberStates = map[string][]string{
+	"reserve": {"RESERVED", "PENDING", "DONE"},
+	"finish":  {"DONE"},
+	"release": {"RELEASED", "NONE"},
+}
+
+// rememberReply reads payment_remember's {state, record JSON} for step: a state of that step, and a
+// record that decodes (” only with NONE: a release of a key that had none).
+func rememberReply(step string, msg rueidis.RedisMessage) (string, idempotencyRecord, error) {
+	r, err := reply(msg, 2)
+	if err != nil {
+		return "", idempotencyRecord{}, err
+	}
 	state, raw := r.str(0), r.str(1)
 	if r.err != nil {
-		return "", idempotencyRecord{}, fmt.Errorf("idempotency key %s: %w", step, r.err)
+		return "", idempotencyRecord{}, r.err
+	}
+	if !slices.Contains(rememberStates[step], state) {
+		return "", idempotencyRecord{}, fmt.Errorf("unexpected state %q", state)
 	}
 	var rec idempotencyRecord
-	if raw != "" {
-		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-			return "", idempotencyRecord{}, fmt.Errorf("decode idempotency record: %w", err)
-		}
+	if raw == "" && state == "NONE" {
+		return state, rec, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return "", idempotencyRecord{}, fmt.Errorf("decode idempotency record: %w", err)
 	}
 	return state, rec, nil
 }
@@ -129,24 +170,19 @@ func (s *Store) ReserveKey(ctx context.Context, userID, key, fingerprint, ref st
 		return true, false, "", false, nil
 	case "PENDING":
 		return false, false, "", false, nil
-	case "DONE":
-		return false, true, rec.Ref, rec.Created, nil
 	}
-	return false, false, "", false, fmt.Errorf("idempotency key reserve: unexpected state %q", state)
+	return false, true, rec.Ref, rec.Created, nil // DONE: rememberReply lets no other state of reserve through
 }
 
 // Remember records the answer of a payment under its Idempotency-Key for 24 h, with an event that makes
 // the record durable (restore brings it back). The first answer recorded stands: Remember returns the
 // recorded payment and creation flag, which a later caller answers with instead of its own.
 func (s *Store) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool, now time.Time) (string, bool, error) {
-	state, rec, err := s.rememberStep(ctx, "finish", userID, key, fingerprint, ref, created, now)
+	_, rec, err := s.rememberStep(ctx, "finish", userID, key, fingerprint, ref, created, now)
 	if err != nil {
 		return "", false, err
 	}
-	if state != "DONE" {
-		return "", false, fmt.Errorf("idempotency key finish: unexpected state %q", state)
-	}
-	return rec.Ref, rec.Created, nil
+	return rec.Ref, rec.Created, nil // DONE: the one state rememberReply lets through for finish
 }
 
 // ReleaseKey frees a user's Idempotency-Key reserved for a payment that was refused, so that a retry
