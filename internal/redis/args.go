@@ -9,15 +9,21 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// The ARGV of each script, in the order of its header; the KEYS are in keys.go. Both are pure
-// functions, held against the headers by TestScriptHeaders.
+// The KEYS and ARGV of each script call, in the order of its header: one pure method per script, named
+// after it, on the keys of the slot the script runs in (ConcertKeys or WalletKeys). Everything a call
+// sends is built here, the user's rate bucket and the rate limit included: the Store passes what a
+// builder returns as it is, and TestScriptHeaders holds what the same builders return against each
+// script's header. The key names are in keys.go.
 
-func loadArgs(c ticketrush.Concert, now time.Time) []string {
-	q := c.Queue
-	return []string{c.Title, c.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
+// concertLoad is concert_load's call: con's catalog and settings.
+func (c ConcertKeys) concertLoad(con ticketrush.Concert, now time.Time) (keys, args []string) {
+	q := con.Queue
+	keys = []string{c.Meta(), c.Cfg(), c.Events(), c.Draw(), c.Inventory()}
+	args = []string{con.Title, con.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
 		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.JoinPowBits), flag(q.AccessCodeRequired),
-		saleOpens(c.Sale), salePrequeueOpens(c.Sale), saleSeed(c.Sale), itoa(q.ActivePerSeat),
-		itoa(c.TotalSeats() * len(c.Schedules)), ms(q.AbandonAfter), ms(q.NoShow)}
+		saleOpens(con.Sale), salePrequeueOpens(con.Sale), saleSeed(con.Sale), itoa(q.ActivePerSeat),
+		itoa(con.TotalSeats() * len(con.Schedules)), ms(q.AbandonAfter), ms(q.NoShow)}
+	return keys, args
 }
 
 func saleOpens(s *ticketrush.Sale) string {
@@ -41,105 +47,193 @@ func saleSeed(s *ticketrush.Sale) string {
 	return hex.EncodeToString(s.Seed[:])
 }
 
-func drawSealArgs(now time.Time) []string { return []string{millis(now)} }
+// queueJoin is queue_join's call: the user's join with what it carries past the gates (powid "" none,
+// '-' a proof that failed the check; powexp 0 without one), under the rate l.
+func (c ConcertKeys) queueJoin(userID string, pass ticketrush.JoinPass, l UserLimit, now time.Time) (keys, args []string) {
+	keys = []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
+		c.Prequeue(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.NoShow(), c.UserRate(userID), c.PowUsed(pass.PowID),
+		c.AccessCodes()}
+	powID := pass.PowID
+	if pass.PowInvalid {
+		powID = "-"
+	}
+	powExp := "0"
+	if !pass.PowExpires.IsZero() {
+		powExp = millis(pass.PowExpires)
+	}
+	args = []string{userID, millis(now), itoa(l.Rate), itoa(l.Burst), powID, itoa(pass.PowBits), powExp, pass.CodeHash}
+	return keys, args
+}
 
-// drawPlaceArgs builds draw_place's ARGV for a batch starting after draw place from.
-func drawPlaceArgs(from int64, batch []draw.Entrant, digest string, now time.Time) []string {
-	args := make([]string, 0, 4+len(batch))
+// queueLeave is queue_leave's call: the user gives back the token of arrival seq.
+func (c ConcertKeys) queueLeave(userID string, seq uint64, now time.Time) (keys, args []string) {
+	keys = []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Alive()}
+	return keys, []string{userID, utoa(seq), millis(now)}
+}
+
+// queueStatus is queue_status's call: the state of the token of claims.
+func (c ConcertKeys) queueStatus(claims ticketrush.QueueClaims, now time.Time) (keys, args []string) {
+	keys = []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Done(), c.Inventory()}
+	return keys, []string{claims.UserID, utoa(claims.Seq), millis(now)}
+}
+
+// queueTick is queue_tick's call: one admission round of at most batch.
+func (c ConcertKeys) queueTick(now time.Time, batch int) (keys, args []string) {
+	keys = []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(),
+		c.Events(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.Abandoned(), c.NoShow()}
+	return keys, []string{millis(now), itoa(batch)}
+}
+
+// queueSnapshot is queue_snapshot's call: the shared state and up to limit leaves after ordinal after.
+func (c ConcertKeys) queueSnapshot(after uint64, limit int, now time.Time) (keys, args []string) {
+	keys = []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Wait(), c.Active(), c.LeftLog(), c.Inventory(), c.Holds(),
+		c.Abandoned()}
+	return keys, []string{utoa(after), itoa(limit), millis(now)}
+}
+
+// queueConfigure is queue_configure's call: the admission settings of q.
+func (c ConcertKeys) queueConfigure(q ticketrush.QueueSettings, now time.Time) (keys, args []string) {
+	keys = []string{c.Cfg(), c.Events()}
+	args = []string{itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), flag(q.Paused), millis(now), itoa(q.JoinPowBits),
+		flag(q.AccessCodeRequired), itoa(q.ActivePerSeat), ms(q.AbandonAfter), ms(q.NoShow)}
+	return keys, args
+}
+
+// drawSeal is draw_seal's call.
+func (c ConcertKeys) drawSeal(now time.Time) (keys, args []string) {
+	return []string{c.Cfg(), c.Seq(), c.Prequeue(), c.Draw(), c.Events()}, []string{millis(now)}
+}
+
+// drawPlace is draw_place's call: a batch of entrants starting after draw place from.
+func (c ConcertKeys) drawPlace(from int64, batch []draw.Entrant, digest string, now time.Time) (keys, args []string) {
+	keys = []string{c.Wait(), c.Draw(), c.DrawKeys(), c.Events()}
+	args = make([]string, 0, 4+len(batch))
 	args = append(args, i64toa(from), DrawKeysValue(batch), digest, millis(now))
 	for _, e := range batch {
 		args = append(args, e.User)
 	}
-	return args
+	return keys, args
 }
 
-func drawStatusArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
-
-func prequeueLeaveArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
-
-func joinArgs(userID string, now time.Time) []string { return []string{userID, millis(now)} }
-
-func leaveArgs(userID string, seq uint64, now time.Time) []string {
-	return []string{userID, utoa(seq), millis(now)}
+// drawStatus is draw_status's call: the state of the user's pre-queue token.
+func (c ConcertKeys) drawStatus(userID string, now time.Time) (keys, args []string) {
+	keys = []string{c.Prequeue(), c.Draw(), c.Wait(), c.Active(), c.ActiveSeq()}
+	return keys, []string{userID, millis(now)}
 }
 
-func statusArgs(c ticketrush.QueueClaims, now time.Time) []string {
-	return []string{c.UserID, utoa(c.Seq), millis(now)}
+// prequeueLeave is prequeue_leave's call: the user leaves the pre-queue.
+func (c ConcertKeys) prequeueLeave(userID string, now time.Time) (keys, args []string) {
+	return []string{c.Prequeue(), c.Draw(), c.Events()}, []string{userID, millis(now)}
 }
 
-func tickArgs(now time.Time, batch int) []string { return []string{millis(now), itoa(batch)} }
-
-func snapshotArgs(afterLeave uint64, limit int, now time.Time) []string {
-	return []string{utoa(afterLeave), itoa(limit), millis(now)}
+// seatHold is seat_hold's call: the fan of claims holds seatID of scheduleID at price as reservation
+// resID, under the rate l.
+func (c ConcertKeys) seatHold(claims ticketrush.QueueClaims, scheduleID, seatID string, price int64, resID string, l UserLimit, now time.Time) (keys, args []string) {
+	keys = []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(),
+		c.Events(), c.Paying(), c.Inventory(), c.NoShow(), c.UserRate(claims.UserID)}
+	args = []string{claims.UserID, utoa(claims.Seq), scheduleID, seatID, i64toa(price), resID, millis(now), itoa(l.Rate),
+		itoa(l.Burst)}
+	return keys, args
 }
 
-func configureArgs(q ticketrush.QueueSettings, now time.Time) []string {
-	return []string{itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), flag(q.Paused), millis(now), itoa(q.JoinPowBits),
-		flag(q.AccessCodeRequired), itoa(q.ActivePerSeat), ms(q.AbandonAfter), ms(q.NoShow)}
+// holdCancel is hold_cancel's call: the user gives back reservation resID of scheduleID, under the rate l.
+func (c ConcertKeys) holdCancel(userID, scheduleID, resID string, l UserLimit, now time.Time) (keys, args []string) {
+	keys = []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Inventory(), c.UserRate(userID)}
+	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
 }
 
-func holdArgs(c ticketrush.QueueClaims, scheduleID, seatID string, price int64, resID string, now time.Time) []string {
-	return []string{c.UserID, utoa(c.Seq), scheduleID, seatID, i64toa(price), resID, millis(now)}
+// holdSweep is hold_sweep's call: lapse at most batch expired holds of the schedules.
+func (c ConcertKeys) holdSweep(scheduleIDs []string, now time.Time, batch int) (keys, args []string) {
+	keys = make([]string, 0, 5+len(scheduleIDs))
+	keys = append(keys, c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Inventory())
+	for _, s := range scheduleIDs {
+		keys = append(keys, c.Seats(s))
+	}
+	args = make([]string, 0, 2+len(scheduleIDs))
+	args = append(append(args, millis(now), itoa(batch)), scheduleIDs...)
+	return keys, args
 }
 
-func cancelArgs(userID, resID string, now time.Time) []string {
-	return []string{userID, resID, millis(now)}
+// scheduleCounts is schedule_counts's call: the taken and sold seats of each schedule.
+func (c ConcertKeys) scheduleCounts(scheduleIDs []string, now time.Time) (keys, args []string) {
+	keys = make([]string, 0, 3+len(scheduleIDs))
+	keys = append(keys, c.Holds(), c.Reservations(), c.Sold())
+	for _, s := range scheduleIDs {
+		keys = append(keys, c.Seats(s))
+	}
+	args = make([]string, 0, 1+len(scheduleIDs))
+	args = append(append(args, millis(now)), scheduleIDs...)
+	return keys, args
 }
 
-func sweepArgs(now time.Time, batch int, scheduleIDs []string) []string {
-	return append([]string{millis(now), itoa(batch)}, scheduleIDs...)
+// paymentClaim is payment_claim's call: the user claims reservation resID of scheduleID for payment,
+// under the rate l.
+func (c ConcertKeys) paymentClaim(userID, scheduleID, resID string, l UserLimit, now time.Time) (keys, args []string) {
+	keys = []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.Events(), c.UserRate(userID)}
+	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
 }
 
-func countsArgs(now time.Time, scheduleIDs []string) []string {
-	return append([]string{millis(now)}, scheduleIDs...)
+// paymentComplete is payment_complete's call: the sale of reservation resID of scheduleID, paid by d.
+func (c ConcertKeys) paymentComplete(scheduleID, resID string, d ticketrush.Payment, now time.Time) (keys, args []string) {
+	keys = []string{c.Seats(scheduleID), c.Reservations(), c.Paying(), c.UserHolds(), c.Sold(), c.Active(), c.ActiveSeq(),
+		c.Done(), c.Events(), c.Inventory()}
+	return keys, []string{resID, d.ID, i64toa(d.Balance), millis(d.PaidAt), millis(now)}
 }
 
-func claimArgs(userID, resID string, now time.Time) []string {
-	return []string{userID, resID, millis(now)}
+// paymentRelease is payment_release's call: undo the claim of reservation resID of scheduleID.
+func (c ConcertKeys) paymentRelease(scheduleID, resID string, now time.Time) (keys, args []string) {
+	keys = []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.UserHolds(), c.Events(), c.Inventory()}
+	return keys, []string{resID, millis(now)}
 }
 
-func completeArgs(resID string, d ticketrush.Payment, now time.Time) []string {
-	return []string{resID, d.ID, i64toa(d.Balance), millis(d.PaidAt), millis(now)}
+// pointsCharge is points_charge's call: amount onto the user's balance as charge chargeID, with the
+// Idempotency-Key idemKey ("" none) and the request's fingerprint, under the rate l.
+func (w WalletKeys) pointsCharge(userID string, amount int64, chargeID, idemKey, fingerprint string, l UserLimit, now time.Time) (keys, args []string) {
+	keys = []string{w.Balances(), w.Idempotency(userID, idemKey), w.Events(), w.UserRate(userID)}
+	args = []string{userID, i64toa(amount), chargeID, millis(now), idemKey, fingerprint, idempotencyTTL(),
+		strconv.Itoa(ticketrush.MaxBalance), itoa(l.Rate), itoa(l.Burst)}
+	return keys, args
 }
 
-func releaseArgs(resID string, now time.Time) []string { return []string{resID, millis(now)} }
-
-func debitArgs(userID, resID string, amount int64, now time.Time) []string {
-	return []string{userID, resID, i64toa(amount), ticketrush.PaymentID(resID), millis(now)}
+// walletDebit is wallet_debit's call: the price of reservation resID leaves the user's balance.
+func (w WalletKeys) walletDebit(userID, resID string, amount int64, now time.Time) (keys, args []string) {
+	return w.money(), []string{userID, resID, i64toa(amount), ticketrush.PaymentID(resID), millis(now)}
 }
 
-func refundArgs(userID, resID string, now time.Time) []string {
-	return []string{userID, resID, ticketrush.RefundID(resID), millis(now)}
+// walletRefund is wallet_refund's call: the debit of reservation resID goes back.
+func (w WalletKeys) walletRefund(userID, resID string, now time.Time) (keys, args []string) {
+	return w.money(), []string{userID, resID, ticketrush.RefundID(resID), millis(now)}
 }
 
-func chargeArgs(userID string, amount int64, chargeID string, now time.Time, idemKey, fingerprint string) []string {
-	return []string{userID, i64toa(amount), chargeID, millis(now), idemKey, fingerprint,
-		strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), strconv.Itoa(ticketrush.MaxBalance)}
+// money is the keys of wallet_debit and wallet_refund.
+func (w WalletKeys) money() []string {
+	return []string{w.Balances(), w.Debits(), w.Refunds(), w.Events()}
 }
 
-func rememberArgs(userID, key, fingerprint, ref string, created bool, now time.Time, step string) []string {
-	return []string{userID, key, fingerprint, ref, flag(created), strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)),
-		millis(now), step}
+// paymentRemember is payment_remember's call: step ('reserve', 'finish' or 'release') of the user's
+// Idempotency-Key key for the request of fingerprint, answered by payment ref (created: a creation).
+func (w WalletKeys) paymentRemember(step, userID, key, fingerprint, ref string, created bool, now time.Time) (keys, args []string) {
+	keys = []string{w.Idempotency(userID, key), w.Events()}
+	return keys, []string{userID, key, fingerprint, ref, flag(created), idempotencyTTL(), millis(now), step}
 }
+
+// idempotencyTTL is the lifetime of an idempotency record, in seconds.
+func idempotencyTTL() string { return strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)) }
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// passArgs are queue_join's powid ("" none, '-' failed the check), powbits, powexp (ms) and code.
-func passArgs(p ticketrush.JoinPass) []string {
-	id := p.PowID
-	if p.PowInvalid {
-		id = "-"
-	}
-	exp := "0"
-	if !p.PowExpires.IsZero() {
-		exp = millis(p.PowExpires)
-	}
-	return []string{id, itoa(p.PowBits), exp, p.CodeHash}
-}
 
 // UserLimit is the per-user rate of the state-changing scripts (USER_RATE_LIMIT/s, bursts of
 // USER_RATE_BURST); Rate 0 turns it off.
 type UserLimit struct{ Rate, Burst int }
 
-// limitArgs are the ulimit, uburst ARGV each rate-limited script takes last.
-func limitArgs(l UserLimit) []string { return []string{itoa(l.Rate), itoa(l.Burst)} }
+func itoa(n int) string         { return strconv.Itoa(n) }
+func utoa(n uint64) string      { return strconv.FormatUint(n, 10) }
+func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

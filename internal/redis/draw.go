@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -18,17 +19,27 @@ import (
 // SealDraw closes a sale's pre-queue if its opening has passed (once; see lua/draw_seal.lua) and
 // returns the draw's state; Sealed is false before the opening.
 func (s *Store) SealDraw(ctx context.Context, concertID string, now time.Time) (ticketrush.DrawState, error) {
-	msg, err := s.exec(ctx, s.drawSeal, s.keys.Concert(concertID).drawSeal(), drawSealArgs(now))
+	keys, args := s.keys.Concert(concertID).drawSeal(now)
+	msg, err := s.exec(ctx, s.drawSeal, keys, args)
 	if err != nil {
 		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
 	}
-	r, err := reply(msg, 5)
+	st, err := sealReply(msg)
 	if err != nil {
 		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
+	}
+	return st, nil
+}
+
+// sealReply reads draw_seal's {sealed (0|1), base, n, placed, drawnAt}.
+func sealReply(msg rueidis.RedisMessage) (ticketrush.DrawState, error) {
+	r, err := reply(msg, 5)
+	if err != nil {
+		return ticketrush.DrawState{}, err
 	}
 	st := ticketrush.DrawState{Sealed: r.flag(0), Base: r.int(1), Entrants: r.int(2), Placed: r.int(3), DrawnAt: fromMillis(r.int(4))}
 	if r.err != nil {
-		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, r.err)
+		return ticketrush.DrawState{}, r.err
 	}
 	return st, nil
 }
@@ -36,17 +47,27 @@ func (s *Store) SealDraw(ctx context.Context, concertID string, now time.Time) (
 // PlaceDraw places one batch of entrants that starts after draw place from; it returns the cursor
 // after the call and whether this call applied the batch (false: another scheduler was there first).
 func (s *Store) PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error) {
-	msg, err := s.exec(ctx, s.drawPlace, s.keys.Concert(concertID).drawPlace(), drawPlaceArgs(from, batch, digest, now))
+	keys, args := s.keys.Concert(concertID).drawPlace(from, batch, digest, now)
+	msg, err := s.exec(ctx, s.drawPlace, keys, args)
 	if err != nil {
 		return 0, false, fmt.Errorf("place draw %s: %w", concertID, err)
 	}
-	r, err := reply(msg, 2)
+	placed, applied, err := placeReply(msg)
 	if err != nil {
 		return 0, false, fmt.Errorf("place draw %s: %w", concertID, err)
+	}
+	return placed, applied, nil
+}
+
+// placeReply reads draw_place's {placed, applied (0|1)}.
+func placeReply(msg rueidis.RedisMessage) (int64, bool, error) {
+	r, err := reply(msg, 2)
+	if err != nil {
+		return 0, false, err
 	}
 	placed, applied := r.int(0), r.flag(1)
 	if r.err != nil {
-		return 0, false, fmt.Errorf("place draw %s: %w", concertID, r.err)
+		return 0, false, r.err
 	}
 	return placed, applied, nil
 }
@@ -54,13 +75,23 @@ func (s *Store) PlaceDraw(ctx context.Context, concertID string, from int64, bat
 // PrequeueStatus returns the state of a user's pre-queue token (seq 0) and, once the draw placed them,
 // their arrival seq.
 func (s *Store) PrequeueStatus(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
-	msg, err := s.exec(ctx, s.drawStatus, s.keys.Concert(concertID).drawStatus(), drawStatusArgs(userID, now))
+	keys, args := s.keys.Concert(concertID).drawStatus(userID, now)
+	msg, err := s.exec(ctx, s.drawStatus, keys, args)
 	if err != nil {
 		return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, err)
 	}
-	r, err := reply(msg, 4)
+	st, seq, err := prequeueStatusReply(msg)
 	if err != nil {
 		return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, err)
+	}
+	return st, seq, nil
+}
+
+// prequeueStatusReply reads draw_status's {status, seq, position, activeUntil}.
+func prequeueStatusReply(msg rueidis.RedisMessage) (ticketrush.TokenState, uint64, error) {
+	r, err := reply(msg, 4)
+	if err != nil {
+		return ticketrush.TokenState{}, 0, err
 	}
 	st := ticketrush.TokenState{
 		Status: r.status(0, ticketrush.StatusPrequeue, ticketrush.StatusWaiting, ticketrush.StatusActive, ticketrush.StatusExpired),
@@ -68,7 +99,7 @@ func (s *Store) PrequeueStatus(ctx context.Context, concertID, userID string, no
 	seq := uint64(r.int(1))
 	st.Position, st.ActiveUntil = r.int(2), fromMillis(r.int(3))
 	if r.err != nil {
-		return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, r.err)
+		return ticketrush.TokenState{}, 0, r.err
 	}
 	return st, seq, nil
 }
@@ -76,10 +107,16 @@ func (s *Store) PrequeueStatus(ctx context.Context, concertID, userID string, no
 // LeavePrequeue takes a user out of a sale's pre-queue before it is sealed; it reports PREQUEUE when
 // they left, "" when they were not in it or it was sealed already.
 func (s *Store) LeavePrequeue(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.QueueStatus, error) {
-	msg, err := s.exec(ctx, s.prequeueLeave, s.keys.Concert(concertID).prequeueLeave(), prequeueLeaveArgs(userID, now))
+	keys, args := s.keys.Concert(concertID).prequeueLeave(userID, now)
+	msg, err := s.exec(ctx, s.prequeueLeave, keys, args)
 	if err != nil {
 		return "", fmt.Errorf("leave pre-queue %s: %w", concertID, err)
 	}
+	return prequeueLeaveReply(msg)
+}
+
+// prequeueLeaveReply reads prequeue_leave's 'PREQUEUE' or 'NONE' ("").
+func prequeueLeaveReply(msg rueidis.RedisMessage) (ticketrush.QueueStatus, error) {
 	from, err := msg.ToString()
 	switch {
 	case err != nil:
@@ -95,17 +132,52 @@ func (s *Store) LeavePrequeue(ctx context.Context, concertID, userID string, now
 // DrawState reads a concert's draw (a plain read of one hash; the seed is not part of it).
 func (s *Store) DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error) {
 	k := s.keys.Concert(concertID)
-	vals, err := s.client.Do(ctx, s.client.B().Hmget().Key(k.Draw()).Field("sealed", "base", "n", "placed", "digest", "drawnAt").Build()).ToArray()
+	msg, err := s.client.Do(ctx, s.client.B().Hmget().Key(k.Draw()).Field(drawFields[:]...).Build()).ToMessage()
 	if err != nil {
 		return ticketrush.DrawState{}, fmt.Errorf("draw state %s: %w", concertID, unavailable(err))
 	}
-	if len(vals) != 6 {
-		return ticketrush.DrawState{}, fmt.Errorf("draw state %s: %d fields, want 6", concertID, len(vals))
+	st, err := drawStateReply(msg)
+	if err != nil {
+		return ticketrush.DrawState{}, fmt.Errorf("draw state %s: %w", concertID, err)
 	}
-	str := func(i int) string { v, _ := vals[i].ToString(); return v }
-	num := func(i int) int64 { v, _ := vals[i].AsInt64(); return v }
-	return ticketrush.DrawState{Sealed: str(0) == "1", Base: num(1), Entrants: num(2), Placed: num(3), Digest: str(4),
-		DrawnAt: fromMillis(num(5))}, nil
+	return st, nil
+}
+
+// drawFields are the fields of a draw hash DrawState reads, in the order drawStateReply reads them.
+var drawFields = [...]string{"sealed", "base", "n", "placed", "digest", "drawnAt"}
+
+// drawStateReply reads the HMGET of drawFields: each field absent (nil: not written yet) or a string;
+// sealed is '1' when there, and base, n, placed and drawnAt are integers.
+func drawStateReply(msg rueidis.RedisMessage) (ticketrush.DrawState, error) {
+	items, err := msg.ToArray()
+	if err != nil {
+		return ticketrush.DrawState{}, fmt.Errorf("draw fields: %w", err)
+	}
+	if len(items) != len(drawFields) {
+		return ticketrush.DrawState{}, fmt.Errorf("%d draw fields, want %d", len(items), len(drawFields))
+	}
+	var vals [len(drawFields)]string
+	var nums [len(drawFields)]int64
+	for i, item := range items {
+		if item.IsNil() {
+			continue
+		}
+		v, err := item.ToString()
+		if err != nil {
+			return ticketrush.DrawState{}, fmt.Errorf("draw field %s: %w", drawFields[i], err)
+		}
+		vals[i] = v
+		if f := drawFields[i]; f != "sealed" && f != "digest" {
+			if nums[i], err = strconv.ParseInt(v, 10, 64); err != nil {
+				return ticketrush.DrawState{}, fmt.Errorf("draw field %s: %w", f, err)
+			}
+		}
+	}
+	if vals[0] != "" && vals[0] != "1" {
+		return ticketrush.DrawState{}, fmt.Errorf("draw field sealed: %q is not 1", vals[0])
+	}
+	return ticketrush.DrawState{Sealed: vals[0] == "1", Base: nums[1], Entrants: nums[2], Placed: nums[3], Digest: vals[4],
+		DrawnAt: fromMillis(nums[5])}, nil
 }
 
 // PrequeueSize is the number of the pre-queue's entrants so far.

@@ -97,9 +97,15 @@ func locals(src string) (named map[string]string, body string) {
 	return named, strings.Join(lines[i:], "\n")
 }
 
-// TestScriptHeaders holds every script's header against what Go builds for it: the keys, by their
-// layout name, and the arguments, by the value the test gives each named argument, in the header's
-// count and order (a reordered key or argument fails here, not in a sale). It also checks that each
+// call is one script call's KEYS and ARGV as its builder (args.go) returns them.
+type call struct{ keys, args []string }
+
+func built(keys, args []string) call { return call{keys: keys, args: args} }
+
+// TestScriptHeaders holds every script's header against what Go builds for it, through the builder the
+// Store calls: the keys, by their layout name, and the arguments, by the value the test gives each
+// named argument, in the header's count and order (a reordered key or argument fails here, not in a
+// sale). It also checks that each
 // script names its KEYS and ARGV once, at the top, with the header's names, and uses only the names
 // below (variadic tails excepted).
 func TestScriptHeaders(t *testing.T) {
@@ -123,53 +129,51 @@ func TestScriptHeaders(t *testing.T) {
 	entrants := []draw.Entrant{{User: "fan-1", Key: k9}, {User: "fan-2", Key: k8}}
 	tests := []struct {
 		script string
-		keys   []string
-		args   []string
+		call   call              // what the script's builder returns, exactly what the Store sends
 		want   map[string]string // argument name -> value; a variadic tail joined by ","
 	}{
-		{"concert_load", k.load(), loadArgs(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q, Sale: &sale,
-			Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}}, Sections: []ticketrush.Section{{Name: "A", Seats: 3}}}, now),
+		{"concert_load", built(k.concertLoad(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q, Sale: &sale,
+			Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}}, Sections: []ticketrush.Section{{Name: "A", Seats: 3}}}, now)),
 			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
 				"maxholds": "15", "paused": "1", "now": at, "pow": "16", "codereq": "1", "opens": "1800000060000",
 				"pqopens": "1800000030000", "seed": strings.Repeat("07", 32), "aps": "17", "total": "6",
 				"abandon": "18000", "noshow": "19000"}},
-		{"queue_join", append(k.join(), k.UserRate("fan-1"), k.PowUsed("ab12"), k.AccessCodes()),
-			append(append(joinArgs("fan-1", now), limitArgs(lim)...), passArgs(ticketrush.JoinPass{PowID: "ab12", PowBits: 20,
-				PowExpires: now.Add(time.Minute), CodeHash: "cafe"})...),
+		{"queue_join", built(k.queueJoin("fan-1", ticketrush.JoinPass{PowID: "ab12", PowBits: 20,
+			PowExpires: now.Add(time.Minute), CodeHash: "cafe"}, lim, now)),
 			map[string]string{"user": "fan-1", "now": at, "ulimit": "20", "uburst": "40", "powid": "ab12", "powbits": "20",
 				"powexp": "1800000060000", "code": "cafe"}},
-		{"draw_seal", k.drawSeal(), drawSealArgs(now), map[string]string{"now": at}},
-		{"draw_place", k.drawPlace(), drawPlaceArgs(3, entrants, "d1", now),
+		{"draw_seal", built(k.drawSeal(now)), map[string]string{"now": at}},
+		{"draw_place", built(k.drawPlace(3, entrants, "d1", now)),
 			map[string]string{"from": "3", "keys": string(bytes.Repeat([]byte{9}, 32)) + string(bytes.Repeat([]byte{8}, 32)),
 				"digest": "d1", "now": at, "user": "fan-1,fan-2"}},
-		{"prequeue_leave", k.prequeueLeave(), prequeueLeaveArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
-		{"draw_status", k.drawStatus(), drawStatusArgs("fan-1", now), map[string]string{"user": "fan-1", "now": at}},
-		{"queue_leave", k.leave(), leaveArgs("fan-1", 7, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
-		{"queue_status", k.status(), statusArgs(claims, now), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
-		{"queue_tick", k.tick(), tickArgs(now, 50), map[string]string{"now": at, "batch": "50"}},
-		{"queue_snapshot", k.snapshot(), snapshotArgs(9, 100, now), map[string]string{"after": "9", "limit": "100", "now": at}},
-		{"queue_configure", k.configure(), configureArgs(q, now), map[string]string{"cap": "11", "rate": "12", "paused": "1", "now": at,
+		{"prequeue_leave", built(k.prequeueLeave("fan-1", now)), map[string]string{"user": "fan-1", "now": at}},
+		{"draw_status", built(k.drawStatus("fan-1", now)), map[string]string{"user": "fan-1", "now": at}},
+		{"queue_leave", built(k.queueLeave("fan-1", 7, now)), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
+		{"queue_status", built(k.queueStatus(claims, now)), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
+		{"queue_tick", built(k.queueTick(now, 50)), map[string]string{"now": at, "batch": "50"}},
+		{"queue_snapshot", built(k.queueSnapshot(9, 100, now)), map[string]string{"after": "9", "limit": "100", "now": at}},
+		{"queue_configure", built(k.queueConfigure(q, now)), map[string]string{"cap": "11", "rate": "12", "paused": "1", "now": at,
 			"pow": "16", "codereq": "1", "aps": "17", "abandon": "18000", "noshow": "19000"}},
-		{"seat_hold", append(k.hold("s1"), k.UserRate("fan-1")), append(holdArgs(claims, "s1", "A-1", 500, "r1", now), limitArgs(lim)...),
+		{"seat_hold", built(k.seatHold(claims, "s1", "A-1", 500, "r1", lim, now)),
 			map[string]string{"user": "fan-1", "seq": "7", "schedule": "s1", "seat": "A-1", "price": "500", "id": "r1", "now": at,
 				"ulimit": "20", "uburst": "40"}},
-		{"hold_cancel", append(k.cancel("s1"), k.UserRate("fan-1")), append(cancelArgs("fan-1", "r1", now), limitArgs(lim)...),
+		{"hold_cancel", built(k.holdCancel("fan-1", "s1", "r1", lim, now)),
 			map[string]string{"user": "fan-1", "id": "r1", "now": at, "ulimit": "20", "uburst": "40"}},
-		{"hold_sweep", k.sweep(schedules), sweepArgs(now, 50, schedules), map[string]string{"now": at, "batch": "50", "schedule": "s1,s2"}},
-		{"schedule_counts", k.counts(schedules), countsArgs(now, schedules), map[string]string{"now": at, "schedule": "s1,s2"}},
-		{"payment_claim", append(k.claim("s1"), k.UserRate("fan-1")), append(claimArgs("fan-1", "r1", now), limitArgs(lim)...),
+		{"hold_sweep", built(k.holdSweep(schedules, now, 50)), map[string]string{"now": at, "batch": "50", "schedule": "s1,s2"}},
+		{"schedule_counts", built(k.scheduleCounts(schedules, now)), map[string]string{"now": at, "schedule": "s1,s2"}},
+		{"payment_claim", built(k.paymentClaim("fan-1", "s1", "r1", lim, now)),
 			map[string]string{"user": "fan-1", "id": "r1", "now": at, "ulimit": "20", "uburst": "40"}},
-		{"payment_complete", k.complete("s1"), completeArgs("r1", ticketrush.Payment{ID: "p1", Balance: 300, PaidAt: now.Add(time.Second)}, now),
+		{"payment_complete", built(k.paymentComplete("s1", "r1", ticketrush.Payment{ID: "p1", Balance: 300, PaidAt: now.Add(time.Second)}, now)),
 			map[string]string{"id": "r1", "payment": "p1", "balance": "300", "paid": "1800000001000", "now": at}},
-		{"payment_release", k.release("s1"), releaseArgs("r1", now), map[string]string{"id": "r1", "now": at}},
-		{"points_charge", append(w.charge("fan-1", "k1"), w.UserRate("fan-1")), append(chargeArgs("fan-1", 100, "c1", now, "k1", "fp1"), limitArgs(lim)...),
+		{"payment_release", built(k.paymentRelease("s1", "r1", now)), map[string]string{"id": "r1", "now": at}},
+		{"points_charge", built(w.pointsCharge("fan-1", 100, "c1", "k1", "fp1", lim, now)),
 			map[string]string{"user": "fan-1", "amount": "100", "id": "c1", "now": at, "key": "k1", "fp": "fp1", "ulimit": "20", "uburst": "40",
 				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "limit": strconv.Itoa(ticketrush.MaxBalance)}},
-		{"wallet_debit", w.money(), debitArgs("fan-1", "r1", 500, now),
+		{"wallet_debit", built(w.walletDebit("fan-1", "r1", 500, now)),
 			map[string]string{"user": "fan-1", "id": "r1", "amount": "500", "payment": ticketrush.PaymentID("r1"), "now": at}},
-		{"wallet_refund", w.money(), refundArgs("fan-1", "r1", now),
+		{"wallet_refund", built(w.walletRefund("fan-1", "r1", now)),
 			map[string]string{"user": "fan-1", "id": "r1", "refund": ticketrush.RefundID("r1"), "now": at}},
-		{"payment_remember", w.remember("fan-1", "k1"), rememberArgs("fan-1", "k1", "fp1", "p1", true, now, "finish"),
+		{"payment_remember", built(w.paymentRemember("finish", "fan-1", "k1", "fp1", "p1", true, now)),
 			map[string]string{"user": "fan-1", "key": "k1", "fp": "fp1", "ref": "p1", "created": "1",
 				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "now": at, "step": "finish"}},
 	}
@@ -181,7 +185,7 @@ func TestScriptHeaders(t *testing.T) {
 
 			// KEYS: Go's keys by layout name, against the header's names.
 			var gotKeys []string
-			for _, key := range tt.keys {
+			for _, key := range tt.call.keys {
 				gotKeys = append(gotKeys, keyName(key))
 			}
 			wantKeys := append([]string(nil), h.keys...)
@@ -191,15 +195,15 @@ func TestScriptHeaders(t *testing.T) {
 			assert.Equal(t, wantKeys, gotKeys, "KEYS: the header's names vs the keys Go builds")
 
 			// ARGV: Go's arguments against the test's value of each of the header's names, in order.
-			require.GreaterOrEqual(t, len(tt.args), len(h.args), "ARGV: Go builds fewer than the header names")
+			require.GreaterOrEqual(t, len(tt.call.args), len(h.args), "ARGV: Go builds fewer than the header names")
 			var wantArgs []string
 			for _, n := range h.args {
 				v, ok := tt.want[n]
 				require.True(t, ok, "ARGV %s of the header has no value in this test", n)
 				wantArgs = append(wantArgs, v)
 			}
-			assert.Equal(t, wantArgs, tt.args[:len(h.args)], "ARGV in the header's order %v", h.args)
-			tail := tt.args[len(h.args):]
+			assert.Equal(t, wantArgs, tt.call.args[:len(h.args)], "ARGV in the header's order %v", h.args)
+			tail := tt.call.args[len(h.args):]
 			if h.argsTail == "" {
 				assert.Empty(t, tail, "ARGV: Go builds more than the header names")
 			} else {

@@ -1,8 +1,8 @@
 // Package redis is the adapter for the hot path: every state change is one Lua script (see lua/) on
 // keys of one hash slot, and this package turns domain calls into script calls and replies back into
-// domain types and errors. With lua/ it is the one home of the data layout: key names (keys.go), script
-// arguments (args.go) and record encodings (layout.go); restore, reconcile and the load-test checker
-// read and write the state through it.
+// domain types and errors. With lua/ it is the one home of the data layout: key names (keys.go), each
+// script call's KEYS and ARGV (args.go) and record encodings (layout.go); restore, reconcile and the
+// load-test checker read and write the state through it.
 package redis
 
 import (
@@ -94,95 +94,12 @@ func (c ConcertKeys) All(scheduleIDs []string) []string {
 	return keys
 }
 
-// The KEYS of each script, in the order of its header.
-
-func (c ConcertKeys) load() []string {
-	return []string{c.Meta(), c.Cfg(), c.Events(), c.Draw(), c.Inventory()}
-}
-
-func (c ConcertKeys) join() []string {
-	return []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
-		c.Prequeue(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.NoShow()}
-}
-
-func (c ConcertKeys) leave() []string {
-	return []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Alive()}
-}
-
-func (c ConcertKeys) status() []string {
-	return []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Done(), c.Inventory()}
-}
-
-func (c ConcertKeys) tick() []string {
-	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(), c.Events(),
-		c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.Abandoned(), c.NoShow()}
-}
-
-func (c ConcertKeys) drawSeal() []string {
-	return []string{c.Cfg(), c.Seq(), c.Prequeue(), c.Draw(), c.Events()}
-}
-
-func (c ConcertKeys) drawPlace() []string {
-	return []string{c.Wait(), c.Draw(), c.DrawKeys(), c.Events()}
-}
-
-func (c ConcertKeys) prequeueLeave() []string { return []string{c.Prequeue(), c.Draw(), c.Events()} }
-
-func (c ConcertKeys) drawStatus() []string {
-	return []string{c.Prequeue(), c.Draw(), c.Wait(), c.Active(), c.ActiveSeq()}
-}
-
-func (c ConcertKeys) snapshot() []string {
-	return []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Wait(), c.Active(), c.LeftLog(), c.Inventory(), c.Holds(),
-		c.Abandoned()}
-}
-
-func (c ConcertKeys) configure() []string { return []string{c.Cfg(), c.Events()} }
-
 func (c ConcertKeys) Seats(scheduleID string) string { return c.base + "seats:" + scheduleID }
 func (c ConcertKeys) Holds() string                  { return c.base + "holds" }
 func (c ConcertKeys) Reservations() string           { return c.base + "res" }
 func (c ConcertKeys) UserHolds() string              { return c.base + "uholds" }
 func (c ConcertKeys) Paying() string                 { return c.base + "paying" }
 func (c ConcertKeys) Sold() string                   { return c.base + "sold" }
-
-func (c ConcertKeys) hold(scheduleID string) []string {
-	return []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Paying(),
-		c.Inventory(), c.NoShow()}
-}
-
-func (c ConcertKeys) cancel(scheduleID string) []string {
-	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Inventory()}
-}
-
-func (c ConcertKeys) sweep(scheduleIDs []string) []string {
-	keys := []string{c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Inventory()}
-	for _, s := range scheduleIDs {
-		keys = append(keys, c.Seats(s))
-	}
-	return keys
-}
-
-func (c ConcertKeys) counts(scheduleIDs []string) []string {
-	keys := []string{c.Holds(), c.Reservations(), c.Sold()}
-	for _, s := range scheduleIDs {
-		keys = append(keys, c.Seats(s))
-	}
-	return keys
-}
-
-func (c ConcertKeys) claim(scheduleID string) []string {
-	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.Events()}
-}
-
-func (c ConcertKeys) complete(scheduleID string) []string {
-	return []string{c.Seats(scheduleID), c.Reservations(), c.Paying(), c.UserHolds(), c.Sold(), c.Active(), c.ActiveSeq(), c.Done(), c.Events(),
-		c.Inventory()}
-}
-
-func (c ConcertKeys) release(scheduleID string) []string {
-	return []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.UserHolds(), c.Events(), c.Inventory()}
-}
 
 // WalletShards is the fixed number of wallet shards. Changing it moves balances between keys: it is
 // part of the data layout, not a tuning knob.
@@ -221,17 +138,5 @@ func (w WalletKeys) Idempotency(userID, key string) string {
 
 // All returns the shard's keys but its idempotency records (which expire on their own).
 func (w WalletKeys) All() []string {
-	return []string{w.Balances(), w.Debits(), w.Refunds(), w.Events()}
-}
-
-func (w WalletKeys) charge(userID, idemKey string) []string {
-	return []string{w.Balances(), w.Idempotency(userID, idemKey), w.Events()}
-}
-
-func (w WalletKeys) remember(userID, idemKey string) []string {
-	return []string{w.Idempotency(userID, idemKey), w.Events()}
-}
-
-func (w WalletKeys) money() []string {
 	return []string{w.Balances(), w.Debits(), w.Refunds(), w.Events()}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 	"github.com/ticketrush/ticketrush/lua"
 )
 
@@ -43,35 +44,40 @@ func TestSlot(t *testing.T) {
 	assert.Equal(t, slot("foo"), slot("tr:{foo}:bar"))
 }
 
-// TestEveryScriptTouchesOneSlot computes the hash slot of every key each script is given and fails when
-// one script's keys span two slots.
+// TestEveryScriptTouchesOneSlot computes the hash slot of every key each script's builder gives it (the
+// user's rate bucket and the other keys of a rate-limited call included) and fails when one script's
+// keys span two slots.
 func TestEveryScriptTouchesOneSlot(t *testing.T) {
 	k := NewKeys("tr").Concert("c0ncert0001x")
 	w := NewKeys("tr").Wallet("fan-42")
 	schedules := []string{"sched0000001", "sched0000002", "sched0000003"}
+	lim := UserLimit{Rate: 20, Burst: 40}
+	claims := ticketrush.QueueClaims{ConcertID: "c0ncert0001x", UserID: "fan-42", Seq: 7}
+	pass := ticketrush.JoinPass{PowID: "ab12"}
+	keysOf := func(keys, _ []string) []string { return keys }
 	scripts := map[string][]string{
-		"concert_load":     k.load(),
-		"queue_join":       k.join(),
-		"queue_leave":      k.leave(),
-		"queue_status":     k.status(),
-		"queue_tick":       k.tick(),
-		"queue_snapshot":   k.snapshot(),
-		"queue_configure":  k.configure(),
-		"seat_hold":        k.hold(schedules[1]),
-		"hold_cancel":      k.cancel(schedules[1]),
-		"hold_sweep":       k.sweep(schedules),
-		"schedule_counts":  k.counts(schedules),
-		"payment_claim":    k.claim(schedules[0]),
-		"payment_complete": k.complete(schedules[0]),
-		"payment_release":  k.release(schedules[0]),
-		"points_charge":    w.charge("fan-42", "key{with}braces"),
-		"wallet_debit":     w.money(),
-		"wallet_refund":    w.money(),
-		"payment_remember": w.remember("fan-42", "key{with}braces"),
-		"draw_seal":        k.drawSeal(),
-		"draw_place":       k.drawPlace(),
-		"draw_status":      k.drawStatus(),
-		"prequeue_leave":   k.prequeueLeave(),
+		"concert_load":     keysOf(k.concertLoad(ticketrush.Concert{ID: "c0ncert0001x"}, t0)),
+		"queue_join":       keysOf(k.queueJoin("fan-42", pass, lim, t0)),
+		"queue_leave":      keysOf(k.queueLeave("fan-42", 7, t0)),
+		"queue_status":     keysOf(k.queueStatus(claims, t0)),
+		"queue_tick":       keysOf(k.queueTick(t0, 50)),
+		"queue_snapshot":   keysOf(k.queueSnapshot(0, 10, t0)),
+		"queue_configure":  keysOf(k.queueConfigure(ticketrush.QueueSettings{}, t0)),
+		"seat_hold":        keysOf(k.seatHold(claims, schedules[1], "A-1", 100, "r1", lim, t0)),
+		"hold_cancel":      keysOf(k.holdCancel("fan-42", schedules[1], "r1", lim, t0)),
+		"hold_sweep":       keysOf(k.holdSweep(schedules, t0, 50)),
+		"schedule_counts":  keysOf(k.scheduleCounts(schedules, t0)),
+		"payment_claim":    keysOf(k.paymentClaim("fan-42", schedules[0], "r1", lim, t0)),
+		"payment_complete": keysOf(k.paymentComplete(schedules[0], "r1", ticketrush.Payment{}, t0)),
+		"payment_release":  keysOf(k.paymentRelease(schedules[0], "r1", t0)),
+		"points_charge":    keysOf(w.pointsCharge("fan-42", 100, "c1", "key{with}braces", "fp", lim, t0)),
+		"wallet_debit":     keysOf(w.walletDebit("fan-42", "r1", 100, t0)),
+		"wallet_refund":    keysOf(w.walletRefund("fan-42", "r1", t0)),
+		"payment_remember": keysOf(w.paymentRemember("finish", "fan-42", "key{with}braces", "fp", "p1", true, t0)),
+		"draw_seal":        keysOf(k.drawSeal(t0)),
+		"draw_place":       keysOf(k.drawPlace(0, nil, "", t0)),
+		"draw_status":      keysOf(k.drawStatus("fan-42", t0)),
+		"prequeue_leave":   keysOf(k.prequeueLeave("fan-42", t0)),
 	}
 	for _, name := range lua.Names() {
 		keys, ok := scripts[name]

@@ -167,3 +167,10 @@ func mapError(err error) (string, error) {
 	}
 	return "IO", errors.Join(ticketrush.ErrUnavailable, err)
 }
+
+func isNil(err error) bool { return rueidis.IsRedisNil(err) }
+
+func isNoScript(err error) bool {
+	rerr, ok := rueidis.IsRedisErr(err)
+	return ok && rerr.IsNoScript()
+}

@@ -60,226 +60,6 @@ func mustLoad(t *testing.T, s *Store, c ticketrush.Concert) {
 	require.True(t, loaded)
 }
 
-func TestLoadConcertOnce(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
-		ctx := context.Background()
-		mustLoad(t, s, concert("c1", nil))
-		again, err := s.LoadConcert(ctx, concert("c1", func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 5 }), t0)
-		require.NoError(t, err)
-		assert.False(t, again, "a loaded concert is left as it is")
-		capacity, err := c.Do(ctx, c.B().Hget().Key(s.keys.Concert("c1").Cfg()).Field("cap").Build()).ToString()
-		require.NoError(t, err)
-		assert.Equal(t, "1000", capacity)
-	})
-}
-
-func TestJoin(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
-		ctx := context.Background()
-		mustLoad(t, s, concert("c1", func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }))
-
-		first, err := s.Join(ctx, "c1", "alice", t0)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: 1, ActiveUntil: t0.Add(1800 * time.Second), Created: true}, first,
-			"nobody waits and there is room: admitted at once")
-
-		second, err := s.Join(ctx, "c1", "bob", t0)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: 2, Created: true}, second, "no room: waits")
-
-		again, err := s.Join(ctx, "c1", "bob", t0.Add(time.Second))
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: 2}, again, "a rejoin gets the same arrival")
-
-		activeAgain, err := s.Join(ctx, "c1", "alice", t0.Add(time.Second))
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: 1, ActiveUntil: t0.Add(1800 * time.Second)}, activeAgain)
-
-		lapsed, err := s.Join(ctx, "c1", "alice", t0.Add(1800*time.Second))
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: 3, Created: true}, lapsed,
-			"after the active token lapsed a join goes to the back")
-
-		_, err = s.Join(ctx, "nope", "alice", t0)
-		assert.ErrorIs(t, err, ticketrush.ErrNotFound)
-
-		types := eventTypes(t, c, s.keys.Concert("c1").Events())
-		assert.Equal(t, []string{"concert.load", "queue.admit", "queue.join", "queue.lapse", "queue.join"}, types)
-	})
-}
-
-func TestJoinRespectsPauseAndRate(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *Store, _ rueidis.Client) {
-		ctx := context.Background()
-		mustLoad(t, s, concert("paused", func(q *ticketrush.QueueSettings) { q.Paused = true }))
-		r, err := s.Join(ctx, "paused", "alice", t0)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.StatusWaiting, r.Status, "paused: nobody is admitted, joins still queue")
-
-		mustLoad(t, s, concert("slow", func(q *ticketrush.QueueSettings) { q.AdmitPerSecond = 1 }))
-		r, err = s.Join(ctx, "slow", "a", t0)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.StatusActive, r.Status)
-		r, err = s.Join(ctx, "slow", "b", t0)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.StatusWaiting, r.Status, "the rate budget of 1/s is spent")
-	})
-}
-
-func TestLeave(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
-		ctx := context.Background()
-		mustLoad(t, s, concert("c1", func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }))
-		a, _ := s.Join(ctx, "c1", "alice", t0)
-		b, _ := s.Join(ctx, "c1", "bob", t0)
-
-		tests := []struct {
-			name string
-			user string
-			seq  uint64
-			want ticketrush.QueueStatus
-		}{
-			{"wrong seq", "bob", b.Seq + 5, ""},
-			{"waiting", "bob", b.Seq, ticketrush.StatusWaiting},
-			{"again", "bob", b.Seq, ""},
-			{"active", "alice", a.Seq, ticketrush.StatusActive},
-			{"stranger", "carol", 1, ""},
-		}
-		for _, tt := range tests {
-			got, err := s.Leave(ctx, "c1", tt.user, tt.seq, t0)
-			require.NoError(t, err, tt.name)
-			assert.Equal(t, tt.want, got, tt.name)
-		}
-		snap, err := s.Snapshot(ctx, "c1", 0, 100, t0)
-		require.NoError(t, err)
-		assert.Equal(t, []ticketrush.Leave{{Seq: b.Seq, Ordinal: 1}}, snap.Leaves)
-		assert.Equal(t, int64(0), snap.Waiting)
-		assert.Equal(t, int64(0), snap.Active)
-	})
-}
-
-func TestTokenStatus(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
-		ctx := context.Background()
-		mustLoad(t, s, concert("c1", func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }))
-		a, _ := s.Join(ctx, "c1", "alice", t0)
-		s.Join(ctx, "c1", "bob", t0)
-		carol, _ := s.Join(ctx, "c1", "carol", t0)
-		require.NoError(t, c.Do(ctx, c.B().Sadd().Key(s.keys.Concert("c1").Done()).Member("9").Build()).Error())
-
-		claims := func(user string, seq uint64) ticketrush.QueueClaims {
-			return ticketrush.QueueClaims{UserID: user, ConcertID: "c1", Seq: seq}
-		}
-		tests := []struct {
-			name string
-			give ticketrush.QueueClaims
-			at   time.Time
-			want ticketrush.TokenState
-		}{
-			{"active", claims("alice", a.Seq), t0, ticketrush.TokenState{Status: ticketrush.StatusActive, ActiveUntil: a.ActiveUntil}},
-			{"active lapsed before any sweep", claims("alice", a.Seq), a.ActiveUntil, ticketrush.TokenState{Status: ticketrush.StatusExpired}},
-			{"waiting second in line", claims("carol", carol.Seq), t0, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: 2}},
-			{"old token of a fan now waiting", claims("carol", 1), t0, ticketrush.TokenState{Status: ticketrush.StatusExpired}},
-			{"done", claims("dave", 9), t0, ticketrush.TokenState{Status: ticketrush.StatusDone}},
-		}
-		for _, tt := range tests {
-			got, err := s.TokenStatus(ctx, tt.give, tt.at)
-			require.NoError(t, err, tt.name)
-			assert.Equal(t, tt.want, got, tt.name)
-		}
-	})
-}
-
-func TestTick(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
-		ctx := context.Background()
-		mustLoad(t, s, concert("c1", func(q *ticketrush.QueueSettings) {
-			q.ActiveCapacity = 3
-			q.AdmitPerSecond = 2
-			q.ActiveTTL = 10 * time.Second
-			q.Paused = true
-		}))
-		for _, u := range []string{"u1", "u2", "u3", "u4", "u5"} {
-			_, err := s.Join(ctx, "c1", u, t0)
-			require.NoError(t, err)
-		}
-		r, err := s.Tick(ctx, "c1", t0, 100)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.TickResult{Waiting: 5}, r, "paused: nobody admitted")
-
-		q := ticketrush.DefaultQueueSettings()
-		q.ActiveCapacity, q.AdmitPerSecond = 3, 2
-		require.NoError(t, s.Configure(ctx, "c1", q, t0))
-		r, err = s.Tick(ctx, "c1", t0, 100)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.TickResult{Admitted: 2, Waiting: 3, Active: 2}, r, "rate budget of 2")
-
-		r, err = s.Tick(ctx, "c1", t0.Add(500*time.Millisecond), 100)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.TickResult{Admitted: 1, Waiting: 2, Active: 3}, r, "half a second refills one")
-
-		r, err = s.Tick(ctx, "c1", t0.Add(5*time.Second), 100)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.TickResult{Waiting: 2, Active: 3}, r, "capacity 3 is full")
-
-		st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{UserID: "u1", ConcertID: "c1", Seq: 1}, t0)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.StatusActive, st.Status, "u1 was first in line")
-		assert.Equal(t, t0.Add(10*time.Second), st.ActiveUntil)
-
-		r, err = s.Tick(ctx, "c1", t0.Add(10*time.Second), 100)
-		require.NoError(t, err)
-		assert.Equal(t, ticketrush.TickResult{Admitted: 2, Lapsed: 2, Waiting: 0, Active: 3}, r,
-			"u1 and u2 lapse at their activeUntil; u4 and u5 take their slots")
-
-		snap, err := s.Snapshot(ctx, "c1", 0, 10, t0.Add(10*time.Second))
-		require.NoError(t, err)
-		assert.Equal(t, uint64(5), snap.Head)
-		assert.Equal(t, uint64(5), snap.Admitted)
-
-		_, err = s.Tick(ctx, "nope", t0, 100)
-		assert.ErrorIs(t, err, ticketrush.ErrNotFound)
-	})
-}
-
-func TestTickTrimsLeaves(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
-		ctx := context.Background()
-		mustLoad(t, s, concert("c1", func(q *ticketrush.QueueSettings) { q.Paused = true }))
-		for _, u := range []string{"u1", "u2", "u3", "u4"} {
-			s.Join(ctx, "c1", u, t0)
-		}
-		s.Leave(ctx, "c1", "u2", 2, t0)
-		s.Leave(ctx, "c1", "u4", 4, t0)
-		snap, err := s.Snapshot(ctx, "c1", 0, 10, t0)
-		require.NoError(t, err)
-		assert.Equal(t, []ticketrush.Leave{{Seq: 2, Ordinal: 1}, {Seq: 4, Ordinal: 2}}, snap.Leaves)
-		since, err := s.Snapshot(ctx, "c1", 1, 10, t0)
-		require.NoError(t, err)
-		assert.Equal(t, []ticketrush.Leave{{Seq: 4, Ordinal: 2}}, since.Leaves, "only the leaves after the ordinal asked for")
-
-		q := ticketrush.DefaultQueueSettings()
-		require.NoError(t, s.Configure(ctx, "c1", q, t0))
-		r, err := s.Tick(ctx, "c1", t0, 100)
-		require.NoError(t, err)
-		assert.Equal(t, 2, r.Admitted)
-		snap, err = s.Snapshot(ctx, "c1", 0, 10, t0)
-		require.NoError(t, err)
-		assert.Equal(t, uint64(3), snap.Head)
-		assert.Equal(t, []ticketrush.Leave{{Seq: 4, Ordinal: 2}}, snap.Leaves, "seq 2 is behind the head and trimmed; 4 is not")
-	})
-}
-
-func TestConfigureUnknown(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *Store, _ rueidis.Client) {
-		err := s.Configure(context.Background(), "nope", ticketrush.DefaultQueueSettings(), t0)
-		assert.ErrorIs(t, err, ticketrush.ErrNotFound)
-		snap, err := s.Snapshot(context.Background(), "nope", 0, 10, t0)
-		require.NoError(t, err)
-		assert.False(t, snap.Found)
-	})
-}
-
 func eventTypes(t *testing.T, c rueidis.Client, stream string) []string {
 	t.Helper()
 	entries, err := c.Do(context.Background(), c.B().Xrange().Key(stream).Start("-").End("+").Build()).AsXRange()
@@ -297,4 +77,39 @@ func TestOpenMasksPassword(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "hunter2")
 	assert.Contains(t, err.Error(), "invalid port")
+}
+
+const (
+	cid = "concert00001"
+	sA  = "schedule000a"
+	sB  = "schedule000b"
+)
+
+// sale loads a concert with two schedules and admits the given fans; it returns their claims.
+func sale(t *testing.T, s *Store, mod func(*ticketrush.QueueSettings), fans ...string) map[string]ticketrush.QueueClaims {
+	t.Helper()
+	ctx := context.Background()
+	c := concert(cid, mod)
+	c.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}, {ID: sB, StartsAt: t0}}
+	mustLoad(t, s, c)
+	out := map[string]ticketrush.QueueClaims{}
+	for _, f := range fans {
+		r, err := s.Join(ctx, cid, f, t0)
+		require.NoError(t, err)
+		out[f] = ticketrush.QueueClaims{UserID: f, ConcertID: cid, Seq: r.Seq}
+	}
+	return out
+}
+
+func filter(types []string, prefixes ...string) []string {
+	var out []string
+	for _, t := range types {
+		for _, p := range prefixes {
+			if len(t) >= len(p) && t[:len(p)] == p {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -1,0 +1,38 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// LoadConcert writes a concert's catalog and settings unless Redis has them already; it reports
+// whether it wrote.
+func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.Time) (bool, error) {
+	keys, args := s.keys.Concert(c.ID).concertLoad(c, now)
+	msg, err := s.exec(ctx, s.load, keys, args)
+	if err != nil {
+		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
+	}
+	loaded, err := loadReply(msg)
+	if err != nil {
+		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
+	}
+	return loaded, nil
+}
+
+// loadReply reads concert_load's 1 (loaded) or 0 (there already).
+func loadReply(msg rueidis.RedisMessage) (bool, error) {
+	n, err := msg.ToInt64()
+	if err != nil {
+		return false, fmt.Errorf("script reply: %w", err)
+	}
+	if n != 0 && n != 1 {
+		return false, fmt.Errorf("script reply %d is not 0 or 1", n)
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,131 @@
+package redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+func TestPaymentSteps(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second }, "alice", "bob")
+		r, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
+		require.NoError(t, err)
+
+		_, err = s.Claim(ctx, "bob", r.ID, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrNotFound, "not bob's")
+		_, err = s.Claim(ctx, "alice", r.ID, t0.Add(10*time.Second))
+		assert.ErrorIs(t, err, ticketrush.ErrReservationExpired, "lapsed before payment")
+
+		claimed, err := s.Claim(ctx, "alice", r.ID, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.ReservationPaying, claimed.Status)
+		again, err := s.Claim(ctx, "alice", r.ID, t0)
+		require.NoError(t, err, "a second claim (a retry) succeeds")
+		assert.Equal(t, ticketrush.ReservationPaying, again.Status)
+		n, err := s.Sweep(ctx, cid, []string{sA, sB}, t0.Add(time.Hour), 10)
+		require.NoError(t, err)
+		assert.Zero(t, n, "a claimed hold no longer lapses")
+		stuck, err := s.StuckPayments(ctx, cid, t0, 10)
+		require.NoError(t, err)
+		assert.Equal(t, []string{r.ID}, stuck)
+
+		_, err = s.Debit(ctx, "alice", r.ID, 300, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrInsufficientBalance)
+		_, _, err = s.Charge(ctx, "alice", 1000, "", "", t0)
+		require.NoError(t, err)
+		d, err := s.Debit(ctx, "alice", r.ID, 300, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.Payment{ID: ticketrush.PaymentID(r.ID), ReservationID: r.ID, UserID: "alice", Amount: 300, Balance: 700, PaidAt: t0}, d)
+		d2, err := s.Debit(ctx, "alice", r.ID, 300, t0.Add(time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, d, d2, "one debit per reservation")
+		got, ok, err := s.Debited(ctx, "alice", r.ID)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, d, got)
+
+		paid, err := s.Complete(ctx, r.ID, d, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.ReservationPaid, paid.Status)
+		assert.Equal(t, d.ID, paid.PaymentID)
+		assert.Equal(t, int64(700), paid.Balance)
+		again, err = s.Complete(ctx, r.ID, d, t0)
+		require.NoError(t, err)
+		assert.Equal(t, paid, again)
+		replay, err := s.Claim(ctx, "alice", r.ID, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.ReservationPaid, replay.Status, "paying a PAID reservation replies with its payment")
+
+		st, err := s.TokenStatus(ctx, fans["alice"], t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusDone, st.Status, "her last open hold is paid")
+		counts, err := s.ScheduleCounts(ctx, cid, []string{sA}, t0)
+		require.NoError(t, err)
+		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 1, Sold: 1}}, counts)
+		balance, err := s.Balance(ctx, "alice")
+		require.NoError(t, err)
+		assert.Equal(t, int64(700), balance)
+
+		assert.Equal(t, []string{"hold.create", "payment.claim", "sale", "queue.done"},
+			filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "hold.", "payment.", "sale", "queue.done"))
+		assert.Equal(t, []string{"point.charge", "point.debit"}, eventTypes(t, c, s.keys.Wallet("alice").Events()))
+	})
+}
+
+func TestReleaseAndRefund(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second }, "alice")
+		r1, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
+		require.NoError(t, err)
+		r2, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-2", 300, t0)
+		require.NoError(t, err)
+		_, err = s.Claim(ctx, "alice", r1.ID, t0)
+		require.NoError(t, err)
+		_, err = s.Claim(ctx, "alice", r2.ID, t0)
+		require.NoError(t, err)
+
+		back, err := s.Release(ctx, r1.ID, t0.Add(time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.ReservationHeld, back.Status, "released before its expiry: HELD again")
+		_, err = s.Cancel(ctx, "alice", r1.ID, t0.Add(time.Second))
+		assert.NoError(t, err, "and cancellable again")
+
+		gone, err := s.Release(ctx, r2.ID, t0.Add(10*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.ReservationExpired, gone.Status, "released after its expiry: EXPIRED")
+		unchanged, err := s.Release(ctx, r2.ID, t0.Add(10*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, gone, unchanged)
+		_, err = s.Complete(ctx, r2.ID, ticketrush.Payment{ID: ticketrush.PaymentID(r2.ID), PaidAt: t0}, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrReservationNotHeld, "no sale once released")
+
+		refunded, err := s.Refund(ctx, "alice", r2.ID, t0)
+		require.NoError(t, err)
+		assert.False(t, refunded, "nothing was debited")
+		_, _, err = s.Charge(ctx, "alice", 500, "", "", t0)
+		require.NoError(t, err)
+		_, err = s.Debit(ctx, "alice", r2.ID, 300, t0)
+		require.NoError(t, err)
+		refunded, err = s.Refund(ctx, "alice", r2.ID, t0)
+		require.NoError(t, err)
+		assert.True(t, refunded)
+		refunded, err = s.Refund(ctx, "alice", r2.ID, t0)
+		require.NoError(t, err)
+		assert.True(t, refunded, "the same refund again, not a second one")
+		balance, err := s.Balance(ctx, "alice")
+		require.NoError(t, err)
+		assert.Equal(t, int64(500), balance)
+		_, err = s.Debit(ctx, "alice", r2.ID, 300, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrReservationNotHeld, "a refunded reservation is never debited again")
+		assert.Equal(t, []string{"point.charge", "point.debit", "point.refund"}, eventTypes(t, c, s.keys.Wallet("alice").Events()))
+	})
+}

@@ -1,0 +1,241 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// Join puts a fan in a concert's line, or returns their live token's arrival.
+func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error) {
+	return s.JoinWith(ctx, concertID, userID, ticketrush.JoinPass{}, now)
+}
+
+// JoinWith is Join with what the join carries past the concert's proof-of-work and access-code gates;
+// the script checks them (and the user's rate) before anything else.
+func (s *Store) JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
+	keys, args := s.keys.Concert(concertID).queueJoin(userID, pass, s.limit, now)
+	msg, err := s.exec(ctx, s.join, keys, args)
+	if err != nil {
+		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
+	}
+	res, err := joinReply(msg)
+	if err != nil {
+		return res, fmt.Errorf("join %s: %w", concertID, err)
+	}
+	return res, nil
+}
+
+// joinReply reads queue_join's {status, seq, activeUntil, created}.
+func joinReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, error) {
+	r, err := reply(msg, 4)
+	if err != nil {
+		return ticketrush.JoinResult{}, err
+	}
+	res := ticketrush.JoinResult{
+		Status:      r.status(0, ticketrush.StatusPrequeue, ticketrush.StatusWaiting, ticketrush.StatusActive),
+		Seq:         uint64(r.int(1)),
+		ActiveUntil: fromMillis(r.int(2)),
+		Created:     r.flag(3),
+	}
+	return res, r.err
+}
+
+// Leave takes the token of arrival seq out of the line or the active set. It returns where the token
+// was: WAITING, ACTIVE, or "" when it was no longer live.
+func (s *Store) Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
+	keys, args := s.keys.Concert(concertID).queueLeave(userID, seq, now)
+	msg, err := s.exec(ctx, s.leave, keys, args)
+	if err != nil {
+		return "", fmt.Errorf("leave %s: %w", concertID, err)
+	}
+	return leaveReply(msg)
+}
+
+// leaveReply reads queue_leave's 'WAITING', 'ACTIVE' or 'NONE' ("").
+func leaveReply(msg rueidis.RedisMessage) (ticketrush.QueueStatus, error) {
+	from, err := msg.ToString()
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("leave reply: %w", err)
+	case from == "NONE":
+		return "", nil
+	case from == string(ticketrush.StatusWaiting), from == string(ticketrush.StatusActive):
+		return ticketrush.QueueStatus(from), nil
+	}
+	return "", fmt.Errorf("leave reply: unexpected %q", from)
+}
+
+// TokenStatus returns the exact state of a token.
+func (s *Store) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+	keys, args := s.keys.Concert(c.ConcertID).queueStatus(c, now)
+	msg, err := s.exec(ctx, s.status, keys, args)
+	if err != nil {
+		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
+	}
+	return tokenState(msg)
+}
+
+func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
+	r, err := reply(msg, 3)
+	if err != nil {
+		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
+	}
+	st := ticketrush.TokenState{
+		Status: r.status(0, ticketrush.StatusWaiting, ticketrush.StatusActive, ticketrush.StatusExpired, ticketrush.StatusDone,
+			ticketrush.StatusSoldOut),
+		Position:    r.int(1),
+		ActiveUntil: fromMillis(r.int(2)),
+	}
+	if r.err != nil {
+		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", r.err)
+	}
+	return st, nil
+}
+
+// Tick runs one admission round for a concert.
+func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch int) (ticketrush.TickResult, error) {
+	keys, args := s.keys.Concert(concertID).queueTick(now, batch)
+	msg, err := s.exec(ctx, s.tick, keys, args)
+	if err != nil {
+		return ticketrush.TickResult{}, fmt.Errorf("tick %s: %w", concertID, err)
+	}
+	res, err := tickReply(msg)
+	if err != nil {
+		return res, fmt.Errorf("tick %s: %w", concertID, err)
+	}
+	return res, nil
+}
+
+// tickReply reads queue_tick's {admitted, lapsed, waiting, active, abandoned, noshows}.
+func tickReply(msg rueidis.RedisMessage) (ticketrush.TickResult, error) {
+	r, err := reply(msg, 6)
+	if err != nil {
+		return ticketrush.TickResult{}, err
+	}
+	res := ticketrush.TickResult{Admitted: int(r.int(0)), Lapsed: int(r.int(1)), Waiting: r.int(2), Active: r.int(3),
+		Abandoned: int(r.int(4)), NoShows: int(r.int(5))}
+	return res, r.err
+}
+
+// Snapshot reads the shared queue state and up to limit leaves after ordinal afterLeave.
+func (s *Store) Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error) {
+	keys, args := s.keys.Concert(concertID).queueSnapshot(afterLeave, limit, now)
+	msg, err := s.exec(ctx, s.snapshot, keys, args)
+	if err != nil {
+		return ticketrush.QueueSnapshot{}, fmt.Errorf("queue snapshot %s: %w", concertID, err)
+	}
+	snap, err := snapshotReply(msg)
+	if err != nil {
+		return snap, fmt.Errorf("queue snapshot %s: %w", concertID, err)
+	}
+	return snap, nil
+}
+
+// snapshotReply reads queue_snapshot's {found, head, tail, admitted, waiting, active, cap, rate, paused,
+// {seq, ordinal, ...}, soldout, available, aps, abandoned, abandon (ms)}.
+func snapshotReply(msg rueidis.RedisMessage) (ticketrush.QueueSnapshot, error) {
+	r, err := reply(msg, 15)
+	if err != nil {
+		return ticketrush.QueueSnapshot{}, err
+	}
+	snap := ticketrush.QueueSnapshot{
+		Found:          r.flag(0),
+		Head:           uint64(r.int(1)),
+		Tail:           uint64(r.int(2)),
+		Admitted:       uint64(r.int(3)),
+		Waiting:        r.int(4),
+		Active:         r.int(5),
+		ActiveCapacity: int(r.int(6)),
+		AdmitPerSecond: int(r.int(7)),
+		Paused:         r.flag(8),
+		SoldOut:        r.flag(10),
+		SeatsAvailable: r.int(11),
+		ActivePerSeat:  int(r.int(12)),
+		Abandoned:      r.int(13),
+		AbandonAfter:   time.Duration(r.int(14)) * time.Millisecond,
+	}
+	if r.err != nil {
+		return ticketrush.QueueSnapshot{}, r.err
+	}
+	leaves, err := r.items[9].AsStrSlice()
+	if err != nil {
+		return ticketrush.QueueSnapshot{}, fmt.Errorf("leaves: %w", err)
+	}
+	if len(leaves)%2 != 0 {
+		return ticketrush.QueueSnapshot{}, fmt.Errorf("leaves: %d items, want pairs", len(leaves))
+	}
+	for i := 0; i < len(leaves); i += 2 {
+		seq, err1 := strconv.ParseUint(leaves[i], 10, 64)
+		ord, err2 := strconv.ParseFloat(leaves[i+1], 64)
+		if err1 != nil || err2 != nil {
+			return ticketrush.QueueSnapshot{}, fmt.Errorf("bad leave %q %q", leaves[i], leaves[i+1])
+		}
+		snap.Leaves = append(snap.Leaves, ticketrush.Leave{Seq: seq, Ordinal: uint64(ord)})
+	}
+	return snap, nil
+}
+
+// AddAccessCodes adds unclaimed access codes (by hash) to a concert; a hash it has already keeps its owner.
+func (s *Store) AddAccessCodes(ctx context.Context, concertID string, hashes []string) error {
+	key := s.keys.Concert(concertID).AccessCodes()
+	var cmds rueidis.Commands
+	for _, h := range hashes {
+		cmds = append(cmds, s.client.B().Hsetnx().Key(key).Field(h).Value("").Build())
+	}
+	for _, r := range s.client.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("add access codes %s: %w", concertID, unavailable(err))
+		}
+	}
+	return nil
+}
+
+// MarkAlive records that the fans of the given WAITING arrivals were seen at now: one command, which
+// an instance sends at most once a second per concert for every token it served in that second.
+func (s *Store) MarkAlive(ctx context.Context, concertID string, seqs []uint64, now time.Time) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	at := millis(now)
+	cmd := s.client.B().Hset().Key(s.keys.Concert(concertID).Alive()).FieldValue()
+	for _, seq := range seqs {
+		cmd = cmd.FieldValue(utoa(seq), at)
+	}
+	if err := s.client.Do(ctx, cmd.Build()).Error(); err != nil {
+		return fmt.Errorf("mark alive %s: %w", concertID, unavailable(err))
+	}
+	return nil
+}
+
+// Configure changes a concert's admission settings in Redis, where the tick reads them.
+func (s *Store) Configure(ctx context.Context, concertID string, q ticketrush.QueueSettings, now time.Time) error {
+	keys, args := s.keys.Concert(concertID).queueConfigure(q, now)
+	msg, err := s.exec(ctx, s.configure, keys, args)
+	if err == nil {
+		err = configureReply(msg)
+	}
+	if err != nil {
+		return fmt.Errorf("configure %s: %w", concertID, err)
+	}
+	return nil
+}
+
+// configureReply checks queue_configure's {cap, rate, paused (0|1), aps}: the settings in force after
+// the change, which the caller already has.
+func configureReply(msg rueidis.RedisMessage) error {
+	r, err := reply(msg, 4)
+	if err != nil {
+		return err
+	}
+	r.int(0)
+	r.int(1)
+	r.flag(2)
+	r.int(3)
+	return r.err
+}

@@ -1,0 +1,243 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+func (s *Store) reservationScript(ctx context.Context, sc *script, concertID string, keys, args []string) (ticketrush.Reservation, error) {
+	msg, err := s.exec(ctx, sc, keys, args)
+	if err != nil {
+		return ticketrush.Reservation{}, err
+	}
+	raw, err := msg.ToString()
+	if err != nil {
+		return ticketrush.Reservation{}, err
+	}
+	return DecodeReservation(concertID, raw)
+}
+
+// Hold holds a seat for the fan of claims: one script that checks the token is ACTIVE, the seat free
+// and the fan under the hold limit, then writes the reservation and its event. It reports whether it
+// lapsed another fan's expired hold of the seat on the way.
+func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
+	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
+	keys, args := s.keys.Concert(c.ConcertID).seatHold(c, scheduleID, seatID, price, id, s.limit, now)
+	msg, err := s.exec(ctx, s.seatHold, keys, args)
+	if err != nil {
+		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
+	}
+	res := ticketrush.Reservation{UserID: c.UserID, ConcertID: c.ConcertID, ScheduleID: scheduleID, SeatID: seatID,
+		Seq: c.Seq, Price: price, Status: ticketrush.ReservationHeld}
+	lapsed, err := holdReply(msg, &res)
+	if err != nil {
+		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
+	}
+	return res, lapsed, nil
+}
+
+// holdReply reads seat_hold's {res, expires, created, lapsed} into res.
+func holdReply(msg rueidis.RedisMessage, res *ticketrush.Reservation) (lapsed bool, err error) {
+	r, err := reply(msg, 4)
+	if err != nil {
+		return false, err
+	}
+	res.ID, res.ExpiresAt, res.CreatedAt = r.str(0), fromMillis(r.int(1)), fromMillis(r.int(2))
+	lapsed = r.flag(3)
+	return lapsed, r.err
+}
+
+// Reservation reads one reservation.
+func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservation, error) {
+	concertID, _, ok := ticketrush.ParseReservationID(id)
+	if !ok {
+		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+	}
+	raw, err := s.client.Do(ctx, s.client.B().Hget().Key(s.keys.Concert(concertID).Reservations()).Field(id).Build()).ToString()
+	if err != nil {
+		if isNil(err) {
+			return ticketrush.Reservation{}, ticketrush.ErrNotFound
+		}
+		_, err = mapError(err)
+		return ticketrush.Reservation{}, fmt.Errorf("read reservation: %w", err)
+	}
+	return DecodeReservation(concertID, raw)
+}
+
+// Cancel gives back the user's HELD reservation.
+func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error) {
+	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
+	if !ok {
+		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+	}
+	keys, args := s.keys.Concert(concertID).holdCancel(userID, scheduleID, id, s.limit, now)
+	return s.reservationScript(ctx, s.holdCancel, concertID, keys, args)
+}
+
+// Sweep lapses up to batch expired holds of a concert and returns how many it lapsed.
+func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error) {
+	keys, args := s.keys.Concert(concertID).holdSweep(scheduleIDs, now, batch)
+	msg, err := s.exec(ctx, s.holdSweep, keys, args)
+	if err != nil {
+		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
+	}
+	n, err := sweepReply(msg)
+	if err != nil {
+		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
+	}
+	return n, nil
+}
+
+// sweepReply reads hold_sweep's count of holds lapsed.
+func sweepReply(msg rueidis.RedisMessage) (int, error) {
+	n, err := msg.ToInt64()
+	if err != nil {
+		return 0, fmt.Errorf("script reply: %w", err)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("script reply: %d holds lapsed", n)
+	}
+	return int(n), nil
+}
+
+// ScheduleCounts returns the taken and sold seats of each schedule of a concert.
+func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
+	keys, args := s.keys.Concert(concertID).scheduleCounts(scheduleIDs, now)
+	msg, err := s.exec(ctx, s.scheduleCounts, keys, args)
+	if err != nil {
+		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
+	}
+	return countsReply(msg, scheduleIDs)
+}
+
+// countsReply reads schedule_counts's {taken, sold, ...}: two integers per schedule of scheduleIDs.
+func countsReply(msg rueidis.RedisMessage, scheduleIDs []string) ([]ticketrush.ScheduleCount, error) {
+	r, err := reply(msg, 2*len(scheduleIDs))
+	if err != nil {
+		return nil, fmt.Errorf("schedule counts: %w", err)
+	}
+	out := make([]ticketrush.ScheduleCount, len(scheduleIDs))
+	for i, id := range scheduleIDs {
+		out[i] = ticketrush.ScheduleCount{ScheduleID: id, Taken: r.int(2 * i), Sold: r.int(2*i + 1)}
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("schedule counts: %w", r.err)
+	}
+	return out, nil
+}
+
+// GatedScheduleCounts returns the token's state and the schedule counts, in one round trip.
+func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
+	keys, args := s.keys.Concert(c.ConcertID).scheduleCounts(scheduleIDs, now)
+	counts := func() rueidis.Completed { return s.evalsha(s.scheduleCounts, keys, args) }
+	st, data, err := s.gated(ctx, c, now, counts)
+	if err != nil {
+		return st, nil, err
+	}
+	msg, err := data.ToMessage()
+	if isNoScript(err) {
+		msg, err = s.exec(ctx, s.scheduleCounts, keys, args)
+	}
+	if err != nil {
+		_, err = mapError(err)
+		return st, nil, fmt.Errorf("schedule counts: %w", err)
+	}
+	out, err := countsReply(msg, scheduleIDs)
+	return st, out, err
+}
+
+// GatedSeats returns the token's state and the schedule's seat states (seat -> raw state, for the seats
+// that are not plainly available), in one round trip.
+func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error) {
+	read := func() rueidis.Completed {
+		return s.client.B().Hgetall().Key(s.keys.Concert(c.ConcertID).Seats(scheduleID)).Build()
+	}
+	st, data, err := s.gated(ctx, c, now, read)
+	if err != nil {
+		return st, nil, err
+	}
+	msg, err := data.ToMessage()
+	if err != nil {
+		_, err = mapError(err)
+		return st, nil, fmt.Errorf("seat map: %w", err)
+	}
+	out, err := seatsReply(msg, now)
+	if err != nil {
+		return st, nil, fmt.Errorf("seat map: %w", err)
+	}
+	return st, out, nil
+}
+
+// seatsReply reads the HGETALL of a schedule's seats hash into the seats that are not available at now.
+// Every entry must be a seat state: one that is not is an error, not a free seat (the seat scripts
+// would refuse a hold of it).
+func seatsReply(msg rueidis.RedisMessage, now time.Time) (map[string]ticketrush.SeatStatus, error) {
+	raw, err := msg.AsStrMap()
+	if err != nil {
+		return nil, err
+	}
+	ms := now.UnixMilli()
+	out := make(map[string]ticketrush.SeatStatus, len(raw))
+	for seat, state := range raw {
+		t, ok := takenSeat(state)
+		if !ok {
+			return nil, fmt.Errorf("seat %s: %q is no seat state", seat, state)
+		}
+		if status := t.StatusAt(ms); status != ticketrush.SeatAvailable { // a lapsed hold not yet swept reads AVAILABLE
+			out[seat] = status
+		}
+	}
+	return out, nil
+}
+
+// TakenSeats reads the seats of each schedule of a concert that are not plainly free (HGETALL of each
+// schedule's seats hash, pipelined in one round trip): what an instance's seat view keeps.
+func (s *Store) TakenSeats(ctx context.Context, concertID string, scheduleIDs []string) ([]map[string]ticketrush.TakenSeat, error) {
+	k := s.keys.Concert(concertID)
+	cmds := make(rueidis.Commands, len(scheduleIDs))
+	for i, id := range scheduleIDs {
+		cmds[i] = s.client.B().Hgetall().Key(k.Seats(id)).Build()
+	}
+	out := make([]map[string]ticketrush.TakenSeat, len(scheduleIDs))
+	for i, res := range s.client.DoMulti(ctx, cmds...) {
+		raw, err := res.AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("seats of %s: %w", scheduleIDs[i], unavailable(err))
+		}
+		out[i] = takenSeats(raw)
+	}
+	return out, nil
+}
+
+// takenSeats reads a schedule's seats hash; an entry that is no seat state counts as free, as the seat
+// map shows it (the script would refuse it: the view only refuses what the script surely would).
+func takenSeats(raw map[string]string) map[string]ticketrush.TakenSeat {
+	out := make(map[string]ticketrush.TakenSeat, len(raw))
+	for seat, v := range raw {
+		if t, ok := takenSeat(v); ok {
+			out[seat] = t
+		}
+	}
+	return out
+}
+
+// takenSeat reads one seat state of a seats hash; ok is false for anything that is no seat state.
+// TakenSeat.StatusAt is what the seat map shows of it (GatedSeats and the seat view alike).
+func takenSeat(v string) (ticketrush.TakenSeat, bool) {
+	st, ok := ParseSeatState(v)
+	if !ok {
+		return ticketrush.TakenSeat{}, false
+	}
+	switch st.Kind {
+	case SeatSold:
+		return ticketrush.TakenSeat{Sold: true}, true
+	case SeatPaying:
+		return ticketrush.TakenSeat{Paying: true}, true
+	}
+	return ticketrush.TakenSeat{HeldUntil: st.Expires}, true // SeatHeld: ParseSeatState knows no other kind
+}

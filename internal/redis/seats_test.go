@@ -1,0 +1,147 @@
+package redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+func TestHold(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 2; q.HoldTTL = 10 * time.Second }, "alice", "bob")
+
+		r, lapsed, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+		assert.False(t, lapsed)
+		assert.Equal(t, ticketrush.ReservationHeld, r.Status)
+		assert.Equal(t, t0.Add(10*time.Second), r.ExpiresAt)
+		assert.Equal(t, t0, r.CreatedAt)
+		concertID, scheduleID, ok := ticketrush.ParseReservationID(r.ID)
+		require.True(t, ok)
+		assert.Equal(t, cid, concertID)
+		assert.Equal(t, sA, scheduleID)
+
+		got, err := s.Reservation(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, r.ID, got.ID)
+		assert.Equal(t, "alice", got.UserID)
+		assert.Equal(t, int64(100), got.Price)
+
+		_, _, err = s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrSeatUnavailable, "held by alice")
+		_, _, err = s.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
+		assert.NoError(t, err, "the same seat of another schedule is another seat")
+
+		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0)
+		require.NoError(t, err)
+		_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "two holds per fan per concert")
+
+		_, lapsed, err = s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0.Add(10*time.Second))
+		require.NoError(t, err, "alice's hold lapsed: the seat is free before any sweep")
+		assert.True(t, lapsed)
+		old, err := s.Reservation(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.ReservationExpired, old.Status)
+
+		_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0.Add(10*time.Second))
+		assert.NoError(t, err, "alice's lapsed holds no longer count against her limit")
+
+		_, err = s.Reservation(ctx, ticketrush.NewReservationID(cid, sA))
+		assert.ErrorIs(t, err, ticketrush.ErrNotFound)
+		_, err = s.Reservation(ctx, "garbage")
+		assert.ErrorIs(t, err, ticketrush.ErrNotFound)
+
+		assert.Equal(t, []string{"hold.create", "hold.create", "hold.create", "hold.lapse", "hold.create", "hold.create"},
+			filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "hold."))
+	})
+}
+
+func TestHoldNeedsActiveToken(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, _ rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1; q.ActiveTTL = time.Minute }, "alice", "bob")
+		_, _, err := s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrQueueNotActive, "bob waits")
+		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0.Add(time.Minute))
+		assert.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "alice's session lapsed")
+		stale := fans["alice"]
+		stale.Seq = 99
+		_, _, err = s.Hold(ctx, stale, sA, "VIP-1", 100, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "not alice's live token")
+		_, _, err = s.Hold(ctx, ticketrush.QueueClaims{UserID: "x", ConcertID: "nope", Seq: 1}, sA, "VIP-1", 100, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrNotFound)
+	})
+}
+
+func TestCancelAndSweep(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second }, "alice", "bob")
+		a, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+		b, _, err := s.Hold(ctx, fans["bob"], sB, "VIP-2", 100, t0.Add(time.Second))
+		require.NoError(t, err)
+
+		_, err = s.Cancel(ctx, "bob", a.ID, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrNotFound, "not bob's")
+		got, err := s.Cancel(ctx, "alice", a.ID, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.ReservationCancelled, got.Status)
+		_, err = s.Cancel(ctx, "alice", a.ID, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrReservationNotHeld)
+		_, err = s.Cancel(ctx, "bob", b.ID, t0.Add(11*time.Second))
+		assert.ErrorIs(t, err, ticketrush.ErrReservationNotHeld, "lapsed")
+
+		counts, err := s.ScheduleCounts(ctx, cid, []string{sA, sB}, t0)
+		require.NoError(t, err)
+		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA}, {ScheduleID: sB, Taken: 1}}, counts)
+		counts, err = s.ScheduleCounts(ctx, cid, []string{sA, sB}, t0.Add(11*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA}, {ScheduleID: sB}}, counts, "a lapsed hold counts as available before the sweep")
+
+		n, err := s.Sweep(ctx, cid, []string{sA, sB}, t0.Add(10*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, 0, n, "bob's hold is not due until 11 s")
+		n, err = s.Sweep(ctx, cid, []string{sA, sB}, t0.Add(11*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		got, err = s.Reservation(ctx, b.ID)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.ReservationExpired, got.Status)
+		seats, err := c.Do(ctx, c.B().Hlen().Key(s.keys.Concert(cid).Seats(sB)).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, seats, "the seat is AVAILABLE again")
+		assert.Equal(t, []string{"hold.create", "hold.create", "hold.cancel", "hold.lapse"},
+			filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "hold."))
+	})
+}
+
+func TestGatedReads(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, _ rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1; q.HoldTTL = 10 * time.Second }, "alice", "bob")
+		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+
+		st, seats, err := s.GatedSeats(ctx, fans["alice"], sA, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusActive, st.Status)
+		assert.Equal(t, map[string]ticketrush.SeatStatus{"VIP-1": ticketrush.SeatHeld}, seats)
+		_, seats, err = s.GatedSeats(ctx, fans["alice"], sA, t0.Add(10*time.Second))
+		require.NoError(t, err)
+		assert.Empty(t, seats, "a hold past its expiry reads as AVAILABLE")
+
+		st, counts, err := s.GatedScheduleCounts(ctx, fans["bob"], []string{sA, sB}, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusWaiting, st.Status)
+		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 1}, {ScheduleID: sB}}, counts)
+	})
+}
