@@ -1,8 +1,10 @@
 // Package redis is the adapter for the hot path: every state change is one Lua script (see lua/) on
 // keys of one hash slot, and this package turns domain calls into script calls and replies back into
-// domain types and errors. With lua/ it is the one home of the data layout: key names (keys.go), each
-// script call's KEYS and ARGV (args.go) and record encodings (layout.go); restore, reconcile and the
-// load-test checker read and write the state through it.
+// domain types and errors. With lua/ it is the one home of the data layout: key names (keys.go,
+// deadletter.go), each script call's KEYS and ARGV (args.go), its reply (reply.go and each noun's file:
+// queue.go, seats.go, payment.go, wallet.go, draw.go, concert.go), record encodings (layout.go), the
+// stream events and their fields (events.go), the state marker (state.go), what restore writes
+// (repair.go) and what the load-test checker reads (inspect.go).
 package redis
 
 import (
@@ -18,7 +20,7 @@ type Keys struct{ prefix string }
 func NewKeys(prefix string) Keys { return Keys{prefix: prefix} }
 
 // State is the state marker's key: present while Redis holds the whole of the sale's state (see
-// writebehind.State). It has no hash tag; only restore and the readiness check touch it.
+// StateMarker, state.go). It has no hash tag; only restore and the readiness check touch it.
 func (k Keys) State() string { return k.prefix + ":state" }
 
 // Live is the zset of concerts with activity: member concert id, score when an instance last saw someone
