@@ -883,7 +883,7 @@
       const r = await api('POST', '/v1/reservations', { queue: token, body: { scheduleId, seatId: seat.id } });
       notice(null);
       await showHold(r, true);
-      refreshSeats().catch(() => {});
+      refreshShop(); // the dates' seats left and the map, both changed by the hold
     } catch (e) {
       // The refusal goes beside the seat's section, where the fan is looking.
       button.closest('fieldset').after($('seat-error'));
