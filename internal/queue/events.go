@@ -17,23 +17,27 @@ func Final(st ticketrush.QueueStatus) bool {
 // and at least every pollAfter (the heartbeat, which carries the moving position and seat count), until
 // the status is final, emit fails or ctx ends. It is served from the instance's view like a poll: a
 // WAITING token wakes when a view refresh moves the head, a leave, the pause or sold out, and is
-// answered without a Redis round trip; no Redis channel exists per fan. An ACTIVE token,
-// which the view cannot place, is checked in Redis at its heartbeat and at its activeUntil.
+// answered without a Redis round trip; no Redis channel exists per fan. An ACTIVE token, which the view
+// cannot place, is checked in Redis every activeRecheck and at its activeUntil, and at once when the
+// fan leaves or pays through this instance (tokenNews).
 //
-// The stream itself has no deadline (ctx should carry none): each read it makes is bounded by
-// callTimeout on its own, so that a stream lasts as long as the fan waits while a dependency that does
-// not answer still ends it.
+// The stream watches the fan's news before each read of the token, so that news told between a read
+// and the wait that follows it is not lost. The stream itself has no deadline (ctx should carry none):
+// each read it makes is bounded by callTimeout on its own, so that a stream lasts as long as the fan
+// waits while a dependency that does not answer still ends it.
 func (s *Service) Watch(ctx context.Context, callTimeout time.Duration, userID, token string, emit func(ticketrush.Ticket) error) error {
+	claims, err := s.claims(userID, token)
+	if err != nil {
+		return err
+	}
+	news, unwatch := s.news.watch(claims.ConcertID, userID)
+	defer func() { unwatch() }()
 	status := func() (ticketrush.Ticket, error) {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		return s.Status(cctx, userID, token)
 	}
 	t, err := status()
-	if err != nil {
-		return err
-	}
-	claims, err := s.claims(userID, token)
 	if err != nil {
 		return err
 	}
@@ -57,25 +61,22 @@ func (s *Service) Watch(ctx context.Context, callTimeout time.Duration, userID, 
 		}
 		last, deadline := t, time.Now().Add(heartbeat(t, s.now(), s.activeRecheck))
 		for {
-			changed, news, unwatch := v.watch(), (<-chan struct{})(nil), func() {}
+			changed := v.watch()
 			if last.Status == ticketrush.StatusActive {
-				// The view cannot tell an ACTIVE token's end: a leave or a payment on this instance wakes
-				// the stream at once, one elsewhere by the heartbeat (activeRecheck), which asks Redis.
-				news, unwatch = s.news.watch(claims.ConcertID, userID)
-				changed = nil
+				changed = nil // the view cannot tell an ACTIVE token's end: its news or the heartbeat does
 			}
 			timer.Reset(max(time.Until(deadline), time.Millisecond))
 			beat := false
 			select {
 			case <-ctx.Done():
-				unwatch()
 				return ctx.Err()
 			case <-changed:
 			case <-news:
+				unwatch() // told: watch for the next news before reading what this one changed
+				news, unwatch = s.news.watch(claims.ConcertID, userID)
 			case <-timer.C:
 				beat = true
 			}
-			unwatch()
 			if t, err = status(); err != nil {
 				return err
 			}
@@ -86,10 +87,9 @@ func (s *Service) Watch(ctx context.Context, callTimeout time.Duration, userID, 
 	}
 }
 
-// heartbeat is how long a stream waits without news before sending the state again: pollAfter, and
-// for an ACTIVE token no later than its activeUntil.
-// An ACTIVE token's stream asks Redis for its state every recheck instead (activeRecheck): a leave or a
-// payment made through another instance reaches it within that (one made here, at once).
+// heartbeat is how long a stream waits without news before sending the state again: pollAfter for a
+// WAITING token; for an ACTIVE one activeRecheck (a leave or a payment made through another instance
+// reaches the stream within it), and no later than its activeUntil.
 func heartbeat(t ticketrush.Ticket, now time.Time, recheck time.Duration) time.Duration {
 	if t.Status != ticketrush.StatusActive {
 		return max(t.PollAfter, time.Second)
@@ -105,8 +105,9 @@ func heartbeat(t ticketrush.Ticket, now time.Time, recheck time.Duration) time.D
 // per streaming ACTIVE fan per period: at most activeCapacity/5 a second per concert.
 const activeRecheck = 5 * time.Second
 
-// tokenNews wakes the streams of a fan whose token a call on this instance changed. A stream of an
-// ACTIVE token watches its (concert, user) while it waits; tell closes the watched channel.
+// tokenNews wakes the streams of a fan whose token a call on this instance changed. Every stream
+// watches its (concert, user) from before its first read; tell closes the watched channel, and the
+// stream watches again before it reads what changed.
 type tokenNews struct {
 	mu       sync.Mutex
 	watching map[string]*newsEntry
