@@ -173,7 +173,9 @@ func TestEventStreamOutlivesEveryDeadline(t *testing.T) {
 		last = time.Now()
 	}
 	t.Logf("%d heartbeats over %v (pollAfterSeconds %d)", beats, last.Sub(opened).Round(time.Millisecond), first.PollAfterSeconds)
-	require.GreaterOrEqual(t, beats, int(hold/beat)-1, "a heartbeat at least every pollAfterSeconds")
+	// At least one a pollAfterSeconds, with a second of slack each for a slow machine (each gap is held to
+	// pollAfterSeconds plus slack above already).
+	require.GreaterOrEqual(t, beats, int(hold/(beat+time.Second)), "a heartbeat at least every pollAfterSeconds")
 
 	s.leave(t, alice, aliceTok)
 	for {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,10 +58,21 @@ func TestSaleLog(t *testing.T) {
 		}
 		return out
 	}
-	require.Eventually(t, func() bool {
-		got := sums()
-		return got["joined"] == 1 && got["held"] == 1 && got["paid"] == 1
-	}, 4*saleLogEvery+30*time.Second, 100*time.Millisecond, "the sale lines never added up to the join, hold and payment: %v", sums())
+	var (
+		mu  sync.Mutex
+		got map[string]float64
+	)
+	if !assert.Eventually(t, func() bool {
+		now := sums()
+		mu.Lock()
+		got = now
+		mu.Unlock()
+		return now["joined"] == 1 && now["held"] == 1 && now["paid"] == 1
+	}, 4*saleLogEvery+30*time.Second, 100*time.Millisecond) {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("the sale lines never added up to the join, hold and payment: %v", got)
+	}
 
 	lines := strings.Count(s.logs.String(), "\n")
 	for range 200 {

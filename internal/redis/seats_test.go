@@ -145,3 +145,19 @@ func TestGatedReads(t *testing.T) {
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 1}, {ScheduleID: sB}}, counts)
 	})
 }
+
+// TestGatedSeatsRefusalFirst: an entry of the seats hash that is no seat state is an error of the seat
+// map, but only for a token the gate lets through: a refused token gets its refusal, not a 500.
+func TestGatedSeatsRefusalFirst(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }, "alice", "bob")
+		require.NoError(t, c.Do(ctx, c.B().Hset().Key(s.keys.Concert(cid).Seats(sA)).FieldValue().FieldValue("VIP-2", "garbage").Build()).Error())
+		st, seats, err := s.GatedSeats(ctx, fans["bob"], sA, t0)
+		require.NoError(t, err, "a WAITING token's answer is its refusal")
+		assert.Equal(t, ticketrush.StatusWaiting, st.Status)
+		assert.Nil(t, seats)
+		_, _, err = s.GatedSeats(ctx, fans["alice"], sA, t0)
+		assert.Error(t, err, "an ACTIVE token's seat map with an entry that is no seat state")
+	})
+}

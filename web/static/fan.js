@@ -162,13 +162,13 @@
   }
   // fieldError shows an error beside the control that caused it (aria-describedby points there), says
   // it, and brings it into view.
-  function fieldError(id, e) {
+  function fieldError(id, e, quiet) {
     errors[id] = e || null;
     const el = $(id);
     const text = e ? (typeof e === 'string' ? t(e) : words(e)) : '';
     el.textContent = text;
     show(el, Boolean(text));
-    if (text) {
+    if (text && !quiet) { // quiet: only the words change (a new language), nothing new to say or show
       say(text);
       reveal(el, false);
     }
@@ -865,7 +865,7 @@
       counts[seat.status] = (counts[seat.status] || 0) + 1;
       b.className = `seat s-${seat.status}${mine ? ' mine s-MINE' : ''}`;
       b.disabled = seat.status !== 'AVAILABLE';
-      const state = mine ? 'MINE' : (counts[seat.status] !== undefined ? seat.status : 'HELD');
+      const state = mine ? 'MINE' : (['AVAILABLE', 'HELD', 'SOLD'].includes(seat.status) ? seat.status : 'HELD');
       b.setAttribute('aria-label', t('seat.label', { section: seat.section, number: number(seat), price: points(seat.price), state: t(`state.${state}`) }));
     }
     let summary;
@@ -972,11 +972,18 @@
 
   $('cancel').addEventListener('click', async () => {
     if (!reservation) return;
+    const id = reservation.id;
     try {
-      await api('DELETE', `/v1/reservations/${encodeURIComponent(reservation.id)}`);
+      await api('DELETE', `/v1/reservations/${encodeURIComponent(id)}`);
     } catch (e) {
-      failed(e, 'pay-error');
+      if (e.code === 'RESERVATION_NOT_HELD' || e.code === 'NOT_FOUND') {
+        await loadHold(id); // no longer held (paid, lapsed): show what it is now
+        return;
+      }
+      failed(e, 'pay-error'); // not cancelled: the hold stays, with the refusal beside it
+      return;
     }
+    fieldError('pay-error', null);
     reservation = null;
     localStorage.removeItem(holdKey());
     show($('hold'), false);
@@ -1070,8 +1077,8 @@
     if (lastSeats && !$('seatmap-box').hidden) paintSeats();
     if (reservation && reservation.status === 'HELD') holdWords();
     if (paid) receiptWords();
-    for (const [id, e] of Object.entries(errors)) if (e) fieldError(id, e);
-    if (noticeError) notice(noticeError);
+    for (const [id, e] of Object.entries(errors)) if (e) fieldError(id, e, true);
+    if (noticeError) $('notice').textContent = typeof noticeError === 'string' ? t(noticeError) : words(noticeError);
     countdown();
     titleTick();
   }
