@@ -161,15 +161,15 @@ func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, schedu
 	if err != nil {
 		return st, nil, err
 	}
-	if st.Status.GateError() != nil {
-		return st, nil, nil // the token is refused: its refusal, not the seats, is the answer
-	}
 	msg, err := data.ToMessage()
 	if err != nil {
 		_, err = mapError(err)
 		return st, nil, fmt.Errorf("seat map: %w", err)
 	}
 	out, err := seatsReply(msg, now)
+	if err != nil && st.Status.GateError() != nil {
+		return st, nil, nil // the token is refused: its refusal, not the seats' fault, is the answer
+	}
 	if err != nil {
 		return st, nil, fmt.Errorf("seat map: %w", err)
 	}
