@@ -345,7 +345,10 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 		seats.Held += n.Taken - n.Sold
 		seats.Sold += n.Sold
 	}
-	settings := c.Queue // what Redis enforces wins over this instance's copy, which trails a PATCH elsewhere by a refresh
+	// The settings the line's scripts read (capacity, rate, pause, activePerSeat, abandonment) as Redis
+	// has them; the others as this instance's catalog has them, which follows a PATCH made through
+	// another instance within the catalog's refresh (CatalogRefresh, 2 s).
+	settings := c.Queue
 	settings.ActiveCapacity, settings.AdmitPerSecond, settings.Paused = snap.ActiveCapacity, snap.AdmitPerSecond, snap.Paused
 	settings.ActivePerSeat, settings.AbandonAfter = snap.ActivePerSeat, snap.AbandonAfter
 	st := ticketrush.QueueState{Waiting: snap.Waiting, Active: snap.Active, Admitted: snap.Admitted, Settings: settings,

@@ -196,8 +196,10 @@ var (
 
 // Verify verifies a gated call's token: genuine, the user's, and for concertID when it is given. A
 // pre-queue token (seq 0) keeps working after the draw (docs/api.md, "On-sale": both tokens work): it
-// stands for the place the draw gave its entrant, learnt from this instance's view, or from Redis once
-// per instance and entrant; before the draw it is not active yet. Any other token costs no Redis call.
+// stands for the place the draw gave its entrant, learnt from this instance's view, or else from Redis
+// (once per instance and entrant once placed; on every gated call before the draw or after a leave, a
+// round trip beside the call's own); before the draw it is not active yet. Any other token costs no
+// Redis call here.
 func (s *Service) Verify(ctx context.Context, userID, concertID, token string) (ticketrush.QueueClaims, error) {
 	claims, err := s.claims(userID, token)
 	if err != nil {
