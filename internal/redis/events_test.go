@@ -347,3 +347,14 @@ func TestDeadLetterStream(t *testing.T) {
 	assert.Equal(t, "tr:{w:3}:dead", NewKeys("tr").WalletEvents(3).DeadLetters)
 	assert.Equal(t, "tr:{c:abc}:dead", NewKeys("tr").ConcertEvents("abc").DeadLetters)
 }
+
+// The event streams are the 64 wallet shards', in order, then the given concerts'.
+func TestEventStreams(t *testing.T) {
+	keys := NewKeys("tr")
+	streams := keys.EventStreams([]string{"a", "b"})
+	require.Len(t, streams, WalletShards+2)
+	assert.Equal(t, "tr:{w:0}:events", streams[0])
+	assert.Equal(t, "tr:{w:63}:events", streams[WalletShards-1])
+	assert.Equal(t, []string{"tr:{c:a}:events", "tr:{c:b}:events"}, streams[WalletShards:])
+	assert.Equal(t, keys.WalletEvents(5), keys.EventSources(nil)[5])
+}
