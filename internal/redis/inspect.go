@@ -33,7 +33,7 @@ func (in *Inspector) Reservations(ctx context.Context, concertID string) (map[st
 	}
 	out := make(map[string]ticketrush.Reservation, len(raw))
 	for id, js := range raw {
-		r, err := DecodeReservation(concertID, js)
+		r, err := decodeReservation(concertID, js)
 		if err != nil || r.Status == "" || r.SeatID == "" {
 			return nil, fmt.Errorf("reservation %s does not decode (%v)", id, err)
 		}
@@ -53,7 +53,7 @@ func (in *Inspector) SeatStates(ctx context.Context, concertID, scheduleID strin
 	}
 	out := make(map[string]SeatState, len(raw))
 	for seat, v := range raw {
-		if st, ok := ParseSeatState(v); ok {
+		if st, ok := parseSeatState(v); ok {
 			out[seat] = st
 		}
 	}
@@ -94,7 +94,7 @@ func movementOf(resID string, m rueidis.RedisResult) (*ticketrush.Payment, error
 	if err != nil {
 		return nil, err
 	}
-	p, err := DecodeMovement(resID, raw)
+	p, err := decodeMovement(resID, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -135,16 +135,13 @@ func (in *Inspector) Balances(ctx context.Context, users []string) (map[string]i
 	return out, nil
 }
 
-// Inspector returns an inspector of the store's keys.
-func (s *Store) Inspector() *Inspector { return &Inspector{client: s.client, keys: s.keys} }
-
 // ConcertSlot is a concert's hash slot read at one moment, with the point of its stream it is as of.
 type ConcertSlot struct {
 	Reservations map[string]ticketrush.Reservation // the res hash, by id
 	Seats        map[string]map[string]SeatState   // schedule -> seat -> state, of the seats hashes; a value that is no seat state is left out
 	Inventory    Inventory                         // the inv hash, as the seat scripts keep it
 	InventoryOK  bool                              // false when inv is absent or malformed
-	Counted      Inventory                         // the seat count the seats hashes give (InventoryOf)
+	Counted      Inventory                         // the seat count the seats hashes give (inventoryOf)
 	Cut          ticketrush.EventID                // the last entry of the concert's stream the read saw (cut)
 }
 
@@ -168,7 +165,7 @@ func (in *Inspector) ConcertSlot(ctx context.Context, c ticketrush.Concert) (Con
 		return slot, fmt.Errorf("read reservations of %s: %w", c.ID, err)
 	}
 	for id, js := range raw {
-		r, err := DecodeReservation(c.ID, js)
+		r, err := decodeReservation(c.ID, js)
 		if err != nil {
 			return slot, fmt.Errorf("reservation %s: %w", id, err)
 		}
@@ -183,7 +180,7 @@ func (in *Inspector) ConcertSlot(ctx context.Context, c ticketrush.Concert) (Con
 		seats[s.ID] = m
 		states := make(map[string]SeatState, len(m))
 		for seat, v := range m {
-			if st, ok := ParseSeatState(v); ok {
+			if st, ok := parseSeatState(v); ok {
 				states[seat] = st
 			}
 		}
@@ -193,8 +190,8 @@ func (in *Inspector) ConcertSlot(ctx context.Context, c ticketrush.Concert) (Con
 	if err != nil {
 		return slot, fmt.Errorf("read inventory of %s: %w", c.ID, err)
 	}
-	slot.Inventory, slot.InventoryOK = DecodeInventory(inv)
-	slot.Counted = InventoryOf(c, seats)
+	slot.Inventory, slot.InventoryOK = decodeInventory(inv)
+	slot.Counted = inventoryOf(c, seats)
 	slot.Cut = cut(k.Events(), &replies[len(replies)-2], &replies[len(replies)-1])
 	return slot, nil
 }

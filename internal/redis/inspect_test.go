@@ -30,7 +30,7 @@ func TestInspector(t *testing.T) {
 		_, err = s.Complete(ctx, paid.ID, d, t0)
 		require.NoError(t, err)
 
-		in := s.Inspector()
+		in := NewInspector(c, s.keys.prefix)
 		res, err := in.Reservations(ctx, cid)
 		require.NoError(t, err)
 		require.Len(t, res, 2)

@@ -21,7 +21,7 @@ func inventory(t *testing.T, s *Store, c rueidis.Client, concertID string, sched
 	k := s.keys.Concert(concertID)
 	h, err := c.Do(ctx, c.B().Hgetall().Key(k.Inventory()).Build()).AsStrMap()
 	require.NoError(t, err)
-	inv, ok := DecodeInventory(h)
+	inv, ok := decodeInventory(h)
 	require.True(t, ok, "inv hash %v", h)
 	taken := int64(0)
 	for _, sc := range scheduleIDs {
