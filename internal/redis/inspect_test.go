@@ -11,24 +11,40 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
+// paidAndHeld loads the test sale, in which alice charges 1000 and buys VIP-1 of sA for 300 (paid) and
+// bob holds VIP-2 of sB (held).
+func paidAndHeld(t *testing.T, s *Store) (paid, held ticketrush.Reservation) {
+	t.Helper()
+	ctx := context.Background()
+	fans := sale(t, s, nil, "alice", "bob")
+	paid, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
+	require.NoError(t, err)
+	held, _, err = s.Hold(ctx, fans["bob"], sB, "VIP-2", 100, t0)
+	require.NoError(t, err)
+	_, _, err = s.Charge(ctx, "alice", 1000, "", "", t0)
+	require.NoError(t, err)
+	pay(t, s, "alice", paid.ID, 300)
+	return paid, held
+}
+
+// pay claims, debits and completes the payment of reservation resID of userID at t0.
+func pay(t *testing.T, s *Store, userID, resID string, amount int64) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := s.Claim(ctx, userID, resID, t0)
+	require.NoError(t, err)
+	d, err := s.Debit(ctx, userID, resID, amount, t0)
+	require.NoError(t, err)
+	_, err = s.Complete(ctx, resID, d, t0)
+	require.NoError(t, err)
+}
+
 // The inspector reads back what the scripts wrote: the reservations with their ids, the seats taken,
 // each reservation's debit and refund, and balances (0 for a user without a wallet entry).
 func TestInspector(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
-		fans := sale(t, s, nil, "alice", "bob")
-		paid, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
-		require.NoError(t, err)
-		held, _, err := s.Hold(ctx, fans["bob"], sB, "VIP-2", 100, t0)
-		require.NoError(t, err)
-		_, _, err = s.Charge(ctx, "alice", 1000, "", "", t0)
-		require.NoError(t, err)
-		_, err = s.Claim(ctx, "alice", paid.ID, t0)
-		require.NoError(t, err)
-		d, err := s.Debit(ctx, "alice", paid.ID, 300, t0)
-		require.NoError(t, err)
-		_, err = s.Complete(ctx, paid.ID, d, t0)
-		require.NoError(t, err)
+		paid, held := paidAndHeld(t, s)
 
 		in := NewInspector(c, s.keys.prefix)
 		res, err := in.Reservations(ctx, cid)
@@ -65,19 +81,7 @@ func TestInspector(t *testing.T) {
 func TestInspectorSlots(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
-		fans := sale(t, s, nil, "alice", "bob")
-		paid, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
-		require.NoError(t, err)
-		held, _, err := s.Hold(ctx, fans["bob"], sB, "VIP-2", 100, t0)
-		require.NoError(t, err)
-		_, _, err = s.Charge(ctx, "alice", 1000, "", "", t0)
-		require.NoError(t, err)
-		_, err = s.Claim(ctx, "alice", paid.ID, t0)
-		require.NoError(t, err)
-		d, err := s.Debit(ctx, "alice", paid.ID, 300, t0)
-		require.NoError(t, err)
-		_, err = s.Complete(ctx, paid.ID, d, t0)
-		require.NoError(t, err)
+		paid, held := paidAndHeld(t, s)
 
 		in := NewInspector(c, s.keys.prefix)
 		con := concert(cid, nil)

@@ -115,12 +115,7 @@ func TestSoldOut(t *testing.T) {
 			held = append(held, r)
 		}
 		for i, r := range held {
-			_, err = s.Claim(ctx, "alice", r.ID, t0)
-			require.NoError(t, err)
-			d, err := s.Debit(ctx, "alice", r.ID, 100, t0)
-			require.NoError(t, err)
-			_, err = s.Complete(ctx, r.ID, d, t0)
-			require.NoError(t, err)
+			pay(t, s, "alice", r.ID, 100)
 			snap, err := s.Snapshot(ctx, cid, 0, 10, t0)
 			require.NoError(t, err)
 			assert.Equal(t, i == 1, snap.SoldOut, "sold out after the last seat only (seat %d)", i+1)
