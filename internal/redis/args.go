@@ -108,7 +108,7 @@ func (c ConcertKeys) drawSeal(now time.Time) (keys, args []string) {
 func (c ConcertKeys) drawPlace(from int64, batch []draw.Entrant, digest string, now time.Time) (keys, args []string) {
 	keys = []string{c.Wait(), c.Draw(), c.DrawKeys(), c.Events()}
 	args = make([]string, 0, 4+len(batch))
-	args = append(args, i64toa(from), DrawKeysValue(batch), digest, millis(now))
+	args = append(args, i64toa(from), drawKeysValue(batch), digest, millis(now))
 	for _, e := range batch {
 		args = append(args, e.User)
 	}

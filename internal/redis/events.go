@@ -73,6 +73,29 @@ func (k Keys) WalletEvents(n int) EventSource {
 	return EventSource{Stream: w.Events(), DeadLetters: w.DeadLetters(), Shard: n}
 }
 
+// EventSources is every event stream of the keys: the wallet shards', in shard order, then those of
+// the given concerts.
+func (k Keys) EventSources(concertIDs []string) []EventSource {
+	out := make([]EventSource, 0, WalletShards+len(concertIDs))
+	for n := range WalletShards {
+		out = append(out, k.WalletEvents(n))
+	}
+	for _, id := range concertIDs {
+		out = append(out, k.ConcertEvents(id))
+	}
+	return out
+}
+
+// EventStreams is the stream keys of EventSources.
+func (k Keys) EventStreams(concertIDs []string) []string {
+	srcs := k.EventSources(concertIDs)
+	out := make([]string, len(srcs))
+	for i, s := range srcs {
+		out[i] = s.Stream
+	}
+	return out
+}
+
 // decodeError is an entry that is not an event the decoder knows: no retry can help.
 type decodeError struct{ msg string }
 

@@ -123,10 +123,11 @@ func TestDecode(t *testing.T) {
 	}
 }
 
-// scriptEvent is one XADD of a script: its event type and the fields it writes beside type.
+// scriptEvent is one XADD of a script: the stream it names, its event type and the fields it writes
+// beside type.
 type scriptEvent struct {
-	script, typ string
-	fields      []string
+	script, stream, typ string
+	fields              []string
 }
 
 // scriptEvents reads every redis.call('XADD', stream, '*', field, value, ...) of a script. An XADD of
@@ -146,7 +147,7 @@ func scriptEvents(t *testing.T, name, src string) []scriptEvent {
 		if len(pairs) == 1 {
 			pairs = unpacked(t, name, src, pairs[0])
 		}
-		ev := scriptEvent{script: name}
+		ev := scriptEvent{script: name, stream: args[1]}
 		if !assert.Zero(t, len(pairs)%2, "lua/%s.lua: an XADD with an odd field list %v", name, pairs) {
 			continue
 		}
@@ -248,24 +249,82 @@ func TestScriptEventsAreKnown(t *testing.T) {
 	t.Logf("%d XADDs of %d event types", n, len(written))
 }
 
+// sampleFields is a value of every event field the decoder accepts, for the events of sampleConcert
+// and sampleWallet.
+var sampleFields = map[string]string{
+	"at": "1", "res": "c0ncert00001sched0000001r00000000001", "user": "alice", "schedule": "sched0000001", "seat": "A-1",
+	"price": "5", "expires": "9", "seq": "3", "payment": "p1", "sold": "2", "from": "0", "users": "ann,bob", "n": "2",
+	"digest": "d1", "seed": strings.Repeat("ab", 32), "base": "0", "cap": "1", "rate": "1", "paused": "0", "aps": "0",
+	"code": "h1", "until": "9", "ord": "2", "seen": "1", "key": "k", "fp": "f", "ref": "p1", "created": "1", "id": "c1",
+	"amount": "100", "balance": "100", "idem": "k",
+}
+
+// sampleConcert and sampleWallet are the streams the sample events decode from: the concert of the
+// sample reservation, and the wallet shard of the sample user.
+var (
+	sampleConcert = NewKeys("tr").ConcertEvents("c0ncert00001")
+	sampleWallet  = NewKeys("tr").WalletEvents(WalletShard("alice"))
+)
+
+// Every XADD of the scripts writes what the decoder requires of its event: its fields, from sample
+// values of exactly the fields it writes, decode from the stream the script's builder gives it, a
+// concert's or a wallet shard's (a sale that left out its payment would be dead-lettered).
+func TestScriptEventsDecode(t *testing.T) {
+	keys := NewKeys("tr")
+	concertStream, walletStream := keys.ConcertEvents("c1").Stream, keys.WalletEvents(WalletShard("fan-1")).Stream
+	calls := map[string]call{}
+	for _, c := range scriptCalls() {
+		calls[c.script] = c.call
+	}
+	n := 0
+	for _, name := range lua.Names() {
+		src := lua.Source(name)
+		named, _ := locals(src)
+		for _, ev := range scriptEvents(t, name, src) {
+			n++
+			// The key the XADD writes to, as the script's builder builds it.
+			stream := ""
+			for slot, local := range named {
+				if i, ok := strings.CutPrefix(slot, "KEYS["); ok && local == ev.stream {
+					k, _ := strconv.Atoi(strings.TrimSuffix(i, "]"))
+					require.Less(t, k-1, len(calls[name].keys), "lua/%s.lua: KEYS[%d] is not built", name, k)
+					stream = calls[name].keys[k-1]
+				}
+			}
+			var from EventSource
+			switch stream {
+			case concertStream:
+				from = sampleConcert
+			case walletStream:
+				from = sampleWallet
+			default:
+				assert.Fail(t, "lua/"+name+".lua: an XADD to neither event stream", "%s: %q", ev.typ, stream)
+				continue
+			}
+			_, walletEvent := walletEventFields[ev.typ]
+			assert.Equal(t, walletEvent, from.ConcertID == "",
+				"lua/%s.lua writes %s to %s: a wallet event belongs on a wallet shard's stream, a concert event on a concert's", name, ev.typ, stream)
+			fields := map[string]string{"type": ev.typ}
+			for _, f := range ev.fields {
+				v, ok := sampleFields[f]
+				require.True(t, ok, "no sample value for field %q", f)
+				fields[f] = v
+			}
+			var b ticketrush.RecordBatch
+			assert.NoError(t, DecodeEvent(from, "1-0", fields, &b), "lua/%s.lua: %s from the fields its XADD writes", name, ev.typ)
+		}
+	}
+	assert.Positive(t, n)
+}
+
 // The decoder decodes every listed event from its listed fields (it needs no other), and dispatches
 // on exactly the listed types.
 func TestDecoderKnowsTheListedEvents(t *testing.T) {
-	const concert, schedule = "c0ncert00001", "sched0000001"
-	sample := map[string]string{
-		"at": "1", "res": concert + schedule + "r00000000001", "user": "alice", "schedule": schedule, "seat": "A-1",
-		"price": "5", "expires": "9", "seq": "3", "payment": "p1", "sold": "2", "from": "0", "users": "ann,bob", "n": "2",
-		"digest": "d1", "seed": strings.Repeat("ab", 32), "base": "0", "cap": "1", "rate": "1", "paused": "0", "aps": "0",
-		"code": "h1", "until": "9", "ord": "2", "seen": "1", "key": "k", "fp": "f", "ref": "p1", "created": "1", "id": "c1",
-		"amount": "100", "balance": "100", "idem": "k",
-	}
-	csrc := EventSource{Stream: "tr:{c:" + concert + "}:events", ConcertID: concert}
-	wsrc := EventSource{Stream: "tr:{w:" + strconv.Itoa(WalletShard("alice")) + "}:events", Shard: WalletShard("alice")}
 	check := func(src EventSource, events map[string][]string) {
 		for typ, listed := range events {
 			fields := map[string]string{"type": typ}
 			for _, f := range listed {
-				v, ok := sample[f]
+				v, ok := sampleFields[f]
 				require.True(t, ok, "no sample value for field %q", f)
 				fields[f] = v
 			}
@@ -273,8 +332,8 @@ func TestDecoderKnowsTheListedEvents(t *testing.T) {
 			assert.NoError(t, DecodeEvent(src, "1-0", fields, &b), "%s from its listed fields", typ)
 		}
 	}
-	check(csrc, concertEventFields)
-	check(wsrc, walletEventFields)
+	check(sampleConcert, concertEventFields)
+	check(sampleWallet, walletEventFields)
 
 	dispatched := []string{"code.claim", "idem.remember"}
 	dispatched = slices.AppendSeq(dispatched, maps.Keys(reservationStatus))
@@ -287,4 +346,15 @@ func TestDecoderKnowsTheListedEvents(t *testing.T) {
 func TestDeadLetterStream(t *testing.T) {
 	assert.Equal(t, "tr:{w:3}:dead", NewKeys("tr").WalletEvents(3).DeadLetters)
 	assert.Equal(t, "tr:{c:abc}:dead", NewKeys("tr").ConcertEvents("abc").DeadLetters)
+}
+
+// The event streams are the 64 wallet shards', in order, then the given concerts'.
+func TestEventStreams(t *testing.T) {
+	keys := NewKeys("tr")
+	streams := keys.EventStreams([]string{"a", "b"})
+	require.Len(t, streams, WalletShards+2)
+	assert.Equal(t, "tr:{w:0}:events", streams[0])
+	assert.Equal(t, "tr:{w:63}:events", streams[WalletShards-1])
+	assert.Equal(t, []string{"tr:{c:a}:events", "tr:{c:b}:events"}, streams[WalletShards:])
+	assert.Equal(t, keys.WalletEvents(5), keys.EventSources(nil)[5])
 }

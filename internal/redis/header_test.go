@@ -102,13 +102,17 @@ type call struct{ keys, args []string }
 
 func built(keys, args []string) call { return call{keys: keys, args: args} }
 
-// TestScriptHeaders holds every script's header against what Go builds for it, through the builder the
-// Store calls: the keys, by their layout name, and the arguments, by the value the test gives each
-// named argument, in the header's count and order (a reordered key or argument fails here, not in a
-// sale). It also checks that each
-// script names its KEYS and ARGV once, at the top, with the header's names, and uses only the names
-// below (variadic tails excepted).
-func TestScriptHeaders(t *testing.T) {
+// scriptCall is one script's call as its builder builds it, with the value the test gives each named
+// argument.
+type scriptCall struct {
+	script string
+	call   call              // what the script's builder returns, exactly what the Store sends
+	want   map[string]string // argument name -> value; a variadic tail joined by ","
+}
+
+// scriptCalls builds every script's call through the builder the Store calls, of concert c1 and fan-1's
+// wallet.
+func scriptCalls() []scriptCall {
 	k := NewKeys("tr").Concert("c1")
 	w := NewKeys("tr").Wallet("fan-1")
 	now := time.UnixMilli(1_800_000_000_000)
@@ -127,11 +131,7 @@ func TestScriptHeaders(t *testing.T) {
 	copy(k9[:], bytes.Repeat([]byte{9}, 32))
 	copy(k8[:], bytes.Repeat([]byte{8}, 32))
 	entrants := []draw.Entrant{{User: "fan-1", Key: k9}, {User: "fan-2", Key: k8}}
-	tests := []struct {
-		script string
-		call   call              // what the script's builder returns, exactly what the Store sends
-		want   map[string]string // argument name -> value; a variadic tail joined by ","
-	}{
+	return []scriptCall{
 		{"concert_load", built(k.concertLoad(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q, Sale: &sale,
 			Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}}, Sections: []ticketrush.Section{{Name: "A", Seats: 3}}}, now)),
 			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
@@ -177,6 +177,16 @@ func TestScriptHeaders(t *testing.T) {
 			map[string]string{"user": "fan-1", "key": "k1", "fp": "fp1", "ref": "p1", "created": "1",
 				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "now": at, "step": "finish"}},
 	}
+}
+
+// TestScriptHeaders holds every script's header against what Go builds for it, through the builder the
+// Store calls: the keys, by their layout name, and the arguments, by the value the test gives each
+// named argument, in the header's count and order (a reordered key or argument fails here, not in a
+// sale). It also checks that each
+// script names its KEYS and ARGV once, at the top, with the header's names, and uses only the names
+// below (variadic tails excepted).
+func TestScriptHeaders(t *testing.T) {
+	tests := scriptCalls()
 	require.Len(t, tests, len(lua.Names()), "every script has a case here, and every case a script")
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {

@@ -3,6 +3,8 @@ package redis
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -10,7 +12,7 @@ import (
 )
 
 // Inspector reads the sale's state directly, outside the scripts, for tools that check it (the
-// load-test checker): it knows which key holds what, keyed by what, and how each value is encoded.
+// load-test checker, reconcile): it knows which key holds what, keyed by what, and how each value is encoded.
 type Inspector struct {
 	client rueidis.Client
 	keys   Keys
@@ -31,7 +33,7 @@ func (in *Inspector) Reservations(ctx context.Context, concertID string) (map[st
 	}
 	out := make(map[string]ticketrush.Reservation, len(raw))
 	for id, js := range raw {
-		r, err := DecodeReservation(concertID, js)
+		r, err := decodeReservation(concertID, js)
 		if err != nil || r.Status == "" || r.SeatID == "" {
 			return nil, fmt.Errorf("reservation %s does not decode (%v)", id, err)
 		}
@@ -51,7 +53,7 @@ func (in *Inspector) SeatStates(ctx context.Context, concertID, scheduleID strin
 	}
 	out := make(map[string]SeatState, len(raw))
 	for seat, v := range raw {
-		if st, ok := ParseSeatState(v); ok {
+		if st, ok := parseSeatState(v); ok {
 			out[seat] = st
 		}
 	}
@@ -92,7 +94,7 @@ func movementOf(resID string, m rueidis.RedisResult) (*ticketrush.Payment, error
 	if err != nil {
 		return nil, err
 	}
-	p, err := DecodeMovement(resID, raw)
+	p, err := decodeMovement(resID, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -133,5 +135,131 @@ func (in *Inspector) Balances(ctx context.Context, users []string) (map[string]i
 	return out, nil
 }
 
-// Inspector returns an inspector of the store's keys.
-func (s *Store) Inspector() *Inspector { return &Inspector{client: s.client, keys: s.keys} }
+// ConcertSlot is a concert's hash slot read at one moment, with the point of its stream it is as of.
+type ConcertSlot struct {
+	Reservations map[string]ticketrush.Reservation // the res hash, by id
+	Seats        map[string]map[string]SeatState   // schedule -> seat -> state, of the seats hashes; a value that is no seat state is left out
+	Inventory    Inventory                         // the inv hash, as the seat scripts keep it
+	InventoryOK  bool                              // false when inv is absent or malformed
+	Counted      Inventory                         // the seat count the seats hashes give (inventoryOf)
+	Cut          ticketrush.EventID                // the last entry of the concert's stream the read saw (cut)
+}
+
+// ConcertSlot reads concert c's reservations, seats of each schedule and seat count in one MULTI, with
+// the cut of its stream.
+func (in *Inspector) ConcertSlot(ctx context.Context, c ticketrush.Concert) (ConcertSlot, error) {
+	k := in.keys.Concert(c.ID)
+	slot := ConcertSlot{Reservations: map[string]ticketrush.Reservation{}, Seats: map[string]map[string]SeatState{}}
+	replies, err := in.atOnce(ctx, k.Events(), func(b rueidis.Builder) rueidis.Commands {
+		cmds := rueidis.Commands{b.Hgetall().Key(k.Reservations()).Build()}
+		for _, s := range c.Schedules {
+			cmds = append(cmds, b.Hgetall().Key(k.Seats(s.ID)).Build())
+		}
+		return append(cmds, b.Hgetall().Key(k.Inventory()).Build())
+	})
+	if err != nil {
+		return slot, fmt.Errorf("read concert %s: %w", c.ID, err)
+	}
+	raw, err := replies[0].AsStrMap()
+	if err != nil {
+		return slot, fmt.Errorf("read reservations of %s: %w", c.ID, err)
+	}
+	for id, js := range raw {
+		r, err := decodeReservation(c.ID, js)
+		if err != nil {
+			return slot, fmt.Errorf("reservation %s: %w", id, err)
+		}
+		slot.Reservations[id] = r
+	}
+	seats := map[string]map[string]string{}
+	for i, s := range c.Schedules {
+		m, err := replies[1+i].AsStrMap()
+		if err != nil {
+			return slot, fmt.Errorf("read seats of %s: %w", s.ID, err)
+		}
+		seats[s.ID] = m
+		states := make(map[string]SeatState, len(m))
+		for seat, v := range m {
+			if st, ok := parseSeatState(v); ok {
+				states[seat] = st
+			}
+		}
+		slot.Seats[s.ID] = states
+	}
+	inv, err := replies[1+len(c.Schedules)].AsStrMap()
+	if err != nil {
+		return slot, fmt.Errorf("read inventory of %s: %w", c.ID, err)
+	}
+	slot.Inventory, slot.InventoryOK = decodeInventory(inv)
+	slot.Counted = inventoryOf(c, seats)
+	slot.Cut = cut(k.Events(), &replies[len(replies)-2], &replies[len(replies)-1])
+	return slot, nil
+}
+
+// WalletSlot is wallet shard's hash slot read at one moment, with the point of its stream it is as of.
+type WalletSlot struct {
+	Balances map[string]int64   // the bal hash, by user
+	Cut      ticketrush.EventID // the last entry of the shard's stream the read saw (cut)
+}
+
+// WalletSlot reads the balances of wallet shard n in one MULTI, with the cut of its stream.
+func (in *Inspector) WalletSlot(ctx context.Context, n int) (WalletSlot, error) {
+	w := in.keys.WalletShard(n)
+	replies, err := in.atOnce(ctx, w.Events(), func(b rueidis.Builder) rueidis.Commands {
+		return rueidis.Commands{b.Hgetall().Key(w.Balances()).Build()}
+	})
+	if err != nil {
+		return WalletSlot{}, fmt.Errorf("read wallet %s: %w", w.Balances(), err)
+	}
+	raw, err := replies[0].AsStrMap()
+	if err != nil {
+		return WalletSlot{}, err
+	}
+	bal := make(map[string]int64, len(raw))
+	for user, v := range raw {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return WalletSlot{}, fmt.Errorf("balance of %s: %w", user, err)
+		}
+		bal[user] = n
+	}
+	return WalletSlot{Balances: bal, Cut: cut(w.Events(), &replies[1], &replies[2])}, nil
+}
+
+// atOnce runs the commands of build, then XINFO STREAM of stream and TIME, in one MULTI on one
+// connection, and returns EXEC's replies: those of build's commands, then the stream's and the clock's.
+func (in *Inspector) atOnce(ctx context.Context, stream string, build func(rueidis.Builder) rueidis.Commands) ([]rueidis.RedisMessage, error) {
+	var replies []rueidis.RedisMessage
+	err := in.client.Dedicated(func(d rueidis.DedicatedClient) error {
+		all := append(rueidis.Commands{d.B().Multi().Build()}, build(d.B())...)
+		all = append(all, d.B().XinfoStream().Key(stream).Build(), d.B().Time().Build(), d.B().Exec().Build())
+		res := d.DoMulti(ctx, all...)
+		var err error
+		replies, err = res[len(res)-1].ToArray()
+		return err
+	})
+	return replies, err
+}
+
+// cut is the point of a stream a snapshot saw: its last-generated-id (from XINFO STREAM). A stream
+// without entries since it was made (or none at all) has none: then every event of the stream's name
+// the record holds came before, and the cut is just before Redis' clock at the snapshot (TIME), which
+// any later entry id is at or after.
+func cut(stream string, info, clock *rueidis.RedisMessage) ticketrush.EventID {
+	if m, err := info.AsMap(); err == nil {
+		if v, ok := m["last-generated-id"]; ok {
+			s, _ := v.ToString()
+			if id, err := ticketrush.ParseEventID(stream, s); err == nil && (id.Ms > 0 || id.Seq > 0) {
+				return id
+			}
+		}
+	}
+	now := time.Now().UnixMilli()
+	if t, err := clock.AsStrSlice(); err == nil && len(t) == 2 {
+		if sec, err := strconv.ParseInt(t[0], 10, 64); err == nil {
+			usec, _ := strconv.ParseInt(t[1], 10, 64)
+			now = sec*1000 + usec/1000
+		}
+	}
+	return ticketrush.EventID{Stream: stream, Ms: now - 1, Seq: 1<<62 - 1}
+}

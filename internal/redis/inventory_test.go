@@ -21,7 +21,7 @@ func inventory(t *testing.T, s *Store, c rueidis.Client, concertID string, sched
 	k := s.keys.Concert(concertID)
 	h, err := c.Do(ctx, c.B().Hgetall().Key(k.Inventory()).Build()).AsStrMap()
 	require.NoError(t, err)
-	inv, ok := DecodeInventory(h)
+	inv, ok := decodeInventory(h)
 	require.True(t, ok, "inv hash %v", h)
 	taken := int64(0)
 	for _, sc := range scheduleIDs {
@@ -115,12 +115,7 @@ func TestSoldOut(t *testing.T) {
 			held = append(held, r)
 		}
 		for i, r := range held {
-			_, err = s.Claim(ctx, "alice", r.ID, t0)
-			require.NoError(t, err)
-			d, err := s.Debit(ctx, "alice", r.ID, 100, t0)
-			require.NoError(t, err)
-			_, err = s.Complete(ctx, r.ID, d, t0)
-			require.NoError(t, err)
+			pay(t, s, "alice", r.ID, 100)
 			snap, err := s.Snapshot(ctx, cid, 0, 10, t0)
 			require.NoError(t, err)
 			assert.Equal(t, i == 1, snap.SoldOut, "sold out after the last seat only (seat %d)", i+1)

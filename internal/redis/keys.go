@@ -2,9 +2,11 @@
 // keys of one hash slot, and this package turns domain calls into script calls and replies back into
 // domain types and errors. With lua/ it is the one home of the data layout: key names (keys.go,
 // deadletter.go), each script call's KEYS and ARGV (args.go), its reply (reply.go and each noun's file:
-// queue.go, seats.go, payment.go, wallet.go, draw.go, concert.go), record encodings (layout.go), the
-// stream events and their fields (events.go), the state marker (state.go), what restore writes
-// (repair.go) and what the load-test checker reads (inspect.go).
+// queue.go, seats.go, payment.go, wallet.go, draw.go, concert.go, gate.go), record encodings
+// (layout.go), the stream events and their fields (events.go), the state marker (state.go), what
+// restore writes (repair.go), what reconcile and the load-test checker read (inspect.go) and what the
+// Redis benchmark writes beside the scripts (bench.go). Around the scripts: the readiness probe
+// (ping.go), the live concerts (activity.go) and the writes that wait for a replica (replicas.go).
 package redis
 
 import (

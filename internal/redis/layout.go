@@ -12,9 +12,10 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// The data layout: how each stored record is encoded, one Go type per record, shared by the scripts'
-// callers and by every tool that reads or writes the state directly (restore, reconcile, the load-test
-// checker). The key names are in keys.go; the scripts in lua/ write the same encodings.
+// The data layout: how each stored record is encoded, one Go type per record, for the scripts' callers
+// and for this package's direct reads and writes of the state: the tools that need them (restore,
+// reconcile, the load-test checker) go through those (repair.go, inspect.go), never the encodings. The
+// key names are in keys.go; the scripts in lua/ write the same encodings.
 
 // jsonInt reads a JSON number that Lua may have written in float notation.
 type jsonInt int64
@@ -45,8 +46,8 @@ type reservationRecord struct {
 	Balance   *jsonInt `json:"balance,omitempty"`
 }
 
-// DecodeReservation reads a reservation record of concertID's res hash.
-func DecodeReservation(concertID, raw string) (ticketrush.Reservation, error) {
+// decodeReservation reads a reservation record of concertID's res hash.
+func decodeReservation(concertID, raw string) (ticketrush.Reservation, error) {
 	var r reservationRecord
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return ticketrush.Reservation{}, fmt.Errorf("decode reservation: %w", err)
@@ -63,9 +64,9 @@ func DecodeReservation(concertID, raw string) (ticketrush.Reservation, error) {
 	}, nil
 }
 
-// EncodeReservation writes a reservation record as the scripts keep it (the payment fields for a PAID
+// encodeReservation writes a reservation record as the scripts keep it (the payment fields for a PAID
 // one only).
-func EncodeReservation(r ticketrush.Reservation) (string, error) {
+func encodeReservation(r ticketrush.Reservation) (string, error) {
 	rec := reservationRecord{ID: r.ID, User: r.UserID, Seq: jsonInt(r.Seq), Schedule: r.ScheduleID, Seat: r.SeatID,
 		Price: jsonInt(r.Price), Status: string(r.Status), ExpiresAt: jsonInt(msOf(r.ExpiresAt)),
 		CreatedAt: jsonInt(msOf(r.CreatedAt))}
@@ -87,8 +88,8 @@ type movementRecord struct {
 	At      jsonInt `json:"at"`
 }
 
-// DecodeMovement reads a debit or refund record of reservation resID.
-func DecodeMovement(resID, raw string) (ticketrush.Payment, error) {
+// decodeMovement reads a debit or refund record of reservation resID.
+func decodeMovement(resID, raw string) (ticketrush.Payment, error) {
 	var d movementRecord
 	if err := json.Unmarshal([]byte(raw), &d); err != nil {
 		return ticketrush.Payment{}, fmt.Errorf("decode debit: %w", err)
@@ -97,8 +98,8 @@ func DecodeMovement(resID, raw string) (ticketrush.Payment, error) {
 		Balance: int64(d.Balance), PaidAt: fromMillis(int64(d.At))}, nil
 }
 
-// EncodeMovement writes a ledger entry (a payment or a refund) as the wallet scripts keep it.
-func EncodeMovement(e ticketrush.LedgerEntry) (string, error) {
+// encodeMovement writes a ledger entry (a payment or a refund) as the wallet scripts keep it.
+func encodeMovement(e ticketrush.LedgerEntry) (string, error) {
 	raw, err := json.Marshal(movementRecord{ID: e.ID, User: e.UserID, Amount: jsonInt(e.Amount),
 		Balance: jsonInt(e.BalanceAfter), At: jsonInt(msOf(e.CreatedAt))})
 	return string(raw), err
@@ -119,9 +120,9 @@ type idempotencyRecord struct {
 	Pending     bool    `json:"pending,omitempty"` // a payment under way holds the key (payment_remember 'reserve')
 }
 
-// EncodeIdempotency writes the record of an Idempotency-Key as points_charge and payment_remember keep
+// encodeIdempotency writes the record of an Idempotency-Key as points_charge and payment_remember keep
 // it.
-func EncodeIdempotency(r ticketrush.IdempotencyRecord) (string, error) {
+func encodeIdempotency(r ticketrush.IdempotencyRecord) (string, error) {
 	rec := idempotencyRecord{Fingerprint: r.Fingerprint}
 	if r.Kind == "charge" {
 		rec.ID, rec.Amount, rec.Balance, rec.At = r.Ref, jsonInt(r.Amount), jsonInt(r.Balance), jsonInt(msOf(r.At))
@@ -157,9 +158,9 @@ func (s SeatState) String() string {
 	return string(s.Kind) + "|" + s.Reservation
 }
 
-// ParseSeatState reads a seat state; ok is false for anything else. A hold without a readable expiry
+// parseSeatState reads a seat state; ok is false for anything else. A hold without a readable expiry
 // never lapses.
-func ParseSeatState(v string) (s SeatState, ok bool) {
+func parseSeatState(v string) (s SeatState, ok bool) {
 	if len(v) < 2 || v[1] != '|' {
 		return SeatState{}, false
 	}
@@ -180,11 +181,11 @@ func ParseSeatState(v string) (s SeatState, ok bool) {
 	return SeatState{}, false
 }
 
-// OpenHolds encodes a user's open reservations for the uholds hash: a comma list.
-func OpenHolds(ids []string) string { return strings.Join(ids, ",") }
+// openHolds encodes a user's open reservations for the uholds hash: a comma list.
+func openHolds(ids []string) string { return strings.Join(ids, ",") }
 
-// ConcertHashes returns a concert's meta and cfg hashes as concert_load writes them.
-func ConcertHashes(c ticketrush.Concert) (meta, cfg map[string]string) {
+// concertHashes returns a concert's meta and cfg hashes as concert_load writes them.
+func concertHashes(c ticketrush.Concert) (meta, cfg map[string]string) {
 	q := c.Queue
 	meta = map[string]string{"title": c.Title, "venue": c.Venue}
 	cfg = map[string]string{"cap": itoa(q.ActiveCapacity), "rate": itoa(q.AdmitPerSecond), "ttl": ms(q.ActiveTTL),
@@ -203,14 +204,14 @@ type Inventory struct {
 	SoldOut                bool
 }
 
-// InventoryHash encodes a concert's inv hash as the scripts keep it.
-func InventoryHash(inv Inventory) map[string]string {
+// inventoryHash encodes a concert's inv hash as the scripts keep it.
+func inventoryHash(inv Inventory) map[string]string {
 	return map[string]string{"seats": i64toa(inv.Seats), "avail": i64toa(inv.Available), "sold": i64toa(inv.Sold),
 		"soldout": flag(inv.SoldOut)}
 }
 
-// DecodeInventory reads a concert's inv hash (HGETALL); ok is false when it is absent or malformed.
-func DecodeInventory(h map[string]string) (inv Inventory, ok bool) {
+// decodeInventory reads a concert's inv hash (HGETALL); ok is false when it is absent or malformed.
+func decodeInventory(h map[string]string) (inv Inventory, ok bool) {
 	var errs [3]error
 	inv.Seats, errs[0] = strconv.ParseInt(h["seats"], 10, 64)
 	inv.Available, errs[1] = strconv.ParseInt(h["avail"], 10, 64)
@@ -227,9 +228,9 @@ func msOf(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// SaleHashes returns the fields concert_load adds for a concert with a sale: cfg's opens and pqopens,
+// saleHashes returns the fields concert_load adds for a concert with a sale: cfg's opens and pqopens,
 // and the draw hash's seed (hex, secret until the draw). Both are empty without a sale.
-func SaleHashes(c ticketrush.Concert) (cfg, draw map[string]string) {
+func saleHashes(c ticketrush.Concert) (cfg, draw map[string]string) {
 	if c.Sale == nil {
 		return nil, nil
 	}
@@ -237,16 +238,16 @@ func SaleHashes(c ticketrush.Concert) (cfg, draw map[string]string) {
 		map[string]string{"seed": saleSeed(c.Sale)}
 }
 
-// DrawnHash is the draw hash of a completed draw as draw_place leaves it (base 0: restore restarts the
-// line empty, above every arrival ever issued), without its seed (SaleHashes).
-func DrawnHash(entrants int64, digest string, drawnAt time.Time) map[string]string {
+// drawnHash is the draw hash of a completed draw as draw_place leaves it (base 0: restore restarts the
+// line empty, above every arrival ever issued), without its seed (saleHashes).
+func drawnHash(entrants int64, digest string, drawnAt time.Time) map[string]string {
 	n := strconv.FormatInt(entrants, 10)
 	return map[string]string{"sealed": "1", "base": "0", "n": n, "placed": n, "digest": digest,
 		"drawnAt": strconv.FormatInt(msOf(drawnAt), 10)}
 }
 
-// DrawKeysValue is the dkeys string of a draw: every key's raw bytes in draw order.
-func DrawKeysValue(order []draw.Entrant) string {
+// drawKeysValue is the dkeys string of a draw: every key's raw bytes in draw order.
+func drawKeysValue(order []draw.Entrant) string {
 	b := make([]byte, 0, len(order)*draw.KeySize)
 	for _, e := range order {
 		b = append(b, e.Key[:]...)

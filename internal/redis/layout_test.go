@@ -38,7 +38,7 @@ func TestLayoutMatchesScripts(t *testing.T) {
 
 		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.Paused = false }, "alice")
 		conc := concert(cid, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.Paused = false })
-		meta, cfg := ConcertHashes(conc)
+		meta, cfg := concertHashes(conc)
 		gotMeta, err := c.Do(ctx, c.B().Hgetall().Key(k.Meta()).Build()).AsStrMap()
 		require.NoError(t, err)
 		gotCfg, err := c.Do(ctx, c.B().Hgetall().Key(k.Cfg()).Build()).AsStrMap()
@@ -50,14 +50,14 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		r, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
 		require.NoError(t, err)
 		raw := hget(k.Reservations(), r.ID)
-		dec, err := DecodeReservation(cid, raw)
+		dec, err := decodeReservation(cid, raw)
 		require.NoError(t, err)
 		assert.Equal(t, r, dec)
-		enc, err := EncodeReservation(dec)
+		enc, err := encodeReservation(dec)
 		require.NoError(t, err)
 		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a HELD reservation")
 		seat := hget(k.Seats(sA), "VIP-1")
-		st, ok := ParseSeatState(seat)
+		st, ok := parseSeatState(seat)
 		require.True(t, ok, seat)
 		assert.Equal(t, SeatState{Kind: SeatHeld, Reservation: r.ID, Expires: t0.Add(10 * time.Second).UnixMilli()}, st)
 		assert.Equal(t, seat, st.String())
@@ -66,7 +66,7 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		_, err = s.Claim(ctx, "alice", r.ID, t0)
 		require.NoError(t, err)
 		seat = hget(k.Seats(sA), "VIP-1")
-		st, ok = ParseSeatState(seat)
+		st, ok = parseSeatState(seat)
 		require.True(t, ok, seat)
 		assert.Equal(t, SeatState{Kind: SeatPaying, Reservation: r.ID}, st)
 		assert.Equal(t, seat, st.String())
@@ -77,11 +77,11 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		paid, err := s.Complete(ctx, r.ID, d, t0)
 		require.NoError(t, err)
 		raw = hget(k.Reservations(), r.ID)
-		enc, err = EncodeReservation(paid)
+		enc, err = encodeReservation(paid)
 		require.NoError(t, err)
 		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a PAID reservation")
 		seat = hget(k.Seats(sA), "VIP-1")
-		st, ok = ParseSeatState(seat)
+		st, ok = parseSeatState(seat)
 		require.True(t, ok, seat)
 		assert.Equal(t, SeatState{Kind: SeatSold, Reservation: r.ID}, st)
 		assert.Equal(t, seat, st.String())
@@ -89,10 +89,10 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		// The debit.
 		w := s.keys.Wallet("alice")
 		raw = hget(w.Debits(), r.ID)
-		mv, err := DecodeMovement(r.ID, raw)
+		mv, err := decodeMovement(r.ID, raw)
 		require.NoError(t, err)
 		assert.Equal(t, d, mv)
-		enc, err = EncodeMovement(ticketrush.LedgerEntry{ID: d.ID, UserID: "alice", Type: ticketrush.LedgerPayment, Amount: 300,
+		enc, err = encodeMovement(ticketrush.LedgerEntry{ID: d.ID, UserID: "alice", Type: ticketrush.LedgerPayment, Amount: 300,
 			BalanceAfter: 700, ReservationID: r.ID, CreatedAt: t0})
 		require.NoError(t, err)
 		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a debit")
@@ -105,13 +105,13 @@ func TestLayoutMatchesScripts(t *testing.T) {
 			return v
 		}
 		charge := asMap(t, get(w.Idempotency("alice", "charge-key")))
-		enc, err = EncodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "charge-key", Kind: "charge",
+		enc, err = encodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "charge-key", Kind: "charge",
 			Fingerprint: "fp-charge", Ref: charge["id"].(string), At: t0, Amount: 1000, Balance: 1000})
 		require.NoError(t, err)
 		assert.Equal(t, charge, asMap(t, enc), "a charge's idempotency record")
 		_, _, err = s.Remember(ctx, "alice", "pay-key", "fp-pay", d.ID, true, t0)
 		require.NoError(t, err)
-		enc, err = EncodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "pay-key", Kind: "payment",
+		enc, err = encodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "pay-key", Kind: "payment",
 			Fingerprint: "fp-pay", Ref: d.ID, Created: true})
 		require.NoError(t, err)
 		assert.Equal(t, asMap(t, get(w.Idempotency("alice", "pay-key"))), asMap(t, enc), "a payment's idempotency record")
@@ -132,7 +132,7 @@ func TestParseSeatState(t *testing.T) {
 		{"S", SeatState{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := ParseSeatState(tt.give)
+		got, ok := parseSeatState(tt.give)
 		assert.Equal(t, tt.ok, ok, tt.give)
 		assert.Equal(t, tt.want, got, tt.give)
 	}

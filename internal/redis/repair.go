@@ -27,7 +27,7 @@ type RestoredConcert struct {
 // and leftn strings); and every reservation (the res hash) with its seat (a seats hash per schedule):
 // a held one in the holds zset (score: its expiry, Unix ms), one being paid in the paying zset (score:
 // when it was claimed, Unix ms), both in their user's open reservations (uholds); the sold seats
-// counted per schedule (the sold hash) and the concert's seat count (inv, InventoryOf).
+// counted per schedule (the sold hash) and the concert's seat count (inv, inventoryOf).
 func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert,
 	res []ticketrush.ReservationRecord, mark ticketrush.QueueMark) (RestoredConcert, error) {
 	var rep RestoredConcert
@@ -36,7 +36,7 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 		scheduleIDs[i] = s.ID
 	}
 	gone := k.All(scheduleIDs)
-	meta, cfg := ConcertHashes(c)
+	meta, cfg := concertHashes(c)
 	cmds := []func(rueidis.Builder) rueidis.Completed{
 		func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(gone...).Build() },
 	}
@@ -88,7 +88,7 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 			open[r.UserID] = append(open[r.UserID], r.ID)
 			rep.Held++
 		}
-		raw, err := EncodeReservation(r.Reservation)
+		raw, err := encodeReservation(r.Reservation)
 		if err != nil {
 			return rep, err
 		}
@@ -104,7 +104,7 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 	uholds := map[string]string{}
 	for user, ids := range open {
 		sort.Strings(ids)
-		uholds[user] = OpenHolds(ids)
+		uholds[user] = openHolds(ids)
 	}
 	cmds = append(cmds, hset(k.UserHolds(), uholds)...)
 	soldCounts := map[string]string{}
@@ -112,19 +112,19 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 		soldCounts[sched] = strconv.Itoa(n)
 	}
 	cmds = append(cmds, hset(k.Sold(), soldCounts)...)
-	cmds = append(cmds, hset(k.Inventory(), InventoryHash(InventoryOf(c, seats)))...)
+	cmds = append(cmds, hset(k.Inventory(), inventoryHash(inventoryOf(c, seats)))...)
 	return rep, multi(ctx, rdb, cmds)
 }
 
-// InventoryOf counts a concert's seats from its seat maps (schedule -> seat -> state) as the seat
+// inventoryOf counts a concert's seats from its seat maps (schedule -> seat -> state) as the seat
 // scripts keep the count: a seat in no map is available.
-func InventoryOf(c ticketrush.Concert, seats map[string]map[string]string) Inventory {
+func inventoryOf(c ticketrush.Concert, seats map[string]map[string]string) Inventory {
 	inv := Inventory{Seats: int64(c.TotalSeats() * len(c.Schedules))}
 	inv.Available = inv.Seats
 	for _, m := range seats {
 		for _, v := range m {
 			inv.Available--
-			if st, ok := ParseSeatState(v); ok && st.Kind == SeatSold {
+			if st, ok := parseSeatState(v); ok && st.Kind == SeatSold {
 				inv.Sold++
 			}
 		}
@@ -143,7 +143,7 @@ func RestoreAccessCodes(ctx context.Context, rdb rueidis.Client, k ConcertKeys, 
 // nil), the completed draw with its keys in the draw's order.
 func RestoreSale(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert, entries []ticketrush.PrequeueEntry,
 	d *ticketrush.DrawRecord, order []draw.Entrant) error {
-	cfg, drawHash := SaleHashes(c)
+	cfg, drawHash := saleHashes(c)
 	cmds := append(hset(k.Cfg(), cfg), hset(k.Draw(), drawHash)...)
 	for start := 0; start < len(entries); start += 10_000 {
 		members := map[string]int64{}
@@ -153,8 +153,8 @@ func RestoreSale(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticke
 		cmds = append(cmds, zadd(k.Prequeue(), members)...)
 	}
 	if d != nil {
-		value := DrawKeysValue(order)
-		cmds = append(cmds, hset(k.Draw(), DrawnHash(d.Entrants, d.Digest, d.DrawnAt))...)
+		value := drawKeysValue(order)
+		cmds = append(cmds, hset(k.Draw(), drawnHash(d.Entrants, d.Digest, d.DrawnAt))...)
 		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.DrawKeys()).Value(value).Build() })
 	}
 	return multi(ctx, rdb, cmds)
@@ -181,7 +181,7 @@ func RestoreWalletShard(ctx context.Context, rdb rueidis.Client, w WalletKeys, s
 		out map[string]string
 	}{{st.Debits, debits}, {st.Refunds, refunds}} {
 		for _, m := range moves.in {
-			raw, err := EncodeMovement(m)
+			raw, err := encodeMovement(m)
 			if err != nil {
 				return 0, err
 			}
@@ -198,7 +198,7 @@ func RestoreWalletShard(ctx context.Context, rdb rueidis.Client, w WalletKeys, s
 	cmds = append(cmds, hset(w.Refunds(), refunds)...)
 	keys := 0
 	for _, r := range st.IdempotencyKeys {
-		value, err := EncodeIdempotency(r)
+		value, err := encodeIdempotency(r)
 		if err != nil {
 			return 0, err
 		}
@@ -213,28 +213,6 @@ func RestoreWalletShard(ctx context.Context, rdb rueidis.Client, w WalletKeys, s
 		keys++
 	}
 	return keys, multi(ctx, rdb, cmds)
-}
-
-// AdmitSynthetic makes users ACTIVE in a concert until until, each with the token of arrival seq,
-// written as queue_join and queue_tick leave an admitted fan (the aseq hash and the active zset) but
-// without a line, a pipeline per 1000 users: the benchmark's synthetic fans, which replay one captured
-// hold call and so must share its arrival sequence (the scripts give every fan one of their own).
-func AdmitSynthetic(ctx context.Context, rdb rueidis.Client, k ConcertKeys, users []string, seq uint64, until time.Time) error {
-	score, arrival := float64(until.UnixMilli()), utoa(seq)
-	for lo := 0; lo < len(users); lo += 1000 {
-		batch := users[lo:min(lo+1000, len(users))]
-		cmds := make(rueidis.Commands, 0, 2*len(batch))
-		for _, user := range batch {
-			cmds = append(cmds, rdb.B().Hset().Key(k.ActiveSeq()).FieldValue().FieldValue(user, arrival).Build(),
-				rdb.B().Zadd().Key(k.Active()).ScoreMember().ScoreMember(score, user).Build())
-		}
-		for _, res := range rdb.DoMulti(ctx, cmds...) {
-			if err := res.Error(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // multi runs cmds in one MULTI/EXEC on one connection: they must share a hash slot.

@@ -12,7 +12,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// InventoryOf counts as the seat scripts do: every seat in a map is taken (held, being paid or
+// inventoryOf counts as the seat scripts do: every seat in a map is taken (held, being paid or
 // sold), only a SOLD one is sold, and the concert is sold out once every seat of every schedule is.
 func TestInventoryOf(t *testing.T) {
 	c := ticketrush.Concert{Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}},
@@ -33,7 +33,7 @@ func TestInventoryOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, InventoryOf(c, tt.seats))
+			assert.Equal(t, tt.want, inventoryOf(c, tt.seats))
 		})
 	}
 }
@@ -45,7 +45,7 @@ func TestAdmitSynthetic(t *testing.T) {
 		ctx := context.Background()
 		sale(t, s, nil)
 		require.NoError(t, AdmitSynthetic(ctx, c, s.Keys().Concert(cid), []string{"syn-1", "syn-2"}, 7, t0.Add(time.Hour)))
-		seq, err := s.Inspector().ActiveSeq(ctx, cid, "syn-2")
+		seq, err := NewInspector(c, s.keys.prefix).ActiveSeq(ctx, cid, "syn-2")
 		require.NoError(t, err)
 		assert.EqualValues(t, 7, seq)
 		_, _, err = s.Hold(ctx, ticketrush.QueueClaims{UserID: "syn-1", ConcertID: cid, Seq: 7}, sA, "VIP-1", 100, t0)

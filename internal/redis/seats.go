@@ -19,7 +19,7 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 	if err != nil {
 		return ticketrush.Reservation{}, err
 	}
-	return DecodeReservation(concertID, raw)
+	return decodeReservation(concertID, raw)
 }
 
 // Hold holds a seat for the fan of claims: one script that checks the token is ACTIVE, the seat free
@@ -66,7 +66,7 @@ func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservat
 		_, err = mapError(err)
 		return ticketrush.Reservation{}, fmt.Errorf("read reservation: %w", err)
 	}
-	return DecodeReservation(concertID, raw)
+	return decodeReservation(concertID, raw)
 }
 
 // Cancel gives back the user's HELD reservation.
@@ -232,7 +232,7 @@ func takenSeats(raw map[string]string) map[string]ticketrush.TakenSeat {
 // takenSeat reads one seat state of a seats hash; ok is false for anything that is no seat state.
 // TakenSeat.StatusAt is what the seat map shows of it (GatedSeats and the seat view alike).
 func takenSeat(v string) (ticketrush.TakenSeat, bool) {
-	st, ok := ParseSeatState(v)
+	st, ok := parseSeatState(v)
 	if !ok {
 		return ticketrush.TakenSeat{}, false
 	}
@@ -242,5 +242,5 @@ func takenSeat(v string) (ticketrush.TakenSeat, bool) {
 	case SeatPaying:
 		return ticketrush.TakenSeat{Paying: true}, true
 	}
-	return ticketrush.TakenSeat{HeldUntil: st.Expires}, true // SeatHeld: ParseSeatState knows no other kind
+	return ticketrush.TakenSeat{HeldUntil: st.Expires}, true // SeatHeld: parseSeatState knows no other kind
 }

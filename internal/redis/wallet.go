@@ -23,7 +23,7 @@ func (s *Store) Debit(ctx context.Context, userID, resID string, amount int64, n
 	if err != nil {
 		return ticketrush.Payment{}, err
 	}
-	return DecodeMovement(resID, raw)
+	return decodeMovement(resID, raw)
 }
 
 // Debited returns the debit of a reservation, if there is one.
@@ -36,7 +36,7 @@ func (s *Store) Debited(ctx context.Context, userID, resID string) (ticketrush.P
 		_, err = mapError(err)
 		return ticketrush.Payment{}, false, fmt.Errorf("read debit %s: %w", resID, err)
 	}
-	p, err := DecodeMovement(resID, raw)
+	p, err := decodeMovement(resID, raw)
 	return p, err == nil, err
 }
 
@@ -64,7 +64,7 @@ func refundReply(resID string, msg rueidis.RedisMessage) (bool, error) {
 	if raw == "" {
 		return false, nil
 	}
-	if _, err := DecodeMovement(resID, raw); err != nil {
+	if _, err := decodeMovement(resID, raw); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -34,7 +33,7 @@ func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, grou
 	if group == "" {
 		group = redis.WriteBehindGroup
 	}
-	keys := redis.NewKeys(prefix)
+	in := redis.NewInspector(rdb, prefix)
 	concerts, err := led.Concerts(ctx)
 	if err != nil {
 		return nil, err
@@ -44,22 +43,21 @@ func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, grou
 	var debits []string         // payment ids of the sold seats
 	price := map[string]int64{} // payment id -> price
 	for _, c := range concerts {
-		k := keys.Concert(c.ID)
-		snap, err := readConcert(ctx, rdb, k, c)
+		snap, err := in.ConcertSlot(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		if err := waitWritten(ctx, rdb, group, snap.last, deadline); err != nil {
+		if err := waitWritten(ctx, rdb, group, snap.Cut, deadline); err != nil {
 			diffs = append(diffs, err.Error())
 			continue
 		}
-		rec, err := led.ReservationsAt(ctx, snap.last)
+		rec, err := led.ReservationsAt(ctx, snap.Cut)
 		if err != nil {
 			return nil, err
 		}
 		diffs = append(diffs, compareConcert(c.ID, snap, rec)...)
 		diffs = append(diffs, compareInventory(c, snap)...)
-		for _, r := range snap.reservations {
+		for _, r := range snap.Reservations {
 			if r.Status == ticketrush.ReservationPaid && r.PaymentID != "" {
 				debits = append(debits, r.PaymentID)
 				price[r.PaymentID] = r.Price
@@ -67,20 +65,19 @@ func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, grou
 		}
 	}
 	for i := range redis.WalletShards {
-		w := keys.WalletShard(i)
-		bal, last, err := readWallet(ctx, rdb, w)
+		w, err := in.WalletSlot(ctx, i)
 		if err != nil {
 			return nil, err
 		}
-		if err := waitWritten(ctx, rdb, group, last, deadline); err != nil {
+		if err := waitWritten(ctx, rdb, group, w.Cut, deadline); err != nil {
 			diffs = append(diffs, err.Error())
 			continue
 		}
-		rec, err := led.BalancesAt(ctx, last)
+		rec, err := led.BalancesAt(ctx, w.Cut)
 		if err != nil {
 			return nil, err
 		}
-		diffs = append(diffs, compareBalances(bal, rec)...)
+		diffs = append(diffs, compareBalances(w.Balances, rec)...)
 	}
 	if len(debits) > 0 {
 		amounts, err := led.LedgerAmounts(ctx, debits)
@@ -97,107 +94,6 @@ func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, grou
 	}
 	sort.Strings(diffs)
 	return diffs, nil
-}
-
-// concertSnapshot is one concert's slot read at one moment.
-type concertSnapshot struct {
-	reservations map[string]ticketrush.Reservation
-	seats        map[string]map[string]string // schedule -> seat -> state
-	inventory    map[string]string            // the inv hash, as the seat scripts keep it
-	last         ticketrush.EventID
-}
-
-func readConcert(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, c ticketrush.Concert) (concertSnapshot, error) {
-	snap := concertSnapshot{reservations: map[string]ticketrush.Reservation{}, seats: map[string]map[string]string{}}
-	var replies []rueidis.RedisMessage
-	err := rdb.Dedicated(func(d rueidis.DedicatedClient) error {
-		cmds := rueidis.Commands{d.B().Multi().Build(), d.B().Hgetall().Key(k.Reservations()).Build()}
-		for _, s := range c.Schedules {
-			cmds = append(cmds, d.B().Hgetall().Key(k.Seats(s.ID)).Build())
-		}
-		cmds = append(cmds, d.B().Hgetall().Key(k.Inventory()).Build())
-		cmds = append(cmds, d.B().XinfoStream().Key(k.Events()).Build(), d.B().Time().Build(), d.B().Exec().Build())
-		res := d.DoMulti(ctx, cmds...)
-		var err error
-		replies, err = res[len(res)-1].ToArray()
-		return err
-	})
-	if err != nil {
-		return snap, fmt.Errorf("read concert %s: %w", c.ID, err)
-	}
-	raw, err := replies[0].AsStrMap()
-	if err != nil {
-		return snap, fmt.Errorf("read reservations of %s: %w", c.ID, err)
-	}
-	for id, js := range raw {
-		r, err := redis.DecodeReservation(c.ID, js)
-		if err != nil {
-			return snap, fmt.Errorf("reservation %s: %w", id, err)
-		}
-		snap.reservations[id] = r
-	}
-	for i, s := range c.Schedules {
-		m, err := replies[1+i].AsStrMap()
-		if err != nil {
-			return snap, fmt.Errorf("read seats of %s: %w", s.ID, err)
-		}
-		snap.seats[s.ID] = m
-	}
-	if snap.inventory, err = replies[1+len(c.Schedules)].AsStrMap(); err != nil {
-		return snap, fmt.Errorf("read inventory of %s: %w", c.ID, err)
-	}
-	snap.last = cut(k.Events(), &replies[len(replies)-2], &replies[len(replies)-1])
-	return snap, nil
-}
-
-func readWallet(ctx context.Context, rdb rueidis.Client, w redis.WalletKeys) (map[string]int64, ticketrush.EventID, error) {
-	var replies []rueidis.RedisMessage
-	err := rdb.Dedicated(func(d rueidis.DedicatedClient) error {
-		res := d.DoMulti(ctx, d.B().Multi().Build(), d.B().Hgetall().Key(w.Balances()).Build(),
-			d.B().XinfoStream().Key(w.Events()).Build(), d.B().Time().Build(), d.B().Exec().Build())
-		var err error
-		replies, err = res[len(res)-1].ToArray()
-		return err
-	})
-	if err != nil {
-		return nil, ticketrush.EventID{}, fmt.Errorf("read wallet %s: %w", w.Balances(), err)
-	}
-	raw, err := replies[0].AsStrMap()
-	if err != nil {
-		return nil, ticketrush.EventID{}, err
-	}
-	bal := make(map[string]int64, len(raw))
-	for user, v := range raw {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, ticketrush.EventID{}, fmt.Errorf("balance of %s: %w", user, err)
-		}
-		bal[user] = n
-	}
-	return bal, cut(w.Events(), &replies[1], &replies[2]), nil
-}
-
-// cut is the point of a stream a snapshot saw: its last-generated-id (from XINFO STREAM). A stream
-// without entries since it was made (or none at all) has none: then every event of the stream's name
-// the record holds came before, and the cut is just before Redis' clock at the snapshot (TIME), which
-// any later entry id is at or after.
-func cut(stream string, info, clock *rueidis.RedisMessage) ticketrush.EventID {
-	if m, err := info.AsMap(); err == nil {
-		if v, ok := m["last-generated-id"]; ok {
-			s, _ := v.ToString()
-			if id, err := ticketrush.ParseEventID(stream, s); err == nil && (id.Ms > 0 || id.Seq > 0) {
-				return id
-			}
-		}
-	}
-	now := time.Now().UnixMilli()
-	if t, err := clock.AsStrSlice(); err == nil && len(t) == 2 {
-		if sec, err := strconv.ParseInt(t[0], 10, 64); err == nil {
-			usec, _ := strconv.ParseInt(t[1], 10, 64)
-			now = sec*1000 + usec/1000
-		}
-	}
-	return ticketrush.EventID{Stream: stream, Ms: now - 1, Seq: 1<<62 - 1}
 }
 
 // waitWritten waits until the group has written (acknowledged) every entry of the stream up to and
@@ -255,21 +151,19 @@ func written(ctx context.Context, rdb rueidis.Client, group string, upTo ticketr
 
 // compareInventory checks the seat count the seat scripts keep (which the admission tick reads)
 // against the seat maps it counts.
-func compareInventory(c ticketrush.Concert, snap concertSnapshot) []string {
-	got, ok := redis.DecodeInventory(snap.inventory)
-	if !ok {
+func compareInventory(c ticketrush.Concert, snap redis.ConcertSlot) []string {
+	if !snap.InventoryOK {
 		return []string{fmt.Sprintf("concert %s: no readable seat count (inv) in redis", c.ID)}
 	}
-	want := redis.InventoryOf(c, snap.seats)
-	if got != want {
+	if got, want := snap.Inventory, snap.Counted; got != want {
 		return []string{fmt.Sprintf("concert %s: seat count %+v in redis, the seat maps give %+v", c.ID, got, want)}
 	}
 	return nil
 }
 
-func compareConcert(concertID string, snap concertSnapshot, rec map[string]ticketrush.ReservationRecord) []string {
+func compareConcert(concertID string, snap redis.ConcertSlot, rec map[string]ticketrush.ReservationRecord) []string {
 	var diffs []string
-	for id, r := range snap.reservations {
+	for id, r := range snap.Reservations {
 		p, ok := rec[id]
 		if !ok {
 			diffs = append(diffs, fmt.Sprintf("reservation %s (concert %s): %s in redis, not in postgres", id, concertID, r.Status))
@@ -284,7 +178,7 @@ func compareConcert(concertID string, snap concertSnapshot, rec map[string]ticke
 		}
 	}
 	for id, p := range rec {
-		if _, ok := snap.reservations[id]; !ok {
+		if _, ok := snap.Reservations[id]; !ok {
 			diffs = append(diffs, fmt.Sprintf("reservation %s (concert %s): %s in postgres, not in redis", id, concertID, p.Status))
 		}
 	}
@@ -295,10 +189,9 @@ func compareConcert(concertID string, snap concertSnapshot, rec map[string]ticke
 			soldPG[p.ScheduleID+"/"+p.SeatID] = p
 		}
 	}
-	for sched, seats := range snap.seats {
-		for seat, state := range seats {
-			st, ok := redis.ParseSeatState(state)
-			if !ok || st.Kind != redis.SeatSold {
+	for sched, seats := range snap.Seats {
+		for seat, st := range seats {
+			if st.Kind != redis.SeatSold {
 				continue
 			}
 			id := st.Reservation

@@ -176,15 +176,7 @@ func Backlog(ctx context.Context, rdb rueidis.Client, prefix, group string, conc
 	if group == "" {
 		group = DefaultConfig().Group
 	}
-	keys := redis.NewKeys(prefix)
-	var streams []string
-	for i := range redis.WalletShards {
-		streams = append(streams, keys.WalletShard(i).Events())
-	}
-	for _, id := range concertIDs {
-		streams = append(streams, keys.Concert(id).Events())
-	}
-	n, oldest, err := measure(ctx, rdb, group, streams)
+	n, oldest, err := measure(ctx, rdb, group, redis.NewKeys(prefix).EventStreams(concertIDs))
 	if err != nil || oldest == 0 {
 		return n, time.Time{}, err
 	}

@@ -104,7 +104,7 @@ func (g *gate) WriteRecords(ctx context.Context, b ticketrush.RecordBatch) error
 func TestWorkerReadsWhileWriting(t *testing.T) {
 	rdb, prefix := dbtest.Redis(t)
 	ctx := context.Background()
-	require.NoError(t, NewState(rdb, prefix).Mark(ctx, "first-load", time.Now()))
+	require.NoError(t, redis.NewStateMarker(rdb, prefix).Write(ctx, "first-load", time.Now()))
 	stream := redis.NewKeys(prefix).Concert("line").Events()
 	addJoins(t, rdb, stream, 30, 0)
 	g := &gate{open: make(chan struct{})}
@@ -201,7 +201,7 @@ func TestSlowWritesAreNotClaimedAgain(t *testing.T) {
 func slowWritesNotClaimed(t *testing.T, events, readCount int) {
 	rdb, prefix := dbtest.Redis(t)
 	ctx := context.Background()
-	require.NoError(t, NewState(rdb, prefix).Mark(ctx, "first-load", time.Now()))
+	require.NoError(t, redis.NewStateMarker(rdb, prefix).Write(ctx, "first-load", time.Now()))
 	stream := redis.NewKeys(prefix).Concert("line").Events()
 	addJoins(t, rdb, stream, events, 0)
 	lines := func() []string { return []string{"line"} }

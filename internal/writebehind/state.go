@@ -42,11 +42,6 @@ func (s *State) Check(ctx context.Context) error {
 	return nil
 }
 
-// Mark writes the marker; by says who ("first-load" or "restore").
-func (s *State) Mark(ctx context.Context, by string, now time.Time) error {
-	return s.marker.Write(ctx, by, now)
-}
-
 // History tells whether the durable record holds anything Redis would have to hold too.
 type History interface {
 	HasRecords(ctx context.Context) (bool, error)
@@ -68,5 +63,5 @@ func (s *State) Startup(ctx context.Context, rec History, now time.Time) error {
 	if has {
 		return ErrRedisNotWhole
 	}
-	return s.Mark(ctx, "first-load", now)
+	return s.marker.Write(ctx, "first-load", now)
 }

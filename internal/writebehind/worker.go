@@ -140,8 +140,8 @@ func sleep(ctx context.Context, d time.Duration) {
 // groups are made again every 2 s, or at once where one is missing.
 func (w *Worker) syncStreams(ctx context.Context) {
 	if len(w.sources) == 0 {
-		for i := range redis.WalletShards {
-			w.addSource(&source{EventSource: w.keys.WalletEvents(i)})
+		for _, src := range w.keys.EventSources(nil) { // the wallet shards'
+			w.addSource(&source{EventSource: src})
 		}
 	}
 	listed := map[string]bool{}

@@ -343,11 +343,7 @@ func (c *checker) redis(ctx context.Context) {
 // drain waits until every consumer group of the concert's stream and of every wallet shard's stream
 // has nothing pending and nothing unread. It reports whether Postgres can be checked.
 func (c *checker) drain(ctx context.Context) bool {
-	keys := redis.NewKeys(c.cfg.prefix)
-	streams := []string{keys.Concert(c.s.SetupData.ConcertID).Events()}
-	for n := range redis.WalletShards {
-		streams = append(streams, keys.WalletShard(n).Events())
-	}
+	streams := redis.NewKeys(c.cfg.prefix).EventStreams([]string{c.s.SetupData.ConcertID})
 	start := time.Now()
 	for {
 		behind, groups, err := c.behind(ctx, streams)
