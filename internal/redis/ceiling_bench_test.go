@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,23 +79,11 @@ func BenchmarkOneRedisThread(b *testing.B) {
 // usecPerEvalsha is Redis' time per EVALSHA since the last CONFIG RESETSTAT, the script's own commands
 // included: they run within the call's time (and are counted again under their own names).
 func usecPerEvalsha(b *testing.B, c rueidis.Client) float64 {
-	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
-	require.NoError(b, err)
 	var calls, usec float64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" || name == "cmdstat_config|resetstat" {
-			continue
-		}
-		for _, kv := range strings.Split(rest, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			f, _ := strconv.ParseFloat(v, 64)
-			switch {
-			case k == "calls" && (name == "cmdstat_evalsha" || name == "cmdstat_eval"):
-				calls += f
-			case k == "usec" && (name == "cmdstat_evalsha" || name == "cmdstat_eval"):
-				usec += f
-			}
+	for name, st := range commandStats(b, c) {
+		if name == "evalsha" || name == "eval" {
+			calls += st.calls
+			usec += st.usec
 		}
 	}
 	require.Positive(b, calls)
