@@ -68,6 +68,19 @@ func (s *Service) sale(concertID string) *ticketrush.Sale {
 	return s.onSale.sales(concertID)
 }
 
+// askPlace asks Redis for a pre-queue token's state and the arrival seq the draw gave its entrant (0
+// while they have none), and keeps a place in the view, so that this instance asks once per entrant.
+func (s *Service) askPlace(ctx context.Context, claims ticketrush.QueueClaims, v *view) (ticketrush.TokenState, uint64, error) {
+	if s.onSale == nil {
+		return ticketrush.TokenState{}, 0, errors.New("pre-queue token without an on-sale store")
+	}
+	st, seq, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
+	if err == nil && seq > 0 {
+		v.placed(claims.UserID, seq)
+	}
+	return st, seq, err
+}
+
 // prequeueStatus answers a poll of a pre-queue token (seq 0). Once the draw placed the entrant, the
 // ticket carries a fresh token of their place (both work); the place is kept in the view, so a poll with
 // the old token costs a Redis round trip once per instance, not once per poll.
@@ -92,11 +105,8 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 		}
 		return s.ticket(s.tokens.Sign(placed), placed, st, v), nil
 	}
-	if s.onSale == nil {
-		return ticketrush.Ticket{}, errors.New("pre-queue token without an on-sale store")
-	}
 	s.metrics.fromRedis.Inc()
-	st, seq, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
+	st, seq, err := s.askPlace(ctx, claims, v)
 	if err != nil {
 		return ticketrush.Ticket{}, err
 	}
@@ -104,7 +114,6 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 		if err := s.refreshDraw(ctx, claims.ConcertID, v); err != nil { // the draw key shows as soon as it is done
 			return ticketrush.Ticket{}, err
 		}
-		v.placed(claims.UserID, seq)
 		placed := auth.NewClaims(claims.ConcertID, claims.UserID, seq)
 		return s.ticket(s.tokens.Sign(placed), placed, st, v), nil
 	}

@@ -223,21 +223,16 @@ func (s *Service) placedClaims(ctx context.Context, claims ticketrush.QueueClaim
 	}
 	seq, ok := v.placeOf(claims.UserID)
 	if !ok {
-		if s.onSale == nil {
-			return claims, errors.New("pre-queue token without an on-sale store")
-		}
-		st, placed, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
-		if err != nil {
+		var st ticketrush.TokenState
+		if st, seq, err = s.askPlace(ctx, claims, v); err != nil {
 			return claims, err
 		}
-		if placed == 0 {
+		if seq == 0 {
 			if err := st.Status.GateError(); err != nil {
 				return claims, err
 			}
 			return claims, ticketrush.ErrQueueTokenExpired // no place, so no active one
 		}
-		v.placed(claims.UserID, placed)
-		seq = placed
 	}
 	return auth.NewClaims(claims.ConcertID, claims.UserID, seq), nil
 }
