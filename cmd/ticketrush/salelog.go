@@ -17,7 +17,9 @@ const saleLogEvery = 5 * time.Second
 // saleLogEvery, for a concert that saw news since the last line (joins, admissions, holds, payments, or
 // a change of waiting or active fans), never a line per request. Its figures are the process's own
 // metrics (what this process did, and the line as its view last read it), so that the log and the
-// dashboards never disagree.
+// dashboards never disagree: those of the waiting room and the purchase path only, registered with a
+// registry of their own as well (alsoRegister), so that reading them asks nothing of Redis (the
+// service's registry also holds ticketrush_redis_up, which pings every slot it needs when gathered).
 type saleLog struct {
 	gather prometheus.Gatherer
 	log    *slog.Logger
@@ -38,6 +40,32 @@ var saleSeries = map[string]func(*saleFigures) *float64{
 	"ticketrush_payments_total":       func(f *saleFigures) *float64 { return &f.paid },
 	"ticketrush_queue_waiting":        func(f *saleFigures) *float64 { return &f.waiting },
 	"ticketrush_queue_active":         func(f *saleFigures) *float64 { return &f.active },
+}
+
+// alsoRegister registers every collector with also as well as with the Registerer it wraps.
+type alsoRegister struct {
+	prometheus.Registerer
+	also prometheus.Registerer
+}
+
+func (a alsoRegister) Register(c prometheus.Collector) error {
+	if err := a.Registerer.Register(c); err != nil {
+		return err
+	}
+	return a.also.Register(c)
+}
+
+func (a alsoRegister) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := a.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (a alsoRegister) Unregister(c prometheus.Collector) bool {
+	a.also.Unregister(c)
+	return a.Registerer.Unregister(c)
 }
 
 func newSaleLog(gather prometheus.Gatherer, log *slog.Logger) *saleLog {

@@ -62,7 +62,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		store.WaitForReplica(redis.ReplicaWait) // the money steps wait for a replica (docs/durability.md)
 	}
 	store.LimitUsers(redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst})
-	sale := app.New(store, db, cfg.QueueTokenSecret, time.Now, log, reg)
+	saleFigures := prometheus.NewRegistry() // the waiting room's and purchase path's metrics, for the sale log
+	sale := app.New(store, db, cfg.QueueTokenSecret, time.Now, log, alsoRegister{reg, saleFigures})
 	cat, waitingRoom, purchases := sale.Catalog, sale.Queue, sale.Booking
 	store.NeedConcerts(cat.IDs) // readiness checks the concerts' slots too
 	if err := cat.Refresh(ctx); err != nil {
@@ -78,7 +79,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		wg.Go(func() { periodic.Run(loops, interval, step, log, msg) })
 	}
 	every(cfg.CatalogRefresh, cat.Refresh, "catalog refresh")
-	every(saleLogEvery, newSaleLog(reg, log).report, "sale log")
+	every(saleLogEvery, newSaleLog(saleFigures, log).report, "sale log")
 	if cfg.Has(config.RoleAPI) {
 		every(cfg.SnapshotRefresh, waitingRoom.Refresh, "queue view refresh")
 		every(cfg.LivenessFlush, waitingRoom.FlushLiveness, "queue liveness flush")
