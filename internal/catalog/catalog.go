@@ -35,6 +35,7 @@ type Live interface {
 	AddAccessCodes(ctx context.Context, concertID string, hashes []string) error
 	PrequeueSize(ctx context.Context, concertID string) (int64, error)
 	DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error)
+	DefaultLineShards(ctx context.Context) (int, error)
 }
 
 // Service is the catalog.
@@ -82,6 +83,16 @@ const pingBound = 2 * time.Second
 func (s *Service) Create(ctx context.Context, c ticketrush.Concert, key string) (ticketrush.Concert, bool, error) {
 	if err := c.Validate(); err != nil {
 		return c, false, err
+	}
+	if c.Queue.LineShards == 0 {
+		c.Queue.LineShards = 1 // a sale's pre-queue and draw keep one slot
+		if c.Sale == nil {
+			n, err := s.live.DefaultLineShards(ctx)
+			if err != nil {
+				return c, false, fmt.Errorf("create concert: %w", err)
+			}
+			c.Queue.LineShards = n
+		}
 	}
 	if c.Sale != nil {
 		sale := *c.Sale

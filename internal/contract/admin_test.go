@@ -93,6 +93,55 @@ func adminSection(t *testing.T, s *server) {
 		s.waitStatus(t, "Admin: PATCH ... in force within a second (unpaused: the line is admitted)", b, bt.Token, 20*time.Second, "ACTIVE")
 	})
 
+	t.Run("LineShards", func(t *testing.T) {
+		t.Parallel()
+		const (
+			setting = "Admin (v3): queue.lineShards (optional, 1-1024): how many slots the concert's line is spread over; returned with the other queue settings and fixed once the concert is created"
+			order   = "Queue (v3): with lineShards > 1 admission is still FIFO by arrival; position counts the fans ahead across every shard"
+		)
+		c := s.createConcert(t, concertSpec{Queue: map[string]any{"lineShards": 8, "activeCapacity": 1, "admitPerSecond": 1000}})
+		promise(t, setting+" (the create's reply)", c.Queue["lineShards"] == 8.0, "queue: %v", c.Queue)
+		_, qr := s.queueState(t, c.ID)
+		var q map[string]any
+		if decode(t, setting, qr, &q) {
+			promise(t, setting+" (GET .../queue)", q["lineShards"] == 8.0, "%s", qr)
+		}
+		def := s.createConcert(t, concertSpec{})
+		n, _ := def.Queue["lineShards"].(float64)
+		promise(t, "Admin (v3): lineShards has a default (1 on a single Redis, documented on a cluster)", n >= 1 && n <= 1024, "queue: %v", def.Queue)
+		for _, bad := range []any{0, 1025, "8"} {
+			r := s.do(t, "POST", "/admin/v1/concerts", map[string]any{"title": "Shards", "venue": "Hall", "schedules": []string{"2027-01-01T00:00:00Z"},
+				"sections": []map[string]any{{"name": "R", "price": 1000, "seats": 1}}, "queue": map[string]any{"lineShards": bad}}, s.admin()...)
+			expectProblem(t, fmt.Sprintf("Admin (v3): lineShards %v: 400 INVALID_REQUEST", bad), r, 400, "INVALID_REQUEST")
+		}
+		r := s.do(t, "PATCH", "/admin/v1/concerts/"+c.ID+"/queue", map[string]any{"lineShards": 2}, s.admin()...)
+		expectProblem(t, setting+" (a PATCH of it: 400)", r, 400, "INVALID_REQUEST")
+
+		// Eight fans over eight shards: each joins behind the ones before, and the line is admitted in the
+		// order of arrival as each admitted fan leaves.
+		fans := make([]fan, 8)
+		tokens := make([]string, 8)
+		for i := range fans {
+			fans[i] = s.newFan(t)
+			tk := s.mustJoin(t, fans[i], c.ID)
+			tokens[i] = tk.Token
+			if i == 0 {
+				promise(t, "Queue: a join finds the user ACTIVE at once when nobody waits and there is room", tk.Status == "ACTIVE", "%+v", tk)
+				continue
+			}
+			promise(t, order+" (position at the join)", tk.Status == "WAITING" && tk.Position == int64(i), "fan %d: %+v", i, tk)
+		}
+		for i := 1; i < len(fans); i++ {
+			expectStatus(t, "Queue: DELETE /v1/queue → 204", s.do(t, "DELETE", "/v1/queue", nil, fans[i-1].h(tokens[i-1])...), 204)
+			if _, ok := s.waitStatus(t, order, fans[i], tokens[i], 20*time.Second, "ACTIVE"); !ok {
+				break
+			}
+			if i+1 < len(fans) {
+				s.waitPlace(t, order+" (the next is first in line)", fans[i+1], tokens[i+1], "WAITING", 1)
+			}
+		}
+	})
+
 	t.Run("Limits", func(t *testing.T) {
 		t.Parallel()
 		const sentence = "Admin: limits: at most 100 schedules, 50 sections, 200,000 seats per schedule and 1,000,000 seats per concert (400 INVALID_REQUEST beyond)"

@@ -31,6 +31,7 @@ type createConcertRequest struct {
 		ActivePerSeat      *int  `json:"activePerSeat"`
 		AbandonAfter       *int  `json:"abandonAfterSeconds"`
 		NoShow             *int  `json:"noShowSeconds"`
+		LineShards         *int  `json:"lineShards"`
 	} `json:"queue"`
 	Sale *saleJSON `json:"sale"`
 }
@@ -80,6 +81,10 @@ func (req createConcertRequest) concert() ticketrush.Concert {
 		set(&c.Queue.ActivePerSeat, q.ActivePerSeat)
 		set(&c.Queue.AbandonAfter, secs(q.AbandonAfter))
 		set(&c.Queue.NoShow, secs(q.NoShow))
+		set(&c.Queue.LineShards, q.LineShards)
+		if q.LineShards != nil && *q.LineShards == 0 {
+			c.Queue.LineShards = -1 // 0 asks for the default only when left out: given, it is out of range
+		}
 		set(&c.Queue.ActiveTTL, secs(q.ActiveTTLSeconds))
 		set(&c.Queue.HoldTTL, secs(q.HoldTTLSeconds))
 	}
@@ -105,6 +110,7 @@ type queueSettingsJSON struct {
 	ActivePerSeat      int  `json:"activePerSeat"`
 	AbandonAfter       int  `json:"abandonAfterSeconds"`
 	NoShow             int  `json:"noShowSeconds"`
+	LineShards         int  `json:"lineShards"`
 }
 
 func toQueueSettingsJSON(q ticketrush.QueueSettings) queueSettingsJSON {
@@ -114,6 +120,7 @@ func toQueueSettingsJSON(q ticketrush.QueueSettings) queueSettingsJSON {
 		MaxHoldsPerUser: q.MaxHoldsPerUser, Paused: q.Paused,
 		JoinPowBits: q.JoinPowBits, AccessCodeRequired: q.AccessCodeRequired, ActivePerSeat: q.ActivePerSeat,
 		AbandonAfter: int(q.AbandonAfter / time.Second), NoShow: int(q.NoShow / time.Second),
+		LineShards: max(1, q.LineShards),
 	}
 }
 

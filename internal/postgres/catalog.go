@@ -25,11 +25,11 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 		q := c.Queue
 		tag, err := tx.Exec(ctx, `INSERT INTO concerts (id, title, venue, active_capacity, admit_per_second,
 			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused, join_pow_bits, access_code_required,
-			active_per_seat, abandon_after_seconds, no_show_seconds)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) ON CONFLICT (id) DO NOTHING`,
+			active_per_seat, abandon_after_seconds, no_show_seconds, line_shards)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT (id) DO NOTHING`,
 			c.ID, c.Title, c.Venue, q.ActiveCapacity, q.AdmitPerSecond, int(q.ActiveTTL/time.Second),
 			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused, q.JoinPowBits, q.AccessCodeRequired,
-			q.ActivePerSeat, int(q.AbandonAfter/time.Second), int(q.NoShow/time.Second))
+			q.ActivePerSeat, int(q.AbandonAfter/time.Second), int(q.NoShow/time.Second), max(1, q.LineShards))
 		if err != nil {
 			return fmt.Errorf("insert concert: %w", err)
 		}
@@ -121,7 +121,7 @@ func (r *seatRows) Err() error             { return nil }
 func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	rows, err := db.pool.Query(ctx, `SELECT id, title, venue, active_capacity, admit_per_second, active_ttl_seconds,
 		hold_ttl_seconds, max_holds_per_user, paused, join_pow_bits, access_code_required, active_per_seat,
-		abandon_after_seconds, no_show_seconds FROM concerts ORDER BY created_at, id`)
+		abandon_after_seconds, no_show_seconds, line_shards FROM concerts ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list concerts: %w", err)
 	}
@@ -132,7 +132,7 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 		var ttl, hold, abandon, noShow int
 		if err := rows.Scan(&c.ID, &c.Title, &c.Venue, &c.Queue.ActiveCapacity, &c.Queue.AdmitPerSecond, &ttl, &hold,
 			&c.Queue.MaxHoldsPerUser, &c.Queue.Paused, &c.Queue.JoinPowBits, &c.Queue.AccessCodeRequired,
-			&c.Queue.ActivePerSeat, &abandon, &noShow); err != nil {
+			&c.Queue.ActivePerSeat, &abandon, &noShow, &c.Queue.LineShards); err != nil {
 			return nil, fmt.Errorf("list concerts: %w", err)
 		}
 		c.Queue.AbandonAfter = time.Duration(abandon) * time.Second
@@ -216,11 +216,11 @@ func (db *DB) UpdateQueueSettings(ctx context.Context, concertID string, p ticke
 			no_show_seconds = COALESCE($9, no_show_seconds)
 		WHERE id = $1
 		RETURNING active_capacity, admit_per_second, active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused,
-			join_pow_bits, access_code_required, active_per_seat, abandon_after_seconds, no_show_seconds`,
+			join_pow_bits, access_code_required, active_per_seat, abandon_after_seconds, no_show_seconds, line_shards`,
 		concertID, p.ActiveCapacity, p.AdmitPerSecond, p.Paused, p.JoinPowBits, p.AccessCodeRequired, p.ActivePerSeat,
 		seconds(p.AbandonAfter), seconds(p.NoShow)).
 		Scan(&q.ActiveCapacity, &q.AdmitPerSecond, &ttl, &hold, &q.MaxHoldsPerUser, &q.Paused, &q.JoinPowBits,
-			&q.AccessCodeRequired, &q.ActivePerSeat, &abandon, &noShow)
+			&q.AccessCodeRequired, &q.ActivePerSeat, &abandon, &noShow, &q.LineShards)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q, ticketrush.ErrNotFound
 	}

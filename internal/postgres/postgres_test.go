@@ -36,6 +36,7 @@ func TestCatalogRoundTrip(t *testing.T) {
 	c := ticketrush.Concert{ID: "c1", Title: "IU 2026", Venue: "KSPO Dome", Queue: ticketrush.DefaultQueueSettings(),
 		Sections:  []ticketrush.Section{{Name: "VIP", Price: 165000, Seats: 3}, {Name: "R", Price: 143000, Seats: 2}},
 		Schedules: []ticketrush.Schedule{{ID: "s1", StartsAt: at}, {ID: "s2", StartsAt: at.Add(24 * time.Hour)}}}
+	c.Queue.LineShards = 3
 	require.NoError(t, db.CreateConcert(ctx, c))
 	assert.Error(t, db.CreateConcert(ctx, c), "the same id twice")
 

@@ -48,8 +48,8 @@ func (s *Service) Watch(ctx context.Context, callTimeout time.Duration, userID, 
 		return err
 	}
 	// Holding the stream open counts as polling: every liveness flush includes it.
-	s.streaming(claims.ConcertID, claims.Seq, 1)
-	defer s.streaming(claims.ConcertID, claims.Seq, -1)
+	s.streaming(claims.ConcertID, claims.UserID, claims.Seq, 1)
+	defer s.streaming(claims.ConcertID, claims.UserID, claims.Seq, -1)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

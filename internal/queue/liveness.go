@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/periodic"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // Liveness: a WAITING fan who neither polls nor holds an event stream open for abandonAfter is
@@ -16,32 +17,44 @@ import (
 
 // liveness is what this instance saw since its last flush.
 type liveness struct {
-	seen    map[string]map[uint64]struct{} // concert -> WAITING arrivals polled
-	streams map[string]map[uint64]int      // concert -> arrivals with open event streams (a count each)
+	seen    map[string]map[uint64]string  // concert -> WAITING arrivals polled -> their user
+	streams map[string]map[uint64]*stream // concert -> arrivals with open event streams
 }
 
-// alive records a poll of a WAITING arrival.
-func (s *Service) alive(concertID string, seq uint64) {
+// stream is the open event streams of one arrival: its user (whose line shard holds the arrival's
+// liveness) and how many.
+type stream struct {
+	user string
+	n    int
+}
+
+// alive records a poll of a WAITING arrival of user.
+func (s *Service) alive(concertID, user string, seq uint64) {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
 	m := s.live.seen[concertID]
 	if m == nil {
-		m = map[uint64]struct{}{}
+		m = map[uint64]string{}
 		s.live.seen[concertID] = m
 	}
-	m[seq] = struct{}{}
+	m[seq] = user
 }
 
-// streaming counts an open event stream of an arrival in or out (delta 1 or -1).
-func (s *Service) streaming(concertID string, seq uint64, delta int) {
+// streaming counts an open event stream of an arrival of user in or out (delta 1 or -1).
+func (s *Service) streaming(concertID, user string, seq uint64, delta int) {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
 	m := s.live.streams[concertID]
 	if m == nil {
-		m = map[uint64]int{}
+		m = map[uint64]*stream{}
 		s.live.streams[concertID] = m
 	}
-	if m[seq] += delta; m[seq] <= 0 {
+	st := m[seq]
+	if st == nil {
+		st = &stream{user: user}
+		m[seq] = st
+	}
+	if st.n += delta; st.n <= 0 {
 		delete(m, seq)
 	}
 }
@@ -49,10 +62,10 @@ func (s *Service) streaming(concertID string, seq uint64, delta int) {
 // FlushLiveness writes what this instance saw since the last flush: one command per concert.
 func (s *Service) FlushLiveness(ctx context.Context) error {
 	s.liveMu.Lock()
-	batches := map[string][]uint64{}
+	batches := map[string][]ticketrush.Arrival{}
 	for id, m := range s.live.seen {
-		for seq := range m {
-			batches[id] = append(batches[id], seq)
+		for seq, user := range m {
+			batches[id] = append(batches[id], ticketrush.Arrival{UserID: user, Seq: seq})
 		}
 	}
 	for id, m := range s.live.streams {
@@ -60,16 +73,16 @@ func (s *Service) FlushLiveness(ctx context.Context) error {
 			continue
 		}
 		seqs := batches[id]
-		for seq := range m {
+		for seq, st := range m {
 			// A pre-queue token's stream (seq 0) keeps its concert awake, but has no place in line for
 			// the tick to check: nothing would ever read or drop an alive field 0.
 			if _, dup := s.live.seen[id][seq]; !dup && seq > 0 {
-				seqs = append(seqs, seq)
+				seqs = append(seqs, ticketrush.Arrival{UserID: st.user, Seq: seq})
 			}
 		}
 		batches[id] = seqs
 	}
-	s.live.seen = map[string]map[uint64]struct{}{}
+	s.live.seen = map[string]map[uint64]string{}
 	s.liveMu.Unlock()
 	for id := range batches {
 		s.saw(id) // fans polling or following a stream keep their concert awake

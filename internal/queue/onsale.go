@@ -93,7 +93,7 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 		placed := auth.NewClaims(claims.ConcertID, claims.UserID, seq)
 		if st, pos, ok := v.lookup(seq); ok {
 			if st == ticketrush.StatusWaiting {
-				s.alive(claims.ConcertID, seq) // a poll with the pre-queue token is a sign of life too
+				s.alive(claims.ConcertID, claims.UserID, seq) // a poll with the pre-queue token is a sign of life too
 			}
 			s.metrics.fromView.Inc()
 			return s.ticket(s.tokens.Sign(placed), placed, ticketrush.TokenState{Status: st, Position: pos}, v), nil

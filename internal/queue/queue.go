@@ -24,7 +24,7 @@ type Store interface {
 	Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error)
 	TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error)
 	Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error)
-	MarkAlive(ctx context.Context, concertID string, seqs []uint64, now time.Time) error
+	MarkAlive(ctx context.Context, concertID string, seen []ticketrush.Arrival, now time.Time) error
 }
 
 // Tokens signs and verifies queue tokens.
@@ -71,7 +71,7 @@ func (s *Service) OnLeave(left func(concertID, userID string)) {
 func NewService(store Store, tokens Tokens, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Service {
 	return &Service{store: store, tokens: tokens, now: now, log: log, metrics: newMetrics(reg), views: map[string]*view{},
 		activeRecheck: activeRecheck,
-		live:          liveness{seen: map[string]map[uint64]struct{}{}, streams: map[string]map[uint64]int{}}}
+		live:          liveness{seen: map[string]map[uint64]string{}, streams: map[string]map[uint64]*stream{}}}
 }
 
 // Join puts the user in the concert's line, or returns their live token; created tells which.
@@ -102,6 +102,9 @@ func (s *Service) JoinWith(ctx context.Context, userID, concertID string, pass t
 		return ticketrush.Ticket{}, false, err
 	}
 	v.arrived(r)
+	if r.Skipped > 0 {
+		v.leftLine(r.Skipped) // the seq a sharded line's rejoin took and gave back: nobody waits there
+	}
 	state := ticketrush.TokenState{Status: r.Status, ActiveUntil: r.ActiveUntil}
 	if r.Status == ticketrush.StatusWaiting {
 		if _, pos, ok := v.lookup(r.Seq); ok {
@@ -131,7 +134,7 @@ func (s *Service) Status(ctx context.Context, userID, token string) (ticketrush.
 	if st, pos, ok := v.lookup(claims.Seq); ok {
 		s.metrics.fromView.Inc()
 		if st == ticketrush.StatusWaiting {
-			s.alive(claims.ConcertID, claims.Seq)
+			s.alive(claims.ConcertID, claims.UserID, claims.Seq)
 		}
 		return s.ticket(token, claims, ticketrush.TokenState{Status: st, Position: pos}, v), nil
 	}
@@ -141,7 +144,7 @@ func (s *Service) Status(ctx context.Context, userID, token string) (ticketrush.
 		return ticketrush.Ticket{}, err
 	}
 	if state.Status == ticketrush.StatusWaiting {
-		s.alive(claims.ConcertID, claims.Seq)
+		s.alive(claims.ConcertID, claims.UserID, claims.Seq)
 	}
 	return s.ticket(token, claims, state, v), nil
 }

@@ -15,6 +15,11 @@ import (
 // builder returns as it is, and TestScriptHeaders holds what the same builders return against each
 // script's header. The key names are in keys.go.
 
+// call is one script call's KEYS and ARGV as its builder returns them.
+type call struct{ keys, args []string }
+
+func built(keys, args []string) call { return call{keys: keys, args: args} }
+
 // concertLoad is concert_load's call: con's catalog and settings.
 func (c ConcertKeys) concertLoad(con ticketrush.Concert, now time.Time) (keys, args []string) {
 	q := con.Queue
@@ -22,7 +27,7 @@ func (c ConcertKeys) concertLoad(con ticketrush.Concert, now time.Time) (keys, a
 	args = []string{con.Title, con.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
 		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.JoinPowBits), flag(q.AccessCodeRequired),
 		saleOpens(con.Sale), salePrequeueOpens(con.Sale), saleSeed(con.Sale), itoa(q.ActivePerSeat),
-		itoa(con.TotalSeats() * len(con.Schedules)), ms(q.AbandonAfter), ms(q.NoShow)}
+		itoa(con.TotalSeats() * len(con.Schedules)), ms(q.AbandonAfter), ms(q.NoShow), itoa(max(1, q.LineShards))}
 	return keys, args
 }
 
@@ -65,6 +70,70 @@ func (c ConcertKeys) queueJoin(userID string, pass ticketrush.JoinPass, l UserLi
 	return keys, args
 }
 
+// lineArrive is line_arrive's call: the first step of the user's join to a sharded line, with the hash
+// of the access code it carries ("" none).
+func (c ConcertKeys) lineArrive(userID, codeHash string, now time.Time) (keys, args []string) {
+	keys = []string{c.Cfg(), c.Seq(), c.Active(), c.ActiveSeq(), c.Events(), c.Inventory(), c.AccessCodes(), c.LineWaiting()}
+	return keys, []string{userID, millis(now), codeHash}
+}
+
+// lineEnter is line_enter's call: the user takes arrival seq in their shard sh, with what line_arrive
+// said of the concert's gates (a) and what the join carries past them, under the rate l.
+func (sh ShardKeys) lineEnter(userID string, a arrival, pass ticketrush.JoinPass, l UserLimit, now time.Time) (keys, args []string) {
+	keys = []string{sh.Wait(), sh.Alive(), sh.Events(), sh.UserRate(userID), sh.PowUsed(pass.PowID)}
+	powID := pass.PowID
+	if pass.PowInvalid {
+		powID = "-"
+	}
+	powExp := "0"
+	if !pass.PowExpires.IsZero() {
+		powExp = millis(pass.PowExpires)
+	}
+	args = []string{userID, millis(now), utoa(a.seq), itoa(l.Rate), itoa(l.Burst), powID, itoa(pass.PowBits), powExp,
+		itoa(a.pow), flag(a.codeRequired), a.code}
+	return keys, args
+}
+
+// lineHeads is line_heads's call: the first count fans of shard sh.
+func (sh ShardKeys) lineHeads(count int) (keys, args []string) {
+	return []string{sh.Wait(), sh.Alive()}, []string{itoa(count)}
+}
+
+// lineAdmit is line_admit's call: one admission round of at most batch over the candidates merged from
+// every shard's head, in seq order, with the waiting fans counted in every shard.
+// mode 'first' admits the one candidate only if nobody is ahead of them, and leaves the waiting count as
+// it is (a join to an empty line).
+func (c ConcertKeys) lineAdmit(now time.Time, batch int, waiting int64, mode string, candidates []lineFan) (keys, args []string) {
+	keys = []string{c.Cfg(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(),
+		c.Events(), c.Inventory(), c.Holds(), c.Abandoned(), c.NoShow(), c.LineWaiting()}
+	args = make([]string, 0, 4+3*len(candidates))
+	args = append(args, millis(now), itoa(batch), i64toa(waiting), mode)
+	for _, f := range candidates {
+		args = append(args, f.user, utoa(f.seq), i64toa(f.seen))
+	}
+	return keys, args
+}
+
+// linePop is line_pop's call: the fans that left the line take their place out of shard sh.
+func (sh ShardKeys) linePop(fans []lineFan) (keys, args []string) {
+	args = make([]string, 0, 2*len(fans))
+	for _, f := range fans {
+		args = append(args, f.user, utoa(f.seq))
+	}
+	return []string{sh.Wait(), sh.Alive()}, args
+}
+
+// lineLeave is line_leave's call: the user leaves shard sh's part of the line with the token of seq.
+func (sh ShardKeys) lineLeave(userID string, seq uint64) (keys, args []string) {
+	return []string{sh.Wait(), sh.Alive()}, []string{userID, utoa(seq)}
+}
+
+// lineLeft is line_left's call: seq of the user is not in the line (from 'WAITING' or 'SKIP').
+func (c ConcertKeys) lineLeft(userID string, seq uint64, from string, now time.Time) (keys, args []string) {
+	keys = []string{c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Head()}
+	return keys, []string{userID, utoa(seq), from, millis(now)}
+}
+
 // queueLeave is queue_leave's call: the user gives back the token of arrival seq.
 func (c ConcertKeys) queueLeave(userID string, seq uint64, now time.Time) (keys, args []string) {
 	keys = []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Alive()}
@@ -87,7 +156,7 @@ func (c ConcertKeys) queueTick(now time.Time, batch int) (keys, args []string) {
 // queueSnapshot is queue_snapshot's call: the shared state and up to limit leaves after ordinal after.
 func (c ConcertKeys) queueSnapshot(after uint64, limit int, now time.Time) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Wait(), c.Active(), c.LeftLog(), c.Inventory(), c.Holds(),
-		c.Abandoned()}
+		c.Abandoned(), c.LineWaiting()}
 	return keys, []string{utoa(after), itoa(limit), millis(now)}
 }
 

@@ -7,5 +7,8 @@ package redis
 // DeadLetters is the dead-letter stream of the concert's event stream.
 func (c ConcertKeys) DeadLetters() string { return c.base + "dead" }
 
+// DeadLetters is the dead-letter stream of a line shard's event stream.
+func (s ShardKeys) DeadLetters() string { return s.base + "dead" }
+
 // DeadLetters is the dead-letter stream of the wallet shard's event stream.
 func (w WalletKeys) DeadLetters() string { return w.base + "dead" }

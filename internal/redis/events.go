@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -16,7 +17,7 @@ type EventSource struct {
 	Stream      string
 	DeadLetters string // its dead-letter stream (deadletter.go)
 	ConcertID   string // "" for a wallet shard
-	Shard       int
+	Shard       int    // the wallet shard, or the line shard of a concert's line shard stream
 }
 
 // WriteBehindGroup is the consumer group in which the write-behind reads every event stream (unless
@@ -65,6 +66,54 @@ func ParseStreamGroups(msg rueidis.RedisMessage) ([]StreamGroup, error) {
 func (k Keys) ConcertEvents(concertID string) EventSource {
 	c := k.Concert(concertID)
 	return EventSource{Stream: c.Events(), DeadLetters: c.DeadLetters(), ConcertID: concertID}
+}
+
+// LineEvents is the event stream of shard n of a concert's line spread over several slots (its joins).
+func (k Keys) LineEvents(concertID string, n int) EventSource {
+	sh := k.Concert(concertID).Shard(n)
+	return EventSource{Stream: sh.Events(), DeadLetters: sh.DeadLetters(), ConcertID: concertID, Shard: n}
+}
+
+// ConcertSources is every event stream of a concert whose line is spread over shards slots: the
+// concert's, then each shard's (none more for a line of one shard).
+func (k Keys) ConcertSources(concertID string, shards int) []EventSource {
+	out := []EventSource{k.ConcertEvents(concertID)}
+	for n := 0; n < shards && shards > 1; n++ {
+		out = append(out, k.LineEvents(concertID, n))
+	}
+	return out
+}
+
+// ReadLineShards reads how many slots a concert's line is spread over from its settings (1 when it
+// has none: one slot, or a concert not in Redis).
+func (k Keys) ReadLineShards(ctx context.Context, c rueidis.Client, concertID string) (int, error) {
+	v, err := c.Do(ctx, c.B().Hget().Key(k.Concert(concertID).Cfg()).Field("shards").Build()).ToString()
+	if isNil(err) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("line shards of %s: %w", concertID, err)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("line shards of %s: bad value %q", concertID, v)
+	}
+	return n, nil
+}
+
+// AllEventStreams is EventStreams with the line shards' streams of each concert (ReadLineShards).
+func (k Keys) AllEventStreams(ctx context.Context, c rueidis.Client, concertIDs []string) ([]string, error) {
+	out := k.EventStreams(nil)
+	for _, id := range concertIDs {
+		n, err := k.ReadLineShards(ctx, c, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, src := range k.ConcertSources(id, n) {
+			out = append(out, src.Stream)
+		}
+	}
+	return out, nil
 }
 
 // WalletEvents is the event stream of wallet shard n.

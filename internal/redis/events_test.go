@@ -295,6 +295,8 @@ func TestScriptEventsDecode(t *testing.T) {
 			switch stream {
 			case concertStream:
 				from = sampleConcert
+			case keys.LineEvents("c1", 3).Stream:
+				from = keys.LineEvents("c1", 3)
 			case walletStream:
 				from = sampleWallet
 			default:

@@ -19,7 +19,24 @@ func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Ti
 		return ticketrush.TokenState{}, data, fmt.Errorf("token status: %w", err)
 	}
 	st, err := tokenState(msg)
+	if err == nil {
+		st, err = s.inShard(ctx, c, st, now)
+	}
 	return st, data, err
+}
+
+// inShard is the state of a token the concert's slot found gone (EXPIRED): for a line spread over
+// shards, the fan may still be WAITING in their shard (a refusal's path only: no round trip more for
+// an ACTIVE token).
+func (s *Store) inShard(ctx context.Context, c ticketrush.QueueClaims, st ticketrush.TokenState, now time.Time) (ticketrush.TokenState, error) {
+	if st.Status != ticketrush.StatusExpired {
+		return st, nil
+	}
+	n, err := s.LineShards(ctx, c.ConcertID)
+	if err != nil || n == 1 {
+		return st, err
+	}
+	return s.statusLine(ctx, c, n, now)
 }
 
 // Gate checks a gated call's token: its state, and the fan shown up (off the concert's no-show watch),
@@ -31,7 +48,11 @@ func (s *Store) Gate(ctx context.Context, c ticketrush.QueueClaims, now time.Tim
 	if err != nil {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 	}
-	return tokenState(msg)
+	st, err := tokenState(msg)
+	if err != nil {
+		return st, err
+	}
+	return s.inShard(ctx, c, st, now)
 }
 
 // shown takes the fan off the concert's no-show watch: sent with every gated call's token check.

@@ -97,11 +97,6 @@ func locals(src string) (named map[string]string, body string) {
 	return named, strings.Join(lines[i:], "\n")
 }
 
-// call is one script call's KEYS and ARGV as its builder (args.go) returns them.
-type call struct{ keys, args []string }
-
-func built(keys, args []string) call { return call{keys: keys, args: args} }
-
 // scriptCall is one script's call as its builder builds it, with the value the test gives each named
 // argument.
 type scriptCall struct {
@@ -119,7 +114,7 @@ func scriptCalls() []scriptCall {
 	claims := ticketrush.QueueClaims{ConcertID: "c1", UserID: "fan-1", Seq: 7}
 	q := ticketrush.QueueSettings{ActiveCapacity: 11, AdmitPerSecond: 12, ActiveTTL: 13 * time.Second,
 		HoldTTL: 14 * time.Second, MaxHoldsPerUser: 15, Paused: true, JoinPowBits: 16, AccessCodeRequired: true,
-		ActivePerSeat: 17, AbandonAfter: 18 * time.Second, NoShow: 19 * time.Second}
+		ActivePerSeat: 17, AbandonAfter: 18 * time.Second, NoShow: 19 * time.Second, LineShards: 21}
 	schedules := []string{"s1", "s2"}
 	const at = "1800000000000"
 	lim := UserLimit{Rate: 20, Burst: 40}
@@ -137,7 +132,19 @@ func scriptCalls() []scriptCall {
 			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
 				"maxholds": "15", "paused": "1", "now": at, "pow": "16", "codereq": "1", "opens": "1800000060000",
 				"pqopens": "1800000030000", "seed": strings.Repeat("07", 32), "aps": "17", "total": "6",
-				"abandon": "18000", "noshow": "19000"}},
+				"abandon": "18000", "noshow": "19000", "shards": "21"}},
+		{"line_arrive", built(k.lineArrive("fan-1", "cafe", now)), map[string]string{"user": "fan-1", "now": at, "code": "cafe"}},
+		{"line_enter", built(k.Shard(3).lineEnter("fan-1", arrival{seq: 7, code: "1", pow: 16, codeRequired: true},
+			ticketrush.JoinPass{PowID: "ab12", PowBits: 20, PowExpires: now.Add(time.Minute)}, lim, now)),
+			map[string]string{"user": "fan-1", "now": at, "seq": "7", "ulimit": "20", "uburst": "40", "powid": "ab12",
+				"powbits": "20", "powexp": "1800000060000", "need": "16", "codereq": "1", "code": "1"}},
+		{"line_heads", built(k.Shard(3).lineHeads(50)), map[string]string{"count": "50"}},
+		{"line_admit", built(k.lineAdmit(now, 50, 9, "tick", []lineFan{{user: "fan-1", seq: 7, seen: 5}, {user: "fan-2", seq: 8}})),
+			map[string]string{"now": at, "batch": "50", "waiting": "9", "mode": "tick", "user": "fan-1,7,5,fan-2,8,0"}},
+		{"line_pop", built(k.Shard(3).linePop([]lineFan{{user: "fan-1", seq: 7}, {user: "fan-2", seq: 8}})),
+			map[string]string{"user": "fan-1,7,fan-2,8"}},
+		{"line_leave", built(k.Shard(3).lineLeave("fan-1", 7)), map[string]string{"user": "fan-1", "seq": "7"}},
+		{"line_left", built(k.lineLeft("fan-1", 7, "SKIP", now)), map[string]string{"user": "fan-1", "seq": "7", "from": "SKIP", "now": at}},
 		{"queue_join", built(k.queueJoin("fan-1", ticketrush.JoinPass{PowID: "ab12", PowBits: 20,
 			PowExpires: now.Add(time.Minute), CodeHash: "cafe"}, lim, now)),
 			map[string]string{"user": "fan-1", "now": at, "ulimit": "20", "uburst": "40", "powid": "ab12", "powbits": "20",
@@ -212,7 +219,10 @@ func TestScriptHeaders(t *testing.T) {
 				require.True(t, ok, "ARGV %s of the header has no value in this test", n)
 				wantArgs = append(wantArgs, v)
 			}
-			assert.Equal(t, wantArgs, tt.call.args[:len(h.args)], "ARGV in the header's order %v", h.args)
+			assert.Equal(t, len(wantArgs), len(h.args))
+			for i := range wantArgs {
+				assert.Equal(t, wantArgs[i], tt.call.args[i], "ARGV %s in the header's order %v", h.args[i], h.args)
+			}
 			tail := tt.call.args[len(h.args):]
 			if h.argsTail == "" {
 				assert.Empty(t, tail, "ARGV: Go builds more than the header names")

@@ -227,7 +227,7 @@ func TestAbandonment(t *testing.T) {
 		for i := 1; i <= 6; i++ {
 			fans = append(fans, join(t, s, cid, "u"+strconv.Itoa(i), ticketrush.StatusWaiting))
 		}
-		require.NoError(t, s.MarkAlive(ctx, cid, []uint64{fans[1].Seq, fans[3].Seq}, t0.Add(1500*time.Millisecond)))
+		require.NoError(t, s.MarkAlive(ctx, cid, []ticketrush.Arrival{{UserID: fans[1].UserID, Seq: fans[1].Seq}, {UserID: fans[3].UserID, Seq: fans[3].Seq}}, t0.Add(1500*time.Millisecond)))
 		_, err := s.Join(ctx, cid, "u6", t0.Add(1500*time.Millisecond))
 		require.NoError(t, err, "a rejoin is a sign of life too")
 

@@ -30,10 +30,50 @@ func (k Keys) State() string { return k.prefix + ":state" }
 func (k Keys) Live() string { return k.prefix + ":live" }
 
 // Concert returns the keys of one concert.
-func (k Keys) Concert(id string) ConcertKeys { return ConcertKeys{base: k.prefix + ":{c:" + id + "}:"} }
+func (k Keys) Concert(id string) ConcertKeys {
+	return ConcertKeys{base: k.prefix + ":{c:" + id + "}:", shard: k.prefix + ":{c:" + id + ":q"}
+}
 
-// ConcertKeys names the keys of one concert; all share the hash tag {c:<id>}.
-type ConcertKeys struct{ base string }
+// ConcertKeys names the keys of one concert; all share the hash tag {c:<id>}, but the shards of a line
+// spread over several slots (Shard).
+type ConcertKeys struct{ base, shard string }
+
+// LineShard is the shard of a user in a line of shards shards: a stable hash of the user id.
+func LineShard(userID string, shards int) int {
+	if shards <= 1 {
+		return 0
+	}
+	return int(crc32.ChecksumIEEE([]byte("line:"+userID)) % uint32(shards))
+}
+
+// Shard returns the keys of shard n of a line spread over several slots (lineShards > 1), tagged
+// {c:<id>:q<n>}: a waiting fan's place, liveness, rate bucket and proof of work live in their shard.
+// A line of one shard keeps every key in the concert's slot instead (the keys above).
+func (c ConcertKeys) Shard(n int) ShardKeys { return ShardKeys{base: c.shard + strconv.Itoa(n) + "}:"} }
+
+// LineWaiting is the number of fans waiting in every shard of a sharded line, as the last tick counted.
+func (c ConcertKeys) LineWaiting() string { return c.base + "q:lw" }
+
+// ShardKeys names the keys of one shard of a concert's line; all share the hash tag {c:<id>:q<n>}.
+type ShardKeys struct{ base string }
+
+func (s ShardKeys) Wait() string   { return s.base + "wait" }
+func (s ShardKeys) Alive() string  { return s.base + "alive" }
+func (s ShardKeys) Events() string { return s.base + "events" }
+
+// UserRate is a user's rate bucket for joins, in their shard's slot.
+func (s ShardKeys) UserRate(userID string) string { return s.base + "rl:" + userID }
+
+// PowUsed marks a proof-of-work challenge used, in the joining fan's shard ("" the placeholder).
+func (s ShardKeys) PowUsed(id string) string {
+	if id == "" {
+		return s.base + "pow"
+	}
+	return s.base + "pow:" + id
+}
+
+// All returns the shard's keys but its rate buckets and proof marks (which expire on their own).
+func (s ShardKeys) All() []string { return []string{s.Wait(), s.Alive(), s.Events(), s.DeadLetters()} }
 
 func (c ConcertKeys) Meta() string      { return c.base + "meta" }
 func (c ConcertKeys) Cfg() string       { return c.base + "cfg" }
@@ -90,7 +130,7 @@ func (c ConcertKeys) NoShow() string { return c.base + "q:noshow" }
 func (c ConcertKeys) All(scheduleIDs []string) []string {
 	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
 		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(),
-		c.AccessCodes(), c.Inventory(), c.Alive(), c.Abandoned(), c.NoShow()}
+		c.AccessCodes(), c.Inventory(), c.Alive(), c.Abandoned(), c.NoShow(), c.LineWaiting()}
 	keys = append(keys, c.Prequeue(), c.Draw(), c.DrawKeys(), c.DrawLock())
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))

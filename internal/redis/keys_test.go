@@ -78,6 +78,13 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"draw_place":       keysOf(k.drawPlace(0, nil, "", t0)),
 		"draw_status":      keysOf(k.drawStatus("fan-42", t0)),
 		"prequeue_leave":   keysOf(k.prequeueLeave("fan-42", t0)),
+		"line_arrive":      keysOf(k.lineArrive("fan-42", "", t0)),
+		"line_enter":       keysOf(k.Shard(5).lineEnter("fan-42", arrival{seq: 3}, pass, lim, t0)),
+		"line_heads":       keysOf(k.Shard(5).lineHeads(10)),
+		"line_admit":       keysOf(k.lineAdmit(t0, 10, 0, "tick", nil)),
+		"line_pop":         keysOf(k.Shard(5).linePop(nil)),
+		"line_leave":       keysOf(k.Shard(5).lineLeave("fan-42", 3)),
+		"line_left":        keysOf(k.lineLeft("fan-42", 3, "SKIP", t0)),
 	}
 	for _, name := range lua.Names() {
 		keys, ok := scripts[name]
@@ -90,6 +97,12 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 	}
 	assert.Equal(t, len(scripts), len(lua.Names()), "a key list here for a script that no longer exists")
 	assert.NotEqual(t, slot(k.Events()), slot(w.Events()), "concert and wallet live in their own slots")
+	shardSlots := map[int]bool{}
+	for n := range 8 {
+		shardSlots[slot(k.Shard(n).Wait())] = true
+	}
+	assert.Len(t, shardSlots, 8, "each line shard is a slot of its own")
+	assert.NotContains(t, shardSlots, slot(k.Events()), "and none is the concert's")
 }
 
 func TestWalletShardIsStable(t *testing.T) {

@@ -191,7 +191,7 @@ func concertHashes(c ticketrush.Concert) (meta, cfg map[string]string) {
 	cfg = map[string]string{"cap": itoa(q.ActiveCapacity), "rate": itoa(q.AdmitPerSecond), "ttl": ms(q.ActiveTTL),
 		"hold": ms(q.HoldTTL), "maxholds": itoa(q.MaxHoldsPerUser), "paused": flag(q.Paused),
 		"pow": itoa(q.JoinPowBits), "codereq": flag(q.AccessCodeRequired), "aps": itoa(q.ActivePerSeat),
-		"abandon": ms(q.AbandonAfter), "noshow": ms(q.NoShow)}
+		"abandon": ms(q.AbandonAfter), "noshow": ms(q.NoShow), "shards": itoa(max(1, q.LineShards))}
 	return meta, cfg
 }
 

@@ -19,6 +19,17 @@ func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Tim
 // JoinWith is Join with what the join carries past the concert's proof-of-work and access-code gates;
 // the script checks them (and the user's rate) before anything else.
 func (s *Store) JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
+	n, err := s.LineShards(ctx, concertID)
+	if err != nil {
+		return ticketrush.JoinResult{}, err
+	}
+	if n > 1 {
+		res, err := s.joinLine(ctx, concertID, userID, pass, n, now)
+		if err != nil {
+			return res, fmt.Errorf("join %s: %w", concertID, err)
+		}
+		return res, nil
+	}
 	keys, args := s.keys.Concert(concertID).queueJoin(userID, pass, s.limit, now)
 	msg, err := s.exec(ctx, s.join, keys, args)
 	if err != nil {
@@ -49,6 +60,16 @@ func joinReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, error) {
 // Leave takes the token of arrival seq out of the line or the active set. It returns where the token
 // was: WAITING, ACTIVE, or "" when it was no longer live.
 func (s *Store) Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
+	if n, err := s.LineShards(ctx, concertID); err != nil || n > 1 {
+		if err != nil {
+			return "", err
+		}
+		from, err := s.leaveLine(ctx, concertID, userID, seq, n, now)
+		if err != nil {
+			return "", fmt.Errorf("leave %s: %w", concertID, err)
+		}
+		return from, nil
+	}
 	keys, args := s.keys.Concert(concertID).queueLeave(userID, seq, now)
 	msg, err := s.exec(ctx, s.leave, keys, args)
 	if err != nil {
@@ -73,6 +94,12 @@ func leaveReply(msg rueidis.RedisMessage) (ticketrush.QueueStatus, error) {
 
 // TokenStatus returns the exact state of a token.
 func (s *Store) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+	if n, err := s.LineShards(ctx, c.ConcertID); err != nil || n > 1 {
+		if err != nil {
+			return ticketrush.TokenState{}, err
+		}
+		return s.statusLine(ctx, c, n, now)
+	}
 	keys, args := s.keys.Concert(c.ConcertID).queueStatus(c, now)
 	msg, err := s.exec(ctx, s.status, keys, args)
 	if err != nil {
@@ -100,6 +127,16 @@ func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
 
 // Tick runs one admission round for a concert.
 func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch int) (ticketrush.TickResult, error) {
+	if n, err := s.LineShards(ctx, concertID); err != nil || n > 1 {
+		if err != nil {
+			return ticketrush.TickResult{}, err
+		}
+		res, err := s.tickLine(ctx, concertID, n, now, batch)
+		if err != nil {
+			return res, fmt.Errorf("tick %s: %w", concertID, err)
+		}
+		return res, nil
+	}
 	keys, args := s.keys.Concert(concertID).queueTick(now, batch)
 	msg, err := s.exec(ctx, s.tick, keys, args)
 	if err != nil {
@@ -196,16 +233,23 @@ func (s *Store) AddAccessCodes(ctx context.Context, concertID string, hashes []s
 	return nil
 }
 
-// MarkAlive records that the fans of the given WAITING arrivals were seen at now: one command, which
-// an instance sends at most once a second per concert for every token it served in that second.
-func (s *Store) MarkAlive(ctx context.Context, concertID string, seqs []uint64, now time.Time) error {
-	if len(seqs) == 0 {
+// MarkAlive records that the fans of the given WAITING arrivals were seen at now: one command (one per
+// shard the fans are in, for a sharded line), which an instance sends at most once a second per concert
+// for every token it served in that second.
+func (s *Store) MarkAlive(ctx context.Context, concertID string, seen []ticketrush.Arrival, now time.Time) error {
+	if len(seen) == 0 {
 		return nil
+	}
+	if n, err := s.LineShards(ctx, concertID); err != nil || n > 1 {
+		if err != nil {
+			return err
+		}
+		return s.markAliveLine(ctx, concertID, seen, n, now)
 	}
 	at := millis(now)
 	cmd := s.client.B().Hset().Key(s.keys.Concert(concertID).Alive()).FieldValue()
-	for _, seq := range seqs {
-		cmd = cmd.FieldValue(utoa(seq), at)
+	for _, a := range seen {
+		cmd = cmd.FieldValue(utoa(a.Seq), at)
 	}
 	if err := s.client.Do(ctx, cmd.Build()).Error(); err != nil {
 		return fmt.Errorf("mark alive %s: %w", concertID, unavailable(err))

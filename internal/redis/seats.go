@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,6 +30,13 @@ func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, 
 	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
 	keys, args := s.keys.Concert(c.ConcertID).seatHold(c, scheduleID, seatID, price, id, s.limit, now)
 	msg, err := s.exec(ctx, s.seatHold, keys, args)
+	if errors.Is(err, ticketrush.ErrQueueTokenExpired) {
+		// seat_hold knows the concert slot's line only: a fan of a sharded line may still wait in theirs.
+		if st, serr := s.inShard(ctx, c, ticketrush.TokenState{Status: ticketrush.StatusExpired}, now); serr == nil &&
+			st.Status == ticketrush.StatusWaiting {
+			err = ticketrush.ErrQueueNotActive
+		}
+	}
 	if err != nil {
 		return ticketrush.Reservation{}, false, fmt.Errorf("hold %s/%s: %w", scheduleID, seatID, err)
 	}

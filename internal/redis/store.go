@@ -72,6 +72,9 @@ type Store struct {
 	drawSeal, drawPlace, drawStatus                 *script
 	prequeueLeave                                   *script
 
+	lineArrive, lineEnter, lineHeads, lineAdmit, linePop, lineLeave, lineLeftSc *script
+	lines                                                                       lines
+
 	limit UserLimit // the per-user rate of join, hold, cancel, pay and charge; zero: off
 }
 
@@ -82,6 +85,14 @@ func (s *Store) LimitUsers(l UserLimit) { s.limit = l }
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
 func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *Store {
 	s := &Store{client: client, keys: NewKeys(prefix), metrics: newScriptMetrics(reg)}
+	s.lines = lines{shards: map[string]int{}, last: map[string]int{}}
+	s.lineArrive = s.newScript("line_arrive", false)
+	s.lineEnter = s.newScript("line_enter", false)
+	s.lineHeads = s.newScript("line_heads", true)
+	s.lineAdmit = s.newScript("line_admit", false)
+	s.linePop = s.newScript("line_pop", false)
+	s.lineLeave = s.newScript("line_leave", false)
+	s.lineLeftSc = s.newScript("line_left", false)
 	s.load = s.newScript("concert_load", false)
 	s.join = s.newScript("queue_join", false)
 	s.leave = s.newScript("queue_leave", false)

@@ -132,7 +132,8 @@ type JoinResult struct {
 	Status      QueueStatus // PREQUEUE, WAITING or ACTIVE
 	Seq         uint64
 	ActiveUntil time.Time
-	Created     bool // a new arrival, not the fan's existing live token
+	Created     bool   // a new arrival, not the fan's existing live token
+	Skipped     uint64 // a sharded line's rejoin: the arrival seq the join took and gave back (a gap), else 0
 }
 
 // TokenState is a queue token's exact state, as the store knows it.

@@ -64,6 +64,13 @@ type QueueSettings struct {
 	ActivePerSeat      int           // > 0: at most ActivePerSeat x the AVAILABLE seats are ACTIVE at once; 0: off
 	AbandonAfter       time.Duration // a WAITING fan silent this long is skipped at admission (EXPIRED); 0: off
 	NoShow             time.Duration // an ACTIVE fan with no gated call this long after admission is EXPIRED; 0: off
+	LineShards         int           // the slots the line is spread over, fixed at creation; 0: the store's default
+}
+
+// Arrival is a WAITING fan's place: who, and their arrival seq.
+type Arrival struct {
+	UserID string
+	Seq    uint64
 }
 
 // DefaultQueueSettings are the defaults of docs/api.md's admin section.
@@ -90,7 +97,8 @@ const (
 	MaxSeatsPerConcert  = 1_000_000 // over every schedule: the seat rows one create may write
 	MaxSchedules        = 100
 	MaxSections         = 50
-	MaxPowBits          = 32 // 2^32 hashes: minutes of a fan's phone, the most a sale can ask
+	MaxLineShards       = 1024 // the most slots one concert's line is spread over
+	MaxPowBits          = 32   // 2^32 hashes: minutes of a fan's phone, the most a sale can ask
 )
 
 // Validate reports the first setting out of range.
@@ -114,6 +122,8 @@ func (q QueueSettings) Validate() error {
 		return Invalidf("abandonAfterSeconds must be between 0 and %d", int(MaxTTL/time.Second))
 	case q.NoShow < 0 || q.NoShow > MaxTTL || q.NoShow%time.Second != 0:
 		return Invalidf("noShowSeconds must be between 0 and %d", int(MaxTTL/time.Second))
+	case q.LineShards < 0 || q.LineShards > MaxLineShards:
+		return Invalidf("lineShards must be between 1 and %d", MaxLineShards)
 	}
 	return nil
 }
@@ -165,6 +175,10 @@ func (c Concert) Validate() error {
 	if c.TotalSeats()*len(c.Schedules) > MaxSeatsPerConcert {
 		return Invalidf("a concert may have at most %d seats over all its schedules (%d schedules of %d seats asked)",
 			MaxSeatsPerConcert, len(c.Schedules), c.TotalSeats())
+	}
+	if c.Sale != nil && c.Queue.LineShards > 1 {
+		// The pre-queue and its draw live in the concert's slot (docs/scaleout.md, "What is not spread yet").
+		return Invalidf("lineShards must be 1 for a concert with a sale: its pre-queue and draw are not spread over shards yet")
 	}
 	return c.Queue.Validate()
 }

@@ -176,7 +176,11 @@ func Backlog(ctx context.Context, rdb rueidis.Client, prefix, group string, conc
 	if group == "" {
 		group = DefaultConfig().Group
 	}
-	n, oldest, err := measure(ctx, rdb, group, redis.NewKeys(prefix).EventStreams(concertIDs))
+	streams, err := redis.NewKeys(prefix).AllEventStreams(ctx, rdb, concertIDs)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	n, oldest, err := measure(ctx, rdb, group, streams)
 	if err != nil || oldest == 0 {
 		return n, time.Time{}, err
 	}

@@ -40,7 +40,10 @@ type Worker struct {
 	grouped  map[string]bool    // streams whose group this worker has made sure of
 	order    []*source
 	writerOf map[string]int // stream -> its writer, kept when the stream is dropped and read again
-	lastSync time.Time
+	// lineShards is each listed concert's line shards (fixed at creation): a sharded line's joins are
+	// in a stream per shard.
+	lineShards map[string]int
+	lastSync   time.Time
 
 	// flight holds the entries taken for the writers and not yet acknowledged or dead-lettered, with
 	// when each was last kept (claimed by this worker again, idle time reset): a claim must not hand them
@@ -60,7 +63,7 @@ func New(rdb rueidis.Client, record Recorder, prefix string, concerts func() []s
 	return &Worker{
 		rdb: rdb, record: record, keys: redis.NewKeys(prefix), state: NewState(rdb, prefix), concerts: concerts,
 		cfg: cfg.withDefaults(), now: now, log: log, metrics: newMetrics(reg), warnings: newWarnings(log, now, reg),
-		sources: map[string]*source{}, grouped: map[string]bool{}, writerOf: map[string]int{},
+		sources: map[string]*source{}, grouped: map[string]bool{}, writerOf: map[string]int{}, lineShards: map[string]int{},
 		flight: map[flightKey]time.Time{},
 	}
 }
@@ -148,9 +151,20 @@ func (w *Worker) syncStreams(ctx context.Context) {
 	added := false
 	for _, id := range w.concerts() {
 		listed[id] = true
-		if src := w.keys.ConcertEvents(id); w.sources[src.Stream] == nil {
-			w.addSource(&source{EventSource: src})
-			added = true
+		n, ok := w.lineShards[id]
+		if !ok {
+			var err error
+			if n, err = w.keys.ReadLineShards(ctx, w.rdb, id); err != nil {
+				w.warnings.warn(warnCreateGroup, "stream", id, "err", err)
+				continue // listed again next round
+			}
+			w.lineShards[id] = n
+		}
+		for _, src := range w.keys.ConcertSources(id, n) {
+			if w.sources[src.Stream] == nil {
+				w.addSource(&source{EventSource: src})
+				added = true
+			}
 		}
 	}
 	w.keepSources(listed)

@@ -343,7 +343,11 @@ func (c *checker) redis(ctx context.Context) {
 // drain waits until every consumer group of the concert's stream and of every wallet shard's stream
 // has nothing pending and nothing unread. It reports whether Postgres can be checked.
 func (c *checker) drain(ctx context.Context) bool {
-	streams := redis.NewKeys(c.cfg.prefix).EventStreams([]string{c.s.SetupData.ConcertID})
+	streams, err := redis.NewKeys(c.cfg.prefix).AllEventStreams(ctx, c.rdb, []string{c.s.SetupData.ConcertID})
+	if err != nil {
+		c.r.fail("write-behind drained", "%v", err)
+		return false
+	}
 	start := time.Now()
 	for {
 		behind, groups, err := c.behind(ctx, streams)

@@ -1,0 +1,441 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// A concert's line spread over several slots (queue.lineShards > 1, docs/scaleout.md): each waiting
+// fan is in the shard of their user id (LineShard), where a join, a rejoin, a leave and their liveness
+// write touch only that shard's slot. What must be counted across the line lives on the concert's slot:
+// the arrival seq (one INCR per join, line_arrive), the active set, the capacity and the rate budget,
+// the head and the leaves that place a fan. The tick reads every shard's head (line_heads), admits in
+// seq order on the concert's slot (line_admit) and then takes the admitted out of their shards
+// (line_pop): each step idempotent, so that a crash between two leaves what the next tick completes.
+// A line of one shard keeps every key in the concert's slot and runs the scripts of queue.go, as before.
+
+// lineFan is one waiting fan of a sharded line, as line_heads read them.
+type lineFan struct {
+	user  string
+	seq   uint64
+	seen  int64 // ms, 0: never
+	shard int
+}
+
+// arrival is line_arrive's reply.
+type arrival struct {
+	active       bool
+	seq          uint64
+	till         int64
+	code         string // '' none, '1' valid for the fan, '0' not
+	pow          int
+	codeRequired bool
+	room         bool
+}
+
+// lines caches each concert's shard count (fixed at creation) and the last tick's admissions, which size
+// the next tick's read of the heads.
+type lines struct {
+	mu     sync.Mutex
+	shards map[string]int
+	last   map[string]int
+}
+
+// LineShards is the number of slots concertID's line is spread over (1 for a concert created before
+// lineShards existed); read once per concert from its settings in Redis.
+func (s *Store) LineShards(ctx context.Context, concertID string) (int, error) {
+	s.lines.mu.Lock()
+	n, ok := s.lines.shards[concertID]
+	s.lines.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	v, err := s.client.Do(ctx, s.client.B().Hmget().Key(s.keys.Concert(concertID).Cfg()).Field("cap", "shards").Build()).ToArray()
+	if err != nil {
+		return 0, fmt.Errorf("line shards %s: %w", concertID, unavailable(err))
+	}
+	if v[0].IsNil() {
+		return 1, nil // not loaded yet: the scripts answer NOT_FOUND; nothing cached
+	}
+	n = 1
+	if !v[1].IsNil() {
+		raw, _ := v[1].ToString()
+		if n, err = strconv.Atoi(raw); err != nil || n < 1 {
+			return 0, fmt.Errorf("line shards %s: bad value %q", concertID, raw)
+		}
+	}
+	s.lines.mu.Lock()
+	s.lines.shards[concertID] = n
+	s.lines.mu.Unlock()
+	return n, nil
+}
+
+// ShardsPerMaster is the default number of line shards per master of a cluster: with the shards' slots
+// spread at random over the masters, 8 per master keeps the busiest master's share of one line near
+// its even share (docs/scaleout.md).
+const ShardsPerMaster = 8
+
+// DefaultLineShards is the lineShards of a concert that does not ask: 1 on a single Redis, and on a
+// Redis Cluster ShardsPerMaster per master serving slots (cluster_size), at most MaxLineShards.
+func (s *Store) DefaultLineShards(ctx context.Context) (int, error) {
+	if s.client.Mode() != rueidis.ClientModeCluster {
+		return 1, nil
+	}
+	info, err := s.client.Do(ctx, s.client.B().ClusterInfo().Build()).ToString()
+	if err != nil {
+		return 0, fmt.Errorf("default line shards: %w", unavailable(err))
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_size:"); ok {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				return min(ticketrush.MaxLineShards, ShardsPerMaster*n), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("default line shards: no cluster_size in CLUSTER INFO")
+}
+
+// execMulti runs sc once per call in one round trip (the calls may be on different slots), and again
+// one by one where Redis did not know the script yet.
+func (s *Store) execMulti(ctx context.Context, sc *script, calls []call) ([]rueidis.RedisMessage, error) {
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	start := time.Now()
+	cmds := make(rueidis.Commands, len(calls))
+	for i, c := range calls {
+		cmds[i] = s.evalsha(sc, c.keys, c.args)
+	}
+	res := s.client.DoMulti(ctx, cmds...)
+	out := make([]rueidis.RedisMessage, len(calls))
+	var errs []error
+	for i, r := range res {
+		sc.observe(start)
+		msg, err := r.ToMessage()
+		if isNoScript(err) {
+			msg, err = s.execPlain(ctx, sc, calls[i].keys, calls[i].args)
+		} else if err != nil {
+			err = s.scriptError(sc, err)
+		}
+		out[i] = msg
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// joinLine is a join to a line of n shards: line_arrive on the concert's slot, then line_enter in the
+// fan's shard. A seq the join did not take (a rejoin, or a refusal in the shard) is logged as a gap
+// (line_left). When nobody waited and the active set had room, the fan is admitted at once if nobody is
+// ahead of them in any shard (line_admit, first mode), as a join to a line of one shard is.
+func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, n int, now time.Time) (ticketrush.JoinResult, error) {
+	c := s.keys.Concert(concertID)
+	keys, args := c.lineArrive(userID, pass.CodeHash, now)
+	msg, err := s.exec(ctx, s.lineArrive, keys, args)
+	if err != nil {
+		return ticketrush.JoinResult{}, err
+	}
+	a, err := arrivalReply(msg)
+	if err != nil {
+		return ticketrush.JoinResult{}, err
+	}
+	if a.active {
+		return ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: a.seq, ActiveUntil: fromMillis(a.till)}, nil
+	}
+	shard := LineShard(userID, n)
+	sh := c.Shard(shard)
+	keys, args = sh.lineEnter(userID, a, pass, s.limit, now)
+	msg, err = s.exec(ctx, s.lineEnter, keys, args)
+	var res ticketrush.JoinResult
+	if err == nil {
+		res, err = joinReply(msg)
+	}
+	if err != nil || !res.Created {
+		if gapErr := s.lineLeft(ctx, c, userID, a.seq, "SKIP", now); gapErr != nil && err == nil {
+			err = gapErr
+		}
+		res.Skipped = a.seq
+		return res, err
+	}
+	if !a.room {
+		return res, nil
+	}
+	r, err := s.admitLine(ctx, concertID, now, 1, 0, "first", []lineFan{{user: userID, seq: res.Seq, seen: millis64(now), shard: shard}})
+	if err != nil || len(r.left) == 0 {
+		return res, nil // waits for the next tick, which admits in order
+	}
+	till, err := s.client.Do(ctx, s.client.B().Zscore().Key(c.Active()).Member(userID).Build()).AsInt64()
+	if err != nil {
+		return res, nil
+	}
+	return ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: res.Seq, ActiveUntil: fromMillis(till), Created: true}, nil
+}
+
+// arrivalReply reads line_arrive's {status, seq, activeUntil, code, pow, codereq, room}.
+func arrivalReply(msg rueidis.RedisMessage) (arrival, error) {
+	r, err := reply(msg, 7)
+	if err != nil {
+		return arrival{}, err
+	}
+	a := arrival{
+		active:       r.status(0, ticketrush.StatusActive, "ARRIVE") == ticketrush.StatusActive,
+		seq:          uint64(r.int(1)),
+		till:         r.int(2),
+		code:         r.str(3),
+		pow:          int(r.int(4)),
+		codeRequired: r.flag(5),
+		room:         r.flag(6),
+	}
+	return a, r.err
+}
+
+// lineLeft logs seq of userID as not in the line (from 'WAITING' or 'SKIP') on the concert's slot.
+func (s *Store) lineLeft(ctx context.Context, c ConcertKeys, userID string, seq uint64, from string, now time.Time) error {
+	keys, args := c.lineLeft(userID, seq, from, now)
+	_, err := s.exec(ctx, s.lineLeftSc, keys, args)
+	return err
+}
+
+// admitted is what line_admit did.
+type admitted struct {
+	res  ticketrush.TickResult
+	left []lineFan // the candidates that left the line (admitted, dropped, or admitted already)
+}
+
+// admitLine runs line_admit over the candidates (in seq order) and then line_pop in the shards of
+// those that left the line.
+func (s *Store) admitLine(ctx context.Context, concertID string, now time.Time, batch int, waiting int64, mode string, candidates []lineFan) (admitted, error) {
+	c := s.keys.Concert(concertID)
+	keys, args := c.lineAdmit(now, batch, waiting, mode, candidates)
+	msg, err := s.exec(ctx, s.lineAdmit, keys, args)
+	if err != nil {
+		return admitted{}, err
+	}
+	a, err := admitReply(msg, candidates)
+	if err != nil {
+		return a, err
+	}
+	byShard := map[int][]lineFan{}
+	for _, f := range a.left {
+		byShard[f.shard] = append(byShard[f.shard], f)
+	}
+	calls := make([]call, 0, len(byShard))
+	for shard, fans := range byShard {
+		calls = append(calls, built(c.Shard(shard).linePop(fans)))
+	}
+	if _, err := s.execMulti(ctx, s.linePop, calls); err != nil {
+		// Admitted already; the next tick finds them at their shards' heads and pops them then.
+		return a, fmt.Errorf("pop: %w", err)
+	}
+	return a, nil
+}
+
+// admitReply reads line_admit's {admitted, lapsed, waiting, active, abandoned, noshows, {user, seq, ...}}.
+func admitReply(msg rueidis.RedisMessage, candidates []lineFan) (admitted, error) {
+	r, err := reply(msg, 7)
+	if err != nil {
+		return admitted{}, err
+	}
+	a := admitted{res: ticketrush.TickResult{Admitted: int(r.int(0)), Lapsed: int(r.int(1)), Waiting: r.int(2),
+		Active: r.int(3), Abandoned: int(r.int(4)), NoShows: int(r.int(5))}}
+	if r.err != nil {
+		return a, r.err
+	}
+	left, err := r.items[6].AsStrSlice()
+	if err != nil || len(left)%2 != 0 {
+		return a, fmt.Errorf("line_admit reply: the fans who left: %v (%d items)", err, len(left))
+	}
+	shardOf := make(map[string]int, len(candidates))
+	for _, f := range candidates {
+		shardOf[f.user] = f.shard
+	}
+	for i := 0; i < len(left); i += 2 {
+		seq, err := strconv.ParseUint(left[i+1], 10, 64)
+		shard, ok := shardOf[left[i]]
+		if err != nil || !ok {
+			return a, fmt.Errorf("line_admit reply: %q %q is not a candidate", left[i], left[i+1])
+		}
+		a.left = append(a.left, lineFan{user: left[i], seq: seq, shard: shard})
+	}
+	return a, nil
+}
+
+// headsPerShard is how many fans a tick reads from each shard's head: twice what the last tick took
+// per shard, at least 8 and at most batch (and 256). Any count keeps the order: the tick admits only
+// up to the lowest last seq of a shard that returned a full read.
+func (s *Store) headsPerShard(concertID string, n, batch int) int {
+	s.lines.mu.Lock()
+	last := s.lines.last[concertID]
+	s.lines.mu.Unlock()
+	return max(1, min(batch, 256, max(8, 2*last/n+8)))
+}
+
+// tickLine is one admission round of a line of n shards.
+func (s *Store) tickLine(ctx context.Context, concertID string, n int, now time.Time, batch int) (ticketrush.TickResult, error) {
+	c := s.keys.Concert(concertID)
+	k := s.headsPerShard(concertID, n, batch)
+	// The newest arrival before the heads are read: the shards are read one after another, so a fan who
+	// entered one after its read but took a seq before this one may be missing from the heads; past this
+	// seq a later arrival could pass them.
+	tail, err := s.client.Do(ctx, s.client.B().Get().Key(c.Seq()).Build()).AsUint64()
+	if isNil(err) {
+		tail, err = 0, nil
+	}
+	if err != nil {
+		return ticketrush.TickResult{}, fmt.Errorf("line tail: %w", unavailable(err))
+	}
+	calls := make([]call, n)
+	for i := range n {
+		calls[i] = built(c.Shard(i).lineHeads(k))
+	}
+	msgs, err := s.execMulti(ctx, s.lineHeads, calls)
+	if err != nil {
+		return ticketrush.TickResult{}, err
+	}
+	var waiting int64
+	var fans []lineFan
+	cut := tail // and the lowest last seq of a full read: past it a shard may hold fans not read
+	for i, msg := range msgs {
+		shard, err := headsReply(msg, i)
+		if err != nil {
+			return ticketrush.TickResult{}, err
+		}
+		waiting += shard.waiting
+		if len(shard.fans) == k && shard.fans[k-1].seq < cut {
+			cut = shard.fans[k-1].seq
+		}
+		fans = append(fans, shard.fans...)
+	}
+	slices.SortFunc(fans, func(a, b lineFan) int { return cmpSeq(a.seq, b.seq) })
+	fans = slices.DeleteFunc(fans, func(f lineFan) bool { return f.seq > cut })
+	a, err := s.admitLine(ctx, concertID, now, batch, waiting, "tick", fans)
+	s.lines.mu.Lock()
+	s.lines.last[concertID] = len(a.left)
+	s.lines.mu.Unlock()
+	return a.res, err
+}
+
+func cmpSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// shardHeads is line_heads's reply.
+type shardHeads struct {
+	waiting int64
+	fans    []lineFan
+}
+
+// headsReply reads line_heads's {waiting, user, seq, seen, ...} of shard.
+func headsReply(msg rueidis.RedisMessage, shard int) (shardHeads, error) {
+	items, err := msg.ToArray()
+	if err != nil || len(items)%3 != 1 {
+		return shardHeads{}, fmt.Errorf("line_heads reply of shard %d: %v (%d items)", shard, err, len(items))
+	}
+	r := &replyArray{items: items}
+	h := shardHeads{waiting: r.int(0)}
+	for i := 1; i < len(items); i += 3 {
+		h.fans = append(h.fans, lineFan{user: r.str(i), seq: uint64(r.int(i + 1)), seen: r.int(i + 2), shard: shard})
+	}
+	return h, r.err
+}
+
+// leaveLine is a leave from a line of n shards: out of the fan's shard (logged on the concert's slot) if
+// they wait there, else their ACTIVE slot given back on the concert's slot.
+func (s *Store) leaveLine(ctx context.Context, concertID, userID string, seq uint64, n int, now time.Time) (ticketrush.QueueStatus, error) {
+	c := s.keys.Concert(concertID)
+	keys, args := c.Shard(LineShard(userID, n)).lineLeave(userID, seq)
+	msg, err := s.exec(ctx, s.lineLeave, keys, args)
+	if err != nil {
+		return "", err
+	}
+	from, err := leaveReply(msg)
+	if err != nil {
+		return "", err
+	}
+	if from == ticketrush.StatusWaiting {
+		return from, s.lineLeft(ctx, c, userID, seq, "WAITING", now)
+	}
+	keys, args = c.queueLeave(userID, seq, now)
+	if msg, err = s.exec(ctx, s.leave, keys, args); err != nil {
+		return "", err
+	}
+	return leaveReply(msg)
+}
+
+// statusLine is the exact state of a token of a line of n shards: ACTIVE, DONE or gone on the
+// concert's slot, else WAITING if the fan's shard has them, placed by the head and the leaves logged
+// on the concert's slot.
+func (s *Store) statusLine(ctx context.Context, claims ticketrush.QueueClaims, n int, now time.Time) (ticketrush.TokenState, error) {
+	c := s.keys.Concert(claims.ConcertID)
+	keys, args := c.queueStatus(claims, now)
+	msg, err := s.exec(ctx, s.status, keys, args)
+	if err != nil {
+		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
+	}
+	st, err := tokenState(msg)
+	if err != nil || st.Status != ticketrush.StatusExpired {
+		return st, err
+	}
+	seq := utoa(claims.Seq)
+	res := s.client.DoMulti(ctx,
+		s.client.B().Zscore().Key(c.Shard(LineShard(claims.UserID, n)).Wait()).Member(claims.UserID).Build(),
+		s.client.B().Get().Key(c.Head()).Build(),
+		s.client.B().Zcount().Key(c.Left()).Min("-inf").Max(seq).Build(),
+		s.client.B().Hget().Key(c.Inventory()).Field("soldout").Build())
+	for _, r := range res {
+		if err := r.Error(); err != nil && !isNil(err) {
+			return ticketrush.TokenState{}, fmt.Errorf("token status: %w", unavailable(err))
+		}
+	}
+	if score, err := res[0].AsInt64(); err != nil || uint64(score) != claims.Seq {
+		return st, nil // EXPIRED
+	}
+	if sold, _ := res[3].ToString(); sold == "1" {
+		return ticketrush.TokenState{Status: ticketrush.StatusSoldOut}, nil
+	}
+	head, _ := res[1].AsInt64()
+	gone, _ := res[2].AsInt64()
+	return ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: max(1, int64(claims.Seq)-head-gone)}, nil
+}
+
+// markAliveLine writes the liveness of a line of n shards: one command per shard the fans are in.
+func (s *Store) markAliveLine(ctx context.Context, concertID string, seen []ticketrush.Arrival, n int, now time.Time) error {
+	c := s.keys.Concert(concertID)
+	at := millis(now)
+	byShard := map[int][]uint64{}
+	for _, a := range seen {
+		sh := LineShard(a.UserID, n)
+		byShard[sh] = append(byShard[sh], a.Seq)
+	}
+	cmds := make(rueidis.Commands, 0, len(byShard))
+	for sh, seqs := range byShard {
+		cmd := s.client.B().Hset().Key(c.Shard(sh).Alive()).FieldValue()
+		for _, seq := range seqs {
+			cmd = cmd.FieldValue(utoa(seq), at)
+		}
+		cmds = append(cmds, cmd.Build())
+	}
+	for _, r := range s.client.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("mark alive %s: %w", concertID, unavailable(err))
+		}
+	}
+	return nil
+}
+
+func millis64(t time.Time) int64 { return t.UnixMilli() }

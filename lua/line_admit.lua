@@ -1,0 +1,151 @@
+-- line_admit: one admission round of a concert whose line is spread over shards, on the concert's slot.
+-- The scheduler read the heads of every shard (line_heads) and merged them in seq order: those are the
+-- candidates here. As queue_tick: lapses ACTIVE tokens past their activeUntil and expires no-shows, then,
+-- unless paused, admits min(free slots, rate budget, batch) of the candidates in seq order (activePerSeat
+-- and sold-out as queue_tick), dropping a candidate not seen for abandonAfter (EXPIRED) and going on with
+-- the next. The active set, the rate budget and the capacity live here, so any number of schedulers may
+-- run it at once without admitting past capacity or rate. A candidate already ACTIVE with the same seq (a
+-- tick whose line_pop did not run) is reported again and not admitted twice. The admitted and dropped
+-- fans then leave their shards (line_pop).
+-- KEYS[1]  cfg       hash: cap, rate, ttl (ms), paused, aps, abandon, noshow
+-- KEYS[2]  active    zset: member user, score activeUntil (ms)
+-- KEYS[3]  aseq      hash: user -> seq of the ACTIVE token
+-- KEYS[4]  head      string: highest seq that left the line by admission
+-- KEYS[5]  bucket    hash: tok, ts (ms): the admission rate budget
+-- KEYS[6]  admitted  string: admissions so far
+-- KEYS[7]  left      zset: member seq, score seq
+-- KEYS[8]  leftlog   zset: member seq, score leave ordinal
+-- KEYS[9]  events    stream: the concert's outbox
+-- KEYS[10] inv       hash: avail, soldout: the inventory the line protects (kept by the seat scripts)
+-- KEYS[11] holds     zset: member res, score expires (ms): lapsed but unswept holds count as available
+-- KEYS[12] abandoned string: fans dropped so far for not polling (abandonAfter) or not showing up
+-- KEYS[13] noshow    zset: member user, score the deadline (ms) of their first gated call after admission
+-- KEYS[14] lw        string: fans waiting in every shard after this tick (what line_arrive and the
+--                    snapshot read)
+-- ARGV[1] now (ms)
+-- ARGV[2] batch: most lapses and most admissions in this call
+-- ARGV[3] waiting: fans waiting in every shard, as the scheduler read them
+-- ARGV[4] mode: 'tick', or 'first': a join to an empty line, admitted only if nobody is ahead of it (no
+--         seq between the head and its own but the logged leaves); nobody is lapsed and the waiting count
+--         is left as it is (as queue_join's admission at once)
+-- ARGV[5..] user: the candidates, in seq order, each as user, seq, seen (ms)
+-- Reply: {admitted, lapsed, waiting, active, abandoned, noshows, {user, seq, user, seq, ...}: the
+--        candidates that left the line (admitted, dropped, or admitted already)}
+-- Errors: NOT_FOUND (no such concert in Redis)
+local cfg, active, aseq, head, bucket, admitted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local left, leftlog, events, inv, holds, abandoned = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local noshow, lw = KEYS[13], KEYS[14]
+local now, batch, waiting, mode = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow')
+if not conf[1] then
+  return redis.error_reply('NOT_FOUND')
+end
+local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
+local cands = {}
+for i = 5, #ARGV, 3 do
+  cands[#cands + 1] = {ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])}
+end
+
+local lapsed = {} -- a join to an empty line lapses nobody, as queue_join does not: the tick does
+if mode == 'tick' then
+  lapsed = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)
+end
+for _, user in ipairs(lapsed) do
+  local seq = redis.call('HGET', aseq, user)
+  redis.call('ZREM', active, user)
+  redis.call('HDEL', aseq, user)
+  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', now)
+end
+
+local noshows = 0
+local due = {}
+if mode == 'tick' then
+  due = redis.call('ZRANGEBYSCORE', noshow, '-inf', now, 'LIMIT', 0, batch)
+end
+for _, user in ipairs(due) do
+  redis.call('ZREM', noshow, user)
+  local seq = redis.call('HGET', aseq, user)
+  if seq and tonumber(redis.call('ZSCORE', active, user) or '0') > now then
+    redis.call('ZREM', active, user)
+    redis.call('HDEL', aseq, user)
+    redis.call('XADD', events, '*', 'type', 'queue.noshow', 'user', user, 'seq', seq, 'at', now)
+    noshows = noshows + 1
+  end
+end
+if noshows > 0 then
+  redis.call('INCRBY', abandoned, noshows)
+end
+
+local b = redis.call('HMGET', bucket, 'tok', 'ts')
+local tok, ts = tonumber(b[1]) or rate, tonumber(b[2]) or now
+if now > ts then
+  tok, ts = math.min(rate, tok + (now - ts) * rate / 1000), now
+end
+local n = 0
+local want = math.min(cap - redis.call('ZCARD', active), math.floor(tok), batch)
+local stock = redis.call('HMGET', inv, 'avail', 'soldout')
+local aps = tonumber(conf[5] or '0')
+if stock[2] == '1' then
+  want = 0
+elseif mode == 'first' and #cands > 0 then
+  local top = tonumber(redis.call('GET', head) or '0')
+  local seq = tonumber(cands[1][2])
+  if seq - top - 1 - redis.call('ZCOUNT', left, '(' .. top, '(' .. seq) > 0 then
+    want = 0 -- someone is ahead: the tick admits in order
+  end
+end
+if want > 0 and aps > 0 then
+  local avail = tonumber(stock[1] or '0') + redis.call('ZCOUNT', holds, '-inf', now)
+  want = math.min(want, aps * avail - redis.call('ZCARD', active))
+end
+local dropped, out = 0, {}
+if conf[4] ~= '1' then
+  local abandon, show = tonumber(conf[6] or '0'), tonumber(conf[7] or '0')
+  local till = now + ttl
+  local last
+  for _, cand in ipairs(cands) do
+    local user, seq, seen = cand[1], cand[2], cand[3]
+    if redis.call('HGET', aseq, user) == seq then
+      -- admitted by a tick whose pop did not run: only pop it
+    elseif abandon > 0 and seen + abandon <= now then
+      if n + dropped >= batch then break end
+      dropped = dropped + 1
+      redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', now)
+    else
+      if n >= want or n + dropped >= batch then break end
+      redis.call('ZADD', active, till, user)
+      redis.call('HSET', aseq, user, seq)
+      redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', now)
+      if show > 0 then
+        redis.call('ZADD', noshow, now + show, user)
+      end
+      n = n + 1
+    end
+    out[#out + 1] = user
+    out[#out + 1] = seq
+    last = seq
+  end
+  if n > 0 then
+    tok = tok - n
+    redis.call('INCRBY', admitted, n)
+  end
+  if dropped > 0 then
+    redis.call('INCRBY', abandoned, dropped)
+  end
+  if last and tonumber(last) > tonumber(redis.call('GET', head) or '0') then
+    redis.call('SET', head, last) -- the head moves past every fan who left the line here
+    local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)
+    if #gone > 0 then
+      redis.call('ZREM', left, unpack(gone))
+      redis.call('ZREM', leftlog, unpack(gone))
+    end
+  end
+end
+if mode == 'tick' then
+  waiting = math.max(0, waiting - #out / 2)
+  redis.call('SET', lw, waiting)
+else
+  waiting = tonumber(redis.call('GET', lw) or '0')
+end
+redis.call('HSET', bucket, 'tok', string.format('%.6f', tok), 'ts', ts)
+return {n, #lapsed, waiting, redis.call('ZCARD', active), dropped, noshows, out}

@@ -1,0 +1,59 @@
+-- line_arrive: the first step of a join to a concert whose line is spread over shards (lineShards > 1),
+-- on the concert's slot: a fan holding a live ACTIVE token gets it back; otherwise the join takes the
+-- next arrival seq (one INCR: the order across every shard) and goes on to line_enter in the fan's
+-- shard. Claims an access code the join carries while it is unclaimed (the shard decides whether the
+-- fan needed one). A lapsed ACTIVE token is lapsed here, as queue_join does. Nothing else of the
+-- line lives here: the waiting fans are in the shards.
+-- KEYS[1] cfg     hash: cap, paused, pow (bits), codereq, aps
+-- KEYS[2] seq     string: arrival sequence (across every shard)
+-- KEYS[3] active  zset: member user, score activeUntil (ms)
+-- KEYS[4] aseq    hash: user -> seq of the ACTIVE token
+-- KEYS[5] events  stream: the concert's outbox
+-- KEYS[6] inv     hash: soldout (kept by the seat scripts)
+-- KEYS[7] codes   hash: hex SHA-256(access code) -> owner user ('' while unclaimed)
+-- KEYS[8] lw      string: fans waiting in every shard at the last tick
+-- ARGV[1] user id
+-- ARGV[2] now (ms)
+-- ARGV[3] code (hex SHA-256 of the access code, '' none)
+-- Reply: {status ('ACTIVE'|'ARRIVE'), seq, activeUntil (ms, 0 unless ACTIVE), code ('' none, '1' valid for
+--         this fan, '0' not), pow (bits the concert asks), codereq (0|1), room (1: nobody waited at the last
+--         tick and the active set has room: the join may be admitted at once by a tick)}
+-- Event: code.claim code user at, when the join claims an access code
+-- Errors: NOT_FOUND (no such concert in Redis), SOLD_OUT (every seat is sold)
+local cfg, seq, active, aseq, events, inv, codes, lw = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local user, now, code = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local conf = redis.call('HMGET', cfg, 'cap', 'paused', 'pow', 'codereq')
+if not conf[1] then
+  return redis.error_reply('NOT_FOUND')
+end
+local live = redis.call('HGET', aseq, user)
+if live then
+  local till = tonumber(redis.call('ZSCORE', active, user))
+  if till and till > now then
+    return {'ACTIVE', tonumber(live), till, '', 0, 0, 0}
+  end
+  redis.call('ZREM', active, user)
+  redis.call('HDEL', aseq, user)
+  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', live, 'at', now)
+end
+if redis.call('HGET', inv, 'soldout') == '1' then
+  return redis.error_reply('SOLD_OUT')
+end
+local ok = ''
+if conf[4] == '1' and code ~= '' then
+  local owner = redis.call('HGET', codes, code)
+  ok = '0'
+  if owner == '' then
+    redis.call('HSET', codes, code, user)
+    redis.call('XADD', events, '*', 'type', 'code.claim', 'code', code, 'user', user, 'at', now)
+    ok = '1'
+  elseif owner == user then
+    ok = '1'
+  end
+end
+local room = 0
+if conf[2] ~= '1' and tonumber(redis.call('GET', lw) or '0') == 0 and
+    redis.call('ZCARD', active) < tonumber(conf[1]) then
+  room = 1
+end
+return {'ARRIVE', redis.call('INCR', seq), 0, ok, tonumber(conf[3] or '0'), conf[4] == '1' and 1 or 0, room}

@@ -1,0 +1,63 @@
+-- line_enter: the second step of a join to a sharded line, on the fan's shard (a stable function of the
+-- user id): the fan is already WAITING here (a rejoin: their seq is given back, and the one line_arrive
+-- gave this call is a gap), or passes the user's rate and the concert's gates and takes the line at
+-- the seq line_arrive gave. Every fan of this shard is in this slot: their place, their liveness, their
+-- rate bucket and their proof of work.
+-- KEYS[1] wait    zset: member user, score seq (this shard's part of the line)
+-- KEYS[2] alive   hash: seq -> when its fan was last seen (ms): a join or rejoin is a sign of life
+-- KEYS[3] events  stream: the shard's outbox
+-- KEYS[4] rl      string: the user's rate bucket (its theoretical arrival time, ms), same slot
+-- KEYS[5] pow     string: marks the proof's challenge used until it expires (a placeholder without one)
+-- ARGV[1] user id
+-- ARGV[2] now (ms)
+-- ARGV[3] seq (line_arrive's)
+-- ARGV[4] ulimit (requests/s, 0 = off)  ARGV[5] uburst
+-- ARGV[6] powid (the checked challenge's id; '' none, '-' a proof that failed the check)  ARGV[7] powbits
+-- (its difficulty)  ARGV[8] powexp (its expiry, ms)
+-- ARGV[9] need (the proof-of-work bits the concert asks)  ARGV[10] codereq (0|1)  ARGV[11] code ('' none,
+-- '1' valid, '0' not: line_arrive's)
+-- Reply: {status ('WAITING'), seq, activeUntil (0), created (1|0: 0 when the fan was waiting already)}
+-- Event: queue.join user seq at
+-- Errors: RATE_LIMITED, ACCESS_CODE_REQUIRED, ACCESS_CODE_INVALID, POW_REQUIRED, POW_INVALID
+local wait, alive, events, rl, pow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local user, now, seq = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local ulimit, uburst = tonumber(ARGV[4]), tonumber(ARGV[5])
+local powid, powbits, powexp = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local need, codereq, code = tonumber(ARGV[9]), ARGV[10], ARGV[11]
+if ulimit > 0 then
+  local gap = 1000 / ulimit
+  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, now)
+  if tat - now > gap * (uburst - 1) then
+    return redis.error_reply('RATE_LIMITED')
+  end
+  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - now) + 1)
+end
+local waiting = redis.call('ZSCORE', wait, user)
+if waiting then
+  redis.call('HSET', alive, waiting, now)
+  return {'WAITING', tonumber(waiting), 0, 0}
+end
+-- Gates, asked of a fan without a live token (an ACTIVE one got theirs back at line_arrive).
+if codereq == '1' then
+  if code == '' then
+    return redis.error_reply('ACCESS_CODE_REQUIRED')
+  end
+  if code ~= '1' then
+    return redis.error_reply('ACCESS_CODE_INVALID')
+  end
+end
+if need > 0 then
+  if powid == '' then
+    return redis.error_reply('POW_REQUIRED')
+  end
+  if powid == '-' or powbits < need or powexp <= now then
+    return redis.error_reply('POW_INVALID')
+  end
+  if not redis.call('SET', pow, '1', 'NX', 'PX', powexp - now) then
+    return redis.error_reply('POW_INVALID')
+  end
+end
+redis.call('ZADD', wait, seq, user)
+redis.call('HSET', alive, seq, now)
+redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', seq, 'at', now)
+return {'WAITING', tonumber(seq), 0, 1}
