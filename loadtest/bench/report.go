@@ -203,3 +203,15 @@ func thousands(v float64) string {
 	}
 	return string(out)
 }
+
+// printCapacity writes the capacity rows alone (make capacity).
+func (b *bench) printCapacity(w io.Writer, took time.Duration) {
+	host, _ := os.Hostname()
+	fmt.Fprintf(w, "\nticketrush capacity of one concert at commit %s: median of %d repetitions, one machine (%s, %d CPUs, %s), took %s\n\n",
+		b.commit, b.cfg.reps, host, runtime.NumCPU(), runtime.Version(), took.Round(time.Second))
+	notes := b.table(w, capacityRows)
+	fmt.Fprintln(w, "\nnotes:")
+	for _, n := range notes {
+		fmt.Fprintln(w, "  "+n)
+	}
+}
