@@ -564,13 +564,19 @@ type capacityRuns struct {
 // (-capacity-cluster URL): a run during their calls is thrown away (errShared) and run again.
 const capacityAttempts = 5
 
-// capacity measures the capacity of one concert b.cfg.reps times, on single (a Redis that nothing
-// else uses) and on a cluster (capacityCluster) in turn, and sets the capacity rows.
-func (b *bench) capacity(ctx context.Context, single rueidis.Client) error {
+// capacity measures the capacity of one concert b.cfg.reps times, on a Redis of its own (persistent
+// as the service's: startRedis) and on a cluster (capacityCluster) in turn, and sets the capacity rows.
+func (b *bench) capacity(ctx context.Context) error {
 	limit, err := serviceLimit(b.env)
 	if err != nil {
 		return err
 	}
+	r, err := startRedis(ctx, filepath.Join(b.cfg.logs, "redis-capacity"), true)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	single := r.client
 	cluster, stop, clusterNA := b.capacityCluster(ctx)
 	defer stop()
 	if cluster != nil {

@@ -137,13 +137,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if cfg.capacityFans < 1 {
 			return errors.New("-capacity-only needs -capacity-fans of at least 1")
 		}
-		r, err := startRedis(ctx, filepath.Join(cfg.logs, "redis-capacity"), true)
-		if err != nil {
-			return err
-		}
-		defer r.close()
 		b.commit = treeCommit(ctx)
-		if err := b.capacity(ctx, r.client); err != nil {
+		if err := b.capacity(ctx); err != nil {
 			return err
 		}
 		b.printCapacity(stdout, time.Since(started))
@@ -215,10 +210,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	// The capacity of one concert, on the service's Redis (stopped by now: nothing else runs on it) and on
-	// a cluster of the bench's own.
+	// The capacity of one concert, on a Redis and a cluster of its own, once the service is stopped.
 	if cfg.capacityFans > 0 {
-		if err := b.capacity(ctx, b.redis.client); err != nil {
+		if err := b.capacity(ctx); err != nil {
 			return err
 		}
 	} else {
