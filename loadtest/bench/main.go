@@ -51,6 +51,9 @@ type config struct {
 	idleSales         int  // every idleSales-th idle concert has a sale opening tomorrow (0: none)
 	idleOnly          bool // measure the idle cost alone (make idlecost)
 	memFans           int
+	capacityFans      int
+	capacityCluster   string
+	capacityOnly      bool // measure only the capacity of one concert and print it (make capacity)
 	rbClients         int
 	rbRequests        int
 	rbPipeline        int
@@ -101,6 +104,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&cfg.idleSettle, "idle-settle", 35*time.Second, "from the creations to the idle figure's window (at least -idle-window): a created concert is awake 10 s and its stream read 20 s more")
 	fs.IntVar(&cfg.idleSales, "idle-sales", 0, "every Nth idle concert has a sale opening tomorrow (0: none)")
 	fs.BoolVar(&cfg.idleOnly, "idle-only", false, "measure only the idle cost and print it (make idlecost)")
+	fs.IntVar(&cfg.capacityFans, "capacity-fans", 3000, "fans of the capacity of one concert (0 skips it)")
+	fs.StringVar(&cfg.capacityCluster, "capacity-cluster", "", "Redis Cluster URL the capacity of one concert is measured on too (empty: a cluster of the bench's own, started by scripts/cluster.sh on free ports from 7400; off: none)")
+	fs.BoolVar(&cfg.capacityOnly, "capacity-only", false, "measure only the capacity of one concert and print it (make capacity)")
 	fs.IntVar(&cfg.memFans, "mem-fans", 1_000_000, "waiting fans of the memory measurement (0 skips it)")
 	fs.IntVar(&cfg.rbClients, "rb-clients", 64, "redis-benchmark -c")
 	fs.IntVar(&cfg.rbRequests, "rb-requests", 200_000, "redis-benchmark -n")
@@ -124,11 +130,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 	env := envOr(getenv)
-	b := &bench{cfg: cfg, results: map[string][]measure{}, na: map[string]string{}, notes: map[string]string{}}
+	b := &bench{cfg: cfg, results: map[string][]measure{}, na: map[string]string{}, notes: map[string]string{}, env: env}
 	started := time.Now()
 	baseDSN := env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable")
+	if cfg.capacityOnly {
+		if cfg.capacityFans < 1 {
+			return errors.New("-capacity-only needs -capacity-fans of at least 1")
+		}
+		b.commit = treeCommit(ctx)
+		if err := b.capacity(ctx); err != nil {
+			return err
+		}
+		b.printCapacity(stdout, time.Since(started))
+		return nil
+	}
 	if cfg.idleOnly {
-		b.env = env
 		idle, err := b.idle(ctx, baseDSN)
 		if err != nil {
 			return err
@@ -149,7 +165,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer drop()
-	b.env = env
 	b.commit = commitOf(ctx, cfg.bin)
 
 	svc, a, err := b.startService(ctx, "ticketrush.log", b.redis.url(), dsn)
@@ -193,6 +208,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	hw.stop()
 	if err := b.replayHold(ctx); err != nil {
 		return err
+	}
+
+	// The capacity of one concert, on a Redis and a cluster of its own, once the service is stopped.
+	if cfg.capacityFans > 0 {
+		if err := b.capacity(ctx); err != nil {
+			return err
+		}
+	} else {
+		for _, row := range capacityRows {
+			b.na[row] = "skipped (-capacity-fans 0)"
+		}
 	}
 
 	if cfg.idleConcerts > 0 {

@@ -70,59 +70,7 @@ func (b *bench) print(w io.Writer, r report) {
 	host, _ := os.Hostname()
 	fmt.Fprintf(w, "\nticketrush bench at commit %s: median of %d repetitions, %s timed runs, %d clients, one machine (%s, %d CPUs, %s), took %s\n\n",
 		b.commit, b.cfg.reps, b.cfg.duration, b.cfg.workers, host, runtime.NumCPU(), runtime.Version(), r.took.Round(time.Second))
-	fmt.Fprintf(w, "%-42s %12s %9s %9s %10s %9s  %s\n", "figure", "per second", "p50", "p99", "÷ ceiling", "÷ redis", "goal")
-	fmt.Fprintln(w, strings.Repeat("-", 120))
-	med := map[string]measure{}
-	for name, ms := range b.results {
-		if len(ms) > 0 {
-			med[name] = median(ms)
-		}
-	}
-	redisM, hasRedis := med[rowRedis]
-	var notes []string
-	for _, name := range rows {
-		m, ok := med[name]
-		if !ok {
-			why := b.na[name]
-			if why == "" {
-				why = "not measured"
-			}
-			g := ""
-			if _, has := goals[name]; has {
-				g = "n/a"
-			}
-			fmt.Fprintf(w, "%-42s %12s %9s %9s %10s %9s  %s\n", name, "n/a", "", "", "", "", g)
-			notes = append(notes, fmt.Sprintf("%s: n/a, %s", strings.Join(strings.Fields(name), " "), why))
-			continue
-		}
-		ratio, ratioRedis := "", ""
-		var ceiling *measure
-		if cn := ceilingOf(name); cn != "" {
-			if c, ok := med[cn]; ok && c.rate > 0 {
-				ceiling = &c
-				ratio = fmt.Sprintf("%.0f%%", 100*m.rate/c.rate)
-			}
-		}
-		if hasRedis && (name == rowSpread || name == rowContended) && redisM.rate > 0 {
-			ratioRedis = fmt.Sprintf("%.0f%%", 100*m.rate/redisM.rate)
-		}
-		fmt.Fprintf(w, "%-42s %12s %9s %9s %10s %9s  %s\n", name, thousands(m.rate), ms(m.p50), ms(m.p99), ratio, ratioRedis,
-			goalText(name, m, ceiling))
-		if m.failed > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %.2f%% of requests failed (see the log above)", strings.Join(strings.Fields(name), " "), 100*m.failed))
-		}
-		if m.usPerCall > 0 {
-			m.note += fmt.Sprintf("; Redis spends %.1f µs per call (INFO commandstats), a bound of %s/s on one Redis thread",
-				m.usPerCall, thousands(1e6/m.usPerCall))
-		}
-		if n := b.notes[name]; n != "" {
-			m.note = strings.TrimSuffix(n+": "+m.note, ": ")
-		}
-		if m.note != "" {
-			notes = append(notes, fmt.Sprintf("%s: %s", strings.Join(strings.Fields(name), " "), m.note))
-		}
-	}
-	fmt.Fprintln(w, strings.Repeat("-", 120))
+	notes := b.table(w, rows)
 	fmt.Fprintln(w, "÷ ceiling: of hello-world in the same repetition; a seat map's, of the same bytes from memory just above it")
 	if mem := r.mem; mem != nil {
 		line := fmt.Sprintf("Redis bytes per waiting fan at %s fans (user ids of %d chars): %.0f B with the untrimmed event stream",
@@ -167,6 +115,64 @@ func (b *bench) print(w io.Writer, r report) {
 	fmt.Fprintln(w, "\nEverything runs on this machine at once: the generator, the service, Redis and Postgres share its CPUs.")
 }
 
+// table writes the table's head and the rows names, each the median of its repetitions (n/a with the
+// reason where it was not measured), and returns the notes of those rows.
+func (b *bench) table(w io.Writer, names []string) (notes []string) {
+	fmt.Fprintf(w, "%-42s %12s %9s %9s %10s %9s  %s\n", "figure", "per second", "p50", "p99", "÷ ceiling", "÷ redis", "goal")
+	fmt.Fprintln(w, strings.Repeat("-", 120))
+	med := map[string]measure{}
+	for name, ms := range b.results {
+		if len(ms) > 0 {
+			med[name] = median(ms)
+		}
+	}
+	redisM, hasRedis := med[rowRedis]
+	for _, name := range names {
+		m, ok := med[name]
+		if !ok {
+			why := b.na[name]
+			if why == "" {
+				why = "not measured"
+			}
+			g := ""
+			if _, has := goals[name]; has {
+				g = "n/a"
+			}
+			fmt.Fprintf(w, "%-42s %12s %9s %9s %10s %9s  %s\n", name, "n/a", "", "", "", "", g)
+			notes = append(notes, fmt.Sprintf("%s: n/a, %s", strings.Join(strings.Fields(name), " "), why))
+			continue
+		}
+		ratio, ratioRedis := "", ""
+		var ceiling *measure
+		if cn := ceilingOf(name); cn != "" {
+			if c, ok := med[cn]; ok && c.rate > 0 {
+				ceiling = &c
+				ratio = fmt.Sprintf("%.0f%%", 100*m.rate/c.rate)
+			}
+		}
+		if hasRedis && (name == rowSpread || name == rowContended) && redisM.rate > 0 {
+			ratioRedis = fmt.Sprintf("%.0f%%", 100*m.rate/redisM.rate)
+		}
+		fmt.Fprintf(w, "%-42s %12s %9s %9s %10s %9s  %s\n", name, thousands(m.rate), ms(m.p50), ms(m.p99), ratio, ratioRedis,
+			goalText(name, m, ceiling))
+		if m.failed > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %.2f%% of requests failed (see the log above)", strings.Join(strings.Fields(name), " "), 100*m.failed))
+		}
+		if m.usPerCall > 0 {
+			m.note += fmt.Sprintf("; Redis spends %.1f µs per call (INFO commandstats), a bound of %s/s on one Redis thread",
+				m.usPerCall, thousands(1e6/m.usPerCall))
+		}
+		if n := b.notes[name]; n != "" {
+			m.note = strings.TrimSuffix(n+": "+m.note, ": ")
+		}
+		if m.note != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s", strings.Join(strings.Fields(name), " "), m.note))
+		}
+	}
+	fmt.Fprintln(w, strings.Repeat("-", 120))
+	return notes
+}
+
 func verdict(ok bool, g string) string {
 	if ok {
 		return g + " ok"
@@ -196,4 +202,16 @@ func thousands(v float64) string {
 		out = append(out, s[i])
 	}
 	return string(out)
+}
+
+// printCapacity writes the capacity rows alone (make capacity).
+func (b *bench) printCapacity(w io.Writer, took time.Duration) {
+	host, _ := os.Hostname()
+	fmt.Fprintf(w, "\nticketrush capacity of one concert at commit %s: median of %d repetitions, one machine (%s, %d CPUs, %s), took %s\n\n",
+		b.commit, b.cfg.reps, host, runtime.NumCPU(), runtime.Version(), took.Round(time.Second))
+	notes := b.table(w, capacityRows)
+	fmt.Fprintln(w, "\nnotes:")
+	for _, n := range notes {
+		fmt.Fprintln(w, "  "+n)
+	}
 }

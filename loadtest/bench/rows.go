@@ -45,17 +45,28 @@ const (
 	rowSeatMapGz     = "seat map   gzip"
 	rowSeatMap304    = "seat map   If-None-Match, 304"
 	rowRedis         = "redis-benchmark EVALSHA seat_hold"
+	rowCapJoins1     = "capacity   joins of one concert, 1 master"
+	rowCapHolds1     = "capacity   holds of one concert, 1 master"
+	rowCapJoins3     = "capacity   joins of one concert, 3 masters"
+	rowCapHolds3     = "capacity   holds of one concert, 3 masters"
+	rowFloor         = "floor      EVALSHA 'return 1', 1 master"
 )
 
 // rows is the table's order.
-var rows = []string{rowHello, rowHelloWrk, rowPolls, rowJoins, rowCharges, rowSpread, rowContended, rowPayments,
-	rowSeatMapBare, rowSeatMap, rowSeatMapGzBare, rowSeatMapGz, rowSeatMap304, rowRedis}
+var rows = append([]string{rowHello, rowHelloWrk, rowPolls, rowJoins, rowCharges, rowSpread, rowContended, rowPayments,
+	rowSeatMapBare, rowSeatMap, rowSeatMapGzBare, rowSeatMapGz, rowSeatMap304, rowRedis}, capacityRows...)
+
+// capacityRows are the rows of the capacity of one concert (capacity.go): the table's last, and the
+// whole table of `make capacity`.
+var capacityRows = []string{rowCapJoins1, rowCapJoins3, rowCapHolds1, rowCapHolds3, rowFloor}
 
 // ceilingOf is the row a figure is divided by in the ÷ ceiling column: hello-world, or for a seat map
-// the same bytes sent by a bare net/http. Ceilings themselves and redis-benchmark have none.
+// the same bytes sent by a bare net/http. Ceilings themselves, redis-benchmark and the capacity rows
+// (Redis's figures, not HTTP's) have none.
 func ceilingOf(row string) string {
 	switch row {
-	case rowHello, rowHelloWrk, rowRedis, rowSeatMapBare, rowSeatMapGzBare:
+	case rowHello, rowHelloWrk, rowRedis, rowSeatMapBare, rowSeatMapGzBare, rowCapJoins1, rowCapHolds1, rowCapJoins3,
+		rowCapHolds3, rowFloor:
 		return ""
 	case rowSeatMap:
 		return rowSeatMapBare

@@ -44,10 +44,21 @@ func commitOf(ctx context.Context, bin string) string {
 			return c
 		}
 	}
-	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		return strings.TrimSpace(string(out)) + " (this tree)"
+	return treeCommit(ctx) + " (this tree)"
+}
+
+// treeCommit is this tree's short commit, with "(with uncommitted changes)" when a tracked file
+// differs from it, as `ticketrush version` says; "unknown" outside git.
+func treeCommit(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
 	}
-	return "unknown"
+	c := strings.TrimSpace(string(out))
+	if diff, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(diff) > 0 {
+		c += " (with uncommitted changes)"
+	}
+	return c
 }
 
 // versionCommit reads the short commit out of `ticketrush version`'s "commit <sha> [(with uncommitted

@@ -1,0 +1,735 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+
+	svcconfig "github.com/ticketrush/ticketrush/internal/config"
+	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+	"github.com/ticketrush/ticketrush/lua"
+)
+
+// The capacity of one concert: what a join and a hold cost Redis, and how many of each one concert can
+// take, on one Redis and on the masters of a cluster. The storm is the spread benchmark's
+// (internal/redis BenchmarkOneConcertSpreadOnCluster): one concert of 3 schedules, its fans from 32
+// goroutines (the store's client pipelines their calls).
+const (
+	capacitySchedules = 3
+	capacityWorkers   = 32
+	capacityTickBatch = 1000 // the scheduler's batch (internal/queue tickBatch)
+	capacityPrice     = 1000
+	floorScript       = "return 1"
+)
+
+// phaseCost is what one phase of the storm cost Redis: the time of the commands the store sent in it,
+// on each master, from INFO commandstats.
+type phaseCost struct {
+	ops     int       // joins, admitted fans, holds, cancels, floor calls
+	scripts int64     // script calls the store sent (EVALSHA, EVAL and the like)
+	usec    []float64 // on each master
+}
+
+func (p phaseCost) total() float64 {
+	t := 0.0
+	for _, u := range p.usec {
+		t += u
+	}
+	return t
+}
+
+// usPerOp is Redis's time per operation, summed over the masters.
+func (p phaseCost) usPerOp() float64 { return p.total() / float64(p.ops) }
+
+// busiest is the share of the phase's Redis time that its busiest master carried.
+func (p phaseCost) busiest() float64 { return slices.Max(p.usec) / p.total() }
+
+// perSec is how many operations a second the busiest master's one thread can take:
+// 1e6 / (µs per operation × the busiest master's share).
+func (p phaseCost) perSec() float64 { return 1e6 / (p.usPerOp() * p.busiest()) }
+
+// cmdStat is one command's line of INFO commandstats.
+type cmdStat struct{ calls, usec float64 }
+
+// scriptCommands are the commands that run a script. A script cannot call them, so each call Redis
+// counts was sent by a client.
+var scriptCommands = map[string]bool{"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true}
+
+// errShared is a phase whose commandstats another client changed: its figures would count that
+// client's work. The measure is worth running again.
+var errShared = errors.New("another client used these masters meanwhile")
+
+// attribute prices a phase from INFO commandstats of every master read before and after it: the time
+// of the commands the store sent in the phase (sent: calls by commandstats name), by master. Redis
+// counts the commands a script runs under their own names as well as within the script call's time,
+// so only the names the store sent count, and of a name that scripts run too, the share of its calls
+// that the store sent. It fails where the figures cannot be trusted: a phase without operations, a
+// name the masters show no call of, a counter that went back (CONFIG RESETSTAT meanwhile), script
+// calls the store did not send (another client's, which would be counted), no time at all; the
+// failures that another client caused are errShared.
+func attribute(name string, ops int, sent map[string]int64, before, after []map[string]cmdStat) (phaseCost, error) {
+	switch {
+	case ops <= 0:
+		return phaseCost{}, fmt.Errorf("%s: no operation to price", name)
+	case len(sent) == 0:
+		return phaseCost{}, fmt.Errorf("%s: the store sent no command", name)
+	case len(before) == 0 || len(before) != len(after):
+		return phaseCost{}, fmt.Errorf("%s: commandstats of %d masters before, %d after", name, len(before), len(after))
+	}
+	p := phaseCost{ops: ops, usec: make([]float64, len(before))}
+	for _, cmd := range slices.Sorted(maps.Keys(sent)) {
+		n := float64(sent[cmd])
+		calls, delta := 0.0, make([]cmdStat, len(before))
+		for m := range before {
+			d := cmdStat{after[m][cmd].calls - before[m][cmd].calls, after[m][cmd].usec - before[m][cmd].usec}
+			if d.calls < 0 || d.usec < 0 {
+				return phaseCost{}, fmt.Errorf("%s: INFO commandstats of master %d went back for %s (CONFIG RESETSTAT): %w", name, m+1, cmd, errShared)
+			}
+			delta[m], calls = d, calls+d.calls
+		}
+		switch {
+		case calls == 0:
+			return phaseCost{}, fmt.Errorf("%s: INFO commandstats shows no %s call on any master; the store sent %.0f", name, cmd, n)
+		case calls < n:
+			return phaseCost{}, fmt.Errorf("%s: the masters ran %.0f %s calls, the store sent %.0f", name, calls, cmd, n)
+		case scriptCommands[cmd] && calls > n:
+			return phaseCost{}, fmt.Errorf("%s: the masters ran %.0f %s calls, the store sent %.0f: %w", name, calls, cmd, n, errShared)
+		}
+		if scriptCommands[cmd] {
+			p.scripts += sent[cmd]
+		}
+		for m, d := range delta {
+			p.usec[m] += d.usec * n / calls
+		}
+	}
+	if f := p.perSec(); !(p.total() > 0) || math.IsInf(f, 0) || math.IsNaN(f) {
+		return phaseCost{}, fmt.Errorf("%s: %.0f µs of Redis time for %d operations gives no figure", name, p.total(), ops)
+	}
+	return p, nil
+}
+
+// readCommandStats reads INFO commandstats of each master.
+func readCommandStats(ctx context.Context, masters []rueidis.Client) ([]map[string]cmdStat, error) {
+	out := make([]map[string]cmdStat, len(masters))
+	for i, m := range masters {
+		info, err := m.Do(ctx, m.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			return nil, fmt.Errorf("INFO commandstats: %w", err)
+		}
+		usec := commandStats(info, "usec")
+		out[i] = map[string]cmdStat{}
+		for cmd, v := range commandStats(info, "calls") {
+			calls, err1 := strconv.ParseFloat(v, 64)
+			us, err2 := strconv.ParseFloat(usec[cmd], 64)
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, fmt.Errorf("INFO commandstats, %s: %w", cmd, err)
+			}
+			out[i][cmd] = cmdStat{calls: calls, usec: us}
+		}
+	}
+	return out, nil
+}
+
+// sentCommands counts the commands a client sent, by their INFO commandstats name.
+type sentCommands struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+// containerCommands are the commands whose subcommands INFO commandstats counts apart ("config|get").
+var containerCommands = map[string]bool{"acl": true, "client": true, "cluster": true, "command": true, "config": true,
+	"function": true, "latency": true, "memory": true, "module": true, "object": true, "pubsub": true, "script": true,
+	"slowlog": true, "xgroup": true, "xinfo": true}
+
+func (s *sentCommands) add(cmds ...[]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[string]int64{}
+	}
+	for _, c := range cmds {
+		if len(c) == 0 {
+			continue
+		}
+		name := strings.ToLower(c[0])
+		if containerCommands[name] && len(c) > 1 {
+			name += "|" + strings.ToLower(c[1])
+		}
+		s.n[name]++
+	}
+}
+
+// take returns the counts so far and starts again from nothing.
+func (s *sentCommands) take() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.n
+	s.n = nil
+	return n
+}
+
+// counted is a client that counts every command sent through it (a command's words are read before
+// it is sent: rueidis recycles them after).
+type counted struct {
+	rueidis.Client
+	sent *sentCommands
+}
+
+func completed(cmds []rueidis.Completed) [][]string {
+	out := make([][]string, len(cmds))
+	for i := range cmds {
+		out[i] = cmds[i].Commands()
+	}
+	return out
+}
+
+func (c counted) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.sent.add(cmd.Commands())
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c counted) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	c.sent.add(completed(multi)...)
+	return c.Client.DoMulti(ctx, multi...)
+}
+
+func (c counted) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
+	c.sent.add(cmd.Commands())
+	return c.Client.DoCache(ctx, cmd, ttl)
+}
+
+func (c counted) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableTTL) []rueidis.RedisResult {
+	for i := range multi {
+		c.sent.add(multi[i].Cmd.Commands())
+	}
+	return c.Client.DoMultiCache(ctx, multi...)
+}
+
+func (c counted) DoStream(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResultStream {
+	c.sent.add(cmd.Commands())
+	return c.Client.DoStream(ctx, cmd)
+}
+
+func (c counted) DoMultiStream(ctx context.Context, multi ...rueidis.Completed) rueidis.MultiRedisResultStream {
+	c.sent.add(completed(multi)...)
+	return c.Client.DoMultiStream(ctx, multi...)
+}
+
+func (c counted) Receive(ctx context.Context, subscribe rueidis.Completed, fn func(rueidis.PubSubMessage)) error {
+	c.sent.add(subscribe.Commands())
+	return c.Client.Receive(ctx, subscribe, fn)
+}
+
+func (c counted) Dedicated(fn func(rueidis.DedicatedClient) error) error {
+	return c.Client.Dedicated(func(d rueidis.DedicatedClient) error { return fn(countedDedicated{d, c.sent}) })
+}
+
+func (c counted) Dedicate() (rueidis.DedicatedClient, func()) {
+	d, cancel := c.Client.Dedicate()
+	return countedDedicated{d, c.sent}, cancel
+}
+
+func (c counted) Nodes() map[string]rueidis.Client {
+	nodes := c.Client.Nodes()
+	for addr, n := range nodes {
+		nodes[addr] = counted{n, c.sent}
+	}
+	return nodes
+}
+
+// countedDedicated is counted's dedicated connection.
+type countedDedicated struct {
+	rueidis.DedicatedClient
+	sent *sentCommands
+}
+
+func (c countedDedicated) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.sent.add(cmd.Commands())
+	return c.DedicatedClient.Do(ctx, cmd)
+}
+
+func (c countedDedicated) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	c.sent.add(completed(multi)...)
+	return c.DedicatedClient.DoMulti(ctx, multi...)
+}
+
+func (c countedDedicated) Receive(ctx context.Context, subscribe rueidis.Completed, fn func(rueidis.PubSubMessage)) error {
+	c.sent.add(subscribe.Commands())
+	return c.DedicatedClient.Receive(ctx, subscribe, fn)
+}
+
+// concertCapacity is what one concert's storm cost one Redis (a single server or a cluster), beside the
+// floor measured on the same masters just before.
+type concertCapacity struct {
+	masters                          int
+	floor, join, admit, hold, cancel phaseCost
+}
+
+// measureCapacity storms one concert of 3 schedules on the Redis of c (a single server or a cluster)
+// through the store as the service runs it (with limit, the service's per-user limit, and on a
+// cluster the replica wait of a hold), under a fresh key prefix that it deletes at the end: fans join
+// its paused line (WAITING, as in an on-sale's rush), the line opens and the tick admits them all,
+// each holds a seat, then cancels it. Before that, the floor: as many EVALSHA of `return 1`, spread
+// over the masters. Each phase is priced by attribute, from INFO commandstats of every master read
+// before and after it and the commands the store sent; nothing here knows the keys, or which scripts
+// an operation runs on which slots, so the measure holds whatever the layout of a concert.
+func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimit, fans int) (concertCapacity, error) {
+	if fans < capacitySchedules {
+		return concertCapacity{}, fmt.Errorf("capacity: %d fans, want at least %d", fans, capacitySchedules)
+	}
+	masters, err := mastersOf(ctx, c)
+	if err != nil {
+		return concertCapacity{}, err
+	}
+	prefix := "capacity" + strings.ToLower(ticketrush.NewID())
+	defer deletePrefix(c, masters, prefix)
+	var sent sentCommands
+	store := redis.NewStore(counted{c, &sent}, prefix, prometheus.NewRegistry())
+	store.LimitUsers(limit)
+	if redis.IsCluster(c) {
+		store.WaitForReplica(redis.ReplicaWait) // as serve does
+	}
+	phase := func(name string, run func() (ops int, err error)) (phaseCost, error) {
+		before, err := readCommandStats(ctx, masters)
+		if err != nil {
+			return phaseCost{}, err
+		}
+		sent.take()
+		ops, err := run()
+		if err != nil {
+			return phaseCost{}, fmt.Errorf("%s: %w", name, err)
+		}
+		did := sent.take()
+		after, err := readCommandStats(ctx, masters)
+		if err != nil {
+			return phaseCost{}, err
+		}
+		return attribute(name, ops, did, before, after)
+	}
+	res := concertCapacity{masters: len(masters)}
+	// Every script of the store loaded on every master beforehand, as on a Redis that has served a while:
+	// no phase pays for the fallback of its first calls (NOSCRIPT, then EVAL).
+	for _, m := range masters {
+		for _, name := range lua.Names() {
+			if err := m.Do(ctx, m.B().ScriptLoad().Script(lua.Source(name)).Build()).Error(); err != nil {
+				return res, fmt.Errorf("SCRIPT LOAD %s: %w", name, err)
+			}
+		}
+	}
+
+	// The floor: the cheapest script call, on every master, from the same goroutines.
+	nodes := make([]rueidis.Client, len(masters))
+	var sha string
+	for i, m := range masters {
+		if sha, err = m.Do(ctx, m.B().ScriptLoad().Script(floorScript).Build()).ToString(); err != nil {
+			return res, fmt.Errorf("SCRIPT LOAD: %w", err)
+		}
+		nodes[i] = counted{m, &sent}
+	}
+	if res.floor, err = phase("floor", func() (int, error) {
+		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
+			n := nodes[i%len(nodes)]
+			return n.Do(ctx, n.B().Evalsha().Sha1(sha).Numkeys(0).Build()).Error()
+		})
+	}); err != nil {
+		return res, err
+	}
+
+	now := time.Now()
+	q := ticketrush.DefaultQueueSettings()
+	q.Paused, q.ActiveCapacity, q.AdmitPerSecond = true, fans, ticketrush.MaxAdmitPerSecond
+	q.ActiveTTL, q.HoldTTL, q.MaxHoldsPerUser = time.Hour, time.Hour, 1
+	con := ticketrush.Concert{ID: ticketrush.NewID(), Title: "capacity", Venue: "bench", Queue: q,
+		Sections: []ticketrush.Section{{Name: "R", Price: capacityPrice, Seats: (fans + capacitySchedules - 1) / capacitySchedules}}}
+	for i := range capacitySchedules {
+		con.Schedules = append(con.Schedules, ticketrush.Schedule{ID: ticketrush.NewID(), StartsAt: now.Add(time.Duration(i+1) * 24 * time.Hour)})
+	}
+	if _, err := store.LoadConcert(ctx, con, now); err != nil {
+		return res, err
+	}
+	claims := make([]ticketrush.QueueClaims, fans)
+	if res.join, err = phase("join", func() (int, error) {
+		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
+			user := fmt.Sprintf("capfan-%07d", i)
+			r, err := store.Join(ctx, con.ID, user, now)
+			if err == nil && r.Status != ticketrush.StatusWaiting {
+				err = fmt.Errorf("%s joined %s, want WAITING in a paused line", user, r.Status)
+			}
+			claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: con.ID, Seq: r.Seq}
+			return err
+		})
+	}); err != nil {
+		return res, err
+	}
+	q.Paused = false
+	if err := store.Configure(ctx, con.ID, q, now); err != nil {
+		return res, err
+	}
+	if res.admit, err = phase("admission", func() (int, error) {
+		admitted := 0
+		for admitted < fans {
+			r, err := store.Tick(ctx, con.ID, now, capacityTickBatch)
+			if err != nil {
+				return admitted, err
+			}
+			if r.Admitted == 0 {
+				return admitted, fmt.Errorf("a tick admitted nobody, %d of %d fans admitted", admitted, fans)
+			}
+			admitted += r.Admitted
+		}
+		return admitted, nil
+	}); err != nil {
+		return res, err
+	}
+	ids := make([]string, fans)
+	if res.hold, err = phase("hold", func() (int, error) {
+		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
+			seat := "R-" + strconv.Itoa(1+i/capacitySchedules)
+			r, _, err := store.Hold(ctx, claims[i], con.Schedules[i%capacitySchedules].ID, seat, capacityPrice, now)
+			ids[i] = r.ID
+			return err
+		})
+	}); err != nil {
+		return res, err
+	}
+	res.cancel, err = phase("cancel", func() (int, error) {
+		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
+			_, err := store.Cancel(ctx, claims[i].UserID, ids[i], now)
+			return err
+		})
+	})
+	return res, err
+}
+
+// storm runs do(0..n-1) from workers goroutines and fails when a call failed, with the first failure.
+func storm(ctx context.Context, workers, n int, do func(i int) error) error {
+	var next, failed atomic.Int64
+	firsts := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				if err := do(i); err != nil {
+					failed.Add(1)
+					if firsts[w] == nil {
+						firsts[w] = err
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		i := slices.IndexFunc(firsts, func(err error) bool { return err != nil })
+		return fmt.Errorf("%d of %d calls failed, one: %w", f, n, firsts[i])
+	}
+	return ctx.Err()
+}
+
+// mastersOf returns a client of each master of c: c itself on a single Redis, the nodes whose ROLE is
+// master on a cluster, in the order of their addresses.
+func mastersOf(ctx context.Context, c rueidis.Client) ([]rueidis.Client, error) {
+	if !redis.IsCluster(c) {
+		return []rueidis.Client{c}, nil
+	}
+	nodes := c.Nodes()
+	var out []rueidis.Client
+	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
+		n := nodes[addr]
+		role, err := n.Do(ctx, n.B().Role().Build()).ToArray()
+		if err != nil || len(role) == 0 {
+			return nil, fmt.Errorf("ROLE of %s: %v", addr, err)
+		}
+		if r, _ := role[0].ToString(); r == "master" {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the cluster shows no master")
+	}
+	return out, nil
+}
+
+// deletePrefix deletes the keys under prefix from every master (SCAN covers one node; UNLINK goes
+// through c, which routes each key to its slot's master).
+func deletePrefix(c rueidis.Client, masters []rueidis.Client, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, m := range masters {
+		var cursor uint64
+		for {
+			r, err := m.Do(ctx, m.B().Scan().Cursor(cursor).Match(prefix+":*").Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				break
+			}
+			for _, k := range r.Elements {
+				c.Do(ctx, c.B().Unlink().Key(k).Build())
+			}
+			if cursor = r.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+}
+
+// serviceLimit is the per-user limit a service started with this environment enforces
+// (USER_RATE_LIMIT and USER_RATE_BURST, or the service's defaults); the bench's own service runs
+// without one.
+func serviceLimit(env func(name, def string) string) (redis.UserLimit, error) {
+	dev := map[string]string{"JWT_SECRET": devJWTSecret, "QUEUE_TOKEN_SECRET": devQueueSecret, "ADMIN_TOKEN": devAdminToken}
+	cfg, err := svcconfig.Load(func(name string) string { return env(name, dev[name]) })
+	if err != nil {
+		return redis.UserLimit{}, err
+	}
+	return redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst}, nil
+}
+
+// startCluster starts a Redis Cluster of the bench's own with scripts/cluster.sh (3 masters and 3
+// replicas, configured as `make cluster`'s) on free ports from 7400 up (the tests own 7000-7005,
+// 7100-7105, 7200-7205 and this package's 7300-7305), its data, logs and pidfiles under dir, and
+// returns its URL; stop stops its nodes (by their pidfiles) and removes dir. Other engineers' tests
+// run on the shared local cluster, and their calls would be counted with the measure's.
+func startCluster(ctx context.Context, dir string) (url string, stop func(), err error) {
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", nil, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", nil, err
+	}
+	base := 0
+	for b := 7400; b < 8000 && base == 0; b += 10 {
+		if portsFree(b, 6) && portsFree(b+10000, 6) {
+			base = b
+		}
+	}
+	if base == 0 {
+		return "", nil, errors.New("no 6 free ports (and their cluster bus ports) from 7400 to 7999")
+	}
+	env := append(os.Environ(), "CLUSTER_PORT="+strconv.Itoa(base), "CLUSTER_DIR="+dir)
+	stop = func() {
+		cmd := exec.Command("scripts/cluster.sh", "stop")
+		cmd.Env = env
+		_ = cmd.Run()
+		_ = os.RemoveAll(dir)
+	}
+	cmd := exec.CommandContext(ctx, "scripts/cluster.sh")
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("scripts/cluster.sh on ports %d-%d: %w: %s", base, base+5, err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), stop, nil
+}
+
+// portsFree reports whether nothing listens on the n loopback ports from first on.
+func portsFree(first, n int) bool {
+	for p := first; p < first+n; p++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+	}
+	return true
+}
+
+// capacityRuns are the repetitions of the capacity measure on each Redis, and why those that failed
+// did.
+type capacityRuns struct {
+	single, cluster       []concertCapacity
+	singleErr, clusterErr []error
+	clusterAgain          int // cluster repetitions run again because another client used the masters
+}
+
+// capacityAttempts bounds the runs of one repetition on a cluster that others use too
+// (-capacity-cluster URL): a run during their calls is thrown away (errShared) and run again.
+const capacityAttempts = 5
+
+// capacity measures the capacity of one concert b.cfg.reps times, on a Redis of its own (persistent
+// as the service's: startRedis) and on a cluster (capacityCluster) in turn, and sets the capacity rows.
+func (b *bench) capacity(ctx context.Context) error {
+	limit, err := serviceLimit(b.env)
+	if err != nil {
+		return err
+	}
+	r, err := startRedis(ctx, filepath.Join(b.cfg.logs, "redis-capacity"), true)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	single := r.client
+	cluster, stop, clusterNA := b.capacityCluster(ctx)
+	defer stop()
+	if cluster != nil {
+		defer cluster.Close()
+	}
+	var runs capacityRuns
+	for rep := range b.cfg.reps {
+		fmt.Fprintf(os.Stderr, "bench: capacity of one concert %d/%d: %d fans on one Redis", rep+1, b.cfg.reps, b.cfg.capacityFans)
+		r, err := measureCapacity(ctx, single, limit, b.cfg.capacityFans)
+		if err != nil {
+			runs.singleErr = append(runs.singleErr, err)
+		} else {
+			runs.single = append(runs.single, r)
+		}
+		if cluster != nil {
+			fmt.Fprint(os.Stderr, ", then on the cluster")
+			r, err := measureCapacity(ctx, cluster, limit, b.cfg.capacityFans)
+			for try := 1; errors.Is(err, errShared) && try < capacityAttempts; try++ {
+				fmt.Fprint(os.Stderr, " (again: another client used it)")
+				runs.clusterAgain++
+				r, err = measureCapacity(ctx, cluster, limit, b.cfg.capacityFans)
+			}
+			if err == nil && r.masters != 3 {
+				err = fmt.Errorf("the cluster has %d masters, the rows are of 3", r.masters)
+			}
+			if err != nil {
+				runs.clusterErr = append(runs.clusterErr, err)
+			} else {
+				runs.cluster = append(runs.cluster, r)
+			}
+		}
+		fmt.Fprintln(os.Stderr)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	b.capacityRows(runs, clusterNA, limit)
+	return nil
+}
+
+// capacityCluster connects to the cluster the capacity is measured on: -capacity-cluster, or one of
+// the bench's own (startCluster), which stop stops. Without one it says why.
+func (b *bench) capacityCluster(ctx context.Context) (c rueidis.Client, stop func(), na string) {
+	stop = func() {}
+	u := b.cfg.capacityCluster
+	switch u {
+	case "off":
+		return nil, stop, "skipped (-capacity-cluster off)"
+	case "":
+		fmt.Fprintln(os.Stderr, "bench: starting a Redis Cluster of the bench's own (scripts/cluster.sh)")
+		var err error
+		if u, stop, err = startCluster(ctx, filepath.Join(b.cfg.logs, "cluster")); err != nil {
+			return nil, func() {}, err.Error()
+		}
+	}
+	opt, err := rueidis.ParseURL(u)
+	if err != nil {
+		return nil, stop, fmt.Sprintf("-capacity-cluster %s: %v", svcconfig.Redact(u), err)
+	}
+	opt.DisableCache = true
+	if c, err = rueidis.NewClient(opt); err != nil {
+		return nil, stop, fmt.Sprintf("the cluster at %s does not answer: %v", svcconfig.Redact(u), err)
+	}
+	if !redis.IsCluster(c) {
+		c.Close()
+		return nil, stop, fmt.Sprintf("%s is not a Redis Cluster", svcconfig.Redact(u))
+	}
+	return c, stop, ""
+}
+
+// capacityRows sets the capacity rows from the medians of the repetitions that succeeded: per second
+// is what one concert can take; the notes give Redis's µs per operation, the busiest master's share and
+// the floor.
+func (b *bench) capacityRows(runs capacityRuns, clusterNA string, limit redis.UserLimit) {
+	b.notes[rowCapJoins1] = fmt.Sprintf("one concert of %d schedules, %s fans from %d goroutines through the store (the per-user limit at %d/s; "+
+		"on the cluster a hold waits for a replica, as the service's does) join its paused line, are admitted by the tick, hold a seat each "+
+		"and cancel it; Redis's time per operation is that of the commands the store sent in the phase, summed over the masters "+
+		"(INFO commandstats of every master before and after it); per second = 1e6 / (µs per operation × the busiest master's share)",
+		capacitySchedules, thousands(float64(b.cfg.capacityFans)), capacityWorkers, limit.Rate)
+	join := func(c concertCapacity) phaseCost { return c.join }
+	admit := func(c concertCapacity) phaseCost { return c.admit }
+	hold := func(c concertCapacity) phaseCost { return c.hold }
+	cancel := func(c concertCapacity) phaseCost { return c.cancel }
+	for _, t := range []struct {
+		runs         []concertCapacity
+		errs         []error
+		na           string
+		joins, holds string
+	}{
+		{runs.single, runs.singleErr, "", rowCapJoins1, rowCapHolds1},
+		{runs.cluster, runs.clusterErr, clusterNA, rowCapJoins3, rowCapHolds3},
+	} {
+		if len(t.runs) == 0 {
+			if len(t.errs) > 0 {
+				t.na = t.errs[len(t.errs)-1].Error()
+			}
+			b.na[t.joins], b.na[t.holds] = t.na, t.na
+			continue
+		}
+		for _, r := range t.runs {
+			b.results[t.joins] = append(b.results[t.joins], measure{rate: r.join.perSec()})
+			b.results[t.holds] = append(b.results[t.holds], measure{rate: r.hold.perSec()})
+		}
+		failed := ""
+		if len(t.errs) > 0 {
+			failed = fmt.Sprintf(" (%d of %d repetitions; the last failure: %v)", len(t.runs), len(t.runs)+len(t.errs), t.errs[len(t.errs)-1])
+		}
+		if t.joins == rowCapJoins3 && runs.clusterAgain > 0 {
+			failed += fmt.Sprintf(" (%d runs thrown away and run again: another client used the cluster meanwhile)", runs.clusterAgain)
+		}
+		b.results[t.joins][0].note = phaseNote(t.runs, "join", join, "the tick per admitted fan", admit) + failed
+		b.results[t.holds][0].note = phaseNote(t.runs, "hold", hold, "a cancel", cancel) + failed
+	}
+	if len(runs.single) == 0 {
+		b.na[rowFloor] = b.na[rowCapJoins1]
+		return
+	}
+	floor := func(c concertCapacity) float64 { return c.floor.usPerOp() }
+	for _, r := range runs.single {
+		b.results[rowFloor] = append(b.results[rowFloor], measure{rate: 1e6 / r.floor.usPerOp()})
+	}
+	note := fmt.Sprintf("Redis %.2f µs per EVALSHA of '%s' on the one Redis", medianOf(runs.single, floor), floorScript)
+	if len(runs.cluster) > 0 {
+		note += fmt.Sprintf(", %.2f µs on the cluster's masters", medianOf(runs.cluster, floor))
+	}
+	b.results[rowFloor][0].note = note + ", from the same goroutines just before each storm: the cheapest script call"
+}
+
+// phaseNote gives the medians of a phase p (what: its operation) over runs, and of the phase then
+// after it.
+func phaseNote(runs []concertCapacity, what string, p func(concertCapacity) phaseCost, thenWhat string, then func(concertCapacity) phaseCost) string {
+	med := func(f func(phaseCost) float64, p func(concertCapacity) phaseCost) float64 {
+		return medianOf(runs, func(c concertCapacity) float64 { return f(p(c)) })
+	}
+	floor := func(c concertCapacity) phaseCost { return c.floor }
+	calls := func(p phaseCost) float64 { return float64(p.scripts) / float64(p.ops) }
+	us, fl := med(phaseCost.usPerOp, p), med(phaseCost.usPerOp, floor)
+	s := fmt.Sprintf("Redis %.1f µs per %s (%.1f× the floor of %.2f µs; %.2f script calls each)", us, what, us/fl, fl, med(calls, p))
+	if n := runs[0].masters; n > 1 {
+		s += fmt.Sprintf(" summed over the %d masters, %.1f%% of it on the busiest", n, 100*med(phaseCost.busiest, p))
+	}
+	s += fmt.Sprintf("; %s %.1f µs", thenWhat, med(phaseCost.usPerOp, then))
+	if runs[0].masters > 1 {
+		s += fmt.Sprintf(" (%.1f%% on the busiest master)", 100*med(phaseCost.busiest, then))
+	}
+	return s
+}
+
+// medianOf is the median of f over runs.
+func medianOf(runs []concertCapacity, f func(concertCapacity) float64) float64 {
+	ms := make([]measure, len(runs))
+	for i, r := range runs {
+		ms[i] = measure{rate: f(r)}
+	}
+	return median(ms).rate
+}
