@@ -355,6 +355,10 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 	q := ticketrush.DefaultQueueSettings()
 	q.Paused, q.ActiveCapacity, q.AdmitPerSecond = true, fans, ticketrush.MaxAdmitPerSecond
 	q.ActiveTTL, q.HoldTTL, q.MaxHoldsPerUser = time.Hour, time.Hour, 1
+	// The line as the service spreads it: one slot on one Redis, 8 per master on a cluster.
+	if q.LineShards, err = store.DefaultLineShards(ctx); err != nil {
+		return res, err
+	}
 	con := ticketrush.Concert{ID: ticketrush.NewID(), Title: "capacity", Venue: "bench", Queue: q,
 		Sections: []ticketrush.Section{{Name: "R", Price: capacityPrice, Seats: (fans + capacitySchedules - 1) / capacitySchedules}}}
 	for i := range capacitySchedules {
