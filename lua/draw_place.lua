@@ -10,28 +10,32 @@
 -- ARGV[2] keys: the batch's raw 32-byte keys, concatenated in draw order
 -- ARGV[3] digest: the hex SHA-256 of every key's hex line (written with the last batch)
 -- ARGV[4] now (ms)
--- ARGV[5..] user: the batch's users in draw order
+-- ARGV[5] inline: '1' places the batch in the wait zset here; '0' for a line spread over shards, whose
+--         line_place calls placed it in the shards before this call
+-- ARGV[6..] user: the batch's users in draw order
 -- Reply: {placed (the cursor after this call), applied (0|1)}
 -- Errors: DRAW_NOT_READY (the pre-queue is not sealed)
 local wait, draw, dkeys, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local from, keys, digest, now = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
+local from, keys, digest, now, inline = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local d = redis.call('HMGET', draw, 'sealed', 'base', 'n', 'placed')
 if d[1] ~= '1' then
   return redis.error_reply('DRAW_NOT_READY')
 end
 local base, n, placed = tonumber(d[2]), tonumber(d[3]), tonumber(d[4])
-local count = #ARGV - 4
+local count = #ARGV - 5
 if placed ~= from or from + count > n or #keys ~= count * 32 then
   return {placed, 0}
 end
 local users, members = {}, {}
 for i = 1, count do
-  local user = ARGV[4 + i]
+  local user = ARGV[5 + i]
   members[2 * i - 1], members[2 * i] = base + from + i, user
   users[i] = user
 end
 if count > 0 then
-  redis.call('ZADD', wait, unpack(members)) -- one call for the batch: a thousand calls cost a millisecond
+  if inline == '1' then
+    redis.call('ZADD', wait, unpack(members)) -- one call for the batch: a thousand calls cost a millisecond
+  end
   if from == 0 then
     redis.call('SETRANGE', dkeys, n * 32 - 1, '\0') -- allocate the keys string once, not grow it per batch
   end

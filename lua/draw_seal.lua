@@ -7,19 +7,21 @@
 -- KEYS[4] draw    hash: sealed, base, n, placed, digest, drawnAt
 -- KEYS[5] events  stream: the concert's outbox
 -- ARGV[1] now (ms)
+-- ARGV[2] given: the entrants of a line spread over shards, the sum of line_seal's counts ('' for a line of
+--         one slot: the pre zset's size). Given, the shards were sealed by one who saw the opening pass.
 -- Reply: {sealed (0|1), base, n, placed, drawnAt (ms, 0 until drawn)}; sealed is 0 before the opening.
 -- Errors: NOT_FOUND (no such concert in Redis, or one without a sale)
 local cfg, seq, pre, draw, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local now = tonumber(ARGV[1])
+local now, given = tonumber(ARGV[1]), ARGV[2]
 local opens = tonumber(redis.call('HGET', cfg, 'opens'))
 if not opens then
   return redis.error_reply('NOT_FOUND')
 end
 if redis.call('HGET', draw, 'sealed') ~= '1' then
-  if now < opens then
+  if now < opens and given == '' then
     return {0, 0, 0, 0, 0}
   end
-  local n = redis.call('ZCARD', pre)
+  local n = tonumber(given) or redis.call('ZCARD', pre)
   local base = tonumber(redis.call('GET', seq) or '0')
   redis.call('INCRBY', seq, n)
   redis.call('HSET', draw, 'sealed', '1', 'base', base, 'n', n, 'placed', 0)

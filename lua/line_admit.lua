@@ -22,21 +22,23 @@
 -- KEYS[13] noshow    zset: member user, score the deadline (ms) of their first gated call after admission
 -- KEYS[14] lw        string: fans waiting in every shard after this tick (what line_arrive and the
 --                    snapshot read)
+-- KEYS[15] draw      hash: a sale's draw: nobody is admitted before its drawnAt
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- ARGV[3] waiting: fans waiting in every shard, as the scheduler read them
 -- ARGV[4] mode: 'tick', or 'first': a join to an empty line, admitted only if nobody is ahead of it (no
 --         seq between the head and its own but the logged leaves); nobody is lapsed and the waiting count
 --         is left as it is (as queue_join's admission at once)
--- ARGV[5..] user: the candidates, in seq order, each as user, seq, seen (ms)
+-- ARGV[5..] user: the candidates, in seq order, each as user, seq, seen (ms; a sale's entrants count as
+--           seen at its opening at the latest)
 -- Reply: {admitted, lapsed, waiting, active, abandoned, noshows, {user, seq, user, seq, ...}: the
 --        candidates that left the line (admitted, dropped, or admitted already)}
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, active, aseq, head, bucket, admitted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local left, leftlog, events, inv, holds, abandoned = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local noshow, lw = KEYS[13], KEYS[14]
+local noshow, lw, draw = KEYS[13], KEYS[14], KEYS[15]
 local now, batch, waiting, mode = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow', 'opens')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
@@ -85,8 +87,9 @@ local n = 0
 local want = math.min(cap - redis.call('ZCARD', active), math.floor(tok), batch)
 local stock = redis.call('HMGET', inv, 'avail', 'soldout')
 local aps = tonumber(conf[5] or '0')
-if stock[2] == '1' then
-  want = 0
+local opens = tonumber(conf[8] or '0') -- a pre-queue entrant's silence counts from the opening
+if stock[2] == '1' or (conf[8] and redis.call('HEXISTS', draw, 'drawnAt') == 0) then
+  want = 0 -- sold out, or a sale whose draw is not in place yet
 elseif mode == 'first' and #cands > 0 then
   local top = tonumber(redis.call('GET', head) or '0')
   local seq = tonumber(cands[1][2])
@@ -104,11 +107,11 @@ if conf[4] ~= '1' then
   local till = now + ttl
   local last
   for _, cand in ipairs(cands) do
-    local user, seq, seen = cand[1], cand[2], cand[3]
+    local user, seq, seen = cand[1], cand[2], math.max(cand[3], opens)
     if redis.call('HGET', aseq, user) == seq then
       -- admitted by a tick whose pop did not run: only pop it
     elseif abandon > 0 and seen + abandon <= now then
-      if n + dropped >= batch then break end
+      if n >= want or n + dropped >= batch then break end
       dropped = dropped + 1
       redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', now)
     else

@@ -3,8 +3,11 @@
 -- next arrival seq (one INCR: the order across every shard) and goes on to line_enter in the fan's
 -- shard. Claims an access code the join carries while it is unclaimed (the shard decides whether the
 -- fan needed one). A lapsed ACTIVE token is lapsed here, as queue_join does. Nothing else of the
--- line lives here: the waiting fans are in the shards.
--- KEYS[1] cfg     hash: cap, paused, pow (bits), codereq, aps
+-- line lives here: the waiting fans are in the shards. A concert with a sale (cfg opens, pqopens)
+-- refuses joins before its pre-queue opens, sends those before its opening to the pre-queue in their
+-- shard (PREQUEUE: line_enter with seq 0), and from the opening on asks for the seal first (SEAL: every
+-- shard's pre-queue is closed and the entrants' seqs reserved, draw_seal) until the draw hash is sealed.
+-- KEYS[1] cfg     hash: cap, paused, pow (bits), codereq, opens, pqopens (ms, a sale's)
 -- KEYS[2] seq     string: arrival sequence (across every shard)
 -- KEYS[3] active  zset: member user, score activeUntil (ms)
 -- KEYS[4] aseq    hash: user -> seq of the ACTIVE token
@@ -12,17 +15,20 @@
 -- KEYS[6] inv     hash: soldout (kept by the seat scripts)
 -- KEYS[7] codes   hash: hex SHA-256(access code) -> owner user ('' while unclaimed)
 -- KEYS[8] lw      string: fans waiting in every shard at the last tick
+-- KEYS[9] draw    hash: sealed, drawnAt (a sale's draw; nobody is admitted before it is in place)
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
 -- ARGV[3] code (hex SHA-256 of the access code, '' none)
--- Reply: {status ('ACTIVE'|'ARRIVE'), seq, activeUntil (ms, 0 unless ACTIVE), code ('' none, '1' valid for
+-- Reply: {status ('ACTIVE'|'ARRIVE'|'PREQUEUE'|'SEAL'), seq (0 unless ACTIVE or ARRIVE), activeUntil (ms, 0 unless ACTIVE), code ('' none, '1' valid for
 --         this fan, '0' not), pow (bits the concert asks), codereq (0|1), room (1: nobody waited at the last
 --         tick and the active set has room: the join may be admitted at once by a tick)}
 -- Event: code.claim code user at, when the join claims an access code
--- Errors: NOT_FOUND (no such concert in Redis), SOLD_OUT (every seat is sold)
+-- Errors: NOT_FOUND (no such concert in Redis), SOLD_OUT (every seat is sold), SALE_NOT_OPEN (before the
+--         pre-queue opens)
 local cfg, seq, active, aseq, events, inv, codes, lw = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local draw = KEYS[9]
 local user, now, code = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local conf = redis.call('HMGET', cfg, 'cap', 'paused', 'pow', 'codereq')
+local conf = redis.call('HMGET', cfg, 'cap', 'paused', 'pow', 'codereq', 'opens', 'pqopens')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
@@ -51,9 +57,24 @@ if conf[4] == '1' and code ~= '' then
     ok = '1'
   end
 end
+local pow, codereq = tonumber(conf[3] or '0'), conf[4] == '1' and 1 or 0
+local gated = false
+if conf[5] then
+  local d = redis.call('HMGET', draw, 'sealed', 'drawnAt')
+  if d[1] ~= '1' then
+    if now < tonumber(conf[6]) then
+      return redis.error_reply('SALE_NOT_OPEN')
+    end
+    if now < tonumber(conf[5]) then
+      return {'PREQUEUE', 0, 0, ok, pow, codereq, 0}
+    end
+    return {'SEAL', 0, 0, ok, pow, codereq, 0}
+  end
+  gated = not d[2]
+end
 local room = 0
-if conf[2] ~= '1' and tonumber(redis.call('GET', lw) or '0') == 0 and
+if not gated and conf[2] ~= '1' and tonumber(redis.call('GET', lw) or '0') == 0 and
     redis.call('ZCARD', active) < tonumber(conf[1]) then
   room = 1
 end
-return {'ARRIVE', redis.call('INCR', seq), 0, ok, tonumber(conf[3] or '0'), conf[4] == '1' and 1 or 0, room}
+return {'ARRIVE', redis.call('INCR', seq), 0, ok, pow, codereq, room}

@@ -2,24 +2,30 @@
 -- user id): the fan is already WAITING here (a rejoin: their seq is given back, and the one line_arrive
 -- gave this call is a gap), or passes the user's rate and the concert's gates and takes the line at
 -- the seq line_arrive gave. Every fan of this shard is in this slot: their place, their liveness, their
--- rate bucket and their proof of work.
+-- rate bucket, their proof of work and, for a sale, their pre-queue entry. With seq 0 (line_arrive's
+-- PREQUEUE, before the opening) the fan enters this shard's pre-queue unless it is sealed (SEALED:
+-- the opening has passed for someone; the join seals and arrives). A pre-queue entrant the draw has not
+-- placed yet (pre score >= 0) stays PREQUEUE; once placed (score -seq) they are in the line or gone.
 -- KEYS[1] wait    zset: member user, score seq (this shard's part of the line)
 -- KEYS[2] alive   hash: seq -> when its fan was last seen (ms): a join or rejoin is a sign of life
 -- KEYS[3] events  stream: the shard's outbox
 -- KEYS[4] rl      string: the user's rate bucket (its theoretical arrival time, ms), same slot
 -- KEYS[5] pow     string: marks the proof's challenge used until it expires (a placeholder without one)
+-- KEYS[6] pre     zset: this shard's pre-queue entrants, score the entry time (ms), or -seq once placed
+-- KEYS[7] draw    hash: sealed ('1' once this shard's pre-queue is closed)
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
--- ARGV[3] seq (line_arrive's)
+-- ARGV[3] seq (line_arrive's; 0: enter the pre-queue)
 -- ARGV[4] ulimit (requests/s, 0 = off)  ARGV[5] uburst
 -- ARGV[6] powid (the checked challenge's id; '' none, '-' a proof that failed the check)  ARGV[7] powbits
 -- (its difficulty)  ARGV[8] powexp (its expiry, ms)
 -- ARGV[9] need (the proof-of-work bits the concert asks)  ARGV[10] codereq (0|1)  ARGV[11] code ('' none,
 -- '1' valid, '0' not: line_arrive's)
--- Reply: {status ('WAITING'), seq, activeUntil (0), created (1|0: 0 when the fan was waiting already)}
--- Event: queue.join user seq at
+-- Reply: {status ('WAITING'|'PREQUEUE'|'SEALED'), seq (0 unless WAITING), activeUntil (0), created (1|0: 0
+--         when the fan was in line or in the pre-queue already)}
+-- Event: queue.join user seq at; queue.prequeue user at
 -- Errors: RATE_LIMITED, ACCESS_CODE_REQUIRED, ACCESS_CODE_INVALID, POW_REQUIRED, POW_INVALID
-local wait, alive, events, rl, pow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local wait, alive, events, rl, pow, pre, draw = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local user, now, seq = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local ulimit, uburst = tonumber(ARGV[4]), tonumber(ARGV[5])
 local powid, powbits, powexp = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -32,10 +38,22 @@ if ulimit > 0 then
   end
   redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - now) + 1)
 end
+local entered = tonumber(redis.call('ZSCORE', pre, user) or '-1')
+if seq == '0' then
+  if entered >= 0 then
+    return {'PREQUEUE', 0, 0, 0}
+  end
+  if redis.call('HGET', draw, 'sealed') == '1' then
+    return {'SEALED', 0, 0, 0}
+  end
+end
 local waiting = redis.call('ZSCORE', wait, user)
 if waiting then
   redis.call('HSET', alive, waiting, now)
   return {'WAITING', tonumber(waiting), 0, 0}
+end
+if entered >= 0 then
+  return {'PREQUEUE', 0, 0, 0} -- an entrant the draw has not placed yet
 end
 -- Gates, asked of a fan without a live token (an ACTIVE one got theirs back at line_arrive).
 if codereq == '1' then
@@ -56,6 +74,11 @@ if need > 0 then
   if not redis.call('SET', pow, '1', 'NX', 'PX', powexp - now) then
     return redis.error_reply('POW_INVALID')
   end
+end
+if seq == '0' then
+  redis.call('ZADD', pre, now, user)
+  redis.call('XADD', events, '*', 'type', 'queue.prequeue', 'user', user, 'at', now)
+  return {'PREQUEUE', 0, 0, 1}
 end
 redis.call('ZADD', wait, seq, user)
 redis.call('HSET', alive, seq, now)

@@ -85,14 +85,11 @@ func (s *Service) Create(ctx context.Context, c ticketrush.Concert, key string) 
 		return c, false, err
 	}
 	if c.Queue.LineShards == 0 {
-		c.Queue.LineShards = 1 // a sale's pre-queue and draw keep one slot
-		if c.Sale == nil {
-			n, err := s.live.DefaultLineShards(ctx)
-			if err != nil {
-				return c, false, fmt.Errorf("create concert: %w", err)
-			}
-			c.Queue.LineShards = n
+		n, err := s.live.DefaultLineShards(ctx)
+		if err != nil {
+			return c, false, fmt.Errorf("create concert: %w", err)
 		}
+		c.Queue.LineShards = n
 	}
 	if c.Sale != nil {
 		sale := *c.Sale

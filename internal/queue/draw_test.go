@@ -59,6 +59,12 @@ func (p *placeCounter) PlaceDraw(ctx context.Context, concertID string, from int
 // after its first batch and then three drawers placing at once to finish it: every entrant is placed exactly once,
 // in draw order, nobody is admitted before the draw is complete, and nobody twice after.
 func TestDrawExactlyOnceWithSeveralSchedulersAndACrash(t *testing.T) {
+	for _, shards := range []int{1, 5} { // a line of one slot, and one over five shards
+		t.Run(fmt.Sprintf("lineShards=%d", shards), func(t *testing.T) { drawExactlyOnce(t, shards) })
+	}
+}
+
+func drawExactlyOnce(t *testing.T, shards int) {
 	const n = 2500
 	rc, prefix := dbtest.Redis(t)
 	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
@@ -70,7 +76,9 @@ func TestDrawExactlyOnceWithSeveralSchedulersAndACrash(t *testing.T) {
 	require.NoError(t, err)
 	sale := &ticketrush.Sale{PrequeueOpensAt: t0, OpensAt: t0.Add(time.Minute), Seed: seed}
 	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Sale: sale,
-		Queue:     settings(func(q *ticketrush.QueueSettings) { q.ActiveCapacity, q.AdmitPerSecond = 100_000, 100_000 }),
+		Queue: settings(func(q *ticketrush.QueueSettings) {
+			q.ActiveCapacity, q.AdmitPerSecond, q.LineShards = 100_000, 100_000, shards
+		}),
 		Sections:  []ticketrush.Section{{Name: "R", Price: 1000, Seats: 10}},
 		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: t0.Add(24 * time.Hour)}}}
 	ctx := context.Background()
@@ -153,11 +161,22 @@ func TestDrawExactlyOnceWithSeveralSchedulersAndACrash(t *testing.T) {
 	// watcher above with the seq of their place).
 	order := draw.Seed(seed).Draw(c.ID, users)
 	k := store.Keys().Concert(c.ID)
-	wait, err := rc.Do(ctx, rc.B().Zrange().Key(k.Wait()).Min("0").Max("-1").Withscores().Build()).AsZScores()
-	require.NoError(t, err)
+	lines := []string{k.Wait()}
+	if shards > 1 {
+		lines = lines[:0]
+		for i := range shards {
+			lines = append(lines, k.Shard(i).Wait())
+		}
+	}
 	seqOf := map[string]int64{}
-	for _, z := range wait {
-		seqOf[z.Member] = int64(z.Score)
+	for _, line := range lines {
+		wait, err := rc.Do(ctx, rc.B().Zrange().Key(line).Min("0").Max("-1").Withscores().Build()).AsZScores()
+		require.NoError(t, err)
+		for _, z := range wait {
+			_, dup := seqOf[z.Member]
+			require.False(t, dup, "%s waits in two places", z.Member)
+			seqOf[z.Member] = int64(z.Score)
+		}
 	}
 	admittedSeqs, err := rc.Do(ctx, rc.B().Hgetall().Key(k.ActiveSeq()).Build()).AsStrMap()
 	require.NoError(t, err)

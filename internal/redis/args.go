@@ -73,14 +73,16 @@ func (c ConcertKeys) queueJoin(userID string, pass ticketrush.JoinPass, l UserLi
 // lineArrive is line_arrive's call: the first step of the user's join to a sharded line, with the hash
 // of the access code it carries ("" none).
 func (c ConcertKeys) lineArrive(userID, codeHash string, now time.Time) (keys, args []string) {
-	keys = []string{c.Cfg(), c.Seq(), c.Active(), c.ActiveSeq(), c.Events(), c.Inventory(), c.AccessCodes(), c.LineWaiting()}
+	keys = []string{c.Cfg(), c.Seq(), c.Active(), c.ActiveSeq(), c.Events(), c.Inventory(), c.AccessCodes(), c.LineWaiting(),
+		c.Draw()}
 	return keys, []string{userID, millis(now), codeHash}
 }
 
-// lineEnter is line_enter's call: the user takes arrival seq in their shard sh, with what line_arrive
-// said of the concert's gates (a) and what the join carries past them, under the rate l.
+// lineEnter is line_enter's call: the user takes arrival seq in their shard sh (seq 0: enters its
+// pre-queue), with what line_arrive said of the concert's gates (a) and what the join carries past
+// them, under the rate l.
 func (sh ShardKeys) lineEnter(userID string, a arrival, pass ticketrush.JoinPass, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{sh.Wait(), sh.Alive(), sh.Events(), sh.UserRate(userID), sh.PowUsed(pass.PowID)}
+	keys = []string{sh.Wait(), sh.Alive(), sh.Events(), sh.UserRate(userID), sh.PowUsed(pass.PowID), sh.Prequeue(), sh.Draw()}
 	powID := pass.PowID
 	if pass.PowInvalid {
 		powID = "-"
@@ -105,7 +107,7 @@ func (sh ShardKeys) lineHeads(count int) (keys, args []string) {
 // it is (a join to an empty line).
 func (c ConcertKeys) lineAdmit(now time.Time, batch int, waiting int64, mode string, candidates []lineFan) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(),
-		c.Events(), c.Inventory(), c.Holds(), c.Abandoned(), c.NoShow(), c.LineWaiting()}
+		c.Events(), c.Inventory(), c.Holds(), c.Abandoned(), c.NoShow(), c.LineWaiting(), c.Draw()}
 	args = make([]string, 0, 4+3*len(candidates))
 	args = append(args, millis(now), itoa(batch), i64toa(waiting), mode)
 	for _, f := range candidates {
@@ -121,6 +123,23 @@ func (sh ShardKeys) linePop(fans []lineFan) (keys, args []string) {
 		args = append(args, f.user, utoa(f.seq))
 	}
 	return []string{sh.Wait(), sh.Alive()}, args
+}
+
+// lineSeal is line_seal's call: shard sh's pre-queue closes.
+func (sh ShardKeys) lineSeal() (keys, args []string) { return []string{sh.Draw(), sh.Prequeue()}, nil }
+
+// linePlace is line_place's call: the entrants of shard sh in a batch of the draw, each at its seq.
+func (sh ShardKeys) linePlace(fans []lineFan) (keys, args []string) {
+	args = make([]string, 0, 2*len(fans))
+	for _, f := range fans {
+		args = append(args, f.user, utoa(f.seq))
+	}
+	return []string{sh.Wait(), sh.Prequeue()}, args
+}
+
+// prequeueLeave is prequeue_leave's call on shard sh of a sharded line: the user leaves its pre-queue.
+func (sh ShardKeys) prequeueLeave(userID string, now time.Time) (keys, args []string) {
+	return []string{sh.Prequeue(), sh.Draw(), sh.Events()}, []string{userID, millis(now)}
 }
 
 // lineLeave is line_leave's call: the user leaves shard sh's part of the line with the token of seq.
@@ -168,16 +187,22 @@ func (c ConcertKeys) queueConfigure(q ticketrush.QueueSettings, now time.Time) (
 	return keys, args
 }
 
-// drawSeal is draw_seal's call.
-func (c ConcertKeys) drawSeal(now time.Time) (keys, args []string) {
-	return []string{c.Cfg(), c.Seq(), c.Prequeue(), c.Draw(), c.Events()}, []string{millis(now)}
+// drawSeal is draw_seal's call; entrants is the sum of a sharded line's shard counts (-1: a line of one
+// slot, whose pre zset draw_seal counts).
+func (c ConcertKeys) drawSeal(entrants int64, now time.Time) (keys, args []string) {
+	n := ""
+	if entrants >= 0 {
+		n = i64toa(entrants)
+	}
+	return []string{c.Cfg(), c.Seq(), c.Prequeue(), c.Draw(), c.Events()}, []string{millis(now), n}
 }
 
 // drawPlace is draw_place's call: a batch of entrants starting after draw place from.
-func (c ConcertKeys) drawPlace(from int64, batch []draw.Entrant, digest string, now time.Time) (keys, args []string) {
+// With inline false (a line spread over shards) the batch is in the shards already (line_place).
+func (c ConcertKeys) drawPlace(from int64, batch []draw.Entrant, digest string, inline bool, now time.Time) (keys, args []string) {
 	keys = []string{c.Wait(), c.Draw(), c.DrawKeys(), c.Events()}
-	args = make([]string, 0, 4+len(batch))
-	args = append(args, i64toa(from), drawKeysValue(batch), digest, millis(now))
+	args = make([]string, 0, 5+len(batch))
+	args = append(args, i64toa(from), drawKeysValue(batch), digest, millis(now), flag(inline))
 	for _, e := range batch {
 		args = append(args, e.User)
 	}

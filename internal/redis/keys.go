@@ -61,6 +61,11 @@ func (s ShardKeys) Wait() string   { return s.base + "wait" }
 func (s ShardKeys) Alive() string  { return s.base + "alive" }
 func (s ShardKeys) Events() string { return s.base + "events" }
 
+// Prequeue is the shard's part of a sale's pre-queue: entrant -> entry time (ms), or -seq once the draw
+// placed them; Draw holds sealed ('1' once the shard's pre-queue is closed).
+func (s ShardKeys) Prequeue() string { return s.base + "pre" }
+func (s ShardKeys) Draw() string     { return s.base + "draw" }
+
 // UserRate is a user's rate bucket for joins, in their shard's slot.
 func (s ShardKeys) UserRate(userID string) string { return s.base + "rl:" + userID }
 
@@ -73,7 +78,9 @@ func (s ShardKeys) PowUsed(id string) string {
 }
 
 // All returns the shard's keys but its rate buckets and proof marks (which expire on their own).
-func (s ShardKeys) All() []string { return []string{s.Wait(), s.Alive(), s.Events(), s.DeadLetters()} }
+func (s ShardKeys) All() []string {
+	return []string{s.Wait(), s.Alive(), s.Events(), s.DeadLetters(), s.Prequeue(), s.Draw()}
+}
 
 func (c ConcertKeys) Meta() string      { return c.base + "meta" }
 func (c ConcertKeys) Cfg() string       { return c.base + "cfg" }

@@ -34,7 +34,7 @@ type lineFan struct {
 
 // arrival is line_arrive's reply.
 type arrival struct {
-	active       bool
+	status       ticketrush.QueueStatus // ACTIVE, ARRIVE, PREQUEUE (seq 0: enter the shard's pre-queue) or SEAL
 	seq          uint64
 	till         int64
 	code         string // '' none, '1' valid for the fan, '0' not
@@ -139,45 +139,73 @@ func (s *Store) execMulti(ctx context.Context, sc *script, calls []call) ([]ruei
 // ahead of them in any shard (line_admit, first mode), as a join to a line of one shard is.
 func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, n int, now time.Time) (ticketrush.JoinResult, error) {
 	c := s.keys.Concert(concertID)
-	keys, args := c.lineArrive(userID, pass.CodeHash, now)
-	msg, err := s.exec(ctx, s.lineArrive, keys, args)
-	if err != nil {
-		return ticketrush.JoinResult{}, err
-	}
-	a, err := arrivalReply(msg)
-	if err != nil {
-		return ticketrush.JoinResult{}, err
-	}
-	if a.active {
-		return ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: a.seq, ActiveUntil: fromMillis(a.till)}, nil
-	}
 	shard := LineShard(userID, n)
 	sh := c.Shard(shard)
-	keys, args = sh.lineEnter(userID, a, pass, s.limit, now)
-	msg, err = s.exec(ctx, s.lineEnter, keys, args)
-	var res ticketrush.JoinResult
-	if err == nil {
-		res, err = joinReply(msg)
-	}
-	if err != nil || !res.Created {
-		if gapErr := s.lineLeft(ctx, c, userID, a.seq, "SKIP", now); gapErr != nil && err == nil {
-			err = gapErr
+	for range 2 { // a join that finds the opening passed and the draw not sealed seals it, then arrives
+		keys, args := c.lineArrive(userID, pass.CodeHash, now)
+		msg, err := s.exec(ctx, s.lineArrive, keys, args)
+		if err != nil {
+			return ticketrush.JoinResult{}, err
 		}
-		res.Skipped = a.seq
-		return res, err
+		a, err := arrivalReply(msg)
+		if err != nil {
+			return ticketrush.JoinResult{}, err
+		}
+		switch a.status {
+		case ticketrush.StatusActive:
+			return ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: a.seq, ActiveUntil: fromMillis(a.till)}, nil
+		case "SEAL":
+			if _, err := s.sealLine(ctx, concertID, n, now); err != nil {
+				return ticketrush.JoinResult{}, err
+			}
+			continue
+		}
+		keys, args = sh.lineEnter(userID, a, pass, s.limit, now)
+		msg, err = s.exec(ctx, s.lineEnter, keys, args)
+		var res ticketrush.JoinResult
+		var sealed bool
+		if err == nil {
+			res, sealed, err = enterReply(msg)
+		}
+		if sealed { // the pre-queue closed under this join: the opening has passed for a sealer
+			if _, err := s.sealLine(ctx, concertID, n, now); err != nil {
+				return ticketrush.JoinResult{}, err
+			}
+			continue
+		}
+		if a.seq > 0 && (err != nil || res.Status != ticketrush.StatusWaiting || !res.Created) {
+			if gapErr := s.lineLeft(ctx, c, userID, a.seq, "SKIP", now); gapErr != nil && err == nil {
+				err = gapErr
+			}
+			res.Skipped = a.seq
+		}
+		if err != nil || !res.Created || !a.room {
+			return res, err
+		}
+		r, err := s.admitLine(ctx, concertID, now, 1, 0, "first", []lineFan{{user: userID, seq: res.Seq, seen: millis64(now), shard: shard}})
+		if err != nil || len(r.left) == 0 {
+			return res, nil // waits for the next tick, which admits in order
+		}
+		till, err := s.client.Do(ctx, s.client.B().Zscore().Key(c.Active()).Member(userID).Build()).AsInt64()
+		if err != nil {
+			return res, nil
+		}
+		return ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: res.Seq, ActiveUntil: fromMillis(till), Created: true}, nil
 	}
-	if !a.room {
-		return res, nil
-	}
-	r, err := s.admitLine(ctx, concertID, now, 1, 0, "first", []lineFan{{user: userID, seq: res.Seq, seen: millis64(now), shard: shard}})
-	if err != nil || len(r.left) == 0 {
-		return res, nil // waits for the next tick, which admits in order
-	}
-	till, err := s.client.Do(ctx, s.client.B().Zscore().Key(c.Active()).Member(userID).Build()).AsInt64()
+	return ticketrush.JoinResult{}, fmt.Errorf("join %s: the draw's seal did not hold", concertID)
+}
+
+// enterReply reads line_enter's {status, seq, activeUntil, created}; sealed when the shard's pre-queue
+// was closed under a pre-queue join.
+func enterReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, bool, error) {
+	r, err := reply(msg, 4)
 	if err != nil {
-		return res, nil
+		return ticketrush.JoinResult{}, false, err
 	}
-	return ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: res.Seq, ActiveUntil: fromMillis(till), Created: true}, nil
+	st := r.status(0, ticketrush.StatusWaiting, ticketrush.StatusPrequeue, "SEALED")
+	res := ticketrush.JoinResult{Status: st, Seq: uint64(r.int(1)), Created: r.flag(3)}
+	r.int(2)
+	return res, st == "SEALED", r.err
 }
 
 // arrivalReply reads line_arrive's {status, seq, activeUntil, code, pow, codereq, room}.
@@ -187,7 +215,7 @@ func arrivalReply(msg rueidis.RedisMessage) (arrival, error) {
 		return arrival{}, err
 	}
 	a := arrival{
-		active:       r.status(0, ticketrush.StatusActive, "ARRIVE") == ticketrush.StatusActive,
+		status:       r.status(0, ticketrush.StatusActive, "ARRIVE", ticketrush.StatusPrequeue, "SEAL"),
 		seq:          uint64(r.int(1)),
 		till:         r.int(2),
 		code:         r.str(3),

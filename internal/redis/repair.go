@@ -145,12 +145,31 @@ func RestoreSale(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticke
 	d *ticketrush.DrawRecord, order []draw.Entrant) error {
 	cfg, drawHash := saleHashes(c)
 	cmds := append(hset(k.Cfg(), cfg), hset(k.Draw(), drawHash)...)
+	shards := max(1, c.Queue.LineShards)
 	for start := 0; start < len(entries); start += 10_000 {
-		members := map[string]int64{}
+		members := make([]map[string]int64, shards) // a line over shards: each entrant in their shard's pre-queue
 		for _, e := range entries[start:min(start+10_000, len(entries))] {
-			members[e.UserID] = msOf(e.At)
+			sh := LineShard(e.UserID, shards)
+			if members[sh] == nil {
+				members[sh] = map[string]int64{}
+			}
+			members[sh][e.UserID] = msOf(e.At)
+			if shards > 1 && d != nil {
+				members[sh][e.UserID] = -1 // placed (the line itself is not restored): a join is an arrival
+			}
 		}
-		cmds = append(cmds, zadd(k.Prequeue(), members)...)
+		for sh, m := range members {
+			key := k.Prequeue()
+			if shards > 1 {
+				key = k.Shard(sh).Prequeue()
+			}
+			cmds = append(cmds, zadd(key, m)...)
+		}
+	}
+	if shards > 1 && d != nil {
+		for sh := range shards { // drawn: no shard takes an entrant again
+			cmds = append(cmds, hset(k.Shard(sh).Draw(), map[string]string{"sealed": "1"})...)
+		}
 	}
 	if d != nil {
 		value := drawKeysValue(order)

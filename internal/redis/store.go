@@ -73,6 +73,7 @@ type Store struct {
 	prequeueLeave                                   *script
 
 	lineArrive, lineEnter, lineHeads, lineAdmit, linePop, lineLeave, lineLeftSc *script
+	lineSeal, linePlace                                                         *script
 	lines                                                                       lines
 
 	limit UserLimit // the per-user rate of join, hold, cancel, pay and charge; zero: off
@@ -93,6 +94,8 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *
 	s.linePop = s.newScript("line_pop", false)
 	s.lineLeave = s.newScript("line_leave", false)
 	s.lineLeftSc = s.newScript("line_left", false)
+	s.lineSeal = s.newScript("line_seal", false)
+	s.linePlace = s.newScript("line_place", false)
 	s.load = s.newScript("concert_load", false)
 	s.join = s.newScript("queue_join", false)
 	s.leave = s.newScript("queue_leave", false)

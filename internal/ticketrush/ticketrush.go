@@ -176,10 +176,6 @@ func (c Concert) Validate() error {
 		return Invalidf("a concert may have at most %d seats over all its schedules (%d schedules of %d seats asked)",
 			MaxSeatsPerConcert, len(c.Schedules), c.TotalSeats())
 	}
-	if c.Sale != nil && c.Queue.LineShards > 1 {
-		// The pre-queue and its draw live in the concert's slot (docs/scaleout.md, "What is not spread yet").
-		return Invalidf("lineShards must be 1 for a concert with a sale: its pre-queue and draw are not spread over shards yet")
-	}
 	return c.Queue.Validate()
 }
 

@@ -1,0 +1,160 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/draw"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// A sale on a line spread over shards: each entrant is in the pre-queue of their shard (line_enter
+// with seq 0), so pre-queue joins spread like the line's. At the opening the draw is sealed in two
+// steps, each shard's pre-queue closed and counted (line_seal), then the entrants' seqs reserved on the
+// concert's slot with the sum (draw_seal); the draw reads every shard's entrants (its result does not
+// depend on their order), and each batch is placed in the entrants' shards (line_place, which marks an
+// entrant placed so that a batch sent again places nobody twice) before the concert's cursor moves
+// (draw_place). Nobody is admitted before the draw's drawnAt, which the last batch writes.
+
+// sealLine seals the draw of a line of n shards: every shard's pre-queue, then the concert's draw with
+// the sum of their entrants. The caller has seen the opening pass; a seal done already changes nothing.
+func (s *Store) sealLine(ctx context.Context, concertID string, n int, now time.Time) (ticketrush.DrawState, error) {
+	c := s.keys.Concert(concertID)
+	calls := make([]call, n)
+	for i := range n {
+		calls[i] = built(c.Shard(i).lineSeal())
+	}
+	msgs, err := s.execMulti(ctx, s.lineSeal, calls)
+	if err != nil {
+		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
+	}
+	var entrants int64
+	for i, msg := range msgs {
+		count, err := msg.AsInt64()
+		if err != nil {
+			return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: shard %d: %w", concertID, i, err)
+		}
+		entrants += count
+	}
+	keys, args := c.drawSeal(entrants, now)
+	msg, err := s.exec(ctx, s.drawSeal, keys, args)
+	if err != nil {
+		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
+	}
+	return sealReply(msg)
+}
+
+// opened reports whether a concert's sale has opened at now (its cfg opens), for the seal of a line of
+// shards, which draw_seal cannot time alone.
+func (s *Store) opened(ctx context.Context, concertID string, now time.Time) (bool, error) {
+	v, err := s.client.Do(ctx, s.client.B().Hget().Key(s.keys.Concert(concertID).Cfg()).Field("opens").Build()).AsInt64()
+	if isNil(err) {
+		return false, ticketrush.ErrNotFound
+	}
+	if err != nil {
+		return false, fmt.Errorf("sale opening %s: %w", concertID, unavailable(err))
+	}
+	return now.UnixMilli() >= v, nil
+}
+
+// placeLine places a batch of the draw of a line of n shards in the entrants' shards; base is the
+// draw's base seq, from its place before the batch.
+func (s *Store) placeLine(ctx context.Context, concertID string, n int, base, from int64, batch []draw.Entrant) error {
+	c := s.keys.Concert(concertID)
+	byShard := map[int][]lineFan{}
+	for i, e := range batch {
+		sh := LineShard(e.User, n)
+		byShard[sh] = append(byShard[sh], lineFan{user: e.User, seq: uint64(base + from + int64(i) + 1), shard: sh})
+	}
+	calls := make([]call, 0, len(byShard))
+	for sh, fans := range byShard {
+		calls = append(calls, built(c.Shard(sh).linePlace(fans)))
+	}
+	_, err := s.execMulti(ctx, s.linePlace, calls)
+	return err
+}
+
+// entrantsOfLine reads the entrants of every shard of a line of n shards, as one list (shard 0's, then
+// shard 1's, ...), from offset up to limit.
+func (s *Store) entrantsOfLine(ctx context.Context, concertID string, n int, offset, limit int64) ([]string, error) {
+	sizes, err := s.shardPrequeues(ctx, concertID, n)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	start := int64(0)
+	for sh, size := range sizes {
+		lo, hi := max(offset, start), min(offset+limit, start+size)
+		if lo < hi {
+			users, err := s.client.Do(ctx, s.client.B().Zrange().Key(s.keys.Concert(concertID).Shard(sh).Prequeue()).
+				Min(i64toa(lo-start)).Max(i64toa(hi-start-1)).Build()).AsStrSlice()
+			if err != nil {
+				return nil, fmt.Errorf("entrants %s: %w", concertID, unavailable(err))
+			}
+			out = append(out, users...)
+		}
+		start += size
+	}
+	return out, nil
+}
+
+// shardPrequeues is the size of each shard's pre-queue.
+func (s *Store) shardPrequeues(ctx context.Context, concertID string, n int) ([]int64, error) {
+	c := s.keys.Concert(concertID)
+	cmds := make(rueidis.Commands, n)
+	for i := range n {
+		cmds[i] = s.client.B().Zcard().Key(c.Shard(i).Prequeue()).Build()
+	}
+	sizes := make([]int64, n)
+	for i, r := range s.client.DoMulti(ctx, cmds...) {
+		v, err := r.AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("pre-queue size %s: %w", concertID, unavailable(err))
+		}
+		sizes[i] = v
+	}
+	return sizes, nil
+}
+
+// prequeueStatusLine is the state of a pre-queue token of a line of n shards: from the entrant's shard
+// (entered, placed at -seq, waiting) and the concert's slot (ACTIVE, drawn, the head and the leaves).
+func (s *Store) prequeueStatusLine(ctx context.Context, concertID, userID string, n int, now time.Time) (ticketrush.TokenState, uint64, error) {
+	c := s.keys.Concert(concertID)
+	sh := c.Shard(LineShard(userID, n))
+	res := s.client.DoMulti(ctx,
+		s.client.B().Zscore().Key(sh.Prequeue()).Member(userID).Build(),
+		s.client.B().Zscore().Key(sh.Wait()).Member(userID).Build(),
+		s.client.B().Hget().Key(c.ActiveSeq()).Field(userID).Build(),
+		s.client.B().Zscore().Key(c.Active()).Member(userID).Build(),
+		s.client.B().Hexists().Key(c.Draw()).Field("drawnAt").Build(),
+		s.client.B().Get().Key(c.Head()).Build())
+	for _, r := range res {
+		if err := r.Error(); err != nil && !isNil(err) {
+			return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, unavailable(err))
+		}
+	}
+	entered, err := res[0].AsFloat64()
+	if err != nil {
+		return ticketrush.TokenState{Status: ticketrush.StatusExpired}, 0, nil // not an entrant
+	}
+	if waiting, err := res[1].AsInt64(); err == nil {
+		head, _ := res[5].AsInt64()
+		gone, err := s.client.Do(ctx, s.client.B().Zcount().Key(c.Left()).Min("-inf").Max(i64toa(waiting)).Build()).AsInt64()
+		if err != nil {
+			return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, unavailable(err))
+		}
+		return ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: max(1, waiting-head-gone)}, uint64(waiting), nil
+	}
+	if live, err := res[2].AsUint64(); err == nil {
+		if till, err := res[3].AsInt64(); err == nil && till > now.UnixMilli() {
+			return ticketrush.TokenState{Status: ticketrush.StatusActive, ActiveUntil: fromMillis(till)}, live, nil
+		}
+	}
+	if drawn, _ := res[4].AsBool(); !drawn && entered >= 0 {
+		return ticketrush.TokenState{Status: ticketrush.StatusPrequeue}, 0, nil
+	}
+	return ticketrush.TokenState{Status: ticketrush.StatusExpired}, 0, nil
+}
