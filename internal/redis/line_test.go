@@ -269,3 +269,31 @@ func TestShardedLineFairness(t *testing.T) {
 			fans, clients, worst, widest)
 	})
 }
+
+// Restore of a concert whose line is spread: every shard's line goes (the line restarts empty, above
+// every arrival issued), the setting stays, and the next join is an arrival in its shard again.
+func TestRestoreShardedLine(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		con := shardedConcert("rs", 4, func(q *ticketrush.QueueSettings) { q.Paused = true })
+		mustLoad(t, s, con)
+		for i := range 12 {
+			_, err := s.Join(ctx, "rs", fmt.Sprintf("r%02d", i), t0)
+			require.NoError(t, err)
+		}
+		_, err := RestoreConcert(ctx, c, s.keys.Concert("rs"), con, nil, ticketrush.QueueMark{ConcertID: "rs", MaxSeq: 12})
+		require.NoError(t, err)
+		for n := range 4 {
+			waiting, err := c.Do(ctx, c.B().Zcard().Key(s.keys.Concert("rs").Shard(n).Wait()).Build()).AsInt64()
+			require.NoError(t, err)
+			assert.Zero(t, waiting, "shard %d's line restarts empty", n)
+		}
+		r, err := s.Join(ctx, "rs", "r00", t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: 13, Created: true}, r,
+			"an arrival above every seq issued before")
+		st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "rs", UserID: "r00", Seq: 13}, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: 1}, st)
+	})
+}

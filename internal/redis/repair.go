@@ -113,7 +113,26 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 	}
 	cmds = append(cmds, hset(k.Sold(), soldCounts)...)
 	cmds = append(cmds, hset(k.Inventory(), inventoryHash(inventoryOf(c, seats)))...)
-	return rep, multi(ctx, rdb, cmds)
+	if err := multi(ctx, rdb, cmds); err != nil {
+		return rep, err
+	}
+	return rep, eachShard(ctx, rdb, k, c, func(_ int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed {
+		keys := sh.All() // a line over shards restarts empty in every shard too
+		return []func(rueidis.Builder) rueidis.Completed{
+			func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(keys...).Build() }}
+	})
+}
+
+// eachShard runs, for each shard n of c's line when it is spread (lineShards > 1), the commands cmds
+// builds for it, in one MULTI/EXEC per shard (each a slot of its own).
+func eachShard(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert,
+	cmds func(n int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed) error {
+	for n := 0; n < c.Queue.LineShards && c.Queue.LineShards > 1; n++ {
+		if err := multi(ctx, rdb, cmds(n, k.Shard(n))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inventoryOf counts a concert's seats from its seat maps (schedule -> seat -> state) as the seat
@@ -146,29 +165,13 @@ func RestoreSale(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticke
 	cfg, drawHash := saleHashes(c)
 	cmds := append(hset(k.Cfg(), cfg), hset(k.Draw(), drawHash)...)
 	shards := max(1, c.Queue.LineShards)
-	for start := 0; start < len(entries); start += 10_000 {
-		members := make([]map[string]int64, shards) // a line over shards: each entrant in their shard's pre-queue
-		for _, e := range entries[start:min(start+10_000, len(entries))] {
-			sh := LineShard(e.UserID, shards)
-			if members[sh] == nil {
-				members[sh] = map[string]int64{}
+	if shards == 1 {
+		for start := 0; start < len(entries); start += 10_000 {
+			members := map[string]int64{}
+			for _, e := range entries[start:min(start+10_000, len(entries))] {
+				members[e.UserID] = msOf(e.At)
 			}
-			members[sh][e.UserID] = msOf(e.At)
-			if shards > 1 && d != nil {
-				members[sh][e.UserID] = -1 // placed (the line itself is not restored): a join is an arrival
-			}
-		}
-		for sh, m := range members {
-			key := k.Prequeue()
-			if shards > 1 {
-				key = k.Shard(sh).Prequeue()
-			}
-			cmds = append(cmds, zadd(key, m)...)
-		}
-	}
-	if shards > 1 && d != nil {
-		for sh := range shards { // drawn: no shard takes an entrant again
-			cmds = append(cmds, hset(k.Shard(sh).Draw(), map[string]string{"sealed": "1"})...)
+			cmds = append(cmds, zadd(k.Prequeue(), members)...)
 		}
 	}
 	if d != nil {
@@ -176,7 +179,29 @@ func RestoreSale(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticke
 		cmds = append(cmds, hset(k.Draw(), drawnHash(d.Entrants, d.Digest, d.DrawnAt))...)
 		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.DrawKeys()).Value(value).Build() })
 	}
-	return multi(ctx, rdb, cmds)
+	if err := multi(ctx, rdb, cmds); err != nil {
+		return err
+	}
+	// A line over shards: each entrant back in their shard's pre-queue; once drawn, as placed (the line
+	// itself is not restored: their join is an arrival) in a sealed shard.
+	members := make([]map[string]int64, shards)
+	for _, e := range entries {
+		sh := LineShard(e.UserID, shards)
+		if members[sh] == nil {
+			members[sh] = map[string]int64{}
+		}
+		members[sh][e.UserID] = msOf(e.At)
+		if d != nil {
+			members[sh][e.UserID] = -1
+		}
+	}
+	return eachShard(ctx, rdb, k, c, func(n int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed {
+		out := zadd(sh.Prequeue(), members[n])
+		if d != nil {
+			out = append(out, hset(sh.Draw(), map[string]string{"sealed": "1"})...)
+		}
+		return out
+	})
 }
 
 // WalletShardState is a wallet shard's part of the record: balances by user, and the payments and
