@@ -420,10 +420,10 @@ func TestPagesInABrowser(t *testing.T) {
 
 		// The slot frees while the line is paused: the fan's page keeps checking but does not advance.
 		svc.leave(t, y, yToken)
-		ticks := svc.scriptCalls("queue_tick")
+		ticks := svc.tickCalls()
 		updates := tc.eval(`document.getElementById('line').dataset.updates`)
 		tc.wait(fmt.Sprintf(`Number(document.getElementById('line').dataset.updates) >= %s + 3`, updates), "three more checks")
-		require.Eventually(t, func() bool { return svc.scriptCalls("queue_tick") >= ticks+5 }, pageWait, 50*time.Millisecond)
+		require.Eventually(t, func() bool { return svc.tickCalls() >= ticks+5 }, pageWait, 50*time.Millisecond)
 		assert.Equal(t, "WAITING", tc.eval(lineStatus))
 		assert.Equal(t, "1", tc.eval(position))
 		q := svc.queueState(t, id)
