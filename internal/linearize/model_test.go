@@ -1,0 +1,230 @@
+package linearize
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// never is the return time of an operation whose answer never came.
+const never = math.MaxInt64
+
+// op is one hand-made operation: call and return in milliseconds of the recorder's clock.
+type op struct {
+	call, ret int64
+	do        func(r *Recorder, at time.Time) *Call
+	result    Result
+	res       string // a hold's reservation, when it succeeded
+}
+
+var seat = Seat{Concert: "c", Schedule: "s", ID: "R-1"}
+
+func hold(fan string, call, ret int64, result Result, res string) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call {
+		return r.begin(seatInput{seat: seat, op: opHold, fan: fan}, false, at)
+	}, result, res}
+}
+
+func cancel(fan, res string, call, ret int64, result Result) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call {
+		return r.begin(seatInput{seat: seat, op: opCancel, fan: fan, res: res}, false, at)
+	}, result, ""}
+}
+
+func pay(fan, res string, call, ret int64, result Result) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call {
+		return r.begin(seatInput{seat: seat, op: opPay, fan: fan, res: res}, false, at)
+	}, result, ""}
+}
+
+func join(fan string, call, ret int64, result Result) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call { return r.begin(r.lineInput("c", opJoin, fan, ""), true, at) }, result, ""}
+}
+
+func admitted(fan string, call, ret int64) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call { return r.begin(r.lineInput("c", opAdmit, fan, ""), true, at) }, Ok, ""}
+}
+
+func out(fan string, call, ret int64, result Result) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call {
+		return r.begin(r.lineInput("c", opOut, fan, "leave"), true, at)
+	}, result, ""}
+}
+
+// record makes a recorder holding ops, concert c's line at capacity.
+func record(capacity int, ops ...op) *Recorder {
+	r := NewRecorder()
+	r.Line("c", capacity)
+	ms := func(v int64) time.Time { return r.start.Add(time.Duration(v) * time.Millisecond) }
+	for _, o := range ops {
+		c := o.do(r, ms(o.call))
+		ret := ms(o.ret)
+		if o.ret == never {
+			ret = ms(o.call) // an Unknown result makes the return infinite whatever its time
+		}
+		c.endAt(o.result, o.res, ret)
+	}
+	return r
+}
+
+func TestSeatModel(t *testing.T) {
+	tests := []struct {
+		name     string
+		give     []op
+		failover int64 // > 0: the seat's master fails over at this millisecond
+		stale    time.Duration
+		want     porcupine.CheckResult
+	}{
+		{name: "a hold, a refusal during it, a cancel, another fan's hold and payment", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), hold("f2", 5, 15, Refused, ""),
+			cancel("f1", "r1", 20, 30, Ok), hold("f2", 40, 50, Ok, "r2"), pay("f2", "r2", 60, 70, Ok),
+			hold("f3", 80, 90, Refused, ""), pay("f2", "r2", 100, 110, Ok), // the same payment again: 200
+		}, want: porcupine.Ok},
+		{name: "two fans hold the seat at once", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), hold("f2", 5, 15, Ok, "r2"),
+		}, want: porcupine.Illegal},
+		{name: "a second hold after the first, without a cancel", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), hold("f2", 20, 30, Ok, "r2"),
+		}, want: porcupine.Illegal},
+		{name: "the seat sold twice", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), pay("f1", "r1", 20, 30, Ok),
+			hold("f2", 40, 50, Ok, "r2"), pay("f2", "r2", 60, 70, Ok),
+		}, want: porcupine.Illegal},
+		{name: "a payment of a reservation only a hold without an answer could have made", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), hold("f2", 5, never, Unknown, ""),
+			pay("f1", "r1", 20, 30, Ok), pay("f2", "r2", 40, 50, Ok),
+		}, want: porcupine.Illegal},
+		{name: "a refusal of a free seat", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, 30, Ok), hold("f2", 40, 50, Refused, ""),
+		}, want: porcupine.Illegal},
+		{name: "a refusal a moment after a cancel, read from a seat view as stale as allowed", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, 30, Ok), hold("f2", 40, 50, Refused, ""),
+		}, stale: 25 * time.Millisecond, want: porcupine.Ok},
+		{name: "a refusal staler than allowed", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, 30, Ok), hold("f2", 60, 70, Refused, ""),
+		}, stale: 25 * time.Millisecond, want: porcupine.Illegal},
+		{name: "a hold without an answer explains the refusals after it", give: []op{
+			hold("f1", 0, never, Unknown, ""), hold("f2", 10, 20, Refused, ""), hold("f3", 30, 40, Refused, ""),
+		}, want: porcupine.Ok},
+		{name: "a hold without an answer that did not happen", give: []op{
+			hold("f1", 0, never, Unknown, ""), hold("f2", 10, 20, Ok, "r2"), pay("f2", "r2", 30, 40, Ok),
+		}, want: porcupine.Ok},
+		{name: "a cancel without an answer may have freed the seat", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, never, Unknown), hold("f2", 30, 40, Ok, "r2"),
+		}, want: porcupine.Ok},
+		{name: "a cancel refused while the fan holds the seat", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, 30, Refused),
+		}, want: porcupine.Illegal},
+		{name: "another fan's cancel of the hold", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), cancel("f2", "r1", 20, 30, Ok),
+		}, want: porcupine.Illegal},
+		{name: "a payment refused for points keeps the hold", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), pay("f1", "r1", 20, 30, Kept), hold("f2", 40, 50, Refused, ""),
+			pay("f1", "r1", 60, 70, Ok),
+		}, want: porcupine.Ok},
+		{name: "a payment refused as not held while held", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), pay("f1", "r1", 20, 30, Refused),
+		}, want: porcupine.Illegal},
+		{name: "a payment without an answer, then its retry", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), pay("f1", "r1", 20, never, Unknown), pay("f1", "r1", 30, 40, Ok),
+			hold("f2", 50, 60, Refused, ""),
+		}, want: porcupine.Ok},
+		{name: "a cancel the failover took back (cancels do not wait for a replica)", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, 30, Ok), hold("f2", 50, 60, Refused, ""),
+		}, failover: 40, want: porcupine.Ok},
+		{name: "a failover cannot take back a hold a replica confirmed", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), hold("f2", 30, 40, Ok, "r2"),
+		}, failover: 20, want: porcupine.Illegal},
+		{name: "a cancel the failover took back, and the hold paid after it", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, 30, Ok), pay("f1", "r1", 50, 60, Ok),
+		}, failover: 40, want: porcupine.Ok},
+		{name: "not a cancel before a hold a replica confirmed", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, 30, Ok), hold("f2", 40, 50, Ok, "r2"),
+			cancel("f2", "r2", 60, 70, Ok), pay("f1", "r1", 90, 100, Ok),
+		}, failover: 80, want: porcupine.Illegal},
+		{name: "a hold without an answer, seen by a refusal, then lost in the failover", give: []op{
+			hold("f1", 0, never, Unknown, ""), hold("f2", 5, 8, Refused, ""), hold("f3", 20, 30, Ok, "r3"),
+		}, failover: 10, want: porcupine.Ok},
+		{name: "the same without a failover", give: []op{
+			hold("f1", 0, never, Unknown, ""), hold("f2", 5, 8, Refused, ""), hold("f3", 20, 30, Ok, "r3"),
+		}, want: porcupine.Illegal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := record(1, tt.give...)
+			r.StaleRefusals(tt.stale)
+			if tt.failover > 0 {
+				r.Failover(r.start.Add(time.Duration(tt.failover)*time.Millisecond), func(s Seat) bool { return s == seat })
+			}
+			got, why := r.Check(Options{Timeout: 10 * time.Second})
+			assert.Equal(t, tt.want, got, why)
+			if tt.want == porcupine.Illegal {
+				assert.Contains(t, why, "seat c/s/R-1: no order of its")
+			}
+		})
+	}
+}
+
+func TestLineModel(t *testing.T) {
+	tests := []struct {
+		name string
+		give []op
+		want porcupine.CheckResult
+	}{
+		{name: "two in at a time, the third admitted once the first paid", give: []op{
+			join("f1", 0, 1, Active), join("f2", 0, 2, Waiting), join("f3", 0, 2, Waiting),
+			out("f1", 5, 6, Ok), admitted("f2", 0, 8), admitted("f3", 0, 9),
+		}, want: porcupine.Ok},
+		{name: "three ACTIVE at once at capacity 2", give: []op{
+			join("f1", 0, 1, Active), join("f2", 0, 2, Waiting), join("f3", 0, 2, Waiting),
+			admitted("f2", 0, 3), admitted("f3", 0, 4), out("f1", 10, 11, Ok),
+		}, want: porcupine.Illegal},
+		{name: "three joins answered ACTIVE at capacity 2", give: []op{
+			join("f1", 0, 1, Active), join("f2", 0, 1, Active), join("f3", 0, 1, Active),
+		}, want: porcupine.Illegal},
+		{name: "a leave without an answer may have freed the slot", give: []op{
+			join("f1", 0, 1, Active), join("f2", 0, 1, Active), out("f1", 5, never, Unknown), admitted("f3", 0, 10),
+		}, want: porcupine.Ok},
+		{name: "a fan seen ACTIVE twice counts once", give: []op{
+			join("f1", 0, 1, Active), admitted("f1", 0, 3), join("f2", 0, 1, Waiting), admitted("f2", 0, 5),
+		}, want: porcupine.Ok},
+		{name: "a leave of a fan never admitted frees nothing", give: []op{
+			join("f1", 0, 1, Active), join("f2", 0, 1, Active), out("f9", 2, 3, Ok), admitted("f3", 0, 10),
+			out("f1", 20, 21, Ok),
+		}, want: porcupine.Illegal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := record(2, tt.give...).Check(Options{Timeout: 10 * time.Second})
+			assert.Equal(t, tt.want, got, why)
+			if tt.want == porcupine.Illegal {
+				assert.Contains(t, why, "line c (capacity 2): no order of its")
+			}
+		})
+	}
+}
+
+func TestCheckExplainsAndVisualizes(t *testing.T) {
+	dir := t.TempDir()
+	r := record(1, hold("f1", 0, 10, Ok, "r1"), hold("f2", 5, 15, Ok, "r2"), join("f1", 0, 1, Active))
+	got, why := r.Check(Options{VisualizeDir: dir})
+	require.Equal(t, porcupine.Illegal, got, why)
+	t.Log(why)
+	assert.Contains(t, why, "seat model: Illegal, 2 operations (0 without an answer) over 1 seat")
+	assert.Contains(t, why, "line model: Ok, 1 operations")
+	assert.Contains(t, why, "f1 holds R-1 → r1  ⇒ {HELD by f1 (r1)}")
+	assert.Contains(t, why, "after which none of these fits next:\n    [5.000 ms, 15.000 ms]  f2 holds R-1 → r2")
+	page, err := os.ReadFile(filepath.Join(dir, "seats.html"))
+	require.NoError(t, err, why)
+	assert.Contains(t, string(page), "f2 holds R-1")
+	assert.NoFileExists(t, filepath.Join(dir, "lines.html"), "the line is linearizable")
+
+	got, why = record(1, hold("f1", 0, 10, Ok, "r1"), hold("f2", 20, 30, Refused, "")).Check(Options{VisualizeDir: dir})
+	assert.Equal(t, porcupine.Ok, got, why)
+}
