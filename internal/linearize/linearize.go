@@ -66,10 +66,10 @@ type Recorder struct {
 	failovers []failover
 }
 
-// failover is a master's death at at: the seats on it (on) get a failover operation there.
+// failover is a master's death between from and to: the seats on it (on) get a failover operation.
 type failover struct {
-	at int64
-	on func(Seat) bool
+	from, to int64
+	on       func(Seat) bool
 }
 
 // NewRecorder returns an empty recorder whose clock starts now.
@@ -100,13 +100,14 @@ func (r *Recorder) StaleRefusals(d time.Duration) {
 	r.stale = d
 }
 
-// Failover records that the master holding the seats for which on is true died at at and a replica
-// took over: each of those seats gets a failover operation at that instant, which leaves the seat as
-// the replica had last copied it (see seatState: what no replica confirmed may be lost).
-func (r *Recorder) Failover(at time.Time, on func(Seat) bool) {
+// Failover records that the master holding the seats for which on is true died between from and to
+// (a SIGKILL sent, then seen to have killed) and that a replica took over: each of those seats gets a
+// failover operation then, which leaves the seat as the replica had last copied it (see seatState:
+// what no replica confirmed may be lost).
+func (r *Recorder) Failover(from, to time.Time, on func(Seat) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.failovers = append(r.failovers, failover{r.since(at), on})
+	r.failovers = append(r.failovers, failover{r.since(from), r.since(to), on})
 }
 
 // Line declares a concert's line and its activeCapacity, before any operation on it.
@@ -123,10 +124,14 @@ type Call struct {
 	input any
 	line  bool
 	ended atomic.Bool
+	ret   time.Time // once ended
 }
 
 // Started is the operation's call time.
 func (c *Call) Started() time.Time { return c.at }
+
+// Returned is the operation's return time, once it has ended (Unknown: when the client gave up).
+func (c *Call) Returned() time.Time { return c.ret }
 
 func (r *Recorder) begin(input any, line bool, at time.Time) *Call {
 	return &Call{r: r, at: at, input: input, line: line}
@@ -153,15 +158,17 @@ func (r *Recorder) Join(concert, fan string) *Call {
 }
 
 // Admitted records that fan was seen ACTIVE just now, by an answer to a poll (or the event stream):
-// the admission happened between since (the call of the fan's first join) and now.
-func (r *Recorder) Admitted(concert, fan string, since time.Time) {
-	r.begin(r.lineInput(concert, opAdmit, fan, ""), true, since).End(Ok)
+// the admission happened between since (the call of the fan's first join) and now, which it returns.
+func (r *Recorder) Admitted(concert, fan string, since time.Time) time.Time {
+	c := r.begin(r.lineInput(concert, opAdmit, fan, ""), true, since)
+	c.End(Ok)
+	return c.ret
 }
 
 // Out starts fan's giving back of their ACTIVE slot, for the reason why, as of since: a leave (since
 // is its call), the payment of their last hold (since is the call of the payment's first try), or an
-// answer that told them their token is no longer ACTIVE (since is their admission's call: the slot was
-// given back some time after it). End it Ok when it is known to have happened by now, Unknown when not.
+// answer that told them their token is no longer ACTIVE (since is when they saw it ACTIVE: the slot was
+// given back after that). End it Ok when it is known to have happened by now, Unknown when not.
 func (r *Recorder) Out(concert, fan, why string, since time.Time) *Call {
 	return r.begin(r.lineInput(concert, opOut, fan, why), true, since)
 }
@@ -191,6 +198,7 @@ func (c *Call) endAt(result Result, res string, ret time.Time) {
 	if c.ended.Swap(true) {
 		panic("linearize: an operation ended twice")
 	}
+	c.ret = ret
 	op := porcupine.Operation{Input: c.input, Call: c.r.since(c.at), Return: c.r.since(ret)}
 	if result == Unknown {
 		op.Return = math.MaxInt64 // it may take effect at any time after its call (porcupine: never returns)
@@ -216,7 +224,8 @@ type Options struct {
 	// Timeout bounds each model's check (0: none); past it the result is porcupine.Unknown.
 	Timeout time.Duration
 	// VisualizeDir, when set, receives porcupine's visualization (an HTML page) of each model whose
-	// history is not linearizable: seats.html, lines.html. The explanation names the files.
+	// history is not linearizable: seats.html, lines.html (the directory is made then). The explanation
+	// names the files.
 	VisualizeDir string
 }
 
@@ -228,6 +237,11 @@ func (r *Recorder) Check(o Options) (porcupine.CheckResult, string) {
 	seats, lines := r.history()
 	var b strings.Builder
 	result := porcupine.Ok
+	lines, canonical := canonicalLine(lines)
+	if !canonical {
+		fmt.Fprintf(&b, "(a fan with two admissions, or an out called before the fan was seen ACTIVE: "+
+			"the line is checked on its recorded intervals, which may not finish)\n")
+	}
 	for _, c := range []struct {
 		name, file string
 		model      porcupine.Model
@@ -247,7 +261,11 @@ func (r *Recorder) Check(o Options) (porcupine.CheckResult, string) {
 			explain(&b, c.name, c.model, parts, info.PartialLinearizationsOperations())
 			if o.VisualizeDir != "" {
 				path := filepath.Join(o.VisualizeDir, c.file)
-				if err := porcupine.VisualizePath(c.model, info, path); err != nil {
+				err := os.MkdirAll(o.VisualizeDir, 0o755)
+				if err == nil {
+					err = porcupine.VisualizePath(c.model, info, path)
+				}
+				if err != nil {
 					fmt.Fprintf(&b, "  (visualization not written: %v)\n", err)
 				} else {
 					fmt.Fprintf(&b, "  visualization: %s\n", path)
@@ -281,7 +299,7 @@ func (r *Recorder) history() (seats, lines []porcupine.Operation) {
 		for seat := range known {
 			if f.on(seat) {
 				seats = append(seats, porcupine.Operation{ClientId: r.client("(failover)"),
-					Input: seatInput{seat: seat, op: opFailover}, Output: seatOutput{result: Ok}, Call: f.at, Return: f.at})
+					Input: seatInput{seat: seat, op: opFailover}, Output: seatOutput{result: Ok}, Call: f.from, Return: f.to})
 			}
 		}
 	}
@@ -295,10 +313,11 @@ func plural(n int, noun string) string {
 	return noun + "s"
 }
 
+// unanswered counts the operations whose answer never came.
 func unanswered(ops []porcupine.Operation) int {
 	n := 0
 	for _, op := range ops {
-		if op.Return == math.MaxInt64 {
+		if out, ok := op.Output.(seatOutput); ok && out.result == Unknown || op.Output == Unknown {
 			n++
 		}
 	}

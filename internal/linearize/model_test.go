@@ -1,9 +1,12 @@
 package linearize
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,7 +163,8 @@ func TestSeatModel(t *testing.T) {
 			r := record(1, tt.give...)
 			r.StaleRefusals(tt.stale)
 			if tt.failover > 0 {
-				r.Failover(r.start.Add(time.Duration(tt.failover)*time.Millisecond), func(s Seat) bool { return s == seat })
+				at := r.start.Add(time.Duration(tt.failover) * time.Millisecond)
+				r.Failover(at, at, func(s Seat) bool { return s == seat })
 			}
 			got, why := r.Check(Options{Timeout: 10 * time.Second})
 			assert.Equal(t, tt.want, got, why)
@@ -227,4 +231,62 @@ func TestCheckExplainsAndVisualizes(t *testing.T) {
 
 	got, why = record(1, hold("f1", 0, 10, Ok, "r1"), hold("f2", 20, 30, Refused, "")).Check(Options{VisualizeDir: dir})
 	assert.Equal(t, porcupine.Ok, got, why)
+}
+
+// TestCanonicalLineOrder holds canonicalLine's claim against porcupine's own search: on random small
+// line histories of the shape clients record (a fan admitted once at most, every out of theirs called
+// after they were seen ACTIVE, answers missing at random), the history at canonical instants is
+// linearizable exactly when the recorded one is.
+func TestCanonicalLineOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(24, 1))
+	verdicts := map[porcupine.CheckResult]int{}
+	for range 3000 {
+		var ops []op
+		for f := range 2 + rng.IntN(4) {
+			fan := fmt.Sprintf("f%d", f)
+			call := rng.Int64N(100)
+			ret := call + 1 + rng.Int64N(40)
+			seen := int64(-1) // when the fan was seen ACTIVE
+			switch rng.IntN(4) {
+			case 0:
+				ops = append(ops, join(fan, call, ret, Active))
+				seen = ret
+			case 1:
+				ops = append(ops, join(fan, call, never, Unknown))
+			default:
+				ops = append(ops, join(fan, call, ret, Waiting))
+				if rng.IntN(3) > 0 {
+					seen = ret + rng.Int64N(150)
+					ops = append(ops, admitted(fan, call, seen))
+				}
+			}
+			from := max(seen, call)
+			for range rng.IntN(3) {
+				c := from + rng.Int64N(80)
+				if rng.IntN(4) == 0 {
+					ops = append(ops, out(fan, c, never, Unknown))
+				} else {
+					ops = append(ops, out(fan, c, c+rng.Int64N(30), Ok))
+				}
+			}
+		}
+		r := record(1+rng.IntN(2), ops...)
+		_, lines := r.history()
+		want := porcupine.CheckOperations(lineModel, lines)
+		canonical, ok := canonicalLine(lines)
+		require.True(t, ok)
+		require.Equal(t, want, porcupine.CheckOperations(lineModel, canonical), "recorded:\n%s", describeAll(lines))
+		verdicts[map[bool]porcupine.CheckResult{true: porcupine.Ok, false: porcupine.Illegal}[want]]++
+	}
+	t.Log(verdicts)
+	assert.Greater(t, verdicts[porcupine.Ok], 300)
+	assert.Greater(t, verdicts[porcupine.Illegal], 300)
+}
+
+func describeAll(ops []porcupine.Operation) string {
+	var b strings.Builder
+	for _, op := range ops {
+		fmt.Fprintf(&b, "%s %s\n", interval(op), lineModel.DescribeOperation(op.Input, op.Output))
+	}
+	return b.String()
 }

@@ -111,10 +111,10 @@ type stormFan struct {
 	id      string
 	rng     *rand.Rand
 
-	token    string
-	joinCall time.Time
-	res      string // the reservation the fan holds, when they do
-	seat     linearize.Seat
+	token string
+	round int    // the fan's tokens so far: the line admits a token, and a fan joins again once DONE
+	res   string // the reservation the fan holds, when they do
+	seat  linearize.Seat
 }
 
 func (f *stormFan) run() {
@@ -123,7 +123,8 @@ func (f *stormFan) run() {
 	for range stormOps {
 		switch {
 		case f.token == "":
-			c := f.rec.Join(f.concert.ID, f.id)
+			f.round++
+			c := f.rec.Join(f.concert.ID, f.tokenName())
 			tk, _, err := f.sale.Queue.Join(ctx, f.id, f.concert.ID)
 			switch {
 			case errors.Is(err, ticketrush.ErrSoldOut):
@@ -139,7 +140,7 @@ func (f *stormFan) run() {
 				return
 			}
 			c.End(linearize.Active)
-			f.token, f.joinCall = tk.Token, c.Started()
+			f.token = tk.Token
 		case f.res == "":
 			f.seat = linearize.Seat{Concert: f.concert.ID, Schedule: schedule, ID: fmt.Sprintf("R-%d", 1+f.rng.IntN(stormSeats))}
 			c := f.rec.Hold(f.seat, f.id)
@@ -168,12 +169,15 @@ func (f *stormFan) run() {
 				return
 			}
 			if err == nil { // their only hold paid: the token is DONE
-				f.rec.Out(f.concert.ID, f.id, "last hold paid", c.Started()).End(linearize.Ok)
+				f.rec.Out(f.concert.ID, f.tokenName(), "last hold paid", c.Started()).End(linearize.Ok)
 				f.token = ""
 			}
 		}
 	}
 }
+
+// tokenName names the fan's token of this round, for the line.
+func (f *stormFan) tokenName() string { return fmt.Sprintf("%s#%d", f.id, f.round) }
 
 // ended ends a cancel or a payment with what err says; false (and the test failed) for an error the
 // storm does not expect.
