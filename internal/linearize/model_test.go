@@ -229,8 +229,11 @@ func TestCheckExplainsAndVisualizes(t *testing.T) {
 	assert.Contains(t, string(page), "f2 holds R-1")
 	assert.NoFileExists(t, filepath.Join(dir, "lines.html"), "the line is linearizable")
 
-	got, why = record(1, hold("f1", 0, 10, Ok, "r1"), hold("f2", 20, 30, Refused, "")).Check(Options{VisualizeDir: dir})
+	got, why = record(1, hold("f1", 0, 10, Ok, "r1"), hold("f2", 20, 30, Refused, ""), hold("f3", 25, never, Unknown, ""),
+		join("f1", 0, 1, Active), out("f1", 5, never, Unknown), join("f2", 0, never, Unknown)).Check(Options{VisualizeDir: dir})
 	assert.Equal(t, porcupine.Ok, got, why)
+	assert.Contains(t, why, "seat model: Ok, 3 operations (1 without an answer) over 1 seat")
+	assert.Contains(t, why, "line model: Ok, 3 operations (2 without an answer) over 1 line")
 }
 
 // TestCanonicalLineOrder holds canonicalLine's claim against porcupine's own search: on random small
