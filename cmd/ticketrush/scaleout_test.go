@@ -148,7 +148,7 @@ func (l *ledger) record(o outcome) { l.mu.Lock(); l.outcomes = append(l.outcomes
 // scaleFan is one fan of the sale: charge, join, wait for ACTIVE, hold a seat (every third fan cancels
 // their first hold and holds another), pay; a request the service could not answer (5xx, no answer)
 // is sent again, with the same Idempotency-Key. Every join, admission, hold, cancel, payment and leave
-// goes into rec, each try of it as the fan saw it, for the linearizability check.
+// goes into rec as the fan saw it, for the linearizability check (see op).
 type scaleFan struct {
 	fan
 	api     *service
@@ -164,19 +164,22 @@ type scaleFan struct {
 	unsure     bool      // a hold of the fan's got no answer: it may be open, and keep the token from DONE
 }
 
-// try records one try of a request in the Recorder: begin starts the operation as the request goes
-// out, end ends it from an answer of the service (2xx, 4xx). A try the service could not answer (5xx,
-// no answer) ends Unknown: it may or may not have happened.
-type try struct {
+// op records a request in the Recorder: begin starts the operation as the request goes out, end ends
+// it from an answer of the service (2xx, 4xx). A try the service could not answer (5xx, no answer) ends
+// Unknown: it may or may not have happened. A request that acts once however often it is sent (once:
+// a payment with its Idempotency-Key, a join, a leave) is one operation from its first try's call to
+// the answer; any other (a hold, a cancel) is an operation per try.
+type op struct {
+	once    bool
 	begin   func() *linearize.Call
 	end     func(*linearize.Call, response)
 	unknown func() // optional: a try ended Unknown
 }
 
-func (f *scaleFan) send(r req, write bool, rec ...try) (response, bool) {
+func (f *scaleFan) send(r req, write bool, rec ...op) (response, bool) {
+	var c *linearize.Call
 	for {
-		var c *linearize.Call
-		if len(rec) > 0 {
+		if len(rec) > 0 && c == nil {
 			c = rec[0].begin()
 		}
 		start := time.Now()
@@ -186,19 +189,25 @@ func (f *scaleFan) send(r req, write bool, rec ...try) (response, bool) {
 			done: err == nil && res.status < 300, took: time.Since(start)})
 		switch {
 		case c == nil:
-		case failed:
-			c.End(linearize.Unknown)
-			if rec[0].unknown != nil {
-				rec[0].unknown()
+		case failed && rec[0].unknown != nil:
+			rec[0].unknown()
+		}
+		if c != nil && (!failed || !rec[0].once) {
+			if failed {
+				c.End(linearize.Unknown)
+			} else {
+				rec[0].end(c, res)
 			}
-		default:
-			rec[0].end(c, res)
+			c = nil
 		}
 		if !failed {
 			return res, true
 		}
 		select {
 		case <-f.stop:
+			if c != nil {
+				c.End(linearize.Unknown)
+			}
 			return res, false
 		case <-time.After(100 * time.Millisecond): // a client's back-off, not synchronisation
 		}
@@ -224,13 +233,12 @@ func (f *scaleFan) run() {
 	f.l.users[f.fan.id] = true
 	f.l.mu.Unlock()
 
-	var joinCall time.Time // the first try's: an answer lost to the failover may have put the fan in line
-	res, ok = f.send(req{method: "POST", path: "/v1/concerts/" + f.id + "/queue", headers: f.auth("")}, false, try{
+	var joinCall time.Time
+	res, ok = f.send(req{method: "POST", path: "/v1/concerts/" + f.id + "/queue", headers: f.auth("")}, false, op{
+		once: true,
 		begin: func() *linearize.Call {
 			c := f.rec.Join(f.id, f.fan.id)
-			if joinCall.IsZero() {
-				joinCall = c.Started()
-			}
+			joinCall = c.Started()
 			return c
 		},
 		end: func(c *linearize.Call, res response) {
@@ -255,7 +263,8 @@ func (f *scaleFan) run() {
 	if json.Unmarshal(res.body, &tk) != nil {
 		return
 	}
-	defer f.send(req{method: "DELETE", path: "/v1/queue", headers: f.auth(tk.Token)}, false, try{
+	defer f.send(req{method: "DELETE", path: "/v1/queue", headers: f.auth(tk.Token)}, false, op{
+		once:  true,
 		begin: func() *linearize.Call { return f.rec.Out(f.id, f.fan.id, "leave", time.Now()) },
 		end:   func(c *linearize.Call, res response) { endIf(c, res.status == http.StatusNoContent, linearize.Ok) },
 	})
@@ -280,7 +289,7 @@ func (f *scaleFan) run() {
 		seat := linearize.Seat{Concert: f.id, Schedule: f.sched, ID: fmt.Sprintf("R-%d", 1+rand.IntN(seatsPerConcert))}
 		var r reservation
 		res, ok = f.send(req{method: "POST", path: "/v1/reservations", headers: f.auth(tk.Token),
-			body: map[string]string{"scheduleId": f.sched, "seatId": seat.ID}}, true, try{
+			body: map[string]string{"scheduleId": f.sched, "seatId": seat.ID}}, true, op{
 			begin: func() *linearize.Call { return f.rec.Hold(seat, f.fan.id) },
 			end: func(c *linearize.Call, res response) {
 				switch {
@@ -314,7 +323,7 @@ func (f *scaleFan) run() {
 		f.l.mu.Unlock()
 		if f.cancels {
 			f.cancels = false
-			res, ok = f.send(req{method: "DELETE", path: "/v1/reservations/" + r.ID, headers: f.auth("")}, true, try{
+			res, ok = f.send(req{method: "DELETE", path: "/v1/reservations/" + r.ID, headers: f.auth("")}, true, op{
 				begin: func() *linearize.Call { return f.rec.Cancel(seat, f.fan.id, r.ID) },
 				end: func(c *linearize.Call, res response) {
 					switch code := problemCode(res); {
@@ -335,12 +344,11 @@ func (f *scaleFan) run() {
 		pay := dbtest.Name("pay-")
 		var payCall time.Time
 		res, ok = f.send(req{method: "POST", path: "/v1/payments", headers: append(f.auth(""), "Idempotency-Key", pay),
-			body: map[string]string{"reservationId": r.ID}}, true, try{
+			body: map[string]string{"reservationId": r.ID}}, true, op{
+			once: true,
 			begin: func() *linearize.Call {
 				c := f.rec.Pay(seat, f.fan.id, r.ID)
-				if payCall.IsZero() {
-					payCall = c.Started()
-				}
+				payCall = c.Started()
 				return c
 			},
 			end: func(c *linearize.Call, res response) {

@@ -223,16 +223,16 @@ func (c *Call) endAt(result Result, res string, ret time.Time) {
 type Options struct {
 	// Timeout bounds each model's check (0: none); past it the result is porcupine.Unknown.
 	Timeout time.Duration
-	// VisualizeDir, when set, receives porcupine's visualization (an HTML page) of each model whose
-	// history is not linearizable: seats.html, lines.html (the directory is made then). The explanation
-	// names the files.
+	// VisualizeDir, when set, receives porcupine's visualization (an HTML page) of the seats or lines
+	// whose histories are not linearizable: seats.html, lines.html (the directory is made then). The
+	// explanation names the files.
 	VisualizeDir string
 }
 
 // Check checks every seat's history against the seat model and every line's against the line model.
 // It returns porcupine's result (Illegal when either is not linearizable, Unknown when a check timed
-// out) and a readable explanation: counts when it is Ok, else which seats or lines have no order that
-// fits, the longest order that does, and what could not come next.
+// out) and a readable explanation: counts when it is Ok, else the first seats or lines found that have
+// no order that fits, the longest order that does, and what could not come next.
 func (r *Recorder) Check(o Options) (porcupine.CheckResult, string) {
 	seats, lines := r.history()
 	var b strings.Builder
@@ -251,26 +251,15 @@ func (r *Recorder) Check(o Options) (porcupine.CheckResult, string) {
 		{"line", "lines.html", lineModel, lines},
 	} {
 		start := time.Now()
-		res, info := porcupine.CheckOperationsVerbose(c.model, c.ops, o.Timeout)
+		// Not verbose: the check stops at the first partition that does not fit.
+		res := porcupine.CheckOperationsTimeout(c.model, c.ops, o.Timeout)
 		parts := c.model.Partition(c.ops)
 		fmt.Fprintf(&b, "%s model: %s, %d operations (%d without an answer) over %d %s, checked in %s\n",
 			c.name, res, len(c.ops), unanswered(c.ops), len(parts), plural(len(parts), c.name), time.Since(start).Round(time.Millisecond))
 		switch res {
 		case porcupine.Illegal:
 			result = porcupine.Illegal
-			explain(&b, c.name, c.model, parts, info.PartialLinearizationsOperations())
-			if o.VisualizeDir != "" {
-				path := filepath.Join(o.VisualizeDir, c.file)
-				err := os.MkdirAll(o.VisualizeDir, 0o755)
-				if err == nil {
-					err = porcupine.VisualizePath(c.model, info, path)
-				}
-				if err != nil {
-					fmt.Fprintf(&b, "  (visualization not written: %v)\n", err)
-				} else {
-					fmt.Fprintf(&b, "  visualization: %s\n", path)
-				}
-			}
+			explainIllegal(&b, c.name, c.file, c.model, parts, o)
 		case porcupine.Unknown:
 			if result == porcupine.Ok {
 				result = porcupine.Unknown
@@ -279,6 +268,57 @@ func (r *Recorder) Check(o Options) (porcupine.CheckResult, string) {
 		}
 	}
 	return result, b.String()
+}
+
+// explainIllegal finds the first explainPartitions partitions that do not fit the model, checking each
+// alone within o.Timeout in all, explains them and writes their visualization.
+func explainIllegal(b *strings.Builder, name, file string, model porcupine.Model, parts [][]porcupine.Operation, o Options) {
+	var deadline time.Time
+	if o.Timeout > 0 {
+		deadline = time.Now().Add(o.Timeout)
+	}
+	var illegal []porcupine.Operation
+	found, undecided, more := 0, 0, false
+	for _, part := range parts {
+		if found == explainPartitions {
+			more = true
+			break
+		}
+		var left time.Duration
+		if !deadline.IsZero() {
+			if left = time.Until(deadline); left <= 0 {
+				break
+			}
+		}
+		switch porcupine.CheckOperationsTimeout(model, part, left) {
+		case porcupine.Illegal:
+			found++
+			illegal = append(illegal, part...)
+		case porcupine.Unknown:
+			undecided++
+		}
+	}
+	if undecided > 0 {
+		fmt.Fprintf(b, "  (%d %s not decided within %s)\n", undecided, plural(undecided, name), o.Timeout)
+	}
+	_, info := porcupine.CheckOperationsVerbose(model, illegal, o.Timeout)
+	explain(b, name, model, model.Partition(illegal), info.PartialLinearizationsOperations())
+	if more {
+		fmt.Fprintf(b, "  (the first %d %ss found that do not fit; there may be more)\n", found, name)
+	}
+	if o.VisualizeDir == "" {
+		return
+	}
+	path := filepath.Join(o.VisualizeDir, file)
+	err := os.MkdirAll(o.VisualizeDir, 0o755)
+	if err == nil {
+		err = porcupine.VisualizePath(model, info, path)
+	}
+	if err != nil {
+		fmt.Fprintf(b, "  (visualization not written: %v)\n", err)
+		return
+	}
+	fmt.Fprintf(b, "  visualization of these: %s\n", path)
 }
 
 // history returns the recorded operations, each seat refusal widened by the staleness allowed and a
@@ -350,7 +390,7 @@ const (
 )
 
 // explain writes, for each partition that has no linearization, the longest order of its operations
-// that fits the model (with the state after each), and the operations left that could not come next.
+// that fits the model (its end, with the state after each operation), and the operations left out of it.
 func explain(b *strings.Builder, name string, model porcupine.Model, parts [][]porcupine.Operation, partials [][][]porcupine.Operation) {
 	shown := 0
 	for i, part := range parts {
@@ -366,19 +406,21 @@ func explain(b *strings.Builder, name string, model porcupine.Model, parts [][]p
 			continue
 		}
 		if shown++; shown > explainPartitions {
-			fmt.Fprintf(b, "  (more %ss are not linearizable)\n", name)
 			return
 		}
 		fmt.Fprintf(b, "  %s %s: no order of its %d operations fits the model; the longest that does (%d):\n",
 			name, partitionName(part[0]), len(part), len(longest))
 		state := model.Init()
-		for j, op := range longest {
+		for j, op := range longest { // the last explainOps of it, where it got stuck
 			_, state = model.Step(state, op.Input, op.Output)
-			if j < explainOps {
+			if skip := len(longest) - explainOps; j == 0 && skip > 0 {
+				fmt.Fprintf(b, "    … %d before\n", skip)
+			}
+			if j >= len(longest)-explainOps {
 				fmt.Fprintf(b, "    %s  %s  ⇒ %s\n", interval(op), model.DescribeOperation(op.Input, op.Output), model.DescribeState(state))
 			}
 		}
-		fmt.Fprintf(b, "  after which none of these fits next:\n")
+		fmt.Fprintf(b, "  and left out of it, by call:\n")
 		left := slices.DeleteFunc(slices.Clone(part), func(op porcupine.Operation) bool {
 			return slices.ContainsFunc(longest, func(l porcupine.Operation) bool { return sameOp(l, op) })
 		})

@@ -223,7 +223,7 @@ func TestCheckExplainsAndVisualizes(t *testing.T) {
 	assert.Contains(t, why, "seat model: Illegal, 2 operations (0 without an answer) over 1 seat")
 	assert.Contains(t, why, "line model: Ok, 1 operations")
 	assert.Contains(t, why, "f1 holds R-1 → r1  ⇒ {HELD by f1 (r1)}")
-	assert.Contains(t, why, "after which none of these fits next:\n    [5.000 ms, 15.000 ms]  f2 holds R-1 → r2")
+	assert.Contains(t, why, "and left out of it, by call:\n    [5.000 ms, 15.000 ms]  f2 holds R-1 → r2")
 	page, err := os.ReadFile(filepath.Join(dir, "seats.html"))
 	require.NoError(t, err, why)
 	assert.Contains(t, string(page), "f2 holds R-1")
