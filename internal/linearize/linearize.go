@@ -232,7 +232,7 @@ type Options struct {
 // Check checks every seat's history against the seat model and every line's against the line model.
 // It returns porcupine's result (Illegal when either is not linearizable, Unknown when a check timed
 // out) and a readable explanation: counts when it is Ok, else the first seats or lines found that have
-// no order that fits, the longest order that does, and what could not come next.
+// no order that fits, the longest order that does, and the operations left out of it.
 func (r *Recorder) Check(o Options) (porcupine.CheckResult, string) {
 	seats, lines := r.history()
 	var b strings.Builder
@@ -300,6 +300,10 @@ func explainIllegal(b *strings.Builder, name, file string, model porcupine.Model
 	}
 	if undecided > 0 {
 		fmt.Fprintf(b, "  (%d %s not decided within %s)\n", undecided, plural(undecided, name), o.Timeout)
+	}
+	if found == 0 {
+		fmt.Fprintf(b, "  (no %s found alone within %s that does not fit)\n", name, o.Timeout)
+		return
 	}
 	_, info := porcupine.CheckOperationsVerbose(model, illegal, o.Timeout)
 	explain(b, name, model, model.Partition(illegal), info.PartialLinearizationsOperations())
@@ -383,7 +387,8 @@ func partition(history []porcupine.Operation, key func(porcupine.Operation) stri
 	return out
 }
 
-// explainAtMost bounds an explanation: the first failing partitions, and the operations shown of each.
+// An explanation shows the first explainPartitions partitions found that do not fit, and of each the
+// last explainOps operations of its longest order that fits and the first explainOps left out of it.
 const (
 	explainPartitions = 3
 	explainOps        = 40
