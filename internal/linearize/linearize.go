@@ -237,6 +237,10 @@ func (r *Recorder) Check(o Options) (porcupine.CheckResult, string) {
 	seats, lines := r.history()
 	var b strings.Builder
 	result := porcupine.Ok
+	recorded := len(seats)
+	if seats = dropRepeats(seats); len(seats) < recorded {
+		fmt.Fprintf(&b, "(%d repeats of unanswered requests set aside: see dropRepeats)\n", recorded-len(seats))
+	}
 	lines, canonical := canonicalLine(lines)
 	if !canonical {
 		fmt.Fprintf(&b, "(a fan with two admissions, or an out called before the fan was seen ACTIVE: "+

@@ -293,3 +293,153 @@ func describeAll(ops []porcupine.Operation) string {
 	}
 	return b.String()
 }
+
+// TestDropRepeats holds dropRepeats against porcupine's own search: on random small seat histories
+// (a seat run one operation at a time, answers lost at random and their requests sent again up to 3
+// times, or operations and answers drawn at random; sometimes a failover, sometimes one answer
+// falsified), dropping the repeats of an unanswered request beyond the first 1+F changes no verdict.
+func TestDropRepeats(t *testing.T) {
+	// A hold without an answer, sent 3 times: one copy took the seat before the failover, which took it
+	// back; another took it again after a hold and cancel of f3. Two copies must stay.
+	r := record(1, hold("f1", 0, never, Unknown, ""), hold("f1", 5, never, Unknown, ""), hold("f1", 10, never, Unknown, ""),
+		hold("f2", 2, 4, Refused, ""), hold("f3", 30, 31, Ok, "r3"), cancel("f3", "r3", 32, 33, Ok),
+		hold("f2", 40, 41, Refused, ""))
+	r.Failover(r.start.Add(20*time.Millisecond), r.start.Add(21*time.Millisecond), func(Seat) bool { return true })
+	seats, _ := r.history()
+	require.True(t, porcupine.CheckOperations(seatModel, seats))
+	assert.Len(t, dropRepeats(seats), len(seats)-1)
+	assert.True(t, porcupine.CheckOperations(seatModel, dropRepeats(seats)))
+
+	rng := rand.New(rand.NewPCG(24, 2))
+	verdicts := map[bool]int{}
+	dropped := 0
+	for range 1000 {
+		var ops []op
+		now := seatIs{}
+		holding := map[string]string{} // fan -> reservation
+		at := int64(0)
+		for step := range 3 + rng.IntN(5) {
+			at += 5 + rng.Int64N(10)
+			fan := fmt.Sprintf("f%d", rng.IntN(3))
+			lost := rng.IntN(3) == 0
+			var o op
+			switch res := holding[fan]; {
+			case res == "":
+				r := fmt.Sprintf("r%d", step)
+				if now.status == available && (!lost || rng.IntN(2) == 0) {
+					now = seatIs{held, fan, r}
+					if lost {
+						r = "" // a hold without an answer holds the seat under a reservation nobody knows
+					} else {
+						holding[fan] = r
+					}
+					o = hold(fan, at, at+1+rng.Int64N(15), Ok, r)
+				} else {
+					o = hold(fan, at, at+1+rng.Int64N(15), Refused, "")
+				}
+				if lost {
+					o = hold(fan, at, never, Unknown, "")
+				}
+			case rng.IntN(2) == 0:
+				if !lost || rng.IntN(2) == 0 {
+					now, holding[fan] = seatIs{}, ""
+				}
+				o = cancel(fan, res, at, at+1+rng.Int64N(15), Ok)
+				if lost {
+					o = cancel(fan, res, at, never, Unknown)
+				}
+			default:
+				if !lost || rng.IntN(2) == 0 {
+					now, holding[fan] = seatIs{sold, fan, res}, ""
+				}
+				o = pay(fan, res, at, at+1+rng.Int64N(15), Ok)
+				if lost {
+					o = pay(fan, res, at, never, Unknown)
+				}
+			}
+			ops = append(ops, o)
+			for range rng.IntN(4) * btoi(lost) { // sent again, never answered either
+				at += 1 + rng.Int64N(5)
+				again := o
+				again.call = at
+				ops = append(ops, again)
+			}
+		}
+		if rng.IntN(2) == 0 { // or any history at all, of the same few reservations
+			ops = randomSeatOps(rng)
+			at = 100
+		}
+		if rng.IntN(2) == 0 { // one answer falsified
+			i := rng.IntN(len(ops))
+			if ops[i].result == Ok {
+				ops[i].result = Refused
+			} else if ops[i].result == Refused {
+				ops[i].result, ops[i].res = Ok, "rx"
+			}
+		}
+		r := record(1, ops...)
+		if rng.IntN(2) == 0 {
+			f := r.start.Add(time.Duration(rng.Int64N(at+1)) * time.Millisecond)
+			r.Failover(f, f.Add(time.Millisecond), func(Seat) bool { return true })
+		}
+		seats, _ := r.history()
+		kept := dropRepeats(seats)
+		dropped += len(seats) - len(kept)
+		want := porcupine.CheckOperations(seatModel, seats)
+		require.Equal(t, want, porcupine.CheckOperations(seatModel, kept), "recorded:\n%s", describeSeats(seats))
+		verdicts[want]++
+	}
+	t.Log(verdicts, "dropped", dropped)
+	assert.Greater(t, verdicts[true], 300)
+	assert.Greater(t, verdicts[false], 300)
+	assert.Greater(t, dropped, 1000)
+}
+
+// randomSeatOps is a seat history made of anything: holds, cancels and payments by 2 fans of 2
+// reservations with any answers at any times, each unanswered one sent again up to 2 times.
+func randomSeatOps(rng *rand.Rand) []op {
+	var ops []op
+	for range 2 + rng.IntN(4) {
+		fan, res := fmt.Sprintf("f%d", rng.IntN(2)), fmt.Sprintf("r%d", rng.IntN(2))
+		call := rng.Int64N(100)
+		ret := call + 1 + rng.Int64N(30)
+		result := []Result{Ok, Refused, Unknown, Unknown}[rng.IntN(4)]
+		if result == Unknown {
+			ret = never
+		}
+		var o op
+		switch rng.IntN(3) {
+		case 0:
+			if result != Ok {
+				res = ""
+			}
+			o = hold(fan, call, ret, result, res)
+		case 1:
+			o = cancel(fan, res, call, ret, result)
+		default:
+			o = pay(fan, res, call, ret, result)
+		}
+		ops = append(ops, o)
+		for range rng.IntN(3) * btoi(result == Unknown) {
+			again := o
+			again.call += 1 + rng.Int64N(20)
+			ops = append(ops, again)
+		}
+	}
+	return ops
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func describeSeats(ops []porcupine.Operation) string {
+	var b strings.Builder
+	for _, op := range ops {
+		fmt.Fprintf(&b, "%s %s\n", interval(op), seatModel.DescribeOperation(op.Input, op.Output))
+	}
+	return b.String()
+}

@@ -1,6 +1,7 @@
 package linearize
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -216,4 +217,47 @@ func describeSeatOp(in seatInput, out seatOutput) string {
 		return fmt.Sprintf("%s holds %s → %s", in.fan, in.seat.ID, out.result)
 	}
 	return fmt.Sprintf("%s %ss %s (%s) → %s", in.fan, in.op, in.seat.ID, in.res, out.result)
+}
+
+// dropRepeats keeps, of the operations on a seat that are one request sent again by the same fan and
+// never answered (a client trying a hold, a cancel or a payment again after each 5xx, tens of times
+// through a failover), the 1+F called first, F being the seat's failovers, and drops the others. On
+// 55 such tries of a cancel, porcupine's search over the orders of copies that change nothing did not
+// finish in a minute.
+//
+// Why that changes no verdict: such an operation changes the seat only from one state (an AVAILABLE
+// seat for a hold, the fan's hold for a cancel or a payment), into one from which nothing but a
+// failover leads back (no cancel or payment names the reservation of a hold without an answer; a
+// cancelled or sold reservation is never HELD again). So in any order that fits, at most 1+F copies
+// change anything, the others can go, and those that change something can be the ones called first:
+// their intervals (to infinity) hold every later copy's. TestDropRepeats holds this against
+// porcupine's search on random small histories.
+func dropRepeats(history []porcupine.Operation) []porcupine.Operation {
+	failovers := map[Seat]int{}
+	for _, op := range history {
+		if in := op.Input.(seatInput); in.op == opFailover {
+			failovers[in.seat]++
+		}
+	}
+	copies := map[seatInput][]int{} // unanswered operations by what they asked: their indexes
+	for i, op := range history {
+		if op.Output.(seatOutput).result == Unknown {
+			in := op.Input.(seatInput)
+			copies[in] = append(copies[in], i)
+		}
+	}
+	drop := map[int]bool{}
+	for in, idx := range copies {
+		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(history[a].Call, history[b].Call) })
+		for _, i := range idx[min(len(idx), 1+failovers[in.seat]):] {
+			drop[i] = true
+		}
+	}
+	kept := make([]porcupine.Operation, 0, len(history)-len(drop))
+	for i, op := range history {
+		if !drop[i] {
+			kept = append(kept, op)
+		}
+	}
+	return kept
 }
