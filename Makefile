@@ -48,7 +48,7 @@ test: services cluster
 
 # The packages whose tests use Redis: `make test` runs them a second time on the cluster (tests named
 # ...OnCluster use a cluster in the first pass already).
-REDIS_PACKAGES := ./internal/redis/... ./internal/queue/... ./internal/booking/... ./internal/writebehind/... \
+REDIS_PACKAGES := ./internal/redis/... ./internal/queue/... ./internal/booking/... ./internal/writebehind/... ./internal/linearize/... \
 	./internal/http/... ./cmd/ticketrush/... ./internal/contract/...
 
 ## faults: the fault suite (docs/faults.md): Redis SIGKILLed and restarted, Postgres cut off and the API

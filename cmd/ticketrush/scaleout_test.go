@@ -27,11 +27,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/linearize"
 	"github.com/ticketrush/ticketrush/internal/redis"
 )
 
@@ -43,6 +45,11 @@ const (
 	scaleSeatPrice   = 100
 	activeCapacity   = 25
 	killAfterPaid    = 60 // payments acknowledged before the master is killed
+	// staleRefusal is how old a seat view's read may be when an api instance refuses a hold from it: 5
+	// refreshes of 200 ms (docs/design.md, "The seat view"; SnapshotRefresh, booking's trustReads).
+	// A seat freed through another instance may be refused that long after: the checker widens
+	// every SEAT_UNAVAILABLE by it towards the past.
+	staleRefusal = 5 * 200 * time.Millisecond
 )
 
 // node is one `ticketrush serve` process.
@@ -138,30 +145,69 @@ type ledger struct {
 
 func (l *ledger) record(o outcome) { l.mu.Lock(); l.outcomes = append(l.outcomes, o); l.mu.Unlock() }
 
-// scaleFan is one fan of the sale: charge, join, wait for ACTIVE, hold a seat, pay; a request the
-// service could not answer (5xx, no answer) is sent again, with the same Idempotency-Key.
+// scaleFan is one fan of the sale: charge, join, wait for ACTIVE, hold a seat (every third fan cancels
+// their first hold and holds another), pay; a request the service could not answer (5xx, no answer)
+// is sent again, with the same Idempotency-Key. Every join, admission, hold, cancel, payment and leave
+// goes into rec as the fan saw it, for the linearizability check (see op).
 type scaleFan struct {
 	fan
 	api     *service
 	concert int
 	id      string // the concert's id
 	sched   string
+	cancels bool // cancel the first hold
 	l       *ledger
+	rec     *linearize.Recorder
 	stop    <-chan struct{}
+
+	seenActive time.Time // when the fan saw their token ACTIVE
+	unsure     bool      // a hold of the fan's got no answer: it may be open, and keep the token from DONE
 }
 
-func (f *scaleFan) send(r req, write bool) (response, bool) {
+// op records a request in the Recorder: begin starts the operation as the request goes out, end ends
+// it from an answer of the service (2xx, 4xx). A try the service could not answer (5xx, no answer) ends
+// Unknown: it may or may not have happened. A request that acts once however often it is sent (once:
+// a payment with its Idempotency-Key, a join, a leave) is one operation from its first try's call to
+// the answer; any other (a hold, a cancel) is an operation per try.
+type op struct {
+	once    bool
+	begin   func() *linearize.Call
+	end     func(*linearize.Call, response)
+	unknown func() // optional: a try ended Unknown
+}
+
+func (f *scaleFan) send(r req, write bool, rec ...op) (response, bool) {
+	var c *linearize.Call
 	for {
+		if len(rec) > 0 && c == nil {
+			c = rec[0].begin()
+		}
 		start := time.Now()
 		res, err := f.api.send(r)
 		failed := err != nil || res.status >= 500
 		f.l.record(outcome{at: time.Now(), failed: failed, concert: f.concert, write: write,
 			done: err == nil && res.status < 300, took: time.Since(start)})
+		switch {
+		case c == nil:
+		case failed && rec[0].unknown != nil:
+			rec[0].unknown()
+		}
+		if c != nil && (!failed || !rec[0].once) {
+			if failed {
+				c.End(linearize.Unknown)
+			} else {
+				rec[0].end(c, res)
+			}
+			c = nil
+		}
 		if !failed {
 			return res, true
 		}
 		select {
 		case <-f.stop:
+			if c != nil {
+				c.End(linearize.Unknown)
+			}
 			return res, false
 		case <-time.After(100 * time.Millisecond): // a client's back-off, not synchronisation
 		}
@@ -187,7 +233,29 @@ func (f *scaleFan) run() {
 	f.l.users[f.fan.id] = true
 	f.l.mu.Unlock()
 
-	res, ok = f.send(req{method: "POST", path: "/v1/concerts/" + f.id + "/queue", headers: f.auth("")}, false)
+	var joinCall time.Time
+	res, ok = f.send(req{method: "POST", path: "/v1/concerts/" + f.id + "/queue", headers: f.auth("")}, false, op{
+		once: true,
+		begin: func() *linearize.Call {
+			c := f.rec.Join(f.id, f.fan.id)
+			joinCall = c.Started()
+			return c
+		},
+		end: func(c *linearize.Call, res response) {
+			var tk ticket
+			switch {
+			case res.status >= 300 || json.Unmarshal(res.body, &tk) != nil:
+				c.Drop() // refused (rate limited, sold out): nobody joined
+			case tk.Status == "ACTIVE":
+				c.End(linearize.Active)
+				f.seenActive = c.Returned()
+			case tk.Status == "WAITING":
+				c.End(linearize.Waiting)
+			default:
+				c.Drop()
+			}
+		},
+	})
 	if !ok || (res.status != http.StatusOK && res.status != http.StatusCreated) {
 		return
 	}
@@ -195,7 +263,11 @@ func (f *scaleFan) run() {
 	if json.Unmarshal(res.body, &tk) != nil {
 		return
 	}
-	defer f.send(req{method: "DELETE", path: "/v1/queue", headers: f.auth(tk.Token)}, false)
+	defer f.send(req{method: "DELETE", path: "/v1/queue", headers: f.auth(tk.Token)}, false, op{
+		once:  true,
+		begin: func() *linearize.Call { return f.rec.Out(f.id, f.fan.id, "leave", time.Now()) },
+		end:   func(c *linearize.Call, res response) { endIf(c, res.status == http.StatusNoContent, linearize.Ok) },
+	})
 	for tk.Status == "WAITING" {
 		select {
 		case <-f.stop:
@@ -206,31 +278,94 @@ func (f *scaleFan) run() {
 		if !ok || res.status != http.StatusOK || json.Unmarshal(res.body, &tk) != nil {
 			return
 		}
+		if tk.Status == "ACTIVE" { // admitted between the join's call and this answer
+			f.seenActive = f.rec.Admitted(f.id, f.fan.id, joinCall)
+		}
 	}
 	if tk.Status != "ACTIVE" {
 		return
 	}
-	for try := 0; try < 8; try++ {
-		seat := fmt.Sprintf("R-%d", 1+rand.IntN(seatsPerConcert))
+	for tries := 0; tries < 8; tries++ {
+		seat := linearize.Seat{Concert: f.id, Schedule: f.sched, ID: fmt.Sprintf("R-%d", 1+rand.IntN(seatsPerConcert))}
+		var r reservation
 		res, ok = f.send(req{method: "POST", path: "/v1/reservations", headers: f.auth(tk.Token),
-			body: map[string]string{"scheduleId": f.sched, "seatId": seat}}, true)
+			body: map[string]string{"scheduleId": f.sched, "seatId": seat.ID}}, true, op{
+			begin: func() *linearize.Call { return f.rec.Hold(seat, f.fan.id) },
+			end: func(c *linearize.Call, res response) {
+				switch {
+				case res.status == http.StatusCreated && json.Unmarshal(res.body, &r) == nil:
+					c.Held(r.ID)
+				case problemCode(res) == "SEAT_UNAVAILABLE":
+					c.End(linearize.Refused)
+				default: // HOLD_LIMIT_REACHED, RATE_LIMITED, a token refused: nothing about the seat
+					c.Drop()
+				}
+			},
+			unknown: func() { f.unsure = true },
+		})
 		if !ok {
+			return
+		}
+		if code := problemCode(res); code == "QUEUE_NOT_ACTIVE" || code == "QUEUE_TOKEN_EXPIRED" {
+			// The fan seen ACTIVE is not any more: out some time after they saw it. During a failover
+			// this is how an admission the dead master took with it shows (docs/durability.md: joins
+			// and admissions of the last moment before the kill may be lost); the master dies at least
+			// the cluster's node timeout (2 s) before its replica takes over, long after its last answer
+			// reached the fan.
+			f.rec.Out(f.id, f.fan.id, "told "+code, f.seenActive).End(linearize.Ok)
 			return
 		}
 		if res.status != http.StatusCreated {
 			continue
 		}
-		var r reservation
-		if json.Unmarshal(res.body, &r) != nil {
-			return
-		}
 		f.l.mu.Lock()
 		f.l.holds[r.ID] = f.fan.id
 		f.l.mu.Unlock()
+		if f.cancels {
+			f.cancels = false
+			res, ok = f.send(req{method: "DELETE", path: "/v1/reservations/" + r.ID, headers: f.auth("")}, true, op{
+				begin: func() *linearize.Call { return f.rec.Cancel(seat, f.fan.id, r.ID) },
+				end: func(c *linearize.Call, res response) {
+					switch code := problemCode(res); {
+					case res.status == http.StatusNoContent:
+						c.End(linearize.Ok)
+					case code == "RESERVATION_NOT_HELD" || code == "NOT_FOUND":
+						c.End(linearize.Refused)
+					default:
+						c.Drop()
+					}
+				},
+			})
+			if !ok {
+				return
+			}
+			continue
+		}
 		pay := dbtest.Name("pay-")
+		var payCall time.Time
 		res, ok = f.send(req{method: "POST", path: "/v1/payments", headers: append(f.auth(""), "Idempotency-Key", pay),
-			body: map[string]string{"reservationId": r.ID}}, true)
-		if ok && (res.status == http.StatusCreated || res.status == http.StatusOK) {
+			body: map[string]string{"reservationId": r.ID}}, true, op{
+			once: true,
+			begin: func() *linearize.Call {
+				c := f.rec.Pay(seat, f.fan.id, r.ID)
+				payCall = c.Started()
+				return c
+			},
+			end: func(c *linearize.Call, res response) {
+				switch code := problemCode(res); {
+				case res.status == http.StatusCreated || res.status == http.StatusOK:
+					c.End(linearize.Ok)
+				case code == "INSUFFICIENT_BALANCE":
+					c.End(linearize.Kept)
+				case code == "RESERVATION_NOT_HELD" || code == "RESERVATION_EXPIRED" || code == "NOT_FOUND":
+					c.End(linearize.Refused)
+				default:
+					c.Drop()
+				}
+			},
+		})
+		paid := ok && (res.status == http.StatusCreated || res.status == http.StatusOK)
+		if paid {
 			var p payment
 			if json.Unmarshal(res.body, &p) == nil {
 				f.l.mu.Lock()
@@ -239,8 +374,37 @@ func (f *scaleFan) run() {
 				f.l.paid.Add(1)
 			}
 		}
+		// The payment of the fan's last open hold makes the token DONE, which frees the slot: known when
+		// it answered, and no hold of the fan's went unanswered (that one may be open too).
+		done := linearize.Unknown
+		if paid && !f.unsure {
+			done = linearize.Ok
+		}
+		if paid || !ok {
+			f.rec.Out(f.id, f.fan.id, "last hold paid", payCall).End(done)
+		}
 		return
 	}
+}
+
+// endIf ends c with result when ok, and drops it otherwise.
+func endIf(c *linearize.Call, ok bool, result linearize.Result) {
+	if ok {
+		c.End(result)
+		return
+	}
+	c.Drop()
+}
+
+// problemCode is the code of a problem document ("" for anything else).
+func problemCode(res response) string {
+	var p struct {
+		Code string `json:"code"`
+	}
+	if res.status < 400 || json.Unmarshal(res.body, &p) != nil {
+		return ""
+	}
+	return p.Code
 }
 
 // scaleoutBinary builds the service and returns it with the environment of its processes: the
@@ -278,6 +442,7 @@ func TestScaleOut(t *testing.T) {
 	type concertRef struct {
 		id, sched string
 		master    int
+		seats     int // the master of the schedule's seats
 	}
 	var concerts []concertRef
 	byMaster := map[int]bool{}
@@ -298,7 +463,8 @@ func TestScaleOut(t *testing.T) {
 		m := pc.MasterOf(t, rc, keys.Concert(c.ID).Cfg())
 		if !byMaster[m] {
 			byMaster[m] = true
-			concerts = append(concerts, concertRef{c.ID, c.Schedules[0].ID, m})
+			concerts = append(concerts, concertRef{c.ID, c.Schedules[0].ID, m,
+				pc.MasterOf(t, rc, keys.Concert(c.ID).Seats(c.Schedules[0].ID))})
 		}
 	}
 	for _, c := range concerts { // every api instance knows the concerts (catalog refresh)
@@ -311,6 +477,11 @@ func TestScaleOut(t *testing.T) {
 	}
 
 	l := &ledger{charges: map[string]int64{}, holds: map[string]string{}, payments: map[string]string{}, users: map[string]bool{}}
+	history := linearize.NewRecorder()
+	history.StaleRefusals(staleRefusal)
+	for _, c := range concerts {
+		history.Line(c.id, activeCapacity)
+	}
 	stop := make(chan struct{})
 	var stopOnce sync.Once
 	halt := func() { stopOnce.Do(func() { close(stop) }) }
@@ -346,7 +517,7 @@ func TestScaleOut(t *testing.T) {
 	for ci, c := range concerts {
 		for i := range fansPerConcert {
 			f := &scaleFan{fan: newFan(t, dbtest.Name("so-")), api: apis[(ci*fansPerConcert+i)%len(apis)].api,
-				concert: ci, id: c.id, sched: c.sched, l: l, stop: stop}
+				concert: ci, id: c.id, sched: c.sched, cancels: i%3 == 0, l: l, rec: history, stop: stop}
 			fans.Go(f.run)
 		}
 	}
@@ -355,8 +526,14 @@ func TestScaleOut(t *testing.T) {
 	require.Eventually(t, func() bool { return l.paid.Load() >= killAfterPaid }, 2*time.Minute, 10*time.Millisecond,
 		"%d payments acknowledged before the kill", l.paid.Load())
 	killed := concerts[0].master
+	killing := time.Now()
 	pc.Kill(t, killed)
 	killedAt := time.Now()
+	seatsOn := map[string]int{}
+	for _, c := range concerts {
+		seatsOn[c.id+"/"+c.sched] = c.seats
+	}
+	history.Failover(killing, killedAt, func(s linearize.Seat) bool { return seatsOn[s.Concert+"/"+s.Schedule] == killed })
 	t.Logf("SIGKILLed master %d (concert %s) at %s into the sale, after %d payments",
 		killed, concerts[0].id, killedAt.Sub(saleStart).Round(time.Millisecond), l.paid.Load())
 
@@ -409,6 +586,22 @@ func TestScaleOut(t *testing.T) {
 		over.Load(), samples.Load())
 	assert.Zero(t, over.Load(), "samples with more ACTIVE tokens than the capacity")
 	assert.Positive(t, samples.Load())
+
+	// What the fans saw, checked by porcupine: each seat's history against the seat model (AVAILABLE,
+	// HELD by one fan, SOLD), each line's against its capacity (internal/linearize). The failover's
+	// documented losses are in the models: the seats on the dead master may lose what no replica had
+	// confirmed (a cancel, a hold without an answer), and an admission the dead master took with it
+	// shows as a fan told their token is not ACTIVE (an out). A refusal may read a seat view 1 s old.
+	verdict, why := history.Check(linearize.Options{Timeout: time.Minute,
+		VisualizeDir: filepath.Join(os.TempDir(), "ticketrush-scaleout-"+time.Now().Format("20060102-150405"))})
+	t.Logf("scaleout: linearizability:\n%s", why)
+	if verdict != porcupine.Ok {
+		path := filepath.Join(os.TempDir(), "ticketrush-scaleout-history-"+time.Now().Format("20060102-150405")+".txt")
+		if err := history.WriteHistory(path); err == nil {
+			t.Logf("every operation recorded, in call order: %s", path)
+		}
+		t.Errorf("what the fans saw is not linearizable (%s):\n%s", verdict, why)
+	}
 	assert.False(t, firstWrite.IsZero(), "no hold or payment of the killed master's concert succeeded after the kill")
 
 	// No process restarted; each is ready on every probe (readiness follows the election).

@@ -12,7 +12,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
-	"github.com/ticketrush/ticketrush/lua"
 )
 
 // Replication is asynchronous: a master that acknowledged a write and dies before its replica copied it
@@ -62,8 +61,7 @@ func (s *Store) execReplicated(ctx context.Context, sc *script, keys, args []str
 	}
 	res := s.client.DoMulti(ctx, first, wait())
 	if isNoScript(res[0].Error()) { // NOSCRIPT: nothing ran; send the source
-		src := lua.Source(sc.name)
-		res = s.client.DoMulti(ctx, s.client.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
+		res = s.client.DoMulti(ctx, s.client.B().Eval().Script(sc.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
 	}
 	sc.observe(start)
 	msg, err := res[0].ToMessage()

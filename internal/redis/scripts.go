@@ -18,6 +18,7 @@ import (
 // script is one Lua script with its metrics.
 type script struct {
 	name     string
+	src      string
 	lua      *rueidis.Lua
 	sha      string // for pipelining EVALSHA with other commands
 	readOnly bool
@@ -67,9 +68,12 @@ func newScriptMetrics(reg prometheus.Registerer) *scriptMetrics {
 }
 
 func (s *Store) newScript(name string, readOnly bool) *script {
-	src := lua.Source(name)
+	src, planted := s.sources[name]
+	if !planted {
+		src = lua.Source(name)
+	}
 	sum := sha1.Sum([]byte(src))
-	sc := &script{name: name, lua: rueidis.NewLuaScript(src), sha: hex.EncodeToString(sum[:]), readOnly: readOnly}
+	sc := &script{name: name, src: src, lua: rueidis.NewLuaScript(src), sha: hex.EncodeToString(sum[:]), readOnly: readOnly}
 	if readOnly {
 		sc.lua = rueidis.NewLuaScriptReadOnly(src)
 	}

@@ -77,6 +77,8 @@ type Store struct {
 	lines                                                                       lines
 
 	limit UserLimit // the per-user rate of join, hold, cancel, pay and charge; zero: off
+
+	sources map[string]string // scripts run in place of the embedded ones (WithScript; tests only)
 }
 
 // LimitUsers sets the per-user rate the state-changing scripts enforce (0 turns it off). Call it before
@@ -84,8 +86,11 @@ type Store struct {
 func (s *Store) LimitUsers(l UserLimit) { s.limit = l }
 
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
-func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer) *Store {
+func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, opts ...Option) *Store {
 	s := &Store{client: client, keys: NewKeys(prefix), metrics: newScriptMetrics(reg)}
+	for _, o := range opts {
+		o(s)
+	}
 	s.lines = lines{shards: map[string]int{}, last: map[string]int{}}
 	s.lineArrive = s.newScript("line_arrive", false)
 	s.lineEnter = s.newScript("line_enter", false)
