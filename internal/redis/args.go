@@ -58,14 +58,7 @@ func (c ConcertKeys) queueJoin(userID string, pass ticketrush.JoinPass, l UserLi
 	keys = []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
 		c.Prequeue(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.NoShow(), c.UserRate(userID), c.PowUsed(pass.PowID),
 		c.AccessCodes()}
-	powID := pass.PowID
-	if pass.PowInvalid {
-		powID = "-"
-	}
-	powExp := "0"
-	if !pass.PowExpires.IsZero() {
-		powExp = millis(pass.PowExpires)
-	}
+	powID, powExp := powArgs(pass)
 	args = []string{userID, millis(now), itoa(l.Rate), itoa(l.Burst), powID, itoa(pass.PowBits), powExp, pass.CodeHash}
 	return keys, args
 }
@@ -83,14 +76,7 @@ func (c ConcertKeys) lineArrive(userID, codeHash string, now time.Time) (keys, a
 // them, under the rate l.
 func (sh ShardKeys) lineEnter(userID string, a arrival, pass ticketrush.JoinPass, l UserLimit, now time.Time) (keys, args []string) {
 	keys = []string{sh.Wait(), sh.Alive(), sh.Events(), sh.UserRate(userID), sh.PowUsed(pass.PowID), sh.Prequeue(), sh.Draw()}
-	powID := pass.PowID
-	if pass.PowInvalid {
-		powID = "-"
-	}
-	powExp := "0"
-	if !pass.PowExpires.IsZero() {
-		powExp = millis(pass.PowExpires)
-	}
+	powID, powExp := powArgs(pass)
 	args = []string{userID, millis(now), utoa(a.seq), itoa(l.Rate), itoa(l.Burst), powID, itoa(pass.PowBits), powExp,
 		itoa(a.pow), flag(a.codeRequired), a.code}
 	return keys, args
@@ -151,6 +137,19 @@ func (sh ShardKeys) lineLeave(userID string, seq uint64) (keys, args []string) {
 func (c ConcertKeys) lineLeft(userID string, seq uint64, from string, now time.Time) (keys, args []string) {
 	keys = []string{c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Head()}
 	return keys, []string{userID, utoa(seq), from, millis(now)}
+}
+
+// powArgs is what a join carries past the proof-of-work gate as the join scripts take it: the checked
+// challenge's id ("" none, "-" a proof that failed the check) and its expiry (ms, "0" without one).
+func powArgs(pass ticketrush.JoinPass) (id, expires string) {
+	id, expires = pass.PowID, "0"
+	if pass.PowInvalid {
+		id = "-"
+	}
+	if !pass.PowExpires.IsZero() {
+		expires = millis(pass.PowExpires)
+	}
+	return id, expires
 }
 
 // queueLeave is queue_leave's call: the user gives back the token of arrival seq.
