@@ -57,6 +57,11 @@ func points(t *testing.T, s *server) {
 		}
 		promise(t, "Points: a balance of exactly 1,000,000,000 is allowed", s.balance(t, f) == 1_000_000_000, "balance %d", s.balance(t, f))
 		r := s.charge(t, f, 1)
+		for r.status == http.StatusTooManyRequests { // the 100 charges spent the burst: paced as a client is
+			wait, _ := strconv.Atoi(r.header.Get("Retry-After"))
+			time.Sleep(time.Duration(max(wait, 1)) * time.Second)
+			r = s.charge(t, f, 1)
+		}
 		expectProblem(t, "Points: 409 BALANCE_LIMIT (balance would pass 1,000,000,000)", r, 409, "BALANCE_LIMIT")
 		promise(t, "Points: a refused charge does nothing", s.balance(t, f) == 1_000_000_000, "balance %d", s.balance(t, f))
 	})
