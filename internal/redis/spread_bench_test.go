@@ -22,8 +22,9 @@ import (
 // Redis Cluster (`make cluster`): a storm of 3,000 fans joining one concert of 3 schedules, admitted by
 // the tick, then holding and cancelling a seat each, from 32 goroutines. It reports each master's share
 // of the Redis CPU the storm cost (INFO commandstats usec, reset before it) and the busiest share: the
-// figure that spreading a concert's line and seats over slots is to bring down (one concert is one hash
-// slot today, so one master carries nearly all of it).
+// figure that spreading a concert's line and seats over slots brings down. The concert is created as
+// the service creates one on a cluster: its line over 8 shards per master (DefaultLineShards), and so
+// its seats over a slot per schedule.
 //
 //	go test -run '^$' -bench OneConcertSpreadOnCluster -benchtime 1x ./internal/redis/
 func BenchmarkOneConcertSpreadOnCluster(b *testing.B) {
@@ -34,15 +35,18 @@ func BenchmarkOneConcertSpreadOnCluster(b *testing.B) {
 	require.Len(b, masters, 3, "the local cluster has 3 masters")
 	for range b.N {
 		s := NewStore(c, prefix, prometheus.NewRegistry())
+		shards, err := s.DefaultLineShards(ctx) // 8 per master: the line, and so the seats, spread
+		require.NoError(b, err)
 		con := concert(ticketrush.NewID(), func(q *ticketrush.QueueSettings) {
 			q.HoldTTL, q.AdmitPerSecond, q.ActiveCapacity, q.MaxHoldsPerUser = time.Hour, 1_000_000, 1_000_000, 1
+			q.LineShards = shards
 		})
 		con.Sections = []ticketrush.Section{{Name: "R", Price: 10, Seats: fans / schedules}}
 		con.Schedules = nil
 		for i := range schedules {
 			con.Schedules = append(con.Schedules, ticketrush.Schedule{ID: ticketrush.NewID(), StartsAt: t0.Add(time.Duration(i) * time.Hour)})
 		}
-		_, err := s.LoadConcert(ctx, con, t0)
+		_, err = s.LoadConcert(ctx, con, t0)
 		require.NoError(b, err)
 		for _, m := range masters {
 			require.NoError(b, m.Do(ctx, m.B().ConfigResetstat().Build()).Error())
