@@ -28,6 +28,7 @@ func (c ConcertKeys) concertLoad(con ticketrush.Concert, now time.Time) (keys, a
 		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.JoinPowBits), flag(q.AccessCodeRequired),
 		saleOpens(con.Sale), salePrequeueOpens(con.Sale), saleSeed(con.Sale), itoa(q.ActivePerSeat),
 		itoa(con.TotalSeats() * len(con.Schedules)), ms(q.AbandonAfter), ms(q.NoShow), itoa(max(1, q.LineShards))}
+	args = append(args, SeatSlotsOf(con))
 	return keys, args
 }
 

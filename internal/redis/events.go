@@ -18,6 +18,7 @@ type EventSource struct {
 	DeadLetters string // its dead-letter stream (deadletter.go)
 	ConcertID   string // "" for a wallet shard
 	Shard       int    // the wallet shard, or the line shard of a concert's line shard stream
+	Schedule    string // the schedule of a concert's seat slot stream (seatslot.go), "" for any other
 }
 
 // WriteBehindGroup is the consumer group in which the write-behind reads every event stream (unless
@@ -75,11 +76,15 @@ func (k Keys) LineEvents(concertID string, n int) EventSource {
 }
 
 // ConcertSources is every event stream of a concert whose line is spread over shards slots: the
-// concert's, then each shard's (none more for a line of one shard).
-func (k Keys) ConcertSources(concertID string, shards int) []EventSource {
+// concert's, then each shard's (none more for a line of one shard), then each seat slot's of the
+// schedules whose seats have a slot of their own (ReadSeatSlots; none for seats in the concert's slot).
+func (k Keys) ConcertSources(concertID string, shards int, seatSlots ...string) []EventSource {
 	out := []EventSource{k.ConcertEvents(concertID)}
 	for n := 0; n < shards && shards > 1; n++ {
 		out = append(out, k.LineEvents(concertID, n))
+	}
+	for _, id := range seatSlots {
+		out = append(out, k.SeatEvents(concertID, id))
 	}
 	return out
 }
@@ -109,7 +114,11 @@ func (k Keys) AllEventStreams(ctx context.Context, c rueidis.Client, concertIDs 
 		if err != nil {
 			return nil, err
 		}
-		for _, src := range k.ConcertSources(id, n) {
+		sched, err := k.ReadSeatSlots(ctx, c, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, src := range k.ConcertSources(id, n, sched...) {
 			out = append(out, src.Stream)
 		}
 	}

@@ -297,6 +297,8 @@ func TestScriptEventsDecode(t *testing.T) {
 				from = sampleConcert
 			case keys.LineEvents("c1", 3).Stream:
 				from = keys.LineEvents("c1", 3)
+			case keys.Concert("c1").Schedule("s1").Events(): // a seat slot's (seatslot.go)
+				from = NewKeys("tr").SeatEvents("c0ncert00001", "sched0000001")
 			case walletStream:
 				from = sampleWallet
 			default:

@@ -126,13 +126,13 @@ func scriptCalls() []scriptCall {
 	copy(k9[:], bytes.Repeat([]byte{9}, 32))
 	copy(k8[:], bytes.Repeat([]byte{8}, 32))
 	entrants := []draw.Entrant{{User: "fan-1", Key: k9}, {User: "fan-2", Key: k8}}
-	return []scriptCall{
+	return append([]scriptCall{
 		{"concert_load", built(k.concertLoad(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q, Sale: &sale,
 			Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}}, Sections: []ticketrush.Section{{Name: "A", Seats: 3}}}, now)),
 			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
 				"maxholds": "15", "paused": "1", "now": at, "pow": "16", "codereq": "1", "opens": "1800000060000",
 				"pqopens": "1800000030000", "seed": strings.Repeat("07", 32), "aps": "17", "total": "6",
-				"abandon": "18000", "noshow": "19000", "shards": "21"}},
+				"abandon": "18000", "noshow": "19000", "shards": "21", "sched": "s1,s2"}},
 		{"line_arrive", built(k.lineArrive("fan-1", "cafe", now)), map[string]string{"user": "fan-1", "now": at, "code": "cafe"}},
 		{"line_enter", built(k.Shard(3).lineEnter("fan-1", arrival{seq: 7, code: "1", pow: 16, codeRequired: true},
 			ticketrush.JoinPass{PowID: "ab12", PowBits: 20, PowExpires: now.Add(time.Minute)}, lim, now)),
@@ -186,7 +186,7 @@ func scriptCalls() []scriptCall {
 		{"payment_remember", built(w.paymentRemember("finish", "fan-1", "k1", "fp1", "p1", true, now)),
 			map[string]string{"user": "fan-1", "key": "k1", "fp": "fp1", "ref": "p1", "created": "1",
 				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "now": at, "step": "finish"}},
-	}
+	}, seatSlotCalls(k, claims, lim, now, at)...)
 }
 
 // TestScriptHeaders holds every script's header against what Go builds for it, through the builder the
@@ -250,5 +250,25 @@ func TestScriptHeaders(t *testing.T) {
 			assert.Len(t, named, len(h.keys)+len(h.args), "a local names a slot the header does not")
 			assert.Empty(t, bodySlot.FindAllString(body, -1), "KEYS[i] or ARGV[i] used below the names")
 		})
+	}
+}
+
+// seatSlotCalls is the calls of the scripts of a concert whose seats have slots of their own
+// (seatslot.go): on the concert's slot, and on schedule s1's.
+func seatSlotCalls(k ConcertKeys, claims ticketrush.QueueClaims, lim UserLimit, now time.Time, at string) []scriptCall {
+	s1 := k.Schedule("s1")
+	return []scriptCall{
+		{"gate_hold", built(k.gateHold(claims, "r1", lim, now)),
+			map[string]string{"user": "fan-1", "seq": "7", "id": "r1", "now": at, "ulimit": "20", "uburst": "40"}},
+		{"gate_mark", built(k.gateMark("fan-1", "r1", now.Add(time.Second), now)),
+			map[string]string{"user": "fan-1", "id": "r1", "till": "1800000001000", "now": at}},
+		{"gate_done", built(k.gateDone("fan-1", 7, "r1", now)), map[string]string{"user": "fan-1", "seq": "7", "id": "r1", "now": at}},
+		{"inventory_carry", built(k.inventoryCarry(40, 2, now)), map[string]string{"avail": "40", "sold": "2", "now": at}},
+		{"schedule_load", built(s1.scheduleLoad(30, now)), map[string]string{"seats": "30", "now": at}},
+		{"seat_take", built(s1.seatTake(claims, "A-1", 500, "r1", now.Add(time.Second), now)),
+			map[string]string{"user": "fan-1", "seq": "7", "schedule": "s1", "seat": "A-1", "price": "500", "id": "r1",
+				"expires": "1800000001000", "now": at}},
+		{"seat_sell", built(s1.seatSell("r1", ticketrush.Payment{ID: "p1", Balance: 300, PaidAt: now.Add(time.Second)})),
+			map[string]string{"id": "r1", "payment": "p1", "balance": "300", "paid": "1800000001000"}},
 	}
 }

@@ -26,19 +26,24 @@ func NewInspector(client rueidis.Client, prefix string) *Inspector {
 // Reservations returns every reservation of a concert, by id (the res hash). A record that does not
 // decode, or lacks its status or seat, is an error.
 func (in *Inspector) Reservations(ctx context.Context, concertID string) (map[string]ticketrush.Reservation, error) {
-	key := in.keys.Concert(concertID).Reservations()
-	raw, err := in.client.Do(ctx, in.client.B().Hgetall().Key(key).Build()).AsStrMap()
+	keys, err := in.reservationKeys(ctx, concertID)
 	if err != nil {
-		return nil, fmt.Errorf("HGETALL %s: %w", key, err)
+		return nil, err
 	}
-	out := make(map[string]ticketrush.Reservation, len(raw))
-	for id, js := range raw {
-		r, err := decodeReservation(concertID, js)
-		if err != nil || r.Status == "" || r.SeatID == "" {
-			return nil, fmt.Errorf("reservation %s does not decode (%v)", id, err)
+	out := map[string]ticketrush.Reservation{}
+	for _, key := range keys {
+		raw, err := in.client.Do(ctx, in.client.B().Hgetall().Key(key).Build()).AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("HGETALL %s: %w", key, err)
 		}
-		r.ID = id
-		out[id] = r
+		for id, js := range raw {
+			r, err := decodeReservation(concertID, js)
+			if err != nil || r.Status == "" || r.SeatID == "" {
+				return nil, fmt.Errorf("reservation %s does not decode (%v)", id, err)
+			}
+			r.ID = id
+			out[id] = r
+		}
 	}
 	return out, nil
 }
@@ -46,7 +51,14 @@ func (in *Inspector) Reservations(ctx context.Context, concertID string) (map[st
 // SeatStates returns the seats of a schedule that are not available (its seats hash), by seat id;
 // a value that is no seat state is left out.
 func (in *Inspector) SeatStates(ctx context.Context, concertID, scheduleID string) (map[string]SeatState, error) {
+	sched, err := in.keys.ReadSeatSlots(ctx, in.client, concertID)
+	if err != nil {
+		return nil, err
+	}
 	key := in.keys.Concert(concertID).Seats(scheduleID)
+	if sched != nil {
+		key = in.keys.Concert(concertID).Schedule(scheduleID).Seats()
+	}
 	raw, err := in.client.Do(ctx, in.client.B().Hgetall().Key(key).Build()).AsStrMap()
 	if err != nil {
 		return nil, fmt.Errorf("HGETALL %s: %w", key, err)
@@ -262,4 +274,92 @@ func cut(stream string, info, clock *rueidis.RedisMessage) ticketrush.EventID {
 		}
 	}
 	return ticketrush.EventID{Stream: stream, Ms: now - 1, Seq: 1<<62 - 1}
+}
+
+// reservationKeys is every res hash of a concert: its own, or each schedule's of a concert whose seats
+// are spread.
+func (in *Inspector) reservationKeys(ctx context.Context, concertID string) ([]string, error) {
+	sched, err := in.keys.ReadSeatSlots(ctx, in.client, concertID)
+	if err != nil {
+		return nil, err
+	}
+	k := in.keys.Concert(concertID)
+	if sched == nil {
+		return []string{k.Reservations()}, nil
+	}
+	keys := make([]string, len(sched))
+	for i, id := range sched {
+		keys[i] = k.Schedule(id).Reservations()
+	}
+	return keys, nil
+}
+
+// SeatSlots reads every slot that holds concert c's seats, each at one moment with the cut of its
+// stream: the concert's slot (ConcertSlot) for a concert whose seats live there, else each schedule's
+// seat slot (ScheduleSlot), in the order of c's schedules.
+func (in *Inspector) SeatSlots(ctx context.Context, c ticketrush.Concert) ([]ConcertSlot, error) {
+	sched, err := in.keys.ReadSeatSlots(ctx, in.client, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	if sched == nil {
+		slot, err := in.ConcertSlot(ctx, c)
+		return []ConcertSlot{slot}, err
+	}
+	out := make([]ConcertSlot, 0, len(c.Schedules))
+	for _, s := range c.Schedules {
+		slot, err := in.ScheduleSlot(ctx, c, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, slot)
+	}
+	return out, nil
+}
+
+// ScheduleSlot reads the seat slot of schedule scheduleID of concert c (a concert whose seats are
+// spread) in one MULTI, with the cut of its stream: its reservations, seats and seat count, and the
+// count its seats give (Seats of the schedule alone).
+func (in *Inspector) ScheduleSlot(ctx context.Context, c ticketrush.Concert, scheduleID string) (ConcertSlot, error) {
+	k := in.keys.Concert(c.ID).Schedule(scheduleID)
+	slot := ConcertSlot{Reservations: map[string]ticketrush.Reservation{}, Seats: map[string]map[string]SeatState{}}
+	replies, err := in.atOnce(ctx, k.Events(), func(b rueidis.Builder) rueidis.Commands {
+		return rueidis.Commands{b.Hgetall().Key(k.Reservations()).Build(), b.Hgetall().Key(k.Seats()).Build(),
+			b.Hgetall().Key(k.Inventory()).Build()}
+	})
+	if err != nil {
+		return slot, fmt.Errorf("read schedule %s of %s: %w", scheduleID, c.ID, err)
+	}
+	raw, err := replies[0].AsStrMap()
+	if err != nil {
+		return slot, fmt.Errorf("read reservations of %s: %w", scheduleID, err)
+	}
+	for id, js := range raw {
+		r, err := decodeReservation(c.ID, js)
+		if err != nil {
+			return slot, fmt.Errorf("reservation %s: %w", id, err)
+		}
+		slot.Reservations[id] = r
+	}
+	m, err := replies[1].AsStrMap()
+	if err != nil {
+		return slot, fmt.Errorf("read seats of %s: %w", scheduleID, err)
+	}
+	states := make(map[string]SeatState, len(m))
+	for seat, v := range m {
+		if st, ok := parseSeatState(v); ok {
+			states[seat] = st
+		}
+	}
+	slot.Seats[scheduleID] = states
+	inv, err := replies[2].AsStrMap()
+	if err != nil {
+		return slot, fmt.Errorf("read inventory of %s: %w", scheduleID, err)
+	}
+	slot.Inventory, slot.InventoryOK = decodeInventory(inv)
+	one := c
+	one.Schedules = []ticketrush.Schedule{{ID: scheduleID}}
+	slot.Counted = inventoryOf(one, map[string]map[string]string{scheduleID: m})
+	slot.Cut = cut(k.Events(), &replies[3], &replies[4])
+	return slot, nil
 }

@@ -88,7 +88,11 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"line_leave":       keysOf(k.Shard(5).lineLeave("fan-42", 3)),
 		"line_left":        keysOf(k.lineLeft("fan-42", 3, "SKIP", t0)),
 	}
-	for _, name := range lua.Names() {
+	for name, keys := range seatSlotKeys(k, claims, lim) {
+		scripts[name] = keys
+	}
+	for _, name := range append(lua.Names(), "hold_cancel@schedule", "hold_sweep@schedule", "schedule_counts@schedule",
+		"payment_claim@schedule", "payment_release@schedule") {
 		keys, ok := scripts[name]
 		require.True(t, ok, "script %s has no key list in this test", name)
 		require.NotEmpty(t, keys)
@@ -97,7 +101,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 			assert.Equal(t, want, slot(key), "%s: %s is in another slot than %s", name, key, keys[0])
 		}
 	}
-	assert.Equal(t, len(scripts), len(lua.Names()), "a key list here for a script that no longer exists")
+	assert.Equal(t, len(scripts), len(lua.Names())+5, "a key list here for a script that no longer exists")
 	assert.NotEqual(t, slot(k.Events()), slot(w.Events()), "concert and wallet live in their own slots")
 	shardSlots := map[int]bool{}
 	for n := range 8 {
@@ -145,4 +149,80 @@ func TestKeyNames(t *testing.T) {
 	assert.Equal(t, "tr:{c:c1}:dkeys", k.Concert("c1").DrawKeys())
 	assert.Equal(t, "tr:{w:45}:bal", k.Wallet("fan-42").Balances())
 	assert.Equal(t, "tr:{w:45}:idem:fan-42:k1", k.Wallet("fan-42").Idempotency("fan-42", "k1"))
+}
+
+// seatSlotKeys is the keys of the scripts of a concert whose seats have slots of their own, the calls
+// of the scripts that also run on the concert's slot (hold_cancel, ...) on a schedule's slot under
+// the name "<script>@schedule".
+func seatSlotKeys(k ConcertKeys, claims ticketrush.QueueClaims, lim UserLimit) map[string][]string {
+	keysOf := func(keys, _ []string) []string { return keys }
+	s := k.Schedule("sched0000002")
+	return map[string][]string{
+		"gate_hold":                keysOf(k.gateHold(claims, "r1", lim, t0)),
+		"gate_mark":                keysOf(k.gateMark("fan-42", "r1", t0, t0)),
+		"gate_done":                keysOf(k.gateDone("fan-42", 7, "r1", t0)),
+		"inventory_carry":          keysOf(k.inventoryCarry(1, 1, t0)),
+		"schedule_load":            keysOf(s.scheduleLoad(10, t0)),
+		"seat_take":                keysOf(s.seatTake(claims, "A-1", 100, "r1", t0, t0)),
+		"seat_sell":                keysOf(s.seatSell("r1", ticketrush.Payment{})),
+		"hold_cancel@schedule":     keysOf(s.holdCancel("fan-42", "r1", lim, t0)),
+		"hold_sweep@schedule":      keysOf(s.holdSweep(t0, 50)),
+		"schedule_counts@schedule": keysOf(s.scheduleCounts(t0)),
+		"payment_claim@schedule":   keysOf(s.paymentClaim("fan-42", "r1", lim, t0)),
+		"payment_release@schedule": keysOf(s.paymentRelease("r1", t0)),
+	}
+}
+
+// TestSeatSlotsTouchOneSlotEach: each script of a schedule's seat slot touches that slot alone, each
+// schedule is a slot of its own and none is the concert's (whose scripts keep the gate and the line).
+func TestSeatSlotsTouchOneSlotEach(t *testing.T) {
+	k := NewKeys("tr").Concert("c0ncert0001x")
+	claims := ticketrush.QueueClaims{ConcertID: "c0ncert0001x", UserID: "fan-42", Seq: 7}
+	for name, keys := range seatSlotKeys(k, claims, UserLimit{Rate: 20, Burst: 40}) {
+		want := slot(k.Schedule("sched0000002").Seats())
+		if strings.HasPrefix(name, "gate_") || name == "inventory_carry" {
+			want = slot(k.Events())
+		}
+		for _, key := range keys {
+			assert.Equal(t, want, slot(key), "%s: %s", name, key)
+		}
+	}
+	slots := map[int]bool{slot(k.Events()): true}
+	for _, id := range []string{"sched0000001", "sched0000002", "sched0000003"} {
+		slots[slot(k.Schedule(id).Seats())] = true
+	}
+	assert.Len(t, slots, 4, "each schedule's seats in a slot of its own, none the concert's")
+	assert.Equal(t, "tr:{c:c1:s:s1}:seats", NewKeys("tr").Concert("c1").Schedule("s1").Seats())
+	assert.Equal(t, "tr:{c:c1}:ugate", NewKeys("tr").Concert("c1").Gate())
+}
+
+// TestSeatSlotCallsAreTheConcertSlotCalls: the scripts that run on a schedule's slot as on the
+// concert's get, from the schedule's builder, keys of the same layout names in the same order and the
+// same arguments as from the concert's builder (which TestScriptHeaders holds against each header).
+func TestSeatSlotCallsAreTheConcertSlotCalls(t *testing.T) {
+	k := NewKeys("tr").Concert("c1")
+	s := k.Schedule("s1")
+	lim := UserLimit{Rate: 20, Burst: 40}
+	names := func(keys []string) []string {
+		out := make([]string, len(keys))
+		for i, key := range keys {
+			out[i] = keyName(key)
+		}
+		return out
+	}
+	tests := []struct {
+		script   string
+		concert  call
+		schedule call
+	}{
+		{"hold_cancel", built(k.holdCancel("fan-1", "s1", "r1", lim, t0)), built(s.holdCancel("fan-1", "r1", lim, t0))},
+		{"hold_sweep", built(k.holdSweep([]string{"s1"}, t0, 50)), built(s.holdSweep(t0, 50))},
+		{"schedule_counts", built(k.scheduleCounts([]string{"s1"}, t0)), built(s.scheduleCounts(t0))},
+		{"payment_claim", built(k.paymentClaim("fan-1", "s1", "r1", lim, t0)), built(s.paymentClaim("fan-1", "r1", lim, t0))},
+		{"payment_release", built(k.paymentRelease("s1", "r1", t0)), built(s.paymentRelease("r1", t0))},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, names(tt.concert.keys), names(tt.schedule.keys), tt.script)
+		assert.Equal(t, tt.concert.args, tt.schedule.args, tt.script)
+	}
 }

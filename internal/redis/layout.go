@@ -192,6 +192,9 @@ func concertHashes(c ticketrush.Concert) (meta, cfg map[string]string) {
 		"hold": ms(q.HoldTTL), "maxholds": itoa(q.MaxHoldsPerUser), "paused": flag(q.Paused),
 		"pow": itoa(q.JoinPowBits), "codereq": flag(q.AccessCodeRequired), "aps": itoa(q.ActivePerSeat),
 		"abandon": ms(q.AbandonAfter), "noshow": ms(q.NoShow), "shards": itoa(max(1, q.LineShards))}
+	if sched := SeatSlotsOf(c); sched != "" {
+		cfg["sched"] = sched
+	}
 	return meta, cfg
 }
 

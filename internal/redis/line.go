@@ -350,6 +350,9 @@ func (s *Store) tickLine(ctx context.Context, concertID string, n int, now time.
 	}
 	slices.SortFunc(fans, func(a, b lineFan) int { return cmpSeq(a.seq, b.seq) })
 	fans = slices.DeleteFunc(fans, func(f lineFan) bool { return f.seq > cut })
+	if err := s.carryInventory(ctx, concertID, now); err != nil { // the seat slots' counts, for line_admit
+		return ticketrush.TickResult{}, fmt.Errorf("carry inventory: %w", err)
+	}
 	a, err := s.admitLine(ctx, concertID, now, batch, waiting, "tick", fans)
 	s.lines.mu.Lock()
 	s.lines.last[concertID] = len(a.left)

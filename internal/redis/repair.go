@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -35,7 +36,7 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 	for i, s := range c.Schedules {
 		scheduleIDs[i] = s.ID
 	}
-	gone := k.All(scheduleIDs)
+	gone := append(k.All(scheduleIDs), k.Gate())
 	meta, cfg := concertHashes(c)
 	cmds := []func(rueidis.Builder) rueidis.Completed{
 		func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(gone...).Build() },
@@ -55,64 +56,16 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.LeftN()).Value(leave).Build() })
 	}
 
-	records := map[string]string{}
-	seats := map[string]map[string]string{} // schedule -> seat -> state
-	holds, paying := map[string]int64{}, map[string]int64{}
-	open := map[string][]string{}
-	sold := map[string]int{}
-	for _, r := range res {
-		if r.SeatID == "" || r.Price < 0 || r.CreatedAt.IsZero() {
-			rep.Skipped = append(rep.Skipped, r.ID)
-			continue
-		}
-		if seats[r.ScheduleID] == nil {
-			seats[r.ScheduleID] = map[string]string{}
-		}
-		switch r.Status {
-		case ticketrush.ReservationPaid:
-			seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatSold, Reservation: r.ID}.String()
-			sold[r.ScheduleID]++
-			rep.Sold++
-		case ticketrush.ReservationHeld:
-			// Held, even past its expiry: the sweeper lapses it as it would have.
-			if _, taken := seats[r.ScheduleID][r.SeatID]; !taken {
-				seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatHeld, Reservation: r.ID, Expires: msOf(r.ExpiresAt)}.String()
-			}
-			holds[r.ID] = msOf(r.ExpiresAt)
-			open[r.UserID] = append(open[r.UserID], r.ID)
-			rep.Held++
-		case ticketrush.ReservationPaying:
-			// Being paid: the sweeper finishes it (debited) or releases it.
-			seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatPaying, Reservation: r.ID}.String()
-			paying[r.ID] = max(msOf(r.ClaimedAt), msOf(r.CreatedAt))
-			open[r.UserID] = append(open[r.UserID], r.ID)
-			rep.Held++
-		}
-		raw, err := encodeReservation(r.Reservation)
+	spread := SeatSlotsOf(c) != ""
+	if !spread {
+		seatCmds, inv, err := restoreSeats(&rep, seatKeysOf(k, ""), c, res)
 		if err != nil {
 			return rep, err
 		}
-		records[r.ID] = raw
-		rep.Reservations++
+		cmds = append(append(cmds, seatCmds...), hset(k.Inventory(), inventoryHash(inv))...)
+	} else if err := restoreSeatSlots(ctx, rdb, &rep, k, c, res, &cmds); err != nil {
+		return rep, err
 	}
-	cmds = append(cmds, hset(k.Reservations(), records)...)
-	for sched, m := range seats {
-		cmds = append(cmds, hset(k.Seats(sched), m)...)
-	}
-	cmds = append(cmds, zadd(k.Holds(), holds)...)
-	cmds = append(cmds, zadd(k.Paying(), paying)...)
-	uholds := map[string]string{}
-	for user, ids := range open {
-		sort.Strings(ids)
-		uholds[user] = openHolds(ids)
-	}
-	cmds = append(cmds, hset(k.UserHolds(), uholds)...)
-	soldCounts := map[string]string{}
-	for sched, n := range sold {
-		soldCounts[sched] = strconv.Itoa(n)
-	}
-	cmds = append(cmds, hset(k.Sold(), soldCounts)...)
-	cmds = append(cmds, hset(k.Inventory(), inventoryHash(inventoryOf(c, seats)))...)
 	if err := multi(ctx, rdb, cmds); err != nil {
 		return rep, err
 	}
@@ -312,4 +265,131 @@ func zadd(key string, members map[string]int64) []func(rueidis.Builder) rueidis.
 		}
 		return sm.Build()
 	}}
+}
+
+// seatKeys is where restoreSeats writes: the keys of a concert's slot, or of a schedule's seat slot.
+type seatKeys struct {
+	res, holds, paying, uholds, sold string
+	seats                            func(scheduleID string) string
+}
+
+// seatKeysOf is the seat keys of concert k's slot (scheduleID ""), or of the seat slot of scheduleID.
+func seatKeysOf(k ConcertKeys, scheduleID string) seatKeys {
+	if scheduleID == "" {
+		return seatKeys{res: k.Reservations(), holds: k.Holds(), paying: k.Paying(), uholds: k.UserHolds(), sold: k.Sold(),
+			seats: k.Seats}
+	}
+	s := k.Schedule(scheduleID)
+	return seatKeys{res: s.Reservations(), holds: s.Holds(), paying: s.Paying(), uholds: s.UserHolds(), sold: s.Sold(),
+		seats: func(string) string { return s.Seats() }}
+}
+
+// restoreSeats builds the writes of reservations res into the seat keys at, and returns the seat count
+// they give of c (whose schedules are those res may be of).
+func restoreSeats(rep *RestoredConcert, at seatKeys, c ticketrush.Concert, res []ticketrush.ReservationRecord) ([]func(rueidis.Builder) rueidis.Completed, Inventory, error) {
+	var cmds []func(rueidis.Builder) rueidis.Completed
+	records := map[string]string{}
+	seats := map[string]map[string]string{} // schedule -> seat -> state
+	holds, paying := map[string]int64{}, map[string]int64{}
+	open := map[string][]string{}
+	sold := map[string]int{}
+	for _, r := range res {
+		if r.SeatID == "" || r.Price < 0 || r.CreatedAt.IsZero() {
+			rep.Skipped = append(rep.Skipped, r.ID)
+			continue
+		}
+		if seats[r.ScheduleID] == nil {
+			seats[r.ScheduleID] = map[string]string{}
+		}
+		switch r.Status {
+		case ticketrush.ReservationPaid:
+			seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatSold, Reservation: r.ID}.String()
+			sold[r.ScheduleID]++
+			rep.Sold++
+		case ticketrush.ReservationHeld:
+			// Held, even past its expiry: the sweeper lapses it as it would have.
+			if _, taken := seats[r.ScheduleID][r.SeatID]; !taken {
+				seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatHeld, Reservation: r.ID, Expires: msOf(r.ExpiresAt)}.String()
+			}
+			holds[r.ID] = msOf(r.ExpiresAt)
+			open[r.UserID] = append(open[r.UserID], r.ID)
+			rep.Held++
+		case ticketrush.ReservationPaying:
+			// Being paid: the sweeper finishes it (debited) or releases it.
+			seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatPaying, Reservation: r.ID}.String()
+			paying[r.ID] = max(msOf(r.ClaimedAt), msOf(r.CreatedAt))
+			open[r.UserID] = append(open[r.UserID], r.ID)
+			rep.Held++
+		}
+		raw, err := encodeReservation(r.Reservation)
+		if err != nil {
+			return nil, Inventory{}, err
+		}
+		records[r.ID] = raw
+		rep.Reservations++
+	}
+	cmds = append(cmds, hset(at.res, records)...)
+	for sched, m := range seats {
+		cmds = append(cmds, hset(at.seats(sched), m)...)
+	}
+	cmds = append(cmds, zadd(at.holds, holds)...)
+	cmds = append(cmds, zadd(at.paying, paying)...)
+	uholds := map[string]string{}
+	for user, ids := range open {
+		sort.Strings(ids)
+		uholds[user] = openHolds(ids)
+	}
+	cmds = append(cmds, hset(at.uholds, uholds)...)
+	soldCounts := map[string]string{}
+	for sched, n := range sold {
+		soldCounts[sched] = strconv.Itoa(n)
+	}
+	cmds = append(cmds, hset(at.sold, soldCounts)...)
+	return cmds, inventoryOf(c, seats), nil
+}
+
+// restoreSeatSlots writes, for a concert whose seats are spread, each schedule's reservations, seats and
+// count in its seat slot (one MULTI per slot, its old keys deleted first), and adds to the concert's
+// writes (cmds) its gate (each open hold's entry: until its expiry, or PayingGate after its claim while
+// being paid) and its whole count.
+func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConcert, k ConcertKeys, c ticketrush.Concert,
+	res []ticketrush.ReservationRecord, cmds *[]func(rueidis.Builder) rueidis.Completed) error {
+	bySchedule := map[string][]ticketrush.ReservationRecord{}
+	gate := map[string][]string{}
+	for _, r := range res {
+		bySchedule[r.ScheduleID] = append(bySchedule[r.ScheduleID], r)
+		switch r.Status {
+		case ticketrush.ReservationHeld:
+			gate[r.UserID] = append(gate[r.UserID], r.ID+":"+i64toa(msOf(r.ExpiresAt)))
+		case ticketrush.ReservationPaying:
+			gate[r.UserID] = append(gate[r.UserID], r.ID+":"+i64toa(max(msOf(r.ExpiresAt), msOf(r.ClaimedAt.Add(PayingGate)))))
+		}
+	}
+	total := Inventory{}
+	for _, sc := range c.Schedules {
+		one := c
+		one.Schedules = []ticketrush.Schedule{sc}
+		sk := k.Schedule(sc.ID)
+		writes, inv, err := restoreSeats(rep, seatKeysOf(k, sc.ID), one, bySchedule[sc.ID])
+		if err != nil {
+			return err
+		}
+		gone := sk.All()
+		slot := []func(rueidis.Builder) rueidis.Completed{
+			func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(gone...).Build() }}
+		slot = append(append(slot, writes...), hset(sk.Inventory(), inventoryHash(inv))...)
+		if err := multi(ctx, rdb, slot); err != nil {
+			return err
+		}
+		total.Seats, total.Available, total.Sold = total.Seats+inv.Seats, total.Available+inv.Available, total.Sold+inv.Sold
+	}
+	total.SoldOut = total.Seats > 0 && total.Sold >= total.Seats
+	entries := map[string]string{}
+	for user, ids := range gate {
+		sort.Strings(ids)
+		entries[user] = strings.Join(ids, ",")
+	}
+	*cmds = append(*cmds, hset(k.Gate(), entries)...)
+	*cmds = append(*cmds, hset(k.Inventory(), inventoryHash(total))...)
+	return nil
 }

@@ -28,8 +28,14 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 // lapsed another fan's expired hold of the seat on the way.
 func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
 	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
-	keys, args := s.keys.Concert(c.ConcertID).seatHold(c, scheduleID, seatID, price, id, s.limit, now)
-	msg, err := s.exec(ctx, s.seatHold, keys, args)
+	var msg rueidis.RedisMessage
+	sched, err := s.seatSlots(ctx, c.ConcertID)
+	if err == nil && sched != nil {
+		msg, err = s.holdSpread(ctx, c, scheduleID, seatID, price, id, now)
+	} else if err == nil {
+		keys, args := s.keys.Concert(c.ConcertID).seatHold(c, scheduleID, seatID, price, id, s.limit, now)
+		msg, err = s.exec(ctx, s.seatHold, keys, args)
+	}
 	if errors.Is(err, ticketrush.ErrQueueTokenExpired) {
 		// seat_hold knows the concert slot's line only: a fan of a sharded line may still wait in theirs.
 		if st, serr := s.inShard(ctx, c, ticketrush.TokenState{Status: ticketrush.StatusExpired}, now); serr == nil &&
@@ -62,11 +68,15 @@ func holdReply(msg rueidis.RedisMessage, res *ticketrush.Reservation) (lapsed bo
 
 // Reservation reads one reservation.
 func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservation, error) {
-	concertID, _, ok := ticketrush.ParseReservationID(id)
+	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	raw, err := s.client.Do(ctx, s.client.B().Hget().Key(s.keys.Concert(concertID).Reservations()).Field(id).Build()).ToString()
+	key, err := s.reservationsKey(ctx, concertID, scheduleID)
+	if err != nil {
+		return ticketrush.Reservation{}, err
+	}
+	raw, err := s.client.Do(ctx, s.client.B().Hget().Key(key).Field(id).Build()).ToString()
 	if err != nil {
 		if isNil(err) {
 			return ticketrush.Reservation{}, ticketrush.ErrNotFound
@@ -83,12 +93,36 @@ func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (t
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	keys, args := s.keys.Concert(concertID).holdCancel(userID, scheduleID, id, s.limit, now)
-	return s.reservationScript(ctx, s.holdCancel, concertID, keys, args)
+	sched, err := s.seatSlots(ctx, concertID)
+	if err != nil {
+		return ticketrush.Reservation{}, err
+	}
+	if sched == nil {
+		keys, args := s.keys.Concert(concertID).holdCancel(userID, scheduleID, id, s.limit, now)
+		return s.reservationScript(ctx, s.holdCancel, concertID, keys, args)
+	}
+	keys, args := s.keys.Concert(concertID).Schedule(scheduleID).holdCancel(userID, id, s.limit, now)
+	r, err := s.reservationScript(ctx, s.holdCancel, concertID, keys, args)
+	if err != nil {
+		return r, err
+	}
+	// The cancel stands whatever the gate's step answers: a gate entry left behind runs out at the
+	// hold's expiry (and gate_mark's failure is counted in the script error metric).
+	_ = s.follow(ctx, r, now)
+	return r, nil
 }
 
 // Sweep lapses up to batch expired holds of a concert and returns how many it lapsed.
 func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error) {
+	if sched, err := s.seatSlots(ctx, concertID); err != nil {
+		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
+	} else if sched != nil {
+		n, err := s.sweepSpread(ctx, s.keys.Concert(concertID), scheduleIDs, now, batch)
+		if err != nil {
+			return n, fmt.Errorf("sweep %s: %w", concertID, err)
+		}
+		return n, nil
+	}
 	keys, args := s.keys.Concert(concertID).holdSweep(scheduleIDs, now, batch)
 	msg, err := s.exec(ctx, s.holdSweep, keys, args)
 	if err != nil {
@@ -115,6 +149,15 @@ func sweepReply(msg rueidis.RedisMessage) (int, error) {
 
 // ScheduleCounts returns the taken and sold seats of each schedule of a concert.
 func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
+	if sched, err := s.seatSlots(ctx, concertID); err != nil {
+		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
+	} else if sched != nil {
+		out, err := s.scheduleCountsSpread(ctx, s.keys.Concert(concertID), scheduleIDs, now)
+		if err != nil {
+			return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
+		}
+		return out, nil
+	}
 	keys, args := s.keys.Concert(concertID).scheduleCounts(scheduleIDs, now)
 	msg, err := s.exec(ctx, s.scheduleCounts, keys, args)
 	if err != nil {
@@ -141,6 +184,11 @@ func countsReply(msg rueidis.RedisMessage, scheduleIDs []string) ([]ticketrush.S
 
 // GatedScheduleCounts returns the token's state and the schedule counts, in one round trip.
 func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
+	if sched, err := s.seatSlots(ctx, c.ConcertID); err != nil {
+		return ticketrush.TokenState{}, nil, err
+	} else if sched != nil {
+		return s.gatedCountsSpread(ctx, c, scheduleIDs, now)
+	}
 	keys, args := s.keys.Concert(c.ConcertID).scheduleCounts(scheduleIDs, now)
 	counts := func() rueidis.Completed { return s.evalsha(s.scheduleCounts, keys, args) }
 	st, data, err := s.gated(ctx, c, now, counts)
@@ -162,9 +210,11 @@ func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaim
 // GatedSeats returns the token's state and the schedule's seat states (seat -> raw state, for the seats
 // that are not plainly available), in one round trip.
 func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error) {
-	read := func() rueidis.Completed {
-		return s.client.B().Hgetall().Key(s.keys.Concert(c.ConcertID).Seats(scheduleID)).Build()
+	key, err := s.seatsKey(ctx, c.ConcertID, scheduleID)
+	if err != nil {
+		return ticketrush.TokenState{}, nil, err
 	}
+	read := func() rueidis.Completed { return s.client.B().Hgetall().Key(key).Build() }
 	st, data, err := s.gated(ctx, c, now, read)
 	if err != nil {
 		return st, nil, err
@@ -209,10 +259,13 @@ func seatsReply(msg rueidis.RedisMessage, now time.Time) (map[string]ticketrush.
 // TakenSeats reads the seats of each schedule of a concert that are not plainly free (HGETALL of each
 // schedule's seats hash, pipelined in one round trip): what an instance's seat view keeps.
 func (s *Store) TakenSeats(ctx context.Context, concertID string, scheduleIDs []string) ([]map[string]ticketrush.TakenSeat, error) {
-	k := s.keys.Concert(concertID)
 	cmds := make(rueidis.Commands, len(scheduleIDs))
 	for i, id := range scheduleIDs {
-		cmds[i] = s.client.B().Hgetall().Key(k.Seats(id)).Build()
+		key, err := s.seatsKey(ctx, concertID, id)
+		if err != nil {
+			return nil, err
+		}
+		cmds[i] = s.client.B().Hgetall().Key(key).Build()
 	}
 	out := make([]map[string]ticketrush.TakenSeat, len(scheduleIDs))
 	for i, res := range s.client.DoMulti(ctx, cmds...) {

@@ -26,7 +26,8 @@ import (
 // storm's scripts cost (INFO commandstats usec of EVALSHA and EVAL, which include the commands they run;
 // the few plain reads the store sends are left out, and a script's inner commands are not counted twice)
 // and the busiest share, over the whole storm and for the joins (with the ticks) and the holds (with the
-// cancels) apart.
+// cancels) apart. Created as the service creates a concert on a cluster, its seats too are spread, a slot
+// per schedule.
 //
 //	go test -run '^$' -bench OneConcertSpreadOnCluster -benchtime 1x ./internal/redis/
 func BenchmarkOneConcertSpreadOnCluster(b *testing.B) {

@@ -79,6 +79,12 @@ type Store struct {
 	limit UserLimit // the per-user rate of join, hold, cancel, pay and charge; zero: off
 
 	sources map[string]string // scripts run in place of the embedded ones (WithScript; tests only)
+
+	// The seat slots of a concert whose seats are spread (seatslot.go).
+	seatSlotCache                                          seatSlotCache
+	gateHoldSc, gateMarkSc, gateDoneSc, seatTake, seatSell *script
+	scheduleLoad, inventoryCarry                           *script
+	crash                                                  func(step string) error // a chain's step boundary; tests only
 }
 
 // LimitUsers sets the per-user rate the state-changing scripts enforce (0 turns it off). Call it before
@@ -123,6 +129,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 	s.drawPlace = s.newScript("draw_place", false)
 	s.drawStatus = s.newScript("draw_status", true)
 	s.prequeueLeave = s.newScript("prequeue_leave", false)
+	s.newSeatSlotScripts()
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "ticketrush_redis_up",
 		Help: "1 when Redis served every hash slot the service needs at the last scrape (Store.Ping), else 0.",

@@ -43,24 +43,30 @@ func Reconcile(ctx context.Context, rdb rueidis.Client, led Ledger, prefix, grou
 	var debits []string         // payment ids of the sold seats
 	price := map[string]int64{} // payment id -> price
 	for _, c := range concerts {
-		snap, err := in.ConcertSlot(ctx, c)
+		// The concert's slot, or each schedule's seat slot of a concert whose seats are spread: each
+		// read with its own stream's cut, against the record as of that cut (its reservations' events
+		// are all in that stream). The seat count a tick carries onto a spread concert's slot may trail
+		// the schedules' by a tick and is not compared; each schedule's own count is.
+		slots, err := in.SeatSlots(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		if err := waitWritten(ctx, rdb, group, snap.Cut, deadline); err != nil {
-			diffs = append(diffs, err.Error())
-			continue
-		}
-		rec, err := led.ReservationsAt(ctx, snap.Cut)
-		if err != nil {
-			return nil, err
-		}
-		diffs = append(diffs, compareConcert(c.ID, snap, rec)...)
-		diffs = append(diffs, compareInventory(c, snap)...)
-		for _, r := range snap.Reservations {
-			if r.Status == ticketrush.ReservationPaid && r.PaymentID != "" {
-				debits = append(debits, r.PaymentID)
-				price[r.PaymentID] = r.Price
+		for _, snap := range slots {
+			if err := waitWritten(ctx, rdb, group, snap.Cut, deadline); err != nil {
+				diffs = append(diffs, err.Error())
+				continue
+			}
+			rec, err := led.ReservationsAt(ctx, snap.Cut)
+			if err != nil {
+				return nil, err
+			}
+			diffs = append(diffs, compareConcert(c.ID, snap, rec)...)
+			diffs = append(diffs, compareInventory(c, snap)...)
+			for _, r := range snap.Reservations {
+				if r.Status == ticketrush.ReservationPaid && r.PaymentID != "" {
+					debits = append(debits, r.PaymentID)
+					price[r.PaymentID] = r.Price
+				}
 			}
 		}
 	}

@@ -43,7 +43,10 @@ type Worker struct {
 	// lineShards is each listed concert's line shards (fixed at creation): a sharded line's joins are
 	// in a stream per shard.
 	lineShards map[string]int
-	lastSync   time.Time
+	// seatSlots is each listed concert's schedules whose seats have a slot of their own, with a stream
+	// each (read with its line shards, fixed at creation too).
+	seatSlots map[string][]string
+	lastSync  time.Time
 
 	// flight holds the entries taken for the writers and not yet acknowledged or dead-lettered, with
 	// when each was last kept (claimed by this worker again, idle time reset): a claim must not hand them
@@ -64,7 +67,7 @@ func New(rdb rueidis.Client, record Recorder, prefix string, concerts func() []s
 		rdb: rdb, record: record, keys: redis.NewKeys(prefix), state: NewState(rdb, prefix), concerts: concerts,
 		cfg: cfg.withDefaults(), now: now, log: log, metrics: newMetrics(reg), warnings: newWarnings(log, now, reg),
 		sources: map[string]*source{}, grouped: map[string]bool{}, writerOf: map[string]int{}, lineShards: map[string]int{},
-		flight: map[flightKey]time.Time{},
+		seatSlots: map[string][]string{}, flight: map[flightKey]time.Time{},
 	}
 }
 
@@ -158,9 +161,14 @@ func (w *Worker) syncStreams(ctx context.Context) {
 				w.warnings.warn(warnCreateGroup, "stream", id, "err", err)
 				continue // listed again next round
 			}
-			w.lineShards[id] = n
+			sched, err := w.keys.ReadSeatSlots(ctx, w.rdb, id)
+			if err != nil {
+				w.warnings.warn(warnCreateGroup, "stream", id, "err", err)
+				continue
+			}
+			w.lineShards[id], w.seatSlots[id] = n, sched
 		}
-		for _, src := range w.keys.ConcertSources(id, n) {
+		for _, src := range w.keys.ConcertSources(id, n, w.seatSlots[id]...) {
 			if w.sources[src.Stream] == nil {
 				w.addSource(&source{EventSource: src})
 				added = true

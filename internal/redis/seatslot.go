@@ -1,0 +1,392 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// The seats of a concert whose line is spread (lineShards > 1) live in a slot per schedule
+// (seatslot_keys.go). A step that touched the concert's slot alone now crosses two, and is a short chain
+// of idempotent steps keyed by the reservation id, as a payment is (docs/scaleout.md, "Seat slots"):
+//
+//   - a hold: gate_hold on the concert's slot (rate, token ACTIVE, shown up, one of the fan's
+//     maxHoldsPerUser reserved until the hold's expiry), then seat_take on the schedule's; a refusal there
+//     gives the gate entry back (gate_mark). A crash between the two leaves a gate entry that stops
+//     counting at the expiry the hold would have had.
+//   - a cancel, a payment's claim, release and sale: the reservation's step on the schedule's slot, then
+//     its gate entry follows it on the concert's slot (gate_mark; gate_done after a sale, which makes the
+//     fan's token DONE when it was their last open hold). A crash between leaves an entry that counts at
+//     most until the hold's expiry, or PayingGate after a claim.
+//   - a lapse needs no step on the concert's slot: the gate entry ran out with the hold.
+//
+// A concert whose seats live in its own slot runs the scripts of seats.go and payment.go, as before.
+
+// PayingGate is how long after a claim a reservation being paid keeps counting against its fan's hold
+// limit, at least (and at least until its hold's expiry): longer than the sweeper takes to finish or
+// undo a payment left claimed (30 s), whose step then sets the entry to what the reservation became.
+const PayingGate = time.Minute
+
+// seatSlotCache caches each concert's schedules with seat slots of their own (nil: its seats live in
+// the concert's slot), read once per concert from its settings (fixed at creation).
+type seatSlotCache struct {
+	mu        sync.Mutex
+	schedules map[string][]string
+}
+
+// seatSlots returns the schedules of a concert whose seats have slots of their own, or nil when its
+// seats live in the concert's slot (a line of one slot, a concert created before seat slots existed,
+// or a concert not in Redis: then the scripts answer NOT_FOUND and nothing is cached).
+func (s *Store) seatSlots(ctx context.Context, concertID string) ([]string, error) {
+	s.seatSlotCache.mu.Lock()
+	sched, ok := s.seatSlotCache.schedules[concertID]
+	s.seatSlotCache.mu.Unlock()
+	if ok {
+		return sched, nil
+	}
+	v, err := s.client.Do(ctx, s.client.B().Hmget().Key(s.keys.Concert(concertID).Cfg()).Field("cap", "sched").Build()).ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("seat slots %s: %w", concertID, unavailable(err))
+	}
+	if v[0].IsNil() {
+		return nil, nil
+	}
+	if !v[1].IsNil() {
+		raw, _ := v[1].ToString()
+		sched = splitSchedules(raw)
+	}
+	s.seatSlotCache.mu.Lock()
+	if s.seatSlotCache.schedules == nil {
+		s.seatSlotCache.schedules = map[string][]string{}
+	}
+	s.seatSlotCache.schedules[concertID] = sched
+	s.seatSlotCache.mu.Unlock()
+	return sched, nil
+}
+
+func splitSchedules(raw string) []string {
+	if raw == "" {
+		return nil
+	}
+	return strings.Split(raw, ",")
+}
+
+// loadSchedules writes the seat count of each schedule of a concert whose seats are spread, where it is
+// not there yet (schedule_load, one pipelined round trip).
+func (s *Store) loadSchedules(ctx context.Context, c ticketrush.Concert, now time.Time) error {
+	if SeatSlotsOf(c) == "" {
+		return nil
+	}
+	k := s.keys.Concert(c.ID)
+	calls := make([]call, len(c.Schedules))
+	for i, sc := range c.Schedules {
+		calls[i] = built(k.Schedule(sc.ID).scheduleLoad(c.TotalSeats(), now))
+	}
+	_, err := s.execMulti(ctx, s.scheduleLoad, calls)
+	return err
+}
+
+// holdSpread is a hold of a concert whose seats are spread: gate_hold, then seat_take, then the gate
+// entry given back when seat_take refused. An answer lost on the way (ErrUnavailable) gives nothing back:
+// the seat may be held; the entry runs out with the hold either way.
+func (s *Store) holdSpread(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
+	k := s.keys.Concert(c.ConcertID)
+	expires, err := s.gateHold(ctx, c, id, now)
+	if err != nil {
+		return rueidis.RedisMessage{}, err
+	}
+	if err := s.crashAt("gate"); err != nil {
+		return rueidis.RedisMessage{}, err
+	}
+	keys, args := k.Schedule(scheduleID).seatTake(c, seatID, price, id, expires, now)
+	msg, err := s.exec(ctx, s.seatTake, keys, args)
+	if err != nil && !lost(err) {
+		if err := s.crashAt("take"); err != nil {
+			return rueidis.RedisMessage{}, err
+		}
+		// The fan's hold limit back at once; if this fails too, the entry runs out at expires.
+		_ = s.gateMark(ctx, k, c.UserID, id, time.Time{}, now)
+	}
+	return msg, err
+}
+
+// gateHold is step 1 of a hold of a concert whose seats are spread: the hold's expiry, or the gate's
+// refusal.
+func (s *Store) gateHold(ctx context.Context, c ticketrush.QueueClaims, id string, now time.Time) (time.Time, error) {
+	keys, args := s.keys.Concert(c.ConcertID).gateHold(c, id, s.limit, now)
+	msg, err := s.exec(ctx, s.gateHoldSc, keys, args)
+	if err != nil {
+		return time.Time{}, err
+	}
+	ms, err := msg.ToInt64()
+	if err != nil || ms <= now.UnixMilli() {
+		return time.Time{}, fmt.Errorf("gate_hold reply: %d (%v)", ms, err)
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// gateMark sets the user's gate entry of reservation id to count until until (zero: removed).
+func (s *Store) gateMark(ctx context.Context, k ConcertKeys, userID, id string, until, now time.Time) error {
+	keys, args := k.gateMark(userID, id, until, now)
+	_, err := s.exec(ctx, s.gateMarkSc, keys, args)
+	return err
+}
+
+// follow sets the gate entry of r, as its step on the schedule's slot left it, on the concert's slot:
+// counting until its expiry while HELD, until PayingGate after now at least while being paid, the sale's
+// gate_done once PAID, and gone otherwise.
+func (s *Store) follow(ctx context.Context, r ticketrush.Reservation, now time.Time) error {
+	if err := s.crashAt("follow"); err != nil {
+		return err
+	}
+	k := s.keys.Concert(r.ConcertID)
+	switch r.Status {
+	case ticketrush.ReservationHeld:
+		return s.gateMark(ctx, k, r.UserID, r.ID, r.ExpiresAt, now)
+	case ticketrush.ReservationPaying:
+		until := now.Add(PayingGate)
+		if r.ExpiresAt.After(until) {
+			until = r.ExpiresAt
+		}
+		return s.gateMark(ctx, k, r.UserID, r.ID, until, now)
+	case ticketrush.ReservationPaid:
+		keys, args := k.gateDone(r.UserID, r.Seq, r.ID, now)
+		_, err := s.exec(ctx, s.gateDoneSc, keys, args)
+		return err
+	}
+	return s.gateMark(ctx, k, r.UserID, r.ID, time.Time{}, now)
+}
+
+// lost reports whether err may hide a step that ran (the answer was lost), rather than a refusal.
+func lost(err error) bool {
+	return errors.Is(err, ticketrush.ErrUnavailable) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded)
+}
+
+// crashAt is the crash hook of the chains' step boundaries (tests only: a test sets Store.crash).
+func (s *Store) crashAt(step string) error {
+	if s.crash == nil {
+		return nil
+	}
+	return s.crash(step)
+}
+
+// sweepSpread lapses expired holds of each schedule of a concert whose seats are spread, one pipelined
+// round trip over the schedules' slots.
+func (s *Store) sweepSpread(ctx context.Context, k ConcertKeys, scheduleIDs []string, now time.Time, batch int) (int, error) {
+	calls := make([]call, len(scheduleIDs))
+	for i, id := range scheduleIDs {
+		calls[i] = built(k.Schedule(id).holdSweep(now, batch))
+	}
+	msgs, err := s.execMulti(ctx, s.holdSweep, calls)
+	total := 0
+	for _, msg := range msgs {
+		if n, rerr := sweepReply(msg); rerr == nil {
+			total += n
+		}
+	}
+	return total, err
+}
+
+// scheduleCountsSpread reads each schedule's counts on its slot, one pipelined round trip.
+func (s *Store) scheduleCountsSpread(ctx context.Context, k ConcertKeys, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
+	calls := make([]call, len(scheduleIDs))
+	for i, id := range scheduleIDs {
+		calls[i] = built(k.Schedule(id).scheduleCounts(now))
+	}
+	msgs, err := s.execMulti(ctx, s.scheduleCounts, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ticketrush.ScheduleCount, len(scheduleIDs))
+	for i, msg := range msgs {
+		one, err := countsReply(msg, scheduleIDs[i:i+1])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = one[0]
+	}
+	return out, nil
+}
+
+// gatedCountsSpread is GatedScheduleCounts of a concert whose seats are spread: the token check on the
+// concert's slot and each schedule's counts on its own, in one pipelined round trip (two when Redis did
+// not know a script yet).
+func (s *Store) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
+	k := s.keys.Concert(c.ConcertID)
+	keys, args := k.queueStatus(c, now)
+	cmds := rueidis.Commands{s.evalsha(s.status, keys, args), s.shown(c)()}
+	for _, id := range scheduleIDs {
+		ck, ca := k.Schedule(id).scheduleCounts(now)
+		cmds = append(cmds, s.evalsha(s.scheduleCounts, ck, ca))
+	}
+	res := s.client.DoMulti(ctx, cmds...)
+	for _, r := range res {
+		if isNoScript(r.Error()) {
+			st, err := s.Gate(ctx, c, now)
+			if err != nil || st.Status.GateError() != nil {
+				return st, nil, err
+			}
+			counts, err := s.scheduleCountsSpread(ctx, k, scheduleIDs, now)
+			return st, counts, err
+		}
+	}
+	msg, err := res[0].ToMessage()
+	if err != nil {
+		return ticketrush.TokenState{}, nil, fmt.Errorf("token status: %w", s.scriptError(s.status, err))
+	}
+	st, err := tokenState(msg)
+	if err == nil {
+		st, err = s.inShard(ctx, c, st, now)
+	}
+	if err != nil || st.Status.GateError() != nil {
+		return st, nil, err
+	}
+	out := make([]ticketrush.ScheduleCount, len(scheduleIDs))
+	for i := range scheduleIDs {
+		msg, err := res[2+i].ToMessage()
+		if err != nil {
+			return st, nil, fmt.Errorf("schedule counts: %w", s.scriptError(s.scheduleCounts, err))
+		}
+		one, err := countsReply(msg, scheduleIDs[i:i+1])
+		if err != nil {
+			return st, nil, err
+		}
+		out[i] = one[0]
+	}
+	return st, out, nil
+}
+
+// seatsKey is the seats hash of a schedule, in whichever slot the concert keeps it.
+func (s *Store) seatsKey(ctx context.Context, concertID, scheduleID string) (string, error) {
+	sched, err := s.seatSlots(ctx, concertID)
+	if err != nil {
+		return "", err
+	}
+	k := s.keys.Concert(concertID)
+	if sched != nil {
+		return k.Schedule(scheduleID).Seats(), nil
+	}
+	return k.Seats(scheduleID), nil
+}
+
+// reservationsKey is the res hash that holds the reservations of a schedule.
+func (s *Store) reservationsKey(ctx context.Context, concertID, scheduleID string) (string, error) {
+	sched, err := s.seatSlots(ctx, concertID)
+	if err != nil {
+		return "", err
+	}
+	k := s.keys.Concert(concertID)
+	if sched != nil {
+		return k.Schedule(scheduleID).Reservations(), nil
+	}
+	return k.Reservations(), nil
+}
+
+// stuckSpread lists the reservations claimed before before over every schedule's slot (one pipelined
+// round trip), oldest claims first, at most limit.
+func (s *Store) stuckSpread(ctx context.Context, k ConcertKeys, scheduleIDs []string, before time.Time, limit int) ([]string, error) {
+	cmds := make(rueidis.Commands, len(scheduleIDs))
+	for i, id := range scheduleIDs {
+		cmds[i] = s.client.B().Zrangebyscore().Key(k.Schedule(id).Paying()).Min("-inf").Max(millis(before)).
+			Withscores().Limit(0, int64(limit)).Build()
+	}
+	type claimed struct {
+		id string
+		at float64
+	}
+	var all []claimed
+	for _, r := range s.client.DoMulti(ctx, cmds...) {
+		zs, err := r.AsZScores()
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		for _, z := range zs {
+			all = append(all, claimed{id: z.Member, at: z.Score})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].at < all[j].at })
+	out := make([]string, 0, min(limit, len(all)))
+	for _, c := range all[:min(limit, len(all))] {
+		out = append(out, c.id)
+	}
+	return out, nil
+}
+
+// carryInventory writes the sum of the schedules' seat counts of a concert whose seats are spread onto
+// the concert's inv (inventory_carry), where the line's scripts read it: a pipelined read of every
+// schedule's count and the holds past their expiry not lapsed yet, then one script call. The admission
+// tick of a sharded line runs it before line_admit, so sold-out closes the line within a tick. A concert
+// whose seats live in its own slot has nothing to carry (its seat scripts keep inv themselves).
+func (s *Store) carryInventory(ctx context.Context, concertID string, now time.Time) error {
+	sched, err := s.seatSlots(ctx, concertID)
+	if err != nil || sched == nil {
+		return err
+	}
+	k := s.keys.Concert(concertID)
+	cmds := make(rueidis.Commands, 0, 2*len(sched))
+	for _, id := range sched {
+		sk := k.Schedule(id)
+		cmds = append(cmds, s.client.B().Hmget().Key(sk.Inventory()).Field("avail", "sold").Build(),
+			s.client.B().Zcount().Key(sk.Holds()).Min("-inf").Max(millis(now)).Build())
+	}
+	res := s.client.DoMulti(ctx, cmds...)
+	var avail, sold int64
+	for i, id := range sched {
+		counts, err := res[2*i].ToArray()
+		if err != nil {
+			return fmt.Errorf("seat count of %s: %w", id, unavailable(err))
+		}
+		if len(counts) != 2 || counts[0].IsNil() {
+			return fmt.Errorf("seat count of %s: not loaded", id)
+		}
+		a, aerr := counts[0].AsInt64()
+		n, serr := counts[1].AsInt64()
+		lapsed, lerr := res[2*i+1].AsInt64()
+		if err := errors.Join(aerr, serr, lerr); err != nil {
+			return fmt.Errorf("seat count of %s: %w", id, unavailable(err))
+		}
+		avail += a + lapsed
+		sold += n
+	}
+	keys, args := k.inventoryCarry(avail, sold, now)
+	_, err = s.exec(ctx, s.inventoryCarry, keys, args)
+	return err
+}
+
+// ReadSeatSlots reads the schedules of a concert whose seats have slots of their own from its settings
+// (nil when they live in the concert's slot, or the concert is not in Redis).
+func (k Keys) ReadSeatSlots(ctx context.Context, c rueidis.Client, concertID string) ([]string, error) {
+	v, err := c.Do(ctx, c.B().Hget().Key(k.Concert(concertID).Cfg()).Field("sched").Build()).ToString()
+	if isNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("seat slots of %s: %w", concertID, err)
+	}
+	return splitSchedules(v), nil
+}
+
+// SeatEvents is the event stream of a schedule's seat slot (a concert whose seats are spread).
+func (k Keys) SeatEvents(concertID, scheduleID string) EventSource {
+	s := k.Concert(concertID).Schedule(scheduleID)
+	return EventSource{Stream: s.Events(), DeadLetters: s.DeadLetters(), ConcertID: concertID, Schedule: scheduleID}
+}
+
+func (s *Store) newSeatSlotScripts() {
+	s.gateHoldSc = s.newScript("gate_hold", false)
+	s.gateMarkSc = s.newScript("gate_mark", false)
+	s.gateDoneSc = s.newScript("gate_done", false)
+	s.seatTake = s.newScript("seat_take", false)
+	s.seatSell = s.newScript("seat_sell", false)
+	s.scheduleLoad = s.newScript("schedule_load", false)
+	s.inventoryCarry = s.newScript("inventory_carry", false)
+}

@@ -1,0 +1,132 @@
+package redis
+
+import (
+	"strings"
+	"time"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// A concert whose line is spread over several slots (lineShards > 1) has its seats spread too: each
+// schedule's seats, holds, reservations, payments being made, sold count and seat count, and an event
+// stream of their own, in a slot of their own tagged {c:<id>:s:<schedule>} (docs/scaleout.md, "Seat
+// slots"). The concert's slot keeps what the line reads: the fans' open holds over every schedule (the
+// gate, ugate) and the concert's seat count, which the tick carries there from the schedules' counts.
+// A concert of one slot keeps every seat key in the concert's slot, as before.
+
+// SeatSlotsOf is the cfg value naming the schedules of a concert whose seats have slots of their own
+// ("" for one whose seats live in the concert's slot): what concert_load and restore write as sched.
+func SeatSlotsOf(c ticketrush.Concert) string {
+	if c.Queue.LineShards <= 1 {
+		return ""
+	}
+	return strings.Join(c.ScheduleIDs(), ",")
+}
+
+// Schedule returns the keys of the slot of a schedule's seats, for a concert whose seats are spread.
+func (c ConcertKeys) Schedule(scheduleID string) ScheduleKeys {
+	// shard is "<prefix>:{c:<id>:q": the tag's opening, to which a shard appends its number.
+	return ScheduleKeys{base: strings.TrimSuffix(c.shard, "q") + "s:" + scheduleID + "}:", schedule: scheduleID}
+}
+
+// Gate is the concert's hash user -> the fan's open holds over every schedule, '<res>:<until ms>' each
+// (gate_hold): the per-fan hold limit of a concert whose seats are spread.
+func (c ConcertKeys) Gate() string { return c.base + "ugate" }
+
+// ScheduleKeys names the keys of one schedule's slot; all share the hash tag {c:<id>:s:<schedule>}.
+// Its keys hold what the concert's keys of the same names hold, for the schedule alone, so that the
+// seat scripts that touch one schedule (hold_cancel, hold_sweep, schedule_counts, payment_claim,
+// payment_release) run on either unchanged.
+type ScheduleKeys struct{ base, schedule string }
+
+func (s ScheduleKeys) Seats() string        { return s.base + "seats" }
+func (s ScheduleKeys) Holds() string        { return s.base + "holds" }
+func (s ScheduleKeys) Reservations() string { return s.base + "res" }
+func (s ScheduleKeys) UserHolds() string    { return s.base + "uholds" }
+func (s ScheduleKeys) Paying() string       { return s.base + "paying" }
+func (s ScheduleKeys) Sold() string         { return s.base + "sold" }
+func (s ScheduleKeys) Inventory() string    { return s.base + "inv" }
+func (s ScheduleKeys) Events() string       { return s.base + "events" }
+func (s ScheduleKeys) DeadLetters() string  { return s.base + "dead" }
+
+// UserRate is a user's rate bucket for the calls that start on the schedule's slot (cancel, pay).
+func (s ScheduleKeys) UserRate(userID string) string { return s.base + "rl:" + userID }
+
+// All returns the schedule slot's keys but its rate buckets (which expire on their own).
+func (s ScheduleKeys) All() []string {
+	return []string{s.Seats(), s.Holds(), s.Reservations(), s.UserHolds(), s.Paying(), s.Sold(), s.Inventory(),
+		s.Events(), s.DeadLetters()}
+}
+
+// gateHold is gate_hold's call: step 1 of the hold of reservation resID by the fan of claims.
+func (c ConcertKeys) gateHold(claims ticketrush.QueueClaims, resID string, l UserLimit, now time.Time) (keys, args []string) {
+	keys = []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Gate(), c.NoShow(), c.UserRate(claims.UserID)}
+	return keys, []string{claims.UserID, utoa(claims.Seq), resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
+}
+
+// gateMark is gate_mark's call: the user's gate entry of resID counts until until (zero: removed).
+func (c ConcertKeys) gateMark(userID, resID string, until, now time.Time) (keys, args []string) {
+	u := ""
+	if !until.IsZero() {
+		u = millis(until)
+	}
+	return []string{c.Gate()}, []string{userID, resID, u, millis(now)}
+}
+
+// gateDone is gate_done's call: the sale of resID, by the fan of token seq, on the concert's side.
+func (c ConcertKeys) gateDone(userID string, seq uint64, resID string, now time.Time) (keys, args []string) {
+	keys = []string{c.Gate(), c.Active(), c.ActiveSeq(), c.Done(), c.Events()}
+	return keys, []string{userID, utoa(seq), resID, millis(now)}
+}
+
+// inventoryCarry is inventory_carry's call: the schedules' counts summed onto the concert's.
+func (c ConcertKeys) inventoryCarry(avail, sold int64, now time.Time) (keys, args []string) {
+	return []string{c.Inventory(), c.Events()}, []string{i64toa(avail), i64toa(sold), millis(now)}
+}
+
+// scheduleLoad is schedule_load's call: the schedule's seat count of seats seats.
+func (s ScheduleKeys) scheduleLoad(seats int, now time.Time) (keys, args []string) {
+	return []string{s.Inventory(), s.Events()}, []string{itoa(seats), millis(now)}
+}
+
+// seatTake is seat_take's call: step 2 of the hold of seatID at price as resID, until expires.
+func (s ScheduleKeys) seatTake(claims ticketrush.QueueClaims, seatID string, price int64, resID string, expires, now time.Time) (keys, args []string) {
+	keys = []string{s.Seats(), s.Holds(), s.Reservations(), s.UserHolds(), s.Events(), s.Inventory()}
+	args = []string{claims.UserID, utoa(claims.Seq), s.schedule, seatID, i64toa(price), resID, millis(expires), millis(now)}
+	return keys, args
+}
+
+// seatSell is seat_sell's call: the sale of resID, paid by d, on the schedule's side.
+func (s ScheduleKeys) seatSell(resID string, d ticketrush.Payment) (keys, args []string) {
+	keys = []string{s.Seats(), s.Reservations(), s.Paying(), s.UserHolds(), s.Sold(), s.Events(), s.Inventory()}
+	return keys, []string{resID, d.ID, i64toa(d.Balance), millis(d.PaidAt)}
+}
+
+// holdCancel is hold_cancel's call on the schedule's slot.
+func (s ScheduleKeys) holdCancel(userID, resID string, l UserLimit, now time.Time) (keys, args []string) {
+	keys = []string{s.Seats(), s.Holds(), s.Reservations(), s.UserHolds(), s.Events(), s.Inventory(), s.UserRate(userID)}
+	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
+}
+
+// holdSweep is hold_sweep's call on the schedule's slot.
+func (s ScheduleKeys) holdSweep(now time.Time, batch int) (keys, args []string) {
+	keys = []string{s.Holds(), s.Reservations(), s.UserHolds(), s.Events(), s.Inventory(), s.Seats()}
+	return keys, []string{millis(now), itoa(batch), s.schedule}
+}
+
+// scheduleCounts is schedule_counts's call on the schedule's slot.
+func (s ScheduleKeys) scheduleCounts(now time.Time) (keys, args []string) {
+	return []string{s.Holds(), s.Reservations(), s.Sold(), s.Seats()}, []string{millis(now), s.schedule}
+}
+
+// paymentClaim is payment_claim's call on the schedule's slot.
+func (s ScheduleKeys) paymentClaim(userID, resID string, l UserLimit, now time.Time) (keys, args []string) {
+	keys = []string{s.Seats(), s.Holds(), s.Reservations(), s.Paying(), s.Events(), s.UserRate(userID)}
+	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
+}
+
+// paymentRelease is payment_release's call on the schedule's slot.
+func (s ScheduleKeys) paymentRelease(resID string, now time.Time) (keys, args []string) {
+	keys = []string{s.Seats(), s.Holds(), s.Reservations(), s.Paying(), s.UserHolds(), s.Events(), s.Inventory()}
+	return keys, []string{resID, millis(now)}
+}

@@ -1,0 +1,62 @@
+-- gate_hold: step 1 of a hold of a concert whose seats are spread over slots of their own (one per
+-- schedule): on the concert's slot, the checks of seat_hold that are not the seat's. The fan's rate, the
+-- token ACTIVE, the fan shown up (off the no-show watch), and one of the fan's maxHoldsPerUser reserved
+-- for reservation id until the hold's expiry. Each gate entry counts until its time: a hold's expiry, or
+-- a while longer once it is being paid (gate_mark), so an entry whose hold never came (a crash between
+-- the steps) or whose give-back was lost stops counting by itself when the hold would have lapsed.
+-- Idempotent by id: a second call for the same id reserves nothing more and replies with its time.
+-- KEYS[1] cfg      hash: hold (ms), maxholds
+-- KEYS[2] wait     zset: member user, score seq
+-- KEYS[3] active   zset: member user, score activeUntil (ms)
+-- KEYS[4] aseq     hash: user -> seq of the ACTIVE token
+-- KEYS[5] ugate    hash: user -> comma list of '<res>:<until ms>', the fan's open holds over every schedule
+-- KEYS[6] noshow   zset: member user: a gated call, so the fan has shown up
+-- KEYS[7] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
+-- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] id (of the new reservation)  ARGV[4] now (ms)
+-- ARGV[5] ulimit (requests/s, 0 = off)  ARGV[6] uburst
+-- Reply: the hold's expiry (ms), which step 2 (seat_take) gives the reservation
+-- Errors: NOT_FOUND (no such concert), QUEUE_NOT_ACTIVE (token still WAITING), QUEUE_TOKEN_EXPIRED (token
+--         not live), HOLD_LIMIT_REACHED, RATE_LIMITED
+local cfg, wait, active, aseq, ugate, noshow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local rl = KEYS[7]
+local user, seq, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local ulimit, uburst = tonumber(ARGV[5]), tonumber(ARGV[6])
+local t = tonumber(now)
+local conf = redis.call('HMGET', cfg, 'hold', 'maxholds')
+if not conf[1] then
+  return redis.error_reply('NOT_FOUND')
+end
+if ulimit > 0 then
+  local gap = 1000 / ulimit
+  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, t)
+  if tat - t > gap * (uburst - 1) then
+    return redis.error_reply('RATE_LIMITED')
+  end
+  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - t) + 1)
+end
+if redis.call('HGET', aseq, user) ~= seq or tonumber(redis.call('ZSCORE', active, user) or 0) <= t then
+  if tonumber(redis.call('ZSCORE', wait, user)) == tonumber(seq) then
+    return redis.error_reply('QUEUE_NOT_ACTIVE')
+  end
+  return redis.error_reply('QUEUE_TOKEN_EXPIRED')
+end
+
+redis.call('ZREM', noshow, user) -- a gated call: the fan showed up, whatever the seat's answer
+
+-- The fan's entries still counting; one for id already is this call again.
+local live = {}
+for rid, till in string.gmatch(redis.call('HGET', ugate, user) or '', '([^,:]+):(%d+)') do
+  if tonumber(till) > t then
+    if rid == id then
+      return tonumber(till)
+    end
+    live[#live + 1] = rid .. ':' .. till
+  end
+end
+if #live >= tonumber(conf[2]) then
+  return redis.error_reply('HOLD_LIMIT_REACHED')
+end
+local expires = t + tonumber(conf[1])
+live[#live + 1] = id .. ':' .. string.format('%d', expires)
+redis.call('HSET', ugate, user, table.concat(live, ','))
+return expires

@@ -1,0 +1,46 @@
+-- seat_sell: step 3 of a payment of a concert whose seats are spread over slots of their own, on the
+-- schedule's slot, once the wallet is debited: the reservation becomes PAID and its seat SOLD (the fan's
+-- DONE is gate_done's, on the concert's slot, after it). Selling a PAID reservation again replies with it
+-- unchanged.
+-- KEYS[1] seats    hash: seat -> state
+-- KEYS[2] res      hash: res -> reservation JSON, the schedule's
+-- KEYS[3] paying   zset: member res, score claimed at (ms)
+-- KEYS[4] uholds   hash: user -> comma list of open reservations of the schedule
+-- KEYS[5] sold     hash: schedule -> seats sold
+-- KEYS[6] events   stream: the schedule's outbox
+-- KEYS[7] inv      hash: seats, avail, sold, soldout ('1' once every seat of the schedule is sold)
+-- ARGV[1] id (the reservation)  ARGV[2] payment id  ARGV[3] balance after the debit  ARGV[4] paid at (ms)
+-- Reply: the reservation JSON (status PAID)
+-- Errors: NOT_FOUND (no such reservation), RESERVATION_NOT_HELD (not being paid: the caller refunds)
+local seats, res, paying, uholds, sold = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local events, inv = KEYS[6], KEYS[7]
+local id, payment, balance, paid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local raw = redis.call('HGET', res, id)
+if not raw then
+  return redis.error_reply('NOT_FOUND')
+end
+local rec = cjson.decode(raw)
+if rec.status == 'PAID' then
+  return raw
+end
+if rec.status ~= 'PAYING' then
+  return redis.error_reply('RESERVATION_NOT_HELD')
+end
+rec.status, rec.payment, rec.balance, rec.paidAt = 'PAID', payment, tonumber(balance), tonumber(paid)
+raw = cjson.encode(rec)
+redis.call('HSET', res, id, raw)
+redis.call('ZREM', paying, id)
+redis.call('HSET', seats, rec.seat, 'S|' .. id)
+redis.call('HINCRBY', sold, rec.schedule, 1)
+local total = redis.call('HINCRBY', inv, 'sold', 1)
+if total >= tonumber(redis.call('HGET', inv, 'seats') or '0') then
+  redis.call('HSET', inv, 'soldout', 1)
+end
+local rest = {}
+for rid in string.gmatch(redis.call('HGET', uholds, rec.user) or '', '[^,]+') do
+  if rid ~= id then rest[#rest + 1] = rid end
+end
+redis.call('HSET', uholds, rec.user, table.concat(rest, ','))
+redis.call('XADD', events, '*', 'type', 'sale', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
+  'seat', rec.seat, 'price', rec.price, 'payment', payment, 'at', paid)
+return raw

@@ -1,0 +1,65 @@
+-- seat_take: step 2 of a hold of a concert whose seats are spread over slots of their own, on the
+-- schedule's slot, once gate_hold reserved the fan's hold: the seat must be free (a hold past its expiry
+-- counts as free and is lapsed here); the reservation is written HELD until the expiry gate_hold gave.
+-- Idempotent by id: the reservation written already is replied again.
+-- KEYS[1] seats    hash: seat -> 'H|<res>|<expires ms>' | 'P|<res>' (being paid) | 'S|<res>' (sold)
+-- KEYS[2] holds    zset: member res, score expires (ms): every HELD reservation of the schedule
+-- KEYS[3] res      hash: res -> reservation JSON, the schedule's
+-- KEYS[4] uholds   hash: user -> comma list of the user's open reservations of the schedule
+-- KEYS[5] events   stream: the schedule's outbox
+-- KEYS[6] inv      hash: seats, avail (one seat fewer, unless it was another fan's lapsed hold), sold, soldout
+-- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
+-- ARGV[6] id (of the new reservation)  ARGV[7] expires (ms, from gate_hold)  ARGV[8] now (ms)
+-- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
+-- Errors: NOT_FOUND (the schedule's seats are not loaded), SEAT_UNAVAILABLE
+local seats, holds, res, uholds, events, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local user, seq, schedule, seat, price, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local expires, now = ARGV[7], ARGV[8]
+local t = tonumber(now)
+if redis.call('HEXISTS', inv, 'seats') == 0 then
+  return redis.error_reply('NOT_FOUND')
+end
+local done = redis.call('HGET', res, id)
+if done then -- this step again
+  local rec = cjson.decode(done)
+  return {id, rec.expiresAt, rec.createdAt, 0}
+end
+
+local state = redis.call('HGET', seats, seat)
+local stale
+if state then
+  local kind, rid, due = string.match(state, '^(%a)|([^|]+)|?(%d*)$')
+  if kind ~= 'H' or tonumber(due) > t then
+    return redis.error_reply('SEAT_UNAVAILABLE')
+  end
+  stale = cjson.decode(redis.call('HGET', res, rid))
+end
+
+if stale then -- lapse the previous holder's expired hold of this seat (their gate entry ran out with it)
+  stale.status = 'EXPIRED'
+  redis.call('HSET', res, stale.id, cjson.encode(stale))
+  redis.call('ZREM', holds, stale.id)
+  local rest = {}
+  for rid in string.gmatch(redis.call('HGET', uholds, stale.user) or '', '[^,]+') do
+    if rid ~= stale.id then rest[#rest + 1] = rid end
+  end
+  redis.call('HSET', uholds, stale.user, table.concat(rest, ','))
+  redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', stale.id, 'user', stale.user,
+    'schedule', stale.schedule, 'seat', stale.seat, 'at', now)
+else
+  redis.call('HINCRBY', inv, 'avail', -1)
+end
+
+local rec = cjson.encode({id = id, user = user, seq = tonumber(seq), schedule = schedule, seat = seat,
+  price = tonumber(price), status = 'HELD', expiresAt = tonumber(expires), createdAt = t})
+redis.call('HSET', res, id, rec)
+redis.call('HSET', seats, seat, 'H|' .. id .. '|' .. expires)
+redis.call('ZADD', holds, expires, id)
+local open = {id}
+for rid in string.gmatch(redis.call('HGET', uholds, user) or '', '[^,]+') do
+  if redis.call('ZSCORE', holds, rid) then open[#open + 1] = rid end
+end
+redis.call('HSET', uholds, user, table.concat(open, ','))
+redis.call('XADD', events, '*', 'type', 'hold.create', 'res', id, 'user', user, 'schedule', schedule, 'seat', seat,
+  'price', price, 'expires', expires, 'seq', seq, 'at', now)
+return {id, tonumber(expires), t, stale and 1 or 0}
