@@ -456,14 +456,14 @@ func (s *service) tryMetricLines(name string) ([]string, error) {
 	return out, nil
 }
 
-// scriptCalls reads ticketrush_redis_script_calls_total for one script from /metrics: how tests see
-// that the scheduler has ticked without sleeping. -1 when it cannot be read.
 // tickCalls is the admission ticks the service ran: queue_tick for a line of one slot, line_admit for a
 // line over shards (a concert's default on a cluster).
 func (s *service) tickCalls() float64 {
 	return s.scriptCalls("queue_tick") + s.scriptCalls("line_admit")
 }
 
+// scriptCalls reads ticketrush_redis_script_calls_total for one script from /metrics: how tests see
+// that the scheduler has ticked without sleeping. -1 when it cannot be read.
 func (s *service) scriptCalls(script string) float64 {
 	lines, err := s.tryMetricLines("ticketrush_redis_script_calls_total")
 	if err != nil {
