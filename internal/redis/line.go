@@ -176,9 +176,7 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 		// A seq the shard answered without taking it is a gap to log. One whose answer was lost (the shard
 		// may have taken it) is left alone: the fan behind it reads one place too many until the head
 		// passes it, where logging it would make a fan in line read EXPIRED.
-		answered := err == nil || !(errors.Is(err, ticketrush.ErrUnavailable) || errors.Is(err, context.Canceled) ||
-			errors.Is(err, context.DeadlineExceeded))
-		if a.seq > 0 && answered && (err != nil || res.Status != ticketrush.StatusWaiting || !res.Created) {
+		if a.seq > 0 && !lost(err) && (err != nil || res.Status != ticketrush.StatusWaiting || !res.Created) {
 			if gapErr := s.lineLeft(ctx, c, userID, a.seq, "SKIP", now); gapErr != nil && err == nil {
 				err = gapErr
 			}

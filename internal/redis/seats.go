@@ -87,29 +87,19 @@ func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservat
 	return decodeReservation(concertID, raw)
 }
 
-// Cancel gives back the user's HELD reservation.
+// Cancel gives back the user's HELD reservation. On a spread concert the cancel stands whatever the
+// gate's step answers: a gate entry left behind runs out at the hold's expiry (and gate_mark's failure
+// is counted in the script error metric).
 func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error) {
-	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
-	if !ok {
-		return ticketrush.Reservation{}, ticketrush.ErrNotFound
-	}
-	sched, err := s.seatSlots(ctx, concertID)
-	if err != nil {
-		return ticketrush.Reservation{}, err
-	}
-	if sched == nil {
-		keys, args := s.keys.Concert(concertID).holdCancel(userID, scheduleID, id, s.limit, now)
-		return s.reservationScript(ctx, s.holdCancel, concertID, keys, args)
-	}
-	keys, args := s.keys.Concert(concertID).Schedule(scheduleID).holdCancel(userID, id, s.limit, now)
-	r, err := s.reservationScript(ctx, s.holdCancel, concertID, keys, args)
-	if err != nil {
-		return r, err
-	}
-	// The cancel stands whatever the gate's step answers: a gate entry left behind runs out at the
-	// hold's expiry (and gate_mark's failure is counted in the script error metric).
-	_ = s.follow(ctx, r, now)
-	return r, nil
+	return s.reservationStep(ctx, id, now, false, "cancel",
+		func(c ConcertKeys, scheduleID string) (*script, []string, []string) {
+			keys, args := c.holdCancel(userID, scheduleID, id, s.limit, now)
+			return s.holdCancel, keys, args
+		},
+		func(sk ScheduleKeys) (*script, []string, []string) {
+			keys, args := sk.holdCancel(userID, id, s.limit, now)
+			return s.holdCancel, keys, args
+		})
 }
 
 // Sweep lapses up to batch expired holds of a concert and returns how many it lapsed.
