@@ -77,7 +77,7 @@ func (k Keys) LineEvents(concertID string, n int) EventSource {
 
 // ConcertSources is every event stream of a concert whose line is spread over shards slots: the
 // concert's, then each shard's (none more for a line of one shard), then each seat slot's of the
-// schedules whose seats have a slot of their own (ReadSeatSlots; none for seats in the concert's slot).
+// schedules whose seats have a slot of their own (Layout.Schedules; none for seats in the concert's slot).
 func (k Keys) ConcertSources(concertID string, shards int, seatSlots ...string) []EventSource {
 	out := []EventSource{k.ConcertEvents(concertID)}
 	for n := 0; n < shards && shards > 1; n++ {
@@ -89,36 +89,16 @@ func (k Keys) ConcertSources(concertID string, shards int, seatSlots ...string) 
 	return out
 }
 
-// ReadLineShards reads how many slots a concert's line is spread over from its settings (1 when it
-// has none: one slot, or a concert not in Redis).
-func (k Keys) ReadLineShards(ctx context.Context, c rueidis.Client, concertID string) (int, error) {
-	v, err := c.Do(ctx, c.B().Hget().Key(k.Concert(concertID).Cfg()).Field("shards").Build()).ToString()
-	if isNil(err) {
-		return 1, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("line shards of %s: %w", concertID, err)
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("line shards of %s: bad value %q", concertID, v)
-	}
-	return n, nil
-}
-
-// AllEventStreams is EventStreams with the line shards' streams of each concert (ReadLineShards).
+// AllEventStreams is EventStreams with the line shards' and seat slots' streams of each concert
+// (ReadLayout).
 func (k Keys) AllEventStreams(ctx context.Context, c rueidis.Client, concertIDs []string) ([]string, error) {
 	out := k.EventStreams(nil)
 	for _, id := range concertIDs {
-		n, err := k.ReadLineShards(ctx, c, id)
+		l, _, err := k.ReadLayout(ctx, c, id)
 		if err != nil {
 			return nil, err
 		}
-		sched, err := k.ReadSeatSlots(ctx, c, id)
-		if err != nil {
-			return nil, err
-		}
-		for _, src := range k.ConcertSources(id, n, sched...) {
+		for _, src := range k.ConcertSources(id, l.Shards, l.Schedules...) {
 			out = append(out, src.Stream)
 		}
 	}

@@ -51,7 +51,7 @@ func (in *Inspector) Reservations(ctx context.Context, concertID string) (map[st
 // SeatStates returns the seats of a schedule that are not available (its seats hash), by seat id;
 // a value that is no seat state is left out.
 func (in *Inspector) SeatStates(ctx context.Context, concertID, scheduleID string) (map[string]SeatState, error) {
-	sched, err := in.keys.ReadSeatSlots(ctx, in.client, concertID)
+	sched, err := in.seatSlots(ctx, concertID)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func cut(stream string, info, clock *rueidis.RedisMessage) ticketrush.EventID {
 // reservationKeys is every res hash of a concert: its own, or each schedule's of a concert whose seats
 // are spread.
 func (in *Inspector) reservationKeys(ctx context.Context, concertID string) ([]string, error) {
-	sched, err := in.keys.ReadSeatSlots(ctx, in.client, concertID)
+	sched, err := in.seatSlots(ctx, concertID)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +298,7 @@ func (in *Inspector) reservationKeys(ctx context.Context, concertID string) ([]s
 // stream: the concert's slot (ConcertSlot) for a concert whose seats live there, else each schedule's
 // seat slot (ScheduleSlot), in the order of c's schedules.
 func (in *Inspector) SeatSlots(ctx context.Context, c ticketrush.Concert) ([]ConcertSlot, error) {
-	sched, err := in.keys.ReadSeatSlots(ctx, in.client, c.ID)
+	sched, err := in.seatSlots(ctx, c.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -362,4 +362,10 @@ func (in *Inspector) ScheduleSlot(ctx context.Context, c ticketrush.Concert, sch
 	slot.Counted = inventoryOf(one, map[string]map[string]string{scheduleID: m})
 	slot.Cut = cut(k.Events(), &replies[3], &replies[4])
 	return slot, nil
+}
+
+// seatSlots is the schedules of a concert whose seats have slots of their own (nil: the concert's slot).
+func (in *Inspector) seatSlots(ctx context.Context, concertID string) ([]string, error) {
+	l, _, err := in.keys.ReadLayout(ctx, in.client, concertID)
+	return l.Schedules, err
 }

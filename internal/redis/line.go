@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,41 +44,17 @@ type arrival struct {
 	room         bool
 }
 
-// lines caches each concert's shard count (fixed at creation) and the last tick's admissions, which size
-// the next tick's read of the heads.
+// lines keeps each concert's last tick's admissions, which size the next tick's read of the heads.
 type lines struct {
-	mu     sync.Mutex
-	shards map[string]int
-	last   map[string]int
+	mu   sync.Mutex
+	last map[string]int
 }
 
 // LineShards is the number of slots concertID's line is spread over (1 for a concert created before
-// lineShards existed); read once per concert from its settings in Redis.
+// lineShards existed); read once per concert from its settings in Redis (layout).
 func (s *Store) LineShards(ctx context.Context, concertID string) (int, error) {
-	s.lines.mu.Lock()
-	n, ok := s.lines.shards[concertID]
-	s.lines.mu.Unlock()
-	if ok {
-		return n, nil
-	}
-	v, err := s.client.Do(ctx, s.client.B().Hmget().Key(s.keys.Concert(concertID).Cfg()).Field("cap", "shards").Build()).ToArray()
-	if err != nil {
-		return 0, fmt.Errorf("line shards %s: %w", concertID, unavailable(err))
-	}
-	if v[0].IsNil() {
-		return 1, nil // not loaded yet: the scripts answer NOT_FOUND; nothing cached
-	}
-	n = 1
-	if !v[1].IsNil() {
-		raw, _ := v[1].ToString()
-		if n, err = strconv.Atoi(raw); err != nil || n < 1 {
-			return 0, fmt.Errorf("line shards %s: bad value %q", concertID, raw)
-		}
-	}
-	s.lines.mu.Lock()
-	s.lines.shards[concertID] = n
-	s.lines.mu.Unlock()
-	return n, nil
+	l, err := s.layout(ctx, concertID)
+	return l.Shards, err
 }
 
 // ShardsPerMaster is the default number of line shards per master of a cluster: with the shards' slots
@@ -185,7 +162,7 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 		if err != nil || !res.Created || !a.room {
 			return res, err
 		}
-		r, err := s.admitLine(ctx, concertID, now, 1, 0, "first", []lineFan{{user: userID, seq: res.Seq, seen: millis64(now), shard: shard}})
+		r, err := s.admitLine(ctx, concertID, now, 1, 0, "first", []lineFan{{user: userID, seq: res.Seq, seen: now.UnixMilli(), shard: shard}})
 		if err != nil || len(r.left) == 0 {
 			return res, nil // waits for the next tick, which admits in order
 		}
@@ -346,7 +323,7 @@ func (s *Store) tickLine(ctx context.Context, concertID string, n int, now time.
 		}
 		fans = append(fans, shard.fans...)
 	}
-	slices.SortFunc(fans, func(a, b lineFan) int { return cmpSeq(a.seq, b.seq) })
+	slices.SortFunc(fans, func(a, b lineFan) int { return cmp.Compare(a.seq, b.seq) })
 	fans = slices.DeleteFunc(fans, func(f lineFan) bool { return f.seq > cut })
 	if err := s.carryInventory(ctx, concertID, now); err != nil { // the seat slots' counts, for line_admit
 		return ticketrush.TickResult{}, fmt.Errorf("carry inventory: %w", err)
@@ -356,16 +333,6 @@ func (s *Store) tickLine(ctx context.Context, concertID string, n int, now time.
 	s.lines.last[concertID] = len(a.left)
 	s.lines.mu.Unlock()
 	return a.res, err
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // shardHeads is line_heads's reply.
@@ -471,5 +438,3 @@ func (s *Store) markAliveLine(ctx context.Context, concertID string, seen []tick
 	}
 	return nil
 }
-
-func millis64(t time.Time) int64 { return t.UnixMilli() }

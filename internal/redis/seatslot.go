@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -35,41 +34,12 @@ import (
 // undo a payment left claimed (30 s), whose step then sets the entry to what the reservation became.
 const PayingGate = time.Minute
 
-// seatSlotCache caches each concert's schedules with seat slots of their own (nil: its seats live in
-// the concert's slot), read once per concert from its settings (fixed at creation).
-type seatSlotCache struct {
-	mu        sync.Mutex
-	schedules map[string][]string
-}
-
 // seatSlots returns the schedules of a concert whose seats have slots of their own, or nil when its
 // seats live in the concert's slot (a line of one slot, a concert created before seat slots existed,
 // or a concert not in Redis: then the scripts answer NOT_FOUND and nothing is cached).
 func (s *Store) seatSlots(ctx context.Context, concertID string) ([]string, error) {
-	s.seatSlotCache.mu.Lock()
-	sched, ok := s.seatSlotCache.schedules[concertID]
-	s.seatSlotCache.mu.Unlock()
-	if ok {
-		return sched, nil
-	}
-	v, err := s.client.Do(ctx, s.client.B().Hmget().Key(s.keys.Concert(concertID).Cfg()).Field("cap", "sched").Build()).ToArray()
-	if err != nil {
-		return nil, fmt.Errorf("seat slots %s: %w", concertID, unavailable(err))
-	}
-	if v[0].IsNil() {
-		return nil, nil
-	}
-	if !v[1].IsNil() {
-		raw, _ := v[1].ToString()
-		sched = splitSchedules(raw)
-	}
-	s.seatSlotCache.mu.Lock()
-	if s.seatSlotCache.schedules == nil {
-		s.seatSlotCache.schedules = map[string][]string{}
-	}
-	s.seatSlotCache.schedules[concertID] = sched
-	s.seatSlotCache.mu.Unlock()
-	return sched, nil
+	l, err := s.layout(ctx, concertID)
+	return l.Schedules, err
 }
 
 func splitSchedules(raw string) []string {
@@ -360,19 +330,6 @@ func (s *Store) carryInventory(ctx context.Context, concertID string, now time.T
 	keys, args := k.inventoryCarry(avail, sold, now)
 	_, err = s.exec(ctx, s.inventoryCarry, keys, args)
 	return err
-}
-
-// ReadSeatSlots reads the schedules of a concert whose seats have slots of their own from its settings
-// (nil when they live in the concert's slot, or the concert is not in Redis).
-func (k Keys) ReadSeatSlots(ctx context.Context, c rueidis.Client, concertID string) ([]string, error) {
-	v, err := c.Do(ctx, c.B().Hget().Key(k.Concert(concertID).Cfg()).Field("sched").Build()).ToString()
-	if isNil(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("seat slots of %s: %w", concertID, err)
-	}
-	return splitSchedules(v), nil
 }
 
 // SeatEvents is the event stream of a schedule's seat slot (a concert whose seats are spread).

@@ -81,7 +81,7 @@ type Store struct {
 	sources map[string]string // scripts run in place of the embedded ones (WithScript; tests only)
 
 	// The seat slots of a concert whose seats are spread (seatslot.go).
-	seatSlotCache                                          seatSlotCache
+	layouts                                                layouts
 	gateHoldSc, gateMarkSc, gateDoneSc, seatTake, seatSell *script
 	scheduleLoad, inventoryCarry                           *script
 	crash                                                  func(step string) error // a chain's step boundary; tests only
@@ -97,7 +97,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 	for _, o := range opts {
 		o(s)
 	}
-	s.lines = lines{shards: map[string]int{}, last: map[string]int{}}
+	s.lines = lines{last: map[string]int{}}
 	s.lineArrive = s.newScript("line_arrive", false)
 	s.lineEnter = s.newScript("line_enter", false)
 	s.lineHeads = s.newScript("line_heads", true)

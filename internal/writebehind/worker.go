@@ -40,13 +40,10 @@ type Worker struct {
 	grouped  map[string]bool    // streams whose group this worker has made sure of
 	order    []*source
 	writerOf map[string]int // stream -> its writer, kept when the stream is dropped and read again
-	// lineShards is each listed concert's line shards (fixed at creation): a sharded line's joins are
-	// in a stream per shard.
-	lineShards map[string]int
-	// seatSlots is each listed concert's schedules whose seats have a slot of their own, with a stream
-	// each (read with its line shards, fixed at creation too).
-	seatSlots map[string][]string
-	lastSync  time.Time
+	// layouts is each listed concert's layout (fixed at creation): a line shard's joins, and a seat
+	// slot's holds and payments, are in a stream each.
+	layouts  map[string]redis.Layout
+	lastSync time.Time
 
 	// flight holds the entries taken for the writers and not yet acknowledged or dead-lettered, with
 	// when each was last kept (claimed by this worker again, idle time reset): a claim must not hand them
@@ -66,8 +63,8 @@ func New(rdb rueidis.Client, record Recorder, prefix string, concerts func() []s
 	return &Worker{
 		rdb: rdb, record: record, keys: redis.NewKeys(prefix), state: NewState(rdb, prefix), concerts: concerts,
 		cfg: cfg.withDefaults(), now: now, log: log, metrics: newMetrics(reg), warnings: newWarnings(log, now, reg),
-		sources: map[string]*source{}, grouped: map[string]bool{}, writerOf: map[string]int{}, lineShards: map[string]int{},
-		seatSlots: map[string][]string{}, flight: map[flightKey]time.Time{},
+		sources: map[string]*source{}, grouped: map[string]bool{}, writerOf: map[string]int{},
+		layouts: map[string]redis.Layout{}, flight: map[flightKey]time.Time{},
 	}
 }
 
@@ -154,21 +151,16 @@ func (w *Worker) syncStreams(ctx context.Context) {
 	added := false
 	for _, id := range w.concerts() {
 		listed[id] = true
-		n, ok := w.lineShards[id]
+		l, ok := w.layouts[id]
 		if !ok {
 			var err error
-			if n, err = w.keys.ReadLineShards(ctx, w.rdb, id); err != nil {
+			if l, _, err = w.keys.ReadLayout(ctx, w.rdb, id); err != nil {
 				w.warnings.warn(warnCreateGroup, "stream", id, "err", err)
 				continue // listed again next round
 			}
-			sched, err := w.keys.ReadSeatSlots(ctx, w.rdb, id)
-			if err != nil {
-				w.warnings.warn(warnCreateGroup, "stream", id, "err", err)
-				continue
-			}
-			w.lineShards[id], w.seatSlots[id] = n, sched
+			w.layouts[id] = l
 		}
-		for _, src := range w.keys.ConcertSources(id, n, w.seatSlots[id]...) {
+		for _, src := range w.keys.ConcertSources(id, l.Shards, l.Schedules...) {
 			if w.sources[src.Stream] == nil {
 				w.addSource(&source{EventSource: src})
 				added = true
