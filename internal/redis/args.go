@@ -21,14 +21,15 @@ type call struct{ keys, args []string }
 func built(keys, args []string) call { return call{keys: keys, args: args} }
 
 // concertLoad is concert_load's call: con's catalog and settings.
-func (c ConcertKeys) concertLoad(con ticketrush.Concert, now time.Time) (keys, args []string) {
+// sched is where its seat slots are (PlaceSeatSlots).
+func (c ConcertKeys) concertLoad(con ticketrush.Concert, sched string, now time.Time) (keys, args []string) {
 	q := con.Queue
 	keys = []string{c.Meta(), c.Cfg(), c.Events(), c.Draw(), c.Inventory()}
 	args = []string{con.Title, con.Venue, itoa(q.ActiveCapacity), itoa(q.AdmitPerSecond), ms(q.ActiveTTL), ms(q.HoldTTL),
 		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.JoinPowBits), flag(q.AccessCodeRequired),
 		saleOpens(con.Sale), salePrequeueOpens(con.Sale), saleSeed(con.Sale), itoa(q.ActivePerSeat),
 		itoa(con.TotalSeats() * len(con.Schedules)), ms(q.AbandonAfter), ms(q.NoShow), itoa(max(1, q.LineShards))}
-	args = append(args, SeatSlotsOf(con))
+	args = append(args, sched)
 	return keys, args
 }
 

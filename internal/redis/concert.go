@@ -13,7 +13,12 @@ import (
 // LoadConcert writes a concert's catalog and settings unless Redis has them already; it reports
 // whether it wrote.
 func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.Time) (bool, error) {
-	keys, args := s.keys.Concert(c.ID).concertLoad(c, now)
+	k := s.keys.Concert(c.ID)
+	sched, err := PlaceSeatSlots(ctx, s.client, k, c)
+	if err != nil {
+		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
+	}
+	keys, args := k.concertLoad(c, sched, now)
 	msg, err := s.exec(ctx, s.load, keys, args)
 	if err != nil {
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)

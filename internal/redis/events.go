@@ -78,13 +78,13 @@ func (k Keys) LineEvents(concertID string, n int) EventSource {
 // ConcertSources is every event stream of a concert whose line is spread over shards slots: the
 // concert's, then each shard's (none more for a line of one shard), then each seat slot's of the
 // schedules whose seats have a slot of their own (Layout.Schedules; none for seats in the concert's slot).
-func (k Keys) ConcertSources(concertID string, shards int, seatSlots ...string) []EventSource {
+func (k Keys) ConcertSources(concertID string, shards int, seatSlots ...SeatSlot) []EventSource {
 	out := []EventSource{k.ConcertEvents(concertID)}
 	for n := 0; n < shards && shards > 1; n++ {
 		out = append(out, k.LineEvents(concertID, n))
 	}
-	for _, id := range seatSlots {
-		out = append(out, k.SeatEvents(concertID, id))
+	for _, slot := range seatSlots {
+		out = append(out, k.SeatEvents(concertID, slot))
 	}
 	return out
 }

@@ -128,11 +128,11 @@ func scriptCalls() []scriptCall {
 	entrants := []draw.Entrant{{User: "fan-1", Key: k9}, {User: "fan-2", Key: k8}}
 	return append([]scriptCall{
 		{"concert_load", built(k.concertLoad(ticketrush.Concert{ID: "c1", Title: "T", Venue: "V", Queue: q, Sale: &sale,
-			Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}}, Sections: []ticketrush.Section{{Name: "A", Seats: 3}}}, now)),
+			Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}}, Sections: []ticketrush.Section{{Name: "A", Seats: 3}}}, "s1,s2@7", now)),
 			map[string]string{"title": "T", "venue": "V", "cap": "11", "rate": "12", "ttl": "13000", "hold": "14000",
 				"maxholds": "15", "paused": "1", "now": at, "pow": "16", "codereq": "1", "opens": "1800000060000",
 				"pqopens": "1800000030000", "seed": strings.Repeat("07", 32), "aps": "17", "total": "6",
-				"abandon": "18000", "noshow": "19000", "shards": "21", "sched": "s1,s2"}},
+				"abandon": "18000", "noshow": "19000", "shards": "21", "sched": "s1,s2@7"}},
 		{"line_arrive", built(k.lineArrive("fan-1", "cafe", now)), map[string]string{"user": "fan-1", "now": at, "code": "cafe"}},
 		{"line_enter", built(k.Shard(3).lineEnter("fan-1", arrival{seq: 7, code: "1", pow: 16, codeRequired: true},
 			ticketrush.JoinPass{PowID: "ab12", PowBits: 20, PowExpires: now.Add(time.Minute)}, lim, now)),

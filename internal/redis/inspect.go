@@ -57,7 +57,7 @@ func (in *Inspector) SeatStates(ctx context.Context, concertID, scheduleID strin
 	}
 	key := in.keys.Concert(concertID).Seats(scheduleID)
 	if sched != nil {
-		key = in.keys.Concert(concertID).Schedule(scheduleID).Seats()
+		key = in.keys.Concert(concertID).Schedule(slotOf(sched, scheduleID)).Seats()
 	}
 	raw, err := in.client.Do(ctx, in.client.B().Hgetall().Key(key).Build()).AsStrMap()
 	if err != nil {
@@ -288,8 +288,8 @@ func (in *Inspector) reservationKeys(ctx context.Context, concertID string) ([]s
 		return []string{k.Reservations()}, nil
 	}
 	keys := make([]string, len(sched))
-	for i, id := range sched {
-		keys[i] = k.Schedule(id).Reservations()
+	for i, slot := range sched {
+		keys[i] = k.Schedule(slot).Reservations()
 	}
 	return keys, nil
 }
@@ -308,7 +308,7 @@ func (in *Inspector) SeatSlots(ctx context.Context, c ticketrush.Concert) ([]Con
 	}
 	out := make([]ConcertSlot, 0, len(c.Schedules))
 	for _, s := range c.Schedules {
-		slot, err := in.ScheduleSlot(ctx, c, s.ID)
+		slot, err := in.ScheduleSlot(ctx, c, slotOf(sched, s.ID))
 		if err != nil {
 			return nil, err
 		}
@@ -320,8 +320,9 @@ func (in *Inspector) SeatSlots(ctx context.Context, c ticketrush.Concert) ([]Con
 // ScheduleSlot reads the seat slot of schedule scheduleID of concert c (a concert whose seats are
 // spread) in one MULTI, with the cut of its stream: its reservations, seats and seat count, and the
 // count its seats give (Seats of the schedule alone).
-func (in *Inspector) ScheduleSlot(ctx context.Context, c ticketrush.Concert, scheduleID string) (ConcertSlot, error) {
-	k := in.keys.Concert(c.ID).Schedule(scheduleID)
+func (in *Inspector) ScheduleSlot(ctx context.Context, c ticketrush.Concert, seatSlot SeatSlot) (ConcertSlot, error) {
+	scheduleID := seatSlot.ScheduleID()
+	k := in.keys.Concert(c.ID).Schedule(seatSlot)
 	slot := ConcertSlot{Reservations: map[string]ticketrush.Reservation{}, Seats: map[string]map[string]SeatState{}}
 	replies, err := in.atOnce(ctx, k.Events(), func(b rueidis.Builder) rueidis.Commands {
 		return rueidis.Commands{b.Hgetall().Key(k.Reservations()).Build(), b.Hgetall().Key(k.Seats()).Build(),
@@ -365,7 +366,7 @@ func (in *Inspector) ScheduleSlot(ctx context.Context, c ticketrush.Concert, sch
 }
 
 // seatSlots is the schedules of a concert whose seats have slots of their own (nil: the concert's slot).
-func (in *Inspector) seatSlots(ctx context.Context, concertID string) ([]string, error) {
+func (in *Inspector) seatSlots(ctx context.Context, concertID string) ([]SeatSlot, error) {
 	l, _, err := in.keys.ReadLayout(ctx, in.client, concertID)
 	return l.Schedules, err
 }

@@ -11,32 +11,6 @@ import (
 	"github.com/ticketrush/ticketrush/lua"
 )
 
-// crc16 is Redis Cluster's CRC16 (XMODEM).
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, c := range b {
-		crc ^= uint16(c) << 8
-		for i := 0; i < 8; i++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
-
-// slot is the Redis Cluster hash slot of key, hash tags included.
-func slot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return int(crc16([]byte(key)) % 16384)
-}
-
 func TestSlot(t *testing.T) {
 	// Known values from the Redis Cluster specification and redis-cli CLUSTER KEYSLOT.
 	assert.Equal(t, 12739, slot("123456789"))
@@ -56,7 +30,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 	pass := ticketrush.JoinPass{PowID: "ab12"}
 	keysOf := func(keys, _ []string) []string { return keys }
 	scripts := map[string][]string{
-		"concert_load":     keysOf(k.concertLoad(ticketrush.Concert{ID: "c0ncert0001x"}, t0)),
+		"concert_load":     keysOf(k.concertLoad(ticketrush.Concert{ID: "c0ncert0001x"}, "", t0)),
 		"queue_join":       keysOf(k.queueJoin("fan-42", pass, lim, t0)),
 		"queue_leave":      keysOf(k.queueLeave("fan-42", 7, t0)),
 		"queue_status":     keysOf(k.queueStatus(claims, t0)),
@@ -188,11 +162,13 @@ func TestSeatSlotsTouchOneSlotEach(t *testing.T) {
 		}
 	}
 	slots := map[int]bool{slot(k.Events()): true}
-	for _, id := range []string{"sched0000001", "sched0000002", "sched0000003"} {
+	for _, id := range []SeatSlot{"sched0000001", "sched0000002", "sched0000003"} {
 		slots[slot(k.Schedule(id).Seats())] = true
 	}
 	assert.Len(t, slots, 4, "each schedule's seats in a slot of its own, none the concert's")
 	assert.Equal(t, "tr:{c:c1:s:s1}:seats", NewKeys("tr").Concert("c1").Schedule("s1").Seats())
+	assert.Equal(t, "tr:{c:c1:s:s1@7}:seats", NewKeys("tr").Concert("c1").Schedule("s1@7").Seats())
+	assert.Equal(t, "s1", SeatSlot("s1@7").ScheduleID())
 	assert.Equal(t, "tr:{c:c1}:ugate", NewKeys("tr").Concert("c1").Gate())
 }
 

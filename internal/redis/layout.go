@@ -184,15 +184,16 @@ func parseSeatState(v string) (s SeatState, ok bool) {
 // openHolds encodes a user's open reservations for the uholds hash: a comma list.
 func openHolds(ids []string) string { return strings.Join(ids, ",") }
 
-// concertHashes returns a concert's meta and cfg hashes as concert_load writes them.
-func concertHashes(c ticketrush.Concert) (meta, cfg map[string]string) {
+// concertHashes returns a concert's meta and cfg hashes as concert_load writes them, with its seat slots
+// at sched (PlaceSeatSlots).
+func concertHashes(c ticketrush.Concert, sched string) (meta, cfg map[string]string) {
 	q := c.Queue
 	meta = map[string]string{"title": c.Title, "venue": c.Venue}
 	cfg = map[string]string{"cap": itoa(q.ActiveCapacity), "rate": itoa(q.AdmitPerSecond), "ttl": ms(q.ActiveTTL),
 		"hold": ms(q.HoldTTL), "maxholds": itoa(q.MaxHoldsPerUser), "paused": flag(q.Paused),
 		"pow": itoa(q.JoinPowBits), "codereq": flag(q.AccessCodeRequired), "aps": itoa(q.ActivePerSeat),
 		"abandon": ms(q.AbandonAfter), "noshow": ms(q.NoShow), "shards": itoa(max(1, q.LineShards))}
-	if sched := SeatSlotsOf(c); sched != "" {
+	if sched != "" {
 		cfg["sched"] = sched
 	}
 	return meta, cfg

@@ -11,10 +11,10 @@ import (
 
 // Layout is where a concert's state lives, fixed when it is created and kept in its settings (cfg):
 // how many slots its line is spread over (shards, 1: the concert's slot), and the schedules whose seats
-// have a slot of their own (sched, nil: the seats live in the concert's slot).
+// have a slot of their own, each named by its SeatSlot (sched, nil: the seats live in the concert's slot).
 type Layout struct {
 	Shards    int
-	Schedules []string
+	Schedules []SeatSlot
 }
 
 // ReadLayout reads a concert's layout from its settings in one command; found is false for a concert

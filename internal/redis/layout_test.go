@@ -38,7 +38,9 @@ func TestLayoutMatchesScripts(t *testing.T) {
 
 		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.Paused = false }, "alice")
 		conc := concert(cid, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.Paused = false })
-		meta, cfg := concertHashes(conc)
+		sched, err := PlaceSeatSlots(ctx, c, k, conc)
+		require.NoError(t, err)
+		meta, cfg := concertHashes(conc, sched)
 		gotMeta, err := c.Do(ctx, c.B().Hgetall().Key(k.Meta()).Build()).AsStrMap()
 		require.NoError(t, err)
 		gotCfg, err := c.Do(ctx, c.B().Hgetall().Key(k.Cfg()).Build()).AsStrMap()

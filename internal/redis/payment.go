@@ -75,7 +75,7 @@ func (s *Store) reservationStep(ctx context.Context, id string, now time.Time, m
 		sc, keys, args := oneSlot(c, scheduleID)
 		return s.reservationScript(ctx, sc, concertID, keys, args)
 	}
-	sc, keys, args := spread(c.Schedule(scheduleID))
+	sc, keys, args := spread(c.Schedule(slotOf(sched, scheduleID)))
 	r, err := s.reservationScript(ctx, sc, concertID, keys, args)
 	if err != nil {
 		return r, err

@@ -37,7 +37,11 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 		scheduleIDs[i] = s.ID
 	}
 	gone := append(k.All(scheduleIDs), k.Gate())
-	meta, cfg := concertHashes(c)
+	sched, err := keptSeatSlots(ctx, rdb, k, c)
+	if err != nil {
+		return rep, err
+	}
+	meta, cfg := concertHashes(c, sched)
 	cmds := []func(rueidis.Builder) rueidis.Completed{
 		func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(gone...).Build() },
 	}
@@ -56,14 +60,13 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.LeftN()).Value(leave).Build() })
 	}
 
-	spread := SeatSlotsOf(c) != ""
-	if !spread {
+	if sched == "" {
 		seatCmds, inv, err := restoreSeats(&rep, seatKeysOf(k, ""), c, res)
 		if err != nil {
 			return rep, err
 		}
 		cmds = append(append(cmds, seatCmds...), hset(k.Inventory(), inventoryHash(inv))...)
-	} else if err := restoreSeatSlots(ctx, rdb, &rep, k, c, res, &cmds); err != nil {
+	} else if err := restoreSeatSlots(ctx, rdb, &rep, k, c, splitSchedules(sched), res, &cmds); err != nil {
 		return rep, err
 	}
 	if err := multi(ctx, rdb, cmds); err != nil {
@@ -273,13 +276,13 @@ type seatKeys struct {
 	seats                            func(scheduleID string) string
 }
 
-// seatKeysOf is the seat keys of concert k's slot (scheduleID ""), or of the seat slot of scheduleID.
-func seatKeysOf(k ConcertKeys, scheduleID string) seatKeys {
-	if scheduleID == "" {
+// seatKeysOf is the seat keys of concert k's slot (slot ""), or of a seat slot.
+func seatKeysOf(k ConcertKeys, slot SeatSlot) seatKeys {
+	if slot == "" {
 		return seatKeys{res: k.Reservations(), holds: k.Holds(), paying: k.Paying(), uholds: k.UserHolds(), sold: k.Sold(),
 			seats: k.Seats}
 	}
-	s := k.Schedule(scheduleID)
+	s := k.Schedule(slot)
 	return seatKeys{res: s.Reservations(), holds: s.Holds(), paying: s.Paying(), uholds: s.UserHolds(), sold: s.Sold(),
 		seats: func(string) string { return s.Seats() }}
 }
@@ -353,7 +356,7 @@ func restoreSeats(rep *RestoredConcert, at seatKeys, c ticketrush.Concert, res [
 // writes (cmds) its gate (each open hold's entry: until its expiry, or PayingGate after its claim while
 // being paid) and its whole count.
 func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConcert, k ConcertKeys, c ticketrush.Concert,
-	res []ticketrush.ReservationRecord, cmds *[]func(rueidis.Builder) rueidis.Completed) error {
+	slots []SeatSlot, res []ticketrush.ReservationRecord, cmds *[]func(rueidis.Builder) rueidis.Completed) error {
 	bySchedule := map[string][]ticketrush.ReservationRecord{}
 	gate := map[string][]string{}
 	for _, r := range res {
@@ -369,8 +372,8 @@ func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConc
 	for _, sc := range c.Schedules {
 		one := c
 		one.Schedules = []ticketrush.Schedule{sc}
-		sk := k.Schedule(sc.ID)
-		writes, inv, err := restoreSeats(rep, seatKeysOf(k, sc.ID), one, bySchedule[sc.ID])
+		sk := k.Schedule(slotOf(slots, sc.ID))
+		writes, inv, err := restoreSeats(rep, seatKeysOf(k, slotOf(slots, sc.ID)), one, bySchedule[sc.ID])
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, 
 	var msg rueidis.RedisMessage
 	sched, err := s.seatSlots(ctx, c.ConcertID)
 	if err == nil && sched != nil {
-		msg, err = s.holdSpread(ctx, c, scheduleID, seatID, price, id, now)
+		msg, err = s.holdSpread(ctx, c, slotOf(sched, scheduleID), seatID, price, id, now)
 	} else if err == nil {
 		keys, args := s.keys.Concert(c.ConcertID).seatHold(c, scheduleID, seatID, price, id, s.limit, now)
 		msg, err = s.exec(ctx, s.seatHold, keys, args)
@@ -107,7 +107,7 @@ func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []strin
 	if sched, err := s.seatSlots(ctx, concertID); err != nil {
 		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
 	} else if sched != nil {
-		n, err := s.sweepSpread(ctx, s.keys.Concert(concertID), scheduleIDs, now, batch)
+		n, err := s.sweepSpread(ctx, s.keys.Concert(concertID), slotsOf(sched, scheduleIDs), now, batch)
 		if err != nil {
 			return n, fmt.Errorf("sweep %s: %w", concertID, err)
 		}
@@ -142,7 +142,7 @@ func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleID
 	if sched, err := s.seatSlots(ctx, concertID); err != nil {
 		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
 	} else if sched != nil {
-		out, err := s.scheduleCountsSpread(ctx, s.keys.Concert(concertID), scheduleIDs, now)
+		out, err := s.scheduleCountsSpread(ctx, s.keys.Concert(concertID), slotsOf(sched, scheduleIDs), now)
 		if err != nil {
 			return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
 		}
@@ -177,7 +177,7 @@ func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaim
 	if sched, err := s.seatSlots(ctx, c.ConcertID); err != nil {
 		return ticketrush.TokenState{}, nil, err
 	} else if sched != nil {
-		return s.gatedCountsSpread(ctx, c, scheduleIDs, now)
+		return s.gatedCountsSpread(ctx, c, slotsOf(sched, scheduleIDs), now)
 	}
 	keys, args := s.keys.Concert(c.ConcertID).scheduleCounts(scheduleIDs, now)
 	counts := func() rueidis.Completed { return s.evalsha(s.scheduleCounts, keys, args) }

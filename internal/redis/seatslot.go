@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -37,37 +36,31 @@ const PayingGate = time.Minute
 // seatSlots returns the schedules of a concert whose seats have slots of their own, or nil when its
 // seats live in the concert's slot (a line of one slot, a concert created before seat slots existed,
 // or a concert not in Redis: then the scripts answer NOT_FOUND and nothing is cached).
-func (s *Store) seatSlots(ctx context.Context, concertID string) ([]string, error) {
+func (s *Store) seatSlots(ctx context.Context, concertID string) ([]SeatSlot, error) {
 	l, err := s.layout(ctx, concertID)
 	return l.Schedules, err
-}
-
-func splitSchedules(raw string) []string {
-	if raw == "" {
-		return nil
-	}
-	return strings.Split(raw, ",")
 }
 
 // loadSchedules writes the seat count of each schedule of a concert whose seats are spread, where it is
 // not there yet (schedule_load, one pipelined round trip).
 func (s *Store) loadSchedules(ctx context.Context, c ticketrush.Concert, now time.Time) error {
-	if SeatSlotsOf(c) == "" {
-		return nil
+	sched, err := s.seatSlots(ctx, c.ID)
+	if err != nil || sched == nil {
+		return err
 	}
 	k := s.keys.Concert(c.ID)
-	calls := make([]call, len(c.Schedules))
-	for i, sc := range c.Schedules {
-		calls[i] = built(k.Schedule(sc.ID).scheduleLoad(c.TotalSeats(), now))
+	calls := make([]call, len(sched))
+	for i, slot := range sched {
+		calls[i] = built(k.Schedule(slot).scheduleLoad(c.TotalSeats(), now))
 	}
-	_, err := s.execMulti(ctx, s.scheduleLoad, calls)
+	_, err = s.execMulti(ctx, s.scheduleLoad, calls)
 	return err
 }
 
 // holdSpread is a hold of a concert whose seats are spread: gate_hold, then seat_take, then the gate
 // entry given back when seat_take refused. An answer lost on the way (ErrUnavailable) gives nothing back:
 // the seat may be held; the entry runs out with the hold either way.
-func (s *Store) holdSpread(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
+func (s *Store) holdSpread(ctx context.Context, c ticketrush.QueueClaims, slot SeatSlot, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
 	k := s.keys.Concert(c.ConcertID)
 	expires, err := s.gateHold(ctx, c, id, now)
 	if err != nil {
@@ -76,7 +69,7 @@ func (s *Store) holdSpread(ctx context.Context, c ticketrush.QueueClaims, schedu
 	if err := s.crashAt("gate"); err != nil {
 		return rueidis.RedisMessage{}, err
 	}
-	keys, args := k.Schedule(scheduleID).seatTake(c, seatID, price, id, expires, now)
+	keys, args := k.Schedule(slot).seatTake(c, seatID, price, id, expires, now)
 	msg, err := s.exec(ctx, s.seatTake, keys, args)
 	if err != nil && !lost(err) {
 		if err := s.crashAt("take"); err != nil {
@@ -151,10 +144,10 @@ func (s *Store) crashAt(step string) error {
 
 // sweepSpread lapses expired holds of each schedule of a concert whose seats are spread, one pipelined
 // round trip over the schedules' slots.
-func (s *Store) sweepSpread(ctx context.Context, k ConcertKeys, scheduleIDs []string, now time.Time, batch int) (int, error) {
-	calls := make([]call, len(scheduleIDs))
-	for i, id := range scheduleIDs {
-		calls[i] = built(k.Schedule(id).holdSweep(now, batch))
+func (s *Store) sweepSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot, now time.Time, batch int) (int, error) {
+	calls := make([]call, len(slots))
+	for i, slot := range slots {
+		calls[i] = built(k.Schedule(slot).holdSweep(now, batch))
 	}
 	msgs, err := s.execMulti(ctx, s.holdSweep, calls)
 	total := 0
@@ -167,11 +160,12 @@ func (s *Store) sweepSpread(ctx context.Context, k ConcertKeys, scheduleIDs []st
 }
 
 // scheduleCountsSpread reads each schedule's counts on its slot, one pipelined round trip.
-func (s *Store) scheduleCountsSpread(ctx context.Context, k ConcertKeys, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
-	calls := make([]call, len(scheduleIDs))
-	for i, id := range scheduleIDs {
-		calls[i] = built(k.Schedule(id).scheduleCounts(now))
+func (s *Store) scheduleCountsSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot, now time.Time) ([]ticketrush.ScheduleCount, error) {
+	calls := make([]call, len(slots))
+	for i, slot := range slots {
+		calls[i] = built(k.Schedule(slot).scheduleCounts(now))
 	}
+	scheduleIDs := ScheduleIDs(slots)
 	msgs, err := s.execMulti(ctx, s.scheduleCounts, calls)
 	if err != nil {
 		return nil, err
@@ -190,12 +184,13 @@ func (s *Store) scheduleCountsSpread(ctx context.Context, k ConcertKeys, schedul
 // gatedCountsSpread is GatedScheduleCounts of a concert whose seats are spread: the token check on the
 // concert's slot and each schedule's counts on its own, in one pipelined round trip (two when Redis did
 // not know a script yet).
-func (s *Store) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
+func (s *Store) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims, slots []SeatSlot, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
 	k := s.keys.Concert(c.ConcertID)
 	keys, args := k.queueStatus(c, now)
 	cmds := rueidis.Commands{s.evalsha(s.status, keys, args), s.shown(c)()}
-	for _, id := range scheduleIDs {
-		ck, ca := k.Schedule(id).scheduleCounts(now)
+	scheduleIDs := ScheduleIDs(slots)
+	for _, slot := range slots {
+		ck, ca := k.Schedule(slot).scheduleCounts(now)
 		cmds = append(cmds, s.evalsha(s.scheduleCounts, ck, ca))
 	}
 	res := s.client.DoMulti(ctx, cmds...)
@@ -205,7 +200,7 @@ func (s *Store) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims,
 			if err != nil || st.Status.GateError() != nil {
 				return st, nil, err
 			}
-			counts, err := s.scheduleCountsSpread(ctx, k, scheduleIDs, now)
+			counts, err := s.scheduleCountsSpread(ctx, k, slots, now)
 			return st, counts, err
 		}
 	}
@@ -243,7 +238,7 @@ func (s *Store) seatsKey(ctx context.Context, concertID, scheduleID string) (str
 	}
 	k := s.keys.Concert(concertID)
 	if sched != nil {
-		return k.Schedule(scheduleID).Seats(), nil
+		return k.Schedule(slotOf(sched, scheduleID)).Seats(), nil
 	}
 	return k.Seats(scheduleID), nil
 }
@@ -256,17 +251,17 @@ func (s *Store) reservationsKey(ctx context.Context, concertID, scheduleID strin
 	}
 	k := s.keys.Concert(concertID)
 	if sched != nil {
-		return k.Schedule(scheduleID).Reservations(), nil
+		return k.Schedule(slotOf(sched, scheduleID)).Reservations(), nil
 	}
 	return k.Reservations(), nil
 }
 
 // stuckSpread lists the reservations claimed before before over every schedule's slot (one pipelined
 // round trip), oldest claims first, at most limit.
-func (s *Store) stuckSpread(ctx context.Context, k ConcertKeys, scheduleIDs []string, before time.Time, limit int) ([]string, error) {
-	cmds := make(rueidis.Commands, len(scheduleIDs))
-	for i, id := range scheduleIDs {
-		cmds[i] = s.client.B().Zrangebyscore().Key(k.Schedule(id).Paying()).Min("-inf").Max(millis(before)).
+func (s *Store) stuckSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot, before time.Time, limit int) ([]string, error) {
+	cmds := make(rueidis.Commands, len(slots))
+	for i, slot := range slots {
+		cmds[i] = s.client.B().Zrangebyscore().Key(k.Schedule(slot).Paying()).Min("-inf").Max(millis(before)).
 			Withscores().Limit(0, int64(limit)).Build()
 	}
 	type claimed struct {
@@ -303,14 +298,15 @@ func (s *Store) carryInventory(ctx context.Context, concertID string, now time.T
 	}
 	k := s.keys.Concert(concertID)
 	cmds := make(rueidis.Commands, 0, 2*len(sched))
-	for _, id := range sched {
-		sk := k.Schedule(id)
+	for _, slot := range sched {
+		sk := k.Schedule(slot)
 		cmds = append(cmds, s.client.B().Hmget().Key(sk.Inventory()).Field("avail", "sold").Build(),
 			s.client.B().Zcount().Key(sk.Holds()).Min("-inf").Max(millis(now)).Build())
 	}
 	res := s.client.DoMulti(ctx, cmds...)
 	var avail, sold int64
-	for i, id := range sched {
+	for i, slot := range sched {
+		id := slot.ScheduleID()
 		counts, err := res[2*i].ToArray()
 		if err != nil {
 			return fmt.Errorf("seat count of %s: %w", id, unavailable(err))
@@ -333,9 +329,9 @@ func (s *Store) carryInventory(ctx context.Context, concertID string, now time.T
 }
 
 // SeatEvents is the event stream of a schedule's seat slot (a concert whose seats are spread).
-func (k Keys) SeatEvents(concertID, scheduleID string) EventSource {
-	s := k.Concert(concertID).Schedule(scheduleID)
-	return EventSource{Stream: s.Events(), DeadLetters: s.DeadLetters(), ConcertID: concertID, Schedule: scheduleID}
+func (k Keys) SeatEvents(concertID string, slot SeatSlot) EventSource {
+	s := k.Concert(concertID).Schedule(slot)
+	return EventSource{Stream: s.Events(), DeadLetters: s.DeadLetters(), ConcertID: concertID, Schedule: slot.ScheduleID()}
 }
 
 func (s *Store) newSeatSlotScripts() {

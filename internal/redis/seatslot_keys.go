@@ -12,21 +12,13 @@ import (
 // stream of their own, in a slot of their own tagged {c:<id>:s:<schedule>} (docs/scaleout.md, "Seat
 // slots"). The concert's slot keeps what the line reads: the fans' open holds over every schedule (the
 // gate, ugate) and the concert's seat count, which the tick carries there from the schedules' counts.
+// Where each seat slot lands is chosen at creation (placement.go).
 // A concert of one slot keeps every seat key in the concert's slot, as before.
 
-// SeatSlotsOf is the cfg value naming the schedules of a concert whose seats have slots of their own
-// ("" for one whose seats live in the concert's slot): what concert_load and restore write as sched.
-func SeatSlotsOf(c ticketrush.Concert) string {
-	if c.Queue.LineShards <= 1 {
-		return ""
-	}
-	return strings.Join(c.ScheduleIDs(), ",")
-}
-
-// Schedule returns the keys of the slot of a schedule's seats, for a concert whose seats are spread.
-func (c ConcertKeys) Schedule(scheduleID string) ScheduleKeys {
+// Schedule returns the keys of a seat slot of a concert whose seats are spread (Layout.Slot names it).
+func (c ConcertKeys) Schedule(slot SeatSlot) ScheduleKeys {
 	// shard is "<prefix>:{c:<id>:q": the tag's opening, to which a shard appends its number.
-	return ScheduleKeys{base: strings.TrimSuffix(c.shard, "q") + "s:" + scheduleID + "}:", schedule: scheduleID}
+	return ScheduleKeys{base: strings.TrimSuffix(c.shard, "q") + "s:" + string(slot) + "}:", schedule: slot.ScheduleID()}
 }
 
 // Gate is the concert's hash user -> the fan's open holds over every schedule, '<res>:<until ms>' each

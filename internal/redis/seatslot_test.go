@@ -19,6 +19,15 @@ const sC = "schedule000c"
 
 var spreadSchedules = []string{sA, sB, sC}
 
+// seatSlot is the keys of the seat slot of schedule scheduleID of concert cid, where its placement put it.
+func seatSlot(t *testing.T, s *Store, scheduleID string) ScheduleKeys {
+	t.Helper()
+	l, err := s.layout(context.Background(), cid)
+	require.NoError(t, err)
+	require.NotEmpty(t, l.Schedules, "the seats of %s are spread", cid)
+	return s.keys.Concert(cid).Schedule(l.Slot(scheduleID))
+}
+
 // spreadSale loads a concert of three schedules whose line is spread over 3 shards (so its seats are
 // spread over a slot per schedule), 2 seats a schedule, holds of 10 s, and admits the given fans.
 func spreadSale(t *testing.T, s *Store, mod func(*ticketrush.QueueSettings), fans ...string) map[string]ticketrush.QueueClaims {
@@ -79,7 +88,7 @@ func TestSpreadSeatsEndToEnd(t *testing.T) {
 		assert.False(t, lapsed)
 		assert.Equal(t, t0.Add(10*time.Second), r.ExpiresAt)
 		assert.Equal(t, r.ID+":"+millis(r.ExpiresAt), gateEntries(t, c, s, "alice"))
-		_, err = c.Do(ctx, c.B().Hget().Key(k.Schedule(sB).Reservations()).Field(r.ID).Build()).ToString()
+		_, err = c.Do(ctx, c.B().Hget().Key(seatSlot(t, s, sB).Reservations()).Field(r.ID).Build()).ToString()
 		require.NoError(t, err, "the reservation is in its schedule's slot")
 		n, err := c.Do(ctx, c.B().Hlen().Key(k.Reservations()).Build()).AsInt64()
 		require.NoError(t, err)
@@ -145,9 +154,9 @@ func TestSpreadSeatsEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 1, Sold: 1}, {ScheduleID: sB}, {ScheduleID: sC}}, counts)
 		assert.Equal(t, []string{"hold.create", "payment.claim", "sale"},
-			filter(eventTypes(t, c, k.Schedule(sA).Events()), "hold.", "payment.", "sale"))
-		assert.Equal(t, []string{"hold.create", "hold.cancel"}, filter(eventTypes(t, c, k.Schedule(sB).Events()), "hold.", "payment.", "sale"))
-		assert.Equal(t, []string{"hold.create", "hold.lapse"}, filter(eventTypes(t, c, k.Schedule(sC).Events()), "hold.", "payment.", "sale"))
+			filter(eventTypes(t, c, seatSlot(t, s, sA).Events()), "hold.", "payment.", "sale"))
+		assert.Equal(t, []string{"hold.create", "hold.cancel"}, filter(eventTypes(t, c, seatSlot(t, s, sB).Events()), "hold.", "payment.", "sale"))
+		assert.Equal(t, []string{"hold.create", "hold.lapse"}, filter(eventTypes(t, c, seatSlot(t, s, sC).Events()), "hold.", "payment.", "sale"))
 		assert.Equal(t, []string{"queue.done"}, filter(eventTypes(t, c, k.Events()), "hold.", "payment.", "sale", "queue.done"),
 			"the concert's stream has the fan's DONE, no seat event")
 	})
@@ -227,7 +236,7 @@ func TestSpreadHoldCrashBetweenSteps(t *testing.T) {
 				require.ErrorIs(t, err, errCrash)
 				s.crash = nil
 				assert.NotEmpty(t, gateEntries(t, c, s, "alice"), "step 1 ran")
-				n, err := c.Do(ctx, c.B().Hlen().Key(s.keys.Concert(cid).Schedule(sA).Reservations()).Build()).AsInt64()
+				n, err := c.Do(ctx, c.B().Hlen().Key(seatSlot(t, s, sA).Reservations()).Build()).AsInt64()
 				require.NoError(t, err)
 				assert.Equal(t, map[string]int64{"gate": 0, "take": 1}[step], n, "no reservation of alice's")
 
@@ -406,7 +415,7 @@ func TestSpreadConcurrentHoldsNeverSellASeatTwice(t *testing.T) {
 		for _, sched := range spreadSchedules {
 			states, err := in.SeatStates(ctx, cid, sched)
 			require.NoError(t, err)
-			res, err := c.Do(ctx, c.B().Hgetall().Key(s.keys.Concert(cid).Schedule(sched).Inventory()).Build()).AsStrMap()
+			res, err := c.Do(ctx, c.B().Hgetall().Key(seatSlot(t, s, sched).Inventory()).Build()).AsStrMap()
 			require.NoError(t, err)
 			assert.Equal(t, fmt.Sprint(2-len(states)), res["avail"], "schedule %s: avail against its seats", sched)
 			for seat, st := range states {

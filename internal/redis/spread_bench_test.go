@@ -27,7 +27,8 @@ import (
 // the few plain reads the store sends are left out, and a script's inner commands are not counted twice)
 // and the busiest share, over the whole storm and for the joins (with the ticks) and the holds (with the
 // cancels) apart. Created as the service creates a concert on a cluster, its seats too are spread, a slot
-// per schedule.
+// per schedule, placed on the masters (placement.go). It fails when the busiest master carries more
+// than 45% of the storm.
 //
 //	go test -run '^$' -bench OneConcertSpreadOnCluster -benchtime 1x ./internal/redis/
 func BenchmarkOneConcertSpreadOnCluster(b *testing.B) {
@@ -109,6 +110,9 @@ func BenchmarkOneConcertSpreadOnCluster(b *testing.B) {
 		}
 		busiest, total := share(start, end)
 		b.ReportMetric(busiest, "busiest-master-%")
+		// The bar of one sale across the cluster (docs/scaleout.md): no master carries more than 45%.
+		// On one slot it carried 98-99%; with the seat slots where their tags fell, 47-67%.
+		require.LessOrEqual(b, busiest, 45.0, "the busiest master's share of the storm's Redis time")
 		b.ReportMetric(total/float64(fans), "redis-us/fan")
 		joins, _ := share(start, joined)
 		holds, _ := share(joined, end)
@@ -125,7 +129,7 @@ func sumOf(v []float64) (s float64) {
 }
 
 // storm runs do(0..n-1) from workers goroutines and fails the benchmark if any call failed.
-func storm(b *testing.B, workers, n int, do func(i int) error) {
+func storm(b testing.TB, workers, n int, do func(i int) error) {
 	var next, failed atomic.Int64
 	var first error
 	var once sync.Once

@@ -1,0 +1,237 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// Where the seat slots of a spread concert land. A slot's master follows from its hash tag, and a tag
+// of a schedule id alone lands wherever CRC16 sends it: with 3 schedules on 3 masters, two schedules
+// share a master, often the concert's own, two times in three. So at creation the concert places them
+// (PlaceSeatSlots): each schedule goes to the master with the least expected load so far, each master
+// starting with the load of the concert's own slot and of the line shards it serves, and the slot's tag
+// gets the first suffix "@<n>" whose slot that master serves. The placement is kept in the concert's settings (cfg sched) and never
+// recomputed for a concert that has one: a reshard or a failover later moves slots, never keys.
+
+// ConcertSlotWeight is the Redis time of a concert's own slot per fan (line_arrive, line_admit and the
+// gate steps of a hold and a cancel), against a schedule slot's per fan holding there (seat_take,
+// hold_cancel), as the spread bench measured it (BenchmarkOneConcertSpreadOnCluster: 43-47 µs against
+// 72-79 µs): over S schedules, the concert's slot weighs about 0.6·S schedules. LineWeight is the same
+// for the whole line (line_enter and line_pop, 22 µs per fan), shared by its shards.
+const (
+	ConcertSlotWeight = 0.6
+	LineWeight        = 0.3
+)
+
+// placementTries bounds the search for a tag suffix on a chosen master: a master serving a third of
+// the slots is found within a few tries; one serving a sliver of them is given up on (the slot then
+// stays where its plain tag lands).
+const placementTries = 4096
+
+// SeatSlot names the slot of one schedule's seats of a spread concert: the schedule id, then "@<n>"
+// when the placement chose the tag's suffix n (see above). Its keys are tagged {c:<id>:s:<slot>}.
+type SeatSlot string
+
+// ScheduleID is the schedule whose seats the slot holds.
+func (s SeatSlot) ScheduleID() string {
+	id, _, _ := strings.Cut(string(s), "@")
+	return id
+}
+
+// Slot is the seat slot of scheduleID in a concert whose seats are spread (Schedules), or the slot of
+// its plain tag for a schedule the layout does not name (its scripts then answer NOT_FOUND).
+func (l Layout) Slot(scheduleID string) SeatSlot { return slotOf(l.Schedules, scheduleID) }
+
+func slotOf(slots []SeatSlot, scheduleID string) SeatSlot {
+	for _, s := range slots {
+		if s.ScheduleID() == scheduleID {
+			return s
+		}
+	}
+	return SeatSlot(scheduleID)
+}
+
+// ScheduleIDs is the schedules of the seat slots.
+func ScheduleIDs(slots []SeatSlot) []string {
+	out := make([]string, len(slots))
+	for i, s := range slots {
+		out[i] = s.ScheduleID()
+	}
+	return out
+}
+
+// slotsOf is the seat slots, among slots, of the schedules ids, in their order.
+func slotsOf(slots []SeatSlot, ids []string) []SeatSlot {
+	out := make([]SeatSlot, len(ids))
+	for i, id := range ids {
+		out[i] = slotOf(slots, id)
+	}
+	return out
+}
+
+func splitSchedules(raw string) []SeatSlot {
+	if raw == "" {
+		return nil
+	}
+	parts := strings.Split(raw, ",")
+	out := make([]SeatSlot, len(parts))
+	for i, p := range parts {
+		out[i] = SeatSlot(p)
+	}
+	return out
+}
+
+func joinSlots(slots []SeatSlot) string {
+	parts := make([]string, len(slots))
+	for i, s := range slots {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ",")
+}
+
+// PlaceSeatSlots returns the cfg sched value of concert c as concert_load and restore write it: "" for a
+// concert whose seats live in its own slot (a line of one shard), its schedule ids on a single Redis,
+// and on a Redis Cluster each schedule's slot placed on a master (see above).
+func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert) (string, error) {
+	if c.Queue.LineShards <= 1 {
+		return "", nil
+	}
+	slots := make([]SeatSlot, len(c.Schedules))
+	for i, sc := range c.Schedules {
+		slots[i] = SeatSlot(sc.ID)
+	}
+	if rdb.Mode() != rueidis.ClientModeCluster {
+		return joinSlots(slots), nil
+	}
+	owners, err := slotOwners(ctx, rdb)
+	if err != nil {
+		return "", fmt.Errorf("place the seat slots of %s: %w", c.ID, err)
+	}
+	return joinSlots(placeSeatSlots(owners, k, c)), nil
+}
+
+// placeSeatSlots places the seat slots of c's schedules (a concert whose line is spread) on the masters
+// of owners (each slot's master, CLUSTER SLOTS).
+func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert) []SeatSlot {
+	slots := make([]SeatSlot, len(c.Schedules))
+	load := map[string]float64{} // every master's expected load so far, in schedules
+	var masters []string
+	for _, m := range owners {
+		if _, seen := load[m]; m != "" && !seen {
+			load[m] = 0
+			masters = append(masters, m)
+		}
+	}
+	sort.Strings(masters)
+	s := float64(len(c.Schedules))
+	load[owners[slot(k.Cfg())]] += ConcertSlotWeight * s
+	for n := range c.Queue.LineShards {
+		load[owners[slot(k.Shard(n).Wait())]] += LineWeight * s / float64(c.Queue.LineShards)
+	}
+	for i, sc := range c.Schedules {
+		target := ""
+		for _, m := range masters {
+			if target == "" || load[m] < load[target] {
+				target = m
+			}
+		}
+		for n := 0; n < placementTries; n++ {
+			try := SeatSlot(sc.ID)
+			if n > 0 {
+				try = SeatSlot(sc.ID + "@" + strconv.Itoa(n))
+			}
+			if owners[slot(k.Schedule(try).Seats())] == target {
+				slots[i] = try
+				break
+			}
+		}
+		if slots[i] == "" {
+			slots[i] = SeatSlot(sc.ID)
+		}
+		load[owners[slot(k.Schedule(slots[i]).Seats())]]++
+	}
+	return slots
+}
+
+// keptSeatSlots is the cfg sched value for restoring concert c: the placement its settings in Redis
+// still name when it names c's schedules, else a new one (PlaceSeatSlots).
+func keptSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert) (string, error) {
+	if c.Queue.LineShards <= 1 {
+		return "", nil
+	}
+	raw, err := rdb.Do(ctx, rdb.B().Hget().Key(k.Cfg()).Field("sched").Build()).ToString()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return "", fmt.Errorf("placement of %s: %w", c.ID, unavailable(err))
+	}
+	kept := ScheduleIDs(splitSchedules(raw))
+	same := len(kept) == len(c.Schedules)
+	for i := 0; same && i < len(kept); i++ {
+		same = kept[i] == c.Schedules[i].ID
+	}
+	if same {
+		return raw, nil
+	}
+	return PlaceSeatSlots(ctx, rdb, k, c)
+}
+
+// slotOwners reads CLUSTER SLOTS: the id of the master serving each of the 16384 slots ("" none).
+func slotOwners(ctx context.Context, rdb rueidis.Client) ([]string, error) {
+	ranges, err := rdb.Do(ctx, rdb.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	owners := make([]string, 16384)
+	for _, r := range ranges {
+		f, err := r.ToArray()
+		if err != nil || len(f) < 3 {
+			return nil, fmt.Errorf("CLUSTER SLOTS: a range of %d fields (%v)", len(f), err)
+		}
+		lo, lerr := f[0].AsInt64()
+		hi, herr := f[1].AsInt64()
+		node, nerr := f[2].ToArray()
+		if lerr != nil || herr != nil || nerr != nil || len(node) < 3 || lo < 0 || hi >= 16384 || lo > hi {
+			return nil, fmt.Errorf("CLUSTER SLOTS: a range that does not read: %v", r)
+		}
+		id, err := node[2].ToString()
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER SLOTS: a master without an id: %w", err)
+		}
+		for s := lo; s <= hi; s++ {
+			owners[s] = id
+		}
+	}
+	return owners, nil
+}
+
+// crc16 is Redis Cluster's CRC16 (XMODEM).
+func crc16(b []byte) uint16 {
+	var crc uint16
+	for _, c := range b {
+		crc ^= uint16(c) << 8
+		for i := 0; i < 8; i++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// slot is the Redis Cluster hash slot of key, hash tags included.
+func slot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return int(crc16([]byte(key)) % 16384)
+}
