@@ -3,7 +3,9 @@ package redis
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +22,9 @@ import (
 // it lives on one master, and one Redis thread runs every join and hold of it. On a private
 // redis-server (nothing else counts), joins or winning holds from many goroutines; Redis' own time per
 // script call (INFO commandstats) gives redis-us/op and the ceiling, ceiling/s = 1e6 / redis-us/op.
+// Beside them, in the same run, the floor: a minimal EVALSHA (return 1) and a plain HSET. With -v it
+// also logs where a script's time goes: its commands' own time per call, by command, and the rest
+// (the Lua around them).
 // `go test -run x -bench OneRedisThread -benchtime 20000x ./internal/redis`
 func BenchmarkOneRedisThread(b *testing.B) {
 	c := dbtest.Client(b, dbtest.PrivateRedis(b))
@@ -52,7 +57,28 @@ func BenchmarkOneRedisThread(b *testing.B) {
 		us := usecPerEvalsha(b, c)
 		b.ReportMetric(us, "redis-us/op")
 		b.ReportMetric(1e6/us, "ceiling/s")
+		logInner(b, c, us)
 	}
+	b.Run("floor-evalsha", func(b *testing.B) {
+		sc := rueidis.NewLuaScript("return 1")
+		measure(b, func(int) error { return sc.Exec(ctx, c, []string{"floor"}, nil).Error() })
+	})
+	b.Run("floor-hset", func(b *testing.B) {
+		require.NoError(b, c.Do(ctx, c.B().ConfigResetstat().Build()).Error())
+		var next atomic.Int64
+		b.SetParallelism(16)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				i := strconv.FormatInt(next.Add(1), 10)
+				require.NoError(b, c.Do(ctx, c.B().Hset().Key("floor:h").FieldValue().FieldValue(i, i).Build()).Error())
+			}
+		})
+		b.StopTimer()
+		st := commandStats(b, c)["hset"]
+		require.Positive(b, st.calls)
+		b.ReportMetric(st.usec/st.calls, "redis-us/op")
+	})
 	b.Run("join", func(b *testing.B) {
 		s := newConcert(b, 1)
 		measure(b, func(i int) error {
@@ -74,6 +100,27 @@ func BenchmarkOneRedisThread(b *testing.B) {
 			return err
 		})
 	})
+}
+
+// logInner logs, with -v, each command's own time per script call since the last CONFIG RESETSTAT,
+// and what is left of the script's us per call once they are taken out: the Lua around them.
+func logInner(b *testing.B, c rueidis.Client, us float64) {
+	if b.N < 100 {
+		return // the benchmark's first run of one: its connection's set-up, not the script
+	}
+	stats := commandStats(b, c)
+	calls := stats["evalsha"].calls + stats["eval"].calls
+	inner := 0.0
+	var parts []string
+	for name, st := range stats {
+		if name == "evalsha" || name == "eval" || name == "script|load" || st.calls == 0 {
+			continue
+		}
+		inner += st.usec / calls
+		parts = append(parts, fmt.Sprintf("%s %.2f µs (%.2f calls)", name, st.usec/calls, st.calls/calls))
+	}
+	sort.Strings(parts)
+	b.Logf("%.2f µs a call: its commands %.2f (%s), the Lua around them %.2f", us, inner, strings.Join(parts, ", "), us-inner)
 }
 
 // usecPerEvalsha is Redis' time per EVALSHA since the last CONFIG RESETSTAT, the script's own commands
