@@ -36,8 +36,14 @@ type Config struct {
 	MaxDeliveries int
 	TrimEvery     time.Duration // how often acknowledged entries are trimmed
 	StatsEvery    time.Duration // how often backlog and lag are measured
-	StuckAfter    time.Duration // readiness fails when nothing was acknowledged for this long with a backlog
-	RetryMax      time.Duration // longest pause between two tries of a batch Postgres did not take
+	// QuietEvery: while the worker is quiet (its last measure found nothing waiting and no round has
+	// read anything since), backlog and lag are measured this often instead (10 StatsEvery unless set),
+	// and pending entries are not looked for (a measure that finds any ends the quiet): an idle service
+	// does not ask every stream for its groups every second. Another worker's entries left pending by a
+	// crash while this one is quiet are found within QuietEvery; they are claimed after ClaimIdle anyway.
+	QuietEvery time.Duration
+	StuckAfter time.Duration // readiness fails when nothing was acknowledged for this long with a backlog
+	RetryMax   time.Duration // longest pause between two tries of a batch Postgres did not take
 }
 
 // growthBudget is how many streams' worth of MaxReadCount one round may read beyond ReadCount a stream.
@@ -61,6 +67,7 @@ func DefaultConfig() Config {
 		MaxDeliveries: 20,
 		TrimEvery:     5 * time.Second,
 		StatsEvery:    time.Second,
+		QuietEvery:    10 * time.Second, // 10 StatsEvery
 		StuckAfter:    30 * time.Second,
 		RetryMax:      2 * time.Second,
 	}
@@ -98,6 +105,8 @@ func (c Config) withDefaults() Config {
 	setD(&c.ClaimEvery, d.ClaimEvery)
 	setD(&c.TrimEvery, d.TrimEvery)
 	setD(&c.StatsEvery, d.StatsEvery)
+	setD(&c.QuietEvery, 10*c.StatsEvery)
+	c.QuietEvery = max(c.QuietEvery, c.StatsEvery)
 	setD(&c.StuckAfter, d.StuckAfter)
 	setD(&c.RetryMax, d.RetryMax)
 	return c

@@ -128,11 +128,12 @@ func (w *Worker) groupedStreams() []string {
 	return out
 }
 
-// runStats measures backlog and lag every StatsEvery, and trims every TrimEvery from the same reading.
+// runStats measures backlog and lag every StatsEvery (every QuietEvery while quiet), and trims every
+// TrimEvery from the same reading.
 func (w *Worker) runStats(ctx context.Context) {
 	t := time.NewTicker(w.cfg.StatsEvery)
 	defer t.Stop()
-	var lastTrim time.Time
+	var lastTrim, lastMeasure time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -140,13 +141,21 @@ func (w *Worker) runStats(ctx context.Context) {
 		case <-t.C:
 		}
 		w.mu.Lock()
-		streams := w.streams
+		streams, quiet := w.streams, w.quiet
+		w.busy = false // a round that reads from now on ends the quiet this measure may start
 		w.mu.Unlock()
+		if quiet && w.now().Sub(lastMeasure) < w.cfg.QuietEvery {
+			continue
+		}
+		lastMeasure = w.now()
 		states, err := inspect(ctx, w.rdb, w.cfg.Group, streams)
 		if err != nil {
 			if ctx.Err() == nil {
 				w.warnings.warn(warnMeasure, "err", err)
 			}
+			w.mu.Lock()
+			w.quiet = false
+			w.mu.Unlock()
 			continue
 		}
 		backlog, oldest := measureStates(ctx, w.rdb, streams, states)
@@ -162,6 +171,7 @@ func (w *Worker) runStats(ctx context.Context) {
 		if backlog == 0 {
 			w.lastAdvance = now
 		}
+		w.quiet = backlog == 0 && !w.busy
 		w.mu.Unlock()
 		if now.Sub(lastTrim) >= w.cfg.TrimEvery {
 			lastTrim = now

@@ -55,6 +55,9 @@ type Worker struct {
 	streams     []string  // every stream with its group, for the stats loop
 	lastAdvance time.Time // the last acknowledgement, or the last time there was nothing to do
 	backlog     int64
+	// quiet: the last measure found nothing waiting and no round read anything since (QuietEvery);
+	// busy is set by a round that read something, and cleared by each measure.
+	quiet, busy bool
 }
 
 // New returns a worker over the streams of the keys under prefix: the 64 wallet shards and every
@@ -114,11 +117,16 @@ func (w *Worker) Run(ctx context.Context) {
 		}
 		w.syncStreams(ctx)
 		n := 0
-		if w.now().Sub(lastClaim) >= w.cfg.ClaimEvery {
+		if w.now().Sub(lastClaim) >= w.cfg.ClaimEvery && !w.isQuiet() {
 			lastClaim = w.now()
 			n += w.process(ctx, w.claim(ctx), queues)
 		}
 		n += w.process(ctx, w.read(ctx), queues)
+		if n > 0 {
+			w.mu.Lock()
+			w.quiet, w.busy = false, true
+			w.mu.Unlock()
+		}
 		if n == 0 {
 			sleep(ctx, idle)
 			idle = min(2*idle, w.cfg.IdleMax)
@@ -126,6 +134,13 @@ func (w *Worker) Run(ctx context.Context) {
 			idle = w.cfg.Idle
 		}
 	}
+}
+
+// isQuiet reports whether the worker is quiet (see Config.QuietEvery).
+func (w *Worker) isQuiet() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.quiet
 }
 
 func sleep(ctx context.Context, d time.Duration) {

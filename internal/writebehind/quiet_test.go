@@ -1,0 +1,83 @@
+package writebehind
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// counting is a client that counts the commands sent through it, by name.
+type counting struct {
+	rueidis.Client
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counting) count(cmds ...rueidis.Completed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range cmds {
+		words := cmd.Commands() // read before sending: rueidis recycles a command once it ran
+		name := strings.ToLower(words[0])
+		if len(words) > 1 && (name == "xinfo" || name == "xgroup") {
+			name += " " + strings.ToLower(words[1])
+		}
+		c.n[name]++
+	}
+}
+
+func (c *counting) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.count(cmd)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c *counting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.count(cmds...)
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+func (c *counting) get(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
+}
+
+// TestQuietWorkerMeasuresRarely: a worker with nothing to do goes quiet: over 30 of its read rounds
+// (each a stats period long) it neither measures its streams (XINFO GROUPS) nor looks for pending
+// entries (XAUTOCLAIM), where it did both every period while there was work. The first event is
+// written as before and ends the quiet (the worker measures again).
+func TestQuietWorkerMeasuresRarely(t *testing.T) {
+	t.Parallel()
+	s := sharedSale(t)
+	c := &counting{Client: s.rdb, n: map[string]int{}}
+	const period = 20 * time.Millisecond
+	w := New(c, s.db, s.prefix, s.cat.IDs, Config{StatsEvery: period, QuietEvery: time.Hour, ClaimEvery: period,
+		Idle: period, IdleMax: period}, time.Now, s.log, prometheus.NewRegistry())
+	run(t, w)
+	eventually(t, 10*time.Second, "the worker measures and claims", func() bool {
+		return c.get("xinfo groups") > 0 && c.get("xautoclaim") > 0
+	})
+	eventually(t, 10*time.Second, "the worker goes quiet", w.isQuiet)
+
+	measured, claimed, reads := c.get("xinfo groups"), c.get("xautoclaim"), c.get("xreadgroup")
+	streams := len(w.groupedStreams())
+	require.Positive(t, streams)
+	eventually(t, 30*time.Second, "30 more read rounds", func() bool { return c.get("xreadgroup") >= reads+30*streams })
+	assert.Equal(t, measured, c.get("xinfo groups"), "no measure while quiet")
+	assert.Equal(t, claimed, c.get("xautoclaim"), "no claim while quiet")
+	assert.True(t, w.isQuiet())
+
+	_, _, err := s.booking.Charge(context.Background(), "alice", 100, "")
+	require.NoError(t, err)
+	s.drain(10 * time.Second)
+	eventually(t, 10*time.Second, "the charge ends the quiet: the worker measures again", func() bool {
+		return c.get("xinfo groups") > measured
+	})
+}
