@@ -85,13 +85,18 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		every(cfg.LivenessFlush, waitingRoom.FlushLiveness, "queue liveness flush")
 		wg.Go(func() { purchases.RunSeatView(loops, cfg.SnapshotRefresh) }) // as often as the queue view
 	}
+	// The loops over awake concerts keep their pace while a concert is awake (or a sale is about to
+	// open, for the draw) and wake up once a second otherwise, or at once on a wake-up this process sees.
+	paced := func(interval time.Duration, busy func() bool, step func(context.Context) error, msg string) {
+		wg.Go(func() { periodic.RunPaced(loops, interval, idlePace, busy, r.activity.Woken, step, log, msg) })
+	}
 	if cfg.Has(config.RoleScheduler) || cfg.Has(config.RoleWriteBehind) {
-		every(cfg.AdmitTick, r.activity.Poll, "activity poll")
+		paced(cfg.AdmitTick, r.activity.AnyAwake, r.activity.Poll, "activity poll")
 	}
 	if cfg.Has(config.RoleScheduler) {
-		every(cfg.AdmitTick, r.tick, "admission tick")
-		every(cfg.SweepInterval, r.sweep, "sweep")
-		every(cfg.AdmitTick, r.draw, "draw")
+		paced(cfg.AdmitTick, r.activity.AnyAwake, r.tick, "admission tick")
+		paced(cfg.SweepInterval, r.activity.AnyAwake, r.sweep, "sweep")
+		paced(cfg.AdmitTick, func() bool { return r.activity.AnyAwake() || r.drawSoon(idlePace+cfg.AdmitTick) }, r.draw, "draw")
 	}
 	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": state.Check}
 	if redis.IsCluster(rc) { // a check waits for the client to follow an election (docs/faults.md, "Readiness")
@@ -176,8 +181,13 @@ var serverTimeouts = struct{ readHeader, read, write, idle time.Duration }{
 type rounds struct {
 	activity          *queue.Activity
 	tick, sweep, draw func(context.Context) error
+	drawSoon          func(within time.Duration) bool // a sale not drawn yet opens within (or has opened)
 	streams           func() []string
 }
+
+// idlePace is how often the loops over awake concerts run while none is awake (see rounds): a concert
+// another instance wakes is found within it; one this instance wakes, at once.
+const idlePace = time.Second
 
 func newRounds(store *redis.Store, cat *catalog.Service, waitingRoom *queue.Service, purchases *booking.Service,
 	now func() time.Time, reg prometheus.Registerer) rounds {
@@ -188,7 +198,7 @@ func newRounds(store *redis.Store, cat *catalog.Service, waitingRoom *queue.Serv
 	sched := waitingRoom.NewScheduler(store, activity.IDs).ReportBusy(activity.LineBusy)
 	sweeper := purchases.NewSweeper(activity.IDs, activity.Busy)
 	drawer := waitingRoom.NewDrawer(store, cat.SaleIDs, cat.Sale, ticketrush.NewID(), reg).Track(activity.IsAwake, activity.Busy)
-	return rounds{activity: activity, tick: sched.Tick, sweep: sweeper.Sweep, draw: drawer.Tick,
+	return rounds{activity: activity, tick: sched.Tick, sweep: sweeper.Sweep, draw: drawer.Tick, drawSoon: drawer.Soon,
 		streams: func() []string { return activity.Recent(queue.StreamDrain) }}
 }
 

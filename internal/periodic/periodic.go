@@ -23,3 +23,31 @@ func Run(ctx context.Context, interval time.Duration, step func(context.Context)
 		}
 	}
 }
+
+// RunPaced is Run for a loop whose work comes and goes: step runs every interval while busy() reports
+// work (asked after each step), and every idle (longer) while it does not, unless wake() is closed
+// meanwhile (something woke up: step runs at once). An idle service then wakes up a few times a
+// second instead of tens, which is most of its CPU.
+func RunPaced(ctx context.Context, interval, idle time.Duration, busy func() bool, wake func() <-chan struct{},
+	step func(context.Context) error, log *slog.Logger, msg string) {
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake():
+			t.Stop() // nothing stale to drain since Go 1.23
+		case <-t.C:
+		}
+		start := time.Now()
+		if err := step(ctx); err != nil && ctx.Err() == nil {
+			log.Warn(msg, "err", err)
+		}
+		next := interval
+		if !busy() {
+			next = idle
+		}
+		t.Reset(max(0, next-time.Since(start)))
+	}
+}

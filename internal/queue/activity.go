@@ -62,6 +62,43 @@ type Activity struct {
 	pending map[string]struct{}  // seen since the last Flush, not written yet
 	forgot  time.Time            // the last ForgetAsleep
 	noted   sync.Map             // concert -> *atomic.Int64: the Unix second Saw last noted it
+
+	wmu   sync.Mutex
+	woken chan struct{} // closed at the next wake-up (Woken)
+}
+
+// Woken returns a channel closed at the next wake-up this process sees: a wake-up it writes (a join,
+// an admin change, a hold here), or a concert asleep here that a Poll or a round finds awake. The paced
+// loops (periodic.RunPaced) wait on it while nothing is awake.
+func (a *Activity) Woken() <-chan struct{} {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	if a.woken == nil {
+		a.woken = make(chan struct{})
+	}
+	return a.woken
+}
+
+func (a *Activity) signal() {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	if a.woken != nil {
+		close(a.woken)
+		a.woken = nil
+	}
+}
+
+// AnyAwake reports whether a concert is awake now.
+func (a *Activity) AnyAwake() bool {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, until := range a.until {
+		if until.After(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // NewActivity returns the activity of concerts over store; closed, when not nil, tells the concerts
@@ -93,6 +130,7 @@ func (a *Activity) wake(ctx context.Context, member string) error {
 	a.wrote[member] = now
 	delete(a.pending, member)
 	a.mu.Unlock()
+	defer a.signal() // this process's own loops learn of it at once, from the next Poll
 	return a.store.Wake(ctx, []string{member}, now)
 }
 
@@ -204,10 +242,15 @@ func (a *Activity) busy(concertID, member string) {
 	}
 }
 
-// extend keeps a concert awake until at least until (callers hold a.mu).
+// extend keeps a concert awake until at least until (callers hold a.mu); a concert asleep until now
+// wakes the paced loops.
 func (a *Activity) extend(concertID string, until time.Time) {
-	if until.After(a.until[concertID]) {
+	before := a.until[concertID]
+	if until.After(before) {
 		a.until[concertID] = until
+		if now := a.now(); !before.After(now) && until.After(now) {
+			a.signal()
+		}
 	}
 }
 

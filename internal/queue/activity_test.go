@@ -129,3 +129,39 @@ func TestActivitySeatsWakeEveryProcess(t *testing.T) {
 	require.NoError(t, other.Poll(ctx))
 	assert.Empty(t, other.IDs(), "a closed sale's line wakes nothing")
 }
+
+// TestActivityWokenSignalsWakeUps: the paced loops' channel closes when this process writes a wake-up
+// (a join here) and when a Poll finds a concert awake that was asleep here, not when nothing changed.
+func TestActivityWokenSignalsWakeUps(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	st := &activityStore{}
+	a := NewActivity(st, func() time.Time { return now }, nil)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	woken := a.Woken()
+	require.NoError(t, a.Poll(ctx))
+	assert.False(t, closed(woken), "nothing awake, nothing woken")
+	assert.False(t, a.AnyAwake())
+
+	a.Touch(ctx, "c1") // a join on this instance
+	assert.True(t, closed(woken), "a wake-up written here")
+	woken = a.Woken()
+	assert.False(t, closed(woken), "a new channel for the next wake-up")
+	st.awake = map[string]time.Time{"c1": now} // what the live zset now holds
+	require.NoError(t, a.Poll(ctx))
+	assert.True(t, closed(woken), "the Poll finds c1 awake")
+	assert.True(t, a.AnyAwake())
+
+	woken = a.Woken()
+	require.NoError(t, a.Poll(ctx))
+	assert.False(t, closed(woken), "c1 awake already: no news")
+	now = now.Add(awakeFor + time.Second)
+	assert.False(t, a.AnyAwake(), "asleep after awakeFor")
+}

@@ -270,6 +270,18 @@ func (d *Drawer) Tick(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Soon reports whether a sale this drawer has not drawn yet opens within d (or has opened): its loop
+// keeps the admission tick's pace until the draw is done.
+func (d *Drawer) Soon(within time.Duration) bool {
+	horizon := d.now().Add(within)
+	for _, id := range d.concerts() {
+		if sale := d.sales(id); sale != nil && !d.done[id] && !sale.ClosedAt(d.now()) && sale.OpensAt.Before(horizon) {
+			return true
+		}
+	}
+	return false
+}
+
 // Run draws one concert, or resumes its draw, if this drawer can take the lease; it returns when the
 // draw is done, another drawer holds the lease, or ctx ends (between batches: the next run resumes).
 func (d *Drawer) Run(ctx context.Context, concertID string, sale ticketrush.Sale) error {
