@@ -15,11 +15,15 @@ import (
 // doubles (up to MaxReadCount) while the stream fills its reads and halves back (down to ReadCount)
 // once it does not. What the streams read beyond ReadCount each is bounded per round (growthBudget
 // MaxReadCounts), so that a backlog in every stream (Postgres back after an outage) reads no more per
-// round than ReadCount a stream and a few hot streams' worth.
+// round than ReadCount a stream and a few hot streams' worth. On a single Redis the streams read at
+// ReadCount (every stream of an idle service) share one XREADGROUP; on a cluster each stream is a
+// slot of its own, and each is read by a command of its own.
 func (w *Worker) read(ctx context.Context) []entry {
 	cmds := make(rueidis.Commands, 0, len(w.order))
-	srcs := make([]*source, 0, len(w.order))
+	covers := make([][]*source, 0, len(w.order)) // the streams each command reads
+	var srcs, shared []*source
 	budget := growthBudget * w.cfg.MaxReadCount
+	together := w.rdb.Mode() != rueidis.ClientModeCluster
 	for _, s := range w.order {
 		if !w.grouped[s.Stream] {
 			continue
@@ -28,32 +32,34 @@ func (w *Worker) read(ctx context.Context) []entry {
 		extra = min(extra, budget)
 		budget -= extra
 		s.count = w.cfg.ReadCount + extra
+		srcs = append(srcs, s)
+		if together && extra == 0 {
+			shared = append(shared, s)
+			continue
+		}
 		cmds = append(cmds, w.rdb.B().Xreadgroup().Group(w.cfg.Group, w.cfg.Consumer).Count(int64(s.count)).
 			Streams().Key(s.Stream).Id(">").Build())
-		srcs = append(srcs, s)
+		covers = append(covers, []*source{s})
+	}
+	if len(shared) > 0 {
+		keys, ids := make([]string, len(shared)), make([]string, len(shared))
+		for i, s := range shared {
+			keys[i], ids[i] = s.Stream, ">"
+		}
+		cmds = append(cmds, w.rdb.B().Xreadgroup().Group(w.cfg.Group, w.cfg.Consumer).Count(int64(w.cfg.ReadCount)).
+			Streams().Key(keys...).Id(ids...).Build())
+		covers = append(covers, shared)
 	}
 	var out []entry
 	read := map[*source][]entry{}
 	for i, res := range w.rdb.DoMulti(ctx, cmds...) {
-		s := srcs[i]
 		streams, err := res.AsXRead()
-		if err != nil && !rueidis.IsRedisNil(err) { // nil: nothing new
-			w.readFailed(ctx, s, err)
-			continue
-		}
-		got := streams[s.Stream]
-		s.drained, s.readAt = len(got) == 0, w.now()
-		if !s.drained {
-			s.yielded = w.now()
-		}
-		switch {
-		case len(got) >= s.count:
-			s.count *= 2
-		case len(got) < s.count/2:
-			s.count /= 2
-		}
-		for _, xe := range got {
-			read[s] = append(read[s], entry{src: s, id: xe.ID, fields: xe.FieldValues})
+		for _, s := range covers[i] {
+			if err != nil && !rueidis.IsRedisNil(err) { // nil: nothing new
+				w.readFailed(ctx, s, err) // a shared read's NOGROUP makes every group of it again
+				continue
+			}
+			w.took(s, streams[s.Stream], read)
 		}
 	}
 	withheld := map[*source]bool{}
@@ -77,6 +83,23 @@ func (w *Worker) read(ctx context.Context) []entry {
 		}
 	}
 	return out
+}
+
+// took notes what a read of s got (its count for the next round follows) and adds it to read.
+func (w *Worker) took(s *source, got []rueidis.XRangeEntry, read map[*source][]entry) {
+	s.drained, s.readAt = len(got) == 0, w.now()
+	if !s.drained {
+		s.yielded = w.now()
+	}
+	switch {
+	case len(got) >= s.count:
+		s.count *= 2
+	case len(got) < s.count/2:
+		s.count /= 2
+	}
+	for _, xe := range got {
+		read[s] = append(read[s], entry{src: s, id: xe.ID, fields: xe.FieldValues})
+	}
 }
 
 // replicated reports whether a replica of the stream's master has entries just read: an XCLAIM JUSTID
