@@ -25,7 +25,15 @@ type saleLog struct {
 	gather prometheus.Gatherer
 	log    *slog.Logger
 	last   map[string]saleFigures
+	news   bool // the last report wrote a line
 }
+
+// saleLogQuiet is how often the log looks while its last report found no news and nothing woke up on
+// this instance meanwhile (serve runs it paced: a wake-up, such as a join here, makes it look at once).
+const saleLogQuiet = 30 * time.Second
+
+// hadNews reports whether the last report wrote a line: the log keeps its pace while the sale moves.
+func (l *saleLog) hadNews() bool { return l.news }
 
 // saleFigures are one concert's figures: counters so far, and the line now.
 type saleFigures struct {
@@ -123,11 +131,13 @@ func (l *saleLog) report(context.Context) error {
 		concerts = append(concerts, c)
 	}
 	slices.Sort(concerts)
+	l.news = false
 	for _, c := range concerts {
 		f, before := now[c], l.last[c]
 		if f == before {
 			continue // no news
 		}
+		l.news = true
 		l.log.Info("sale", "concert", c, "joined", int64(f.joined-before.joined), "admitted", int64(f.admitted-before.admitted),
 			"held", int64(f.held-before.held), "paid", int64(f.paid-before.paid), "waiting", int64(f.waiting), "active", int64(f.active))
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,4 +36,26 @@ func TestSaleLogGathersItsSeriesOnly(t *testing.T) {
 		assert.True(t, readBySaleLog(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "h"}, []string{"concert"})), name)
 	}
 	assert.True(t, reg.Unregister(seats))
+}
+
+// TestSaleLogNewsKeepsItsPace: a report that writes a line keeps the log at saleLogEvery (hadNews);
+// one with nothing new lets it wait its quiet pace, until a wake-up.
+func TestSaleLogNewsKeepsItsPace(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	joined := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ticketrush_queue_joined_total", Help: "h"}, []string{"concert"})
+	reg.MustRegister(joined)
+	var out strings.Builder
+	l := newSaleLog(reg, slog.New(slog.NewTextHandler(&out, nil)))
+	ctx := context.Background()
+
+	joined.WithLabelValues("c1").Inc()
+	require.NoError(t, l.report(ctx))
+	assert.True(t, l.hadNews())
+	assert.Equal(t, 1, strings.Count(out.String(), "msg=sale"))
+	require.NoError(t, l.report(ctx))
+	assert.False(t, l.hadNews(), "nothing new")
+	assert.Equal(t, 1, strings.Count(out.String(), "msg=sale"))
+	joined.WithLabelValues("c1").Inc()
+	require.NoError(t, l.report(ctx))
+	assert.True(t, l.hadNews())
 }

@@ -79,7 +79,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		wg.Go(func() { periodic.Run(loops, interval, step, log, msg) })
 	}
 	every(cfg.CatalogRefresh, cat.Refresh, "catalog refresh")
-	every(saleLogEvery, newSaleLog(saleFigures, log).report, "sale log")
+	saleLog := newSaleLog(saleFigures, log)
+	wg.Go(func() {
+		periodic.RunPaced(loops, saleLogEvery, saleLogQuiet, saleLog.hadNews, r.activity.Woken, saleLog.report, log, "sale log")
+	})
 	if cfg.Has(config.RoleAPI) {
 		every(cfg.SnapshotRefresh, waitingRoom.Refresh, "queue view refresh")
 		every(cfg.LivenessFlush, waitingRoom.FlushLiveness, "queue liveness flush")

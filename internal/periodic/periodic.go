@@ -26,17 +26,18 @@ func Run(ctx context.Context, interval time.Duration, step func(context.Context)
 
 // RunPaced is Run for a loop whose work comes and goes: step runs every interval while busy() reports
 // work (asked after each step), and every idle (longer) while it does not, unless wake() is closed
-// meanwhile (something woke up: step runs at once). An idle service then wakes up a few times a
-// second instead of tens, which is most of its CPU.
+// during that idle wait (something woke up: step runs at once; a busy loop keeps its interval). An
+// idle service then wakes up a few times a second instead of tens, which is most of its CPU.
 func RunPaced(ctx context.Context, interval, idle time.Duration, busy func() bool, wake func() <-chan struct{},
 	step func(context.Context) error, log *slog.Logger, msg string) {
 	t := time.NewTimer(interval)
 	defer t.Stop()
+	var woken <-chan struct{} // nil (never) while busy
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-wake():
+		case <-woken:
 			t.Stop() // nothing stale to drain since Go 1.23
 		case <-t.C:
 		}
@@ -45,8 +46,9 @@ func RunPaced(ctx context.Context, interval, idle time.Duration, busy func() boo
 			log.Warn(msg, "err", err)
 		}
 		next := interval
+		woken = nil
 		if !busy() {
-			next = idle
+			next, woken = idle, wake()
 		}
 		t.Reset(max(0, next-time.Since(start)))
 	}
