@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,7 +177,14 @@ func commandsProcessed(t *testing.T, rdb rueidis.Client) int64 {
 }
 
 // catalogRecord is the durable catalog the test says: its concerts, nothing else.
-type catalogRecord struct{ concerts []ticketrush.Concert }
+type catalogRecord struct {
+	concerts []ticketrush.Concert
+	reads    atomic.Int64
+}
+
+// CatalogVersion moves at every read: the catalog reads the concerts at every refresh, as it did
+// before it had a version to look at.
+func (r *catalogRecord) CatalogVersion(context.Context) (int64, error) { return r.reads.Add(1), nil }
 
 func (r *catalogRecord) CreateConcert(context.Context, ticketrush.Concert) error { return nil }
 func (r *catalogRecord) Ping(context.Context) error                              { return nil }

@@ -22,6 +22,7 @@ type Record interface {
 	CreateConcert(ctx context.Context, c ticketrush.Concert) error // ErrExists when the id is taken
 	Ping(ctx context.Context) error
 	Concerts(ctx context.Context) ([]ticketrush.Concert, error)
+	CatalogVersion(ctx context.Context) (int64, error) // moves with every change of what Concerts returns
 	UpdateQueueSettings(ctx context.Context, concertID string, p ticketrush.QueuePatch) (ticketrush.QueueSettings, error)
 	AddAccessCodes(ctx context.Context, concertID string, hashes []string) error
 }
@@ -56,6 +57,8 @@ type Service struct {
 	order     []string
 	sales     []string          // the concerts of order with a sale
 	schedules map[string]string // schedule id -> concert id
+	version   int64             // the record's CatalogVersion the last Refresh read all of (read: once it did)
+	read      bool
 }
 
 // NewService returns an empty catalog; Refresh fills it.
@@ -217,6 +220,16 @@ const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
 // seen in Redis yet (one script call each, the first time only: an idle catalog costs no Redis command
 // per refresh). A Redis emptied later is `ticketrush restore`'s to fill: readiness reports it.
 func (s *Service) Refresh(ctx context.Context) error {
+	v, err := s.record.CatalogVersion(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	same := s.read && v == s.version
+	s.mu.RUnlock()
+	if same {
+		return nil // nothing changed since the last read of it all
+	}
 	all, err := s.record.Concerts(ctx)
 	if err != nil {
 		return err
@@ -236,6 +249,9 @@ func (s *Service) Refresh(ctx context.Context) error {
 		}
 		s.put(c)
 	}
+	s.mu.Lock()
+	s.version, s.read = v, true // read before the concerts: a change meanwhile is read again next time
+	s.mu.Unlock()
 	return nil
 }
 

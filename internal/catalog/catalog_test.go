@@ -23,6 +23,14 @@ type record struct {
 	release  chan struct{}
 	pingErr  error
 	creates  int
+	version  int64 // moves with each create
+	reads    int   // calls of Concerts
+}
+
+func (r *record) CatalogVersion(context.Context) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.version, nil
 }
 
 func (r *record) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
@@ -45,6 +53,7 @@ func (r *record) CreateConcert(ctx context.Context, c ticketrush.Concert) error 
 		}
 	}
 	r.concerts = append(r.concerts, c)
+	r.version++
 	return nil
 }
 
@@ -53,6 +62,7 @@ func (r *record) Ping(context.Context) error { return r.pingErr }
 func (r *record) Concerts(context.Context) ([]ticketrush.Concert, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.reads++
 	return append([]ticketrush.Concert(nil), r.concerts...), nil
 }
 
@@ -130,4 +140,26 @@ func TestCreatePostgresDown(t *testing.T) {
 	_, _, err := s.Create(context.Background(), concert("IU"), "")
 	assert.ErrorIs(t, err, ticketrush.ErrUnavailable)
 	assert.Zero(t, r.creates)
+}
+
+// TestRefreshReadsTheCatalogOnlyWhenItChanged: a refresh reads the catalog's version and reads the
+// concerts only when it moved (another instance created one): an idle catalog costs one small query.
+func TestRefreshReadsTheCatalogOnlyWhenItChanged(t *testing.T) {
+	ctx := context.Background()
+	r := &record{}
+	s := newService(r)
+	require.NoError(t, s.Refresh(ctx))
+	require.NoError(t, s.Refresh(ctx))
+	require.NoError(t, s.Refresh(ctx))
+	assert.Equal(t, 1, r.reads, "read once, then unchanged")
+
+	c := concert("Elsewhere")
+	c.ID = "c0ncert00001"
+	require.NoError(t, r.CreateConcert(ctx, c)) // another instance's create
+	require.NoError(t, s.Refresh(ctx))
+	assert.Equal(t, 2, r.reads)
+	_, ok := s.Concert(c.ID)
+	assert.True(t, ok, "the new concert is known")
+	require.NoError(t, s.Refresh(ctx))
+	assert.Equal(t, 2, r.reads)
 }

@@ -200,6 +200,9 @@ func (f *stormFan) ended(c *linearize.Call, err error, what string) bool {
 // catalogRecord is a durable catalog of one concert.
 type catalogRecord struct{ concert ticketrush.Concert }
 
+// CatalogVersion never moves: the catalog holds its one concert from the first refresh on.
+func (r catalogRecord) CatalogVersion(context.Context) (int64, error) { return 1, nil }
+
 func (r catalogRecord) CreateConcert(context.Context, ticketrush.Concert) error { return nil }
 func (r catalogRecord) Ping(context.Context) error                              { return nil }
 func (r catalogRecord) Concerts(context.Context) ([]ticketrush.Concert, error) {

@@ -118,6 +118,16 @@ func (r *seatRows) Values() ([]any, error) { return r.row, nil }
 func (r *seatRows) Err() error             { return nil }
 
 // Concerts returns the whole catalog, oldest concert first.
+// CatalogVersion is the catalog's version (sql/0010_catalog_version.sql): it moves with every change of
+// what Concerts returns.
+func (db *DB) CatalogVersion(ctx context.Context) (int64, error) {
+	var v int64
+	if err := db.pool.QueryRow(ctx, `SELECT v FROM catalog_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("catalog version: %w", err)
+	}
+	return v, nil
+}
+
 func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	rows, err := db.pool.Query(ctx, `SELECT id, title, venue, active_capacity, admit_per_second, active_ttl_seconds,
 		hold_ttl_seconds, max_holds_per_user, paused, join_pow_bits, access_code_required, active_per_seat,

@@ -37,8 +37,17 @@ func TestCatalogRoundTrip(t *testing.T) {
 		Sections:  []ticketrush.Section{{Name: "VIP", Price: 165000, Seats: 3}, {Name: "R", Price: 143000, Seats: 2}},
 		Schedules: []ticketrush.Schedule{{ID: "s1", StartsAt: at}, {ID: "s2", StartsAt: at.Add(24 * time.Hour)}}}
 	c.Queue.LineShards = 3
+	version := func() int64 {
+		v, err := db.CatalogVersion(ctx)
+		require.NoError(t, err)
+		return v
+	}
+	v0 := version()
 	require.NoError(t, db.CreateConcert(ctx, c))
+	v1 := version()
+	assert.Greater(t, v1, v0, "a create moves the catalog's version")
 	assert.Error(t, db.CreateConcert(ctx, c), "the same id twice")
+	assert.Equal(t, v1, version(), "a refused create does not")
 
 	got, err := db.Concerts(ctx)
 	require.NoError(t, err)
@@ -55,6 +64,13 @@ func TestCatalogRoundTrip(t *testing.T) {
 	assert.True(t, q.Paused)
 	assert.Equal(t, 7, q.ActiveCapacity)
 	assert.Equal(t, 50, q.AdmitPerSecond)
+	assert.Greater(t, version(), v1, "a change of the queue's settings moves it")
+	for _, table := range []string{"sections", "schedules", "concert_sales"} { // the rest Concerts reads
+		before := version()
+		_, err := db.pool.Exec(ctx, "DELETE FROM "+table+" WHERE false")
+		require.NoError(t, err)
+		assert.Greater(t, version(), before, "a statement on %s moves it", table)
+	}
 
 	_, err = db.UpdateQueueSettings(ctx, "nope", ticketrush.QueuePatch{Paused: &paused})
 	assert.ErrorIs(t, err, ticketrush.ErrNotFound)
