@@ -79,7 +79,17 @@ func BenchmarkOneRedisThread(b *testing.B) {
 		require.Positive(b, st.calls)
 		b.ReportMetric(st.usec/st.calls, "redis-us/op")
 	})
-	b.Run("join", func(b *testing.B) {
+	b.Run("join-waiting", func(b *testing.B) { // the common join of an on-sale: into a line that waits
+		s := newConcert(b, 1)
+		q := concert(cid, nil).Queue
+		q.HoldTTL, q.AdmitPerSecond, q.ActiveCapacity, q.Paused = time.Hour, 1_000_000_000, 1_000_000_000, true
+		require.NoError(b, s.Configure(ctx, cid, q, t0))
+		measure(b, func(i int) error {
+			_, err := s.Join(ctx, cid, "fan-"+strconv.Itoa(i), t0)
+			return err
+		})
+	})
+	b.Run("join", func(b *testing.B) { // admitted at once: an empty line with room
 		s := newConcert(b, 1)
 		measure(b, func(i int) error {
 			_, err := s.Join(ctx, cid, "fan-"+strconv.Itoa(i), t0)
