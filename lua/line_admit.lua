@@ -38,6 +38,7 @@ local cfg, active, aseq, head, bucket, admitted = KEYS[1], KEYS[2], KEYS[3], KEY
 local left, leftlog, events, inv, holds, abandoned = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local noshow, lw, draw = KEYS[13], KEYS[14], KEYS[15]
 local now, batch, waiting, mode = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local nows = string.format('%d', now) -- printed once for the writes
 local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow', 'opens')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
@@ -56,7 +57,7 @@ for _, user in ipairs(lapsed) do
   local seq = redis.call('HGET', aseq, user)
   redis.call('ZREM', active, user)
   redis.call('HDEL', aseq, user)
-  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', now)
+  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', nows)
 end
 
 local noshows = 0
@@ -70,7 +71,7 @@ for _, user in ipairs(due) do
   if seq and tonumber(redis.call('ZSCORE', active, user) or '0') > now then
     redis.call('ZREM', active, user)
     redis.call('HDEL', aseq, user)
-    redis.call('XADD', events, '*', 'type', 'queue.noshow', 'user', user, 'seq', seq, 'at', now)
+    redis.call('XADD', events, '*', 'type', 'queue.noshow', 'user', user, 'seq', seq, 'at', nows)
     noshows = noshows + 1
   end
 end
@@ -105,6 +106,8 @@ local dropped, out = 0, {}
 if conf[4] ~= '1' then
   local abandon, show = tonumber(conf[6] or '0'), tonumber(conf[7] or '0')
   local till = now + ttl
+  -- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
+  local tills, shows = string.format('%d', till), string.format('%d', now + show)
   local last
   for _, cand in ipairs(cands) do
     local user, seq, seen = cand[1], cand[2], math.max(cand[3], opens)
@@ -113,14 +116,14 @@ if conf[4] ~= '1' then
     elseif abandon > 0 and seen + abandon <= now then
       if n >= want or n + dropped >= batch then break end
       dropped = dropped + 1
-      redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', now)
+      redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', nows)
     else
       if n >= want or n + dropped >= batch then break end
-      redis.call('ZADD', active, till, user)
+      redis.call('ZADD', active, tills, user)
       redis.call('HSET', aseq, user, seq)
-      redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', now)
+      redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', tills, 'at', nows)
       if show > 0 then
-        redis.call('ZADD', noshow, now + show, user)
+        redis.call('ZADD', noshow, shows, user)
       end
       n = n + 1
     end

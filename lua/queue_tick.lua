@@ -32,6 +32,7 @@ local cfg, wait, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5
 local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local draw, inv, holds, alive, abandoned, noshow = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
 local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
+local nows = string.format('%d', now) -- printed once for the writes
 local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow', 'opens')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
@@ -45,7 +46,7 @@ for _, user in ipairs(lapsed) do
   local seq = redis.call('HGET', aseq, user)
   redis.call('ZREM', active, user)
   redis.call('HDEL', aseq, user)
-  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', now)
+  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', nows)
 end
 
 local noshows = 0
@@ -55,7 +56,7 @@ for _, user in ipairs(redis.call('ZRANGEBYSCORE', noshow, '-inf', now, 'LIMIT', 
   if seq and tonumber(redis.call('ZSCORE', active, user) or '0') > now then
     redis.call('ZREM', active, user)
     redis.call('HDEL', aseq, user)
-    redis.call('XADD', events, '*', 'type', 'queue.noshow', 'user', user, 'seq', seq, 'at', now)
+    redis.call('XADD', events, '*', 'type', 'queue.noshow', 'user', user, 'seq', seq, 'at', nows)
     noshows = noshows + 1
   end
 end
@@ -83,6 +84,8 @@ local dropped = 0
 if conf[4] ~= '1' and not gated and want > 0 then
   local abandon, show = tonumber(conf[6] or '0'), tonumber(conf[7] or '0')
   local till = now + ttl
+  -- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
+  local tills, shows = string.format('%d', till), string.format('%d', now + show)
   local last
   while n < want and n + dropped < batch do
     local popped = redis.call('ZPOPMIN', wait, math.min(want - n, batch - n - dropped))
@@ -93,13 +96,13 @@ if conf[4] ~= '1' and not gated and want > 0 then
       redis.call('HDEL', alive, seq)
       if abandon > 0 and seen + abandon <= now then
         dropped = dropped + 1
-        redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', now)
+        redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', nows)
       else
-        redis.call('ZADD', active, till, user)
+        redis.call('ZADD', active, tills, user)
         redis.call('HSET', aseq, user, seq)
-        redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', till, 'at', now)
+        redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', tills, 'at', nows)
         if show > 0 then
-          redis.call('ZADD', noshow, now + show, user)
+          redis.call('ZADD', noshow, shows, user)
         end
         n = n + 1
       end
