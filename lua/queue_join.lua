@@ -173,7 +173,9 @@ if room and conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and 
     return {'ACTIVE', arrival, till, 1}
   end
 end
-redis.call('ZADD', wait, arrival, user)
-redis.call('HSET', alive, arrival, now)
-redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', arrival, 'at', now)
+-- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
+local arr, nows = string.format('%d', arrival), string.format('%d', now)
+redis.call('ZADD', wait, arr, user)
+redis.call('HSET', alive, arr, nows)
+redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', arr, 'at', nows)
 return {'WAITING', arrival, 0, 1}
