@@ -152,6 +152,8 @@ if gated and redis.call('ZSCORE', pre, user) then
 end
 
 local arrival = redis.call('INCR', seq)
+-- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
+local arr, nows = string.format('%d', arrival), string.format('%d', now)
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
 if room and conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
   local b = redis.call('HMGET', bucket, 'tok', 'ts')
@@ -161,20 +163,19 @@ if room and conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and 
   end
   if tok >= 1 then
     local till = now + ttl
+    local tills = string.format('%d', till)
     redis.call('HSET', bucket, 'tok', string.format('%.6f', tok - 1), 'ts', ts)
-    redis.call('ZADD', active, till, user)
-    redis.call('HSET', aseq, user, arrival)
-    redis.call('SET', head, arrival)
+    redis.call('ZADD', active, tills, user)
+    redis.call('HSET', aseq, user, arr)
+    redis.call('SET', head, arr)
     redis.call('INCR', admitted)
-    redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', arrival, 'until', till, 'at', now)
+    redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', arr, 'until', tills, 'at', nows)
     if tonumber(conf[10] or '0') > 0 then
-      redis.call('ZADD', noshow, now + tonumber(conf[10]), user)
+      redis.call('ZADD', noshow, string.format('%d', now + tonumber(conf[10])), user)
     end
     return {'ACTIVE', arrival, till, 1}
   end
 end
--- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
-local arr, nows = string.format('%d', arrival), string.format('%d', now)
 redis.call('ZADD', wait, arr, user)
 redis.call('HSET', alive, arr, nows)
 redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', arr, 'at', nows)
