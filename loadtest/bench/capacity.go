@@ -279,6 +279,7 @@ func (c countedDedicated) Receive(ctx context.Context, subscribe rueidis.Complet
 type concertCapacity struct {
 	masters                          int
 	floor, join, admit, hold, cancel phaseCost
+	hset                             phaseCost // a plain HSET: the floor of a command, beside the script's
 }
 
 // measureCapacity storms one concert of 3 schedules on the Redis of c (a single server or a cluster)
@@ -346,6 +347,16 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
 			n := nodes[i%len(nodes)]
 			return n.Do(ctx, n.B().Evalsha().Sha1(sha).Numkeys(0).Build()).Error()
+		})
+	}); err != nil {
+		return res, err
+	}
+	// A plain HSET of a small field, from the same goroutines: the floor of one command.
+	plain := counted{c, &sent}
+	if res.hset, err = phase("hset", func() (int, error) {
+		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
+			key := fmt.Sprintf("%s:hsetfloor:%d", prefix, i%64) // over the masters
+			return plain.Do(ctx, plain.B().Hset().Key(key).FieldValue().FieldValue(strconv.Itoa(i), "1").Build()).Error()
 		})
 	}); err != nil {
 		return res, err
@@ -702,11 +713,13 @@ func (b *bench) capacityRows(runs capacityRuns, clusterNA string, limit redis.Us
 	for _, r := range runs.single {
 		b.results[rowFloor] = append(b.results[rowFloor], measure{rate: 1e6 / r.floor.usPerOp()})
 	}
-	note := fmt.Sprintf("Redis %.2f µs per EVALSHA of '%s' on the one Redis", medianOf(runs.single, floor), floorScript)
+	hset := func(c concertCapacity) float64 { return c.hset.usPerOp() }
+	note := fmt.Sprintf("Redis %.2f µs per EVALSHA of '%s' and %.2f µs per plain HSET on the one Redis",
+		medianOf(runs.single, floor), floorScript, medianOf(runs.single, hset))
 	if len(runs.cluster) > 0 {
-		note += fmt.Sprintf(", %.2f µs on the cluster's masters", medianOf(runs.cluster, floor))
+		note += fmt.Sprintf(", %.2f µs and %.2f µs on the cluster's masters", medianOf(runs.cluster, floor), medianOf(runs.cluster, hset))
 	}
-	b.results[rowFloor][0].note = note + ", from the same goroutines just before each storm: the cheapest script call"
+	b.results[rowFloor][0].note = note + ", from the same goroutines just before each storm: the cheapest script call and the cheapest write"
 }
 
 // phaseNote gives the medians of a phase p (what: its operation) over runs, and of the phase then

@@ -155,6 +155,10 @@ func checkCapacity(t *testing.T, r concertCapacity, fans, masters int) {
 	}
 	assert.Greater(t, r.join.usPerOp(), r.floor.usPerOp(), "a join does more than return 1")
 	assert.Greater(t, r.hold.usPerOp(), r.floor.usPerOp(), "a hold does more than return 1")
+	assert.Equal(t, fans, r.hset.ops)
+	assert.Zero(t, r.hset.scripts, "the plain HSET floor runs no script")
+	assert.Positive(t, r.hset.total(), "the plain HSET floor is priced")
+	assert.Greater(t, r.join.usPerOp(), r.hset.usPerOp(), "a join does more than one HSET")
 }
 
 func TestCapacityOfOneConcert(t *testing.T) {
@@ -182,9 +186,9 @@ func TestCapacityOfOneConcertOnCluster(t *testing.T) {
 func TestCapacityRows(t *testing.T) {
 	cost := func(ops int, usec ...float64) phaseCost { return phaseCost{ops: ops, scripts: int64(ops), usec: usec} }
 	one := concertCapacity{masters: 1, floor: cost(100, 100), join: cost(100, 2000), admit: cost(100, 1000),
-		hold: cost(100, 2500), cancel: cost(100, 2000)}
+		hold: cost(100, 2500), cancel: cost(100, 2000), hset: cost(100, 50)}
 	three := concertCapacity{masters: 3, floor: cost(100, 50, 50, 100), join: cost(100, 10, 2490, 0), admit: cost(100, 0, 1000, 0),
-		hold: cost(100, 0, 3000, 1000), cancel: cost(100, 0, 2000, 0)}
+		hold: cost(100, 0, 3000, 1000), cancel: cost(100, 0, 2000, 0), hset: cost(100, 30, 30, 30)}
 	b := &bench{cfg: config{reps: 3, capacityFans: 3000}, commit: "abc1234",
 		results: map[string][]measure{}, na: map[string]string{}, notes: map[string]string{}}
 	b.capacityRows(capacityRuns{single: []concertCapacity{one, one}, singleErr: []error{errors.New("boom")},
@@ -208,7 +212,7 @@ func TestCapacityRows(t *testing.T) {
 	assert.Contains(t, out, "Redis 20.0 µs per join (20.0× the floor of 1.00 µs; 1.00 script calls each); the tick per admitted fan 10.0 µs (2 of 3 repetitions; the last failure: boom)")
 	assert.Contains(t, out, "Redis 40.0 µs per hold (20.0× the floor of 2.00 µs; 1.00 script calls each) summed over the 3 masters, 75.0% of it on the busiest; a cancel 20.0 µs (100.0% on the busiest master)")
 	assert.Contains(t, out, "(2 runs thrown away and run again: another client used the cluster meanwhile)")
-	assert.Contains(t, out, "Redis 1.00 µs per EVALSHA of 'return 1' on the one Redis, 2.00 µs on the cluster's masters")
+	assert.Contains(t, out, "Redis 1.00 µs per EVALSHA of 'return 1' and 0.50 µs per plain HSET on the one Redis, 2.00 µs and 0.90 µs on the cluster's masters")
 
 	b = &bench{cfg: config{reps: 3, capacityFans: 3000}, results: map[string][]measure{}, na: map[string]string{}, notes: map[string]string{}}
 	b.capacityRows(capacityRuns{single: []concertCapacity{one}}, "scripts/cluster.sh: exit status 1: redis-cli missing", redis.UserLimit{})
