@@ -10,23 +10,13 @@ import (
 
 // Run calls step every interval until ctx ends; a step's error is logged as msg and the loop goes on.
 func Run(ctx context.Context, interval time.Duration, step func(context.Context) error, log *slog.Logger, msg string) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := step(ctx); err != nil && ctx.Err() == nil {
-				log.Warn(msg, "err", err)
-			}
-		}
-	}
+	RunPaced(ctx, interval, interval, func() bool { return true }, nil, step, log, msg)
 }
 
 // RunPaced is Run for a loop whose work comes and goes: step runs every interval while busy() reports
 // work (asked after each step), and every idle (longer) while it does not, unless wake() is closed
-// during that idle wait (something woke up: step runs at once; a busy loop keeps its interval). An
+// during that idle wait (something woke up: step runs at once; a busy loop keeps its interval; nil:
+// nothing wakes it). An
 // idle service then wakes up a few times a second instead of tens, which is most of its CPU.
 func RunPaced(ctx context.Context, interval, idle time.Duration, busy func() bool, wake func() <-chan struct{},
 	step func(context.Context) error, log *slog.Logger, msg string) {
@@ -48,7 +38,10 @@ func RunPaced(ctx context.Context, interval, idle time.Duration, busy func() boo
 		next := interval
 		woken = nil
 		if !busy() {
-			next, woken = idle, wake()
+			next = idle
+			if wake != nil {
+				woken = wake()
+			}
 		}
 		t.Reset(max(0, next-time.Since(start)))
 	}
