@@ -14,7 +14,7 @@ import (
 // whether it wrote.
 func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.Time) (bool, error) {
 	k := s.keys.Concert(c.ID)
-	sched, err := PlaceSeatSlots(ctx, s.client, k, c)
+	sched, err := s.seatSlotsToLoad(ctx, k, c)
 	if err != nil {
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 	}
@@ -31,6 +31,20 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 	}
 	return loaded, nil
+}
+
+// seatSlotsToLoad is the cfg sched value concert_load writes for c: the placement its settings already
+// name (a concert loaded before: every instance loads each concert once at its start, and its layout is
+// read then anyway), else a new one (PlaceSeatSlots, which reads the cluster's slot map).
+func (s *Store) seatSlotsToLoad(ctx context.Context, k ConcertKeys, c ticketrush.Concert) (string, error) {
+	if c.Queue.LineShards <= 1 {
+		return "", nil
+	}
+	l, err := s.layout(ctx, c.ID)
+	if err != nil || l.Schedules != nil {
+		return joinSlots(l.Schedules), err
+	}
+	return PlaceSeatSlots(ctx, s.client, k, c)
 }
 
 // loadReply reads concert_load's 1 (loaded) or 0 (there already).
