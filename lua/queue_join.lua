@@ -7,7 +7,7 @@
 -- paused and the admission rate budget has a token left. A join past the user's rate limit does
 -- nothing; a concert may ask a fan without a live token for an access code and a proof of work.
 -- KEYS[1] cfg       hash: cap, rate, ttl (ms), paused, opens, pqopens (ms, a sale's), pow (bits), codereq,
---                   aps (activePerSeat), noshow (ms)
+--                   aps (activePerSeat), noshow (ms), seenbase (the seq seen's fields count from, absent 0)
 -- KEYS[2] seq       string: arrival sequence
 -- KEYS[3] wait      zset: member user, score seq (the line)
 -- KEYS[4] active    zset: member user, score activeUntil (ms)
@@ -20,7 +20,8 @@
 -- KEYS[11] draw     hash: sealed ('1' once the pre-queue is closed), base, n, drawnAt (see draw_seal)
 -- KEYS[12] inv      hash: avail, soldout (kept by the seat scripts)
 -- KEYS[13] holds    zset: member res, score expires (ms): lapsed but unswept holds count as available
--- KEYS[14] alive    hash: seq -> when its fan was last seen (ms): a join or rejoin is a sign of life
+-- KEYS[14] seen     string: 6 bytes per arrival at byte (seq - seenbase - 1) x 6, when its fan was last
+--                   seen (Unix ms, big-endian): a join or rejoin is a sign of life
 -- KEYS[15] noshow   zset: member user, score the deadline (ms) of their first gated call after admission
 -- KEYS[16] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
 -- KEYS[17] pow      string: marks the proof's challenge used until it expires (a placeholder without one)
@@ -38,13 +39,13 @@
 --         ACCESS_CODE_INVALID, POW_REQUIRED, POW_INVALID
 local cfg, seq, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local head, bucket, admitted, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local pre, draw, inv, holds, alive, noshow = KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+local pre, draw, inv, holds, seen, noshow = KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local rl, pow, codes = KEYS[16], KEYS[17], KEYS[18]
 local user, now = ARGV[1], tonumber(ARGV[2])
 local ulimit, uburst = tonumber(ARGV[3]), tonumber(ARGV[4])
 local powid, powbits, powexp, code = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'opens', 'pqopens', 'pow', 'codereq', 'aps',
-  'noshow')
+  'noshow', 'seenbase')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
@@ -131,9 +132,22 @@ if opens then
   gated = redis.call('HEXISTS', draw, 'drawnAt') == 0
 end
 
+-- The fan of arrival s (a number) was seen now: its field in seen, unless s is older than the field's
+-- base (an arrival from before the line last emptied is not waiting).
+local function saw(s)
+  local at = s - tonumber(conf[11] or '0')
+  if at > 0 then
+    local b, t = {}, now
+    for i = 6, 1, -1 do
+      b[i], t = t % 256, math.floor(t / 256)
+    end
+    redis.call('SETRANGE', seen, string.format('%d', (at - 1) * 6), string.char(unpack(b)))
+  end
+end
+
 local waiting = redis.call('ZSCORE', wait, user)
 if waiting then
-  redis.call('HSET', alive, waiting, now)
+  saw(tonumber(waiting))
   return {'WAITING', tonumber(waiting), 0, 0}
 end
 local live = redis.call('HGET', aseq, user)
@@ -177,6 +191,6 @@ if room and conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and 
   end
 end
 redis.call('ZADD', wait, arr, user)
-redis.call('HSET', alive, arr, nows)
+saw(arrival)
 redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', arr, 'at', nows)
 return {'WAITING', arrival, 0, 1}

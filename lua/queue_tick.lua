@@ -4,8 +4,10 @@
 -- it at once without admitting past capacity or rate. With aps
 -- (activePerSeat) > 0 it admits nobody past aps x the seats AVAILABLE now; once sold out, nobody. With
 -- abandon (abandonAfter) > 0 a fan at the head not seen for that long is dropped (EXPIRED), not admitted,
--- and the next one takes the place; the head then moves past them too.
--- KEYS[1]  cfg       hash: cap, rate, ttl (ms), paused
+-- and the next one takes the place; the head then moves past them too. Once the line is empty (and
+-- no draw is still to place entrants in it) seen starts afresh above the newest seq: it holds 6 bytes
+-- for each arrival since the line last emptied.
+-- KEYS[1]  cfg       hash: cap, rate, ttl (ms), paused, aps, abandon (ms), noshow (ms), opens (ms), seenbase
 -- KEYS[2]  wait      zset: member user, score seq
 -- KEYS[3]  active    zset: member user, score activeUntil (ms)
 -- KEYS[4]  aseq      hash: user -> seq of the ACTIVE token
@@ -18,9 +20,14 @@
 -- KEYS[11] draw      hash: the on-sale's draw; drawnAt once every entrant is placed
 -- KEYS[12] inv       hash: avail, soldout: the inventory the line protects (kept by the seat scripts)
 -- KEYS[13] holds     zset: member res, score expires (ms): lapsed but unswept holds count as available
--- KEYS[14] alive     hash: seq -> when its fan was last seen (ms), written by the instances once a second
+-- KEYS[14] alive     hash: seq -> when its fan was last seen (ms): the liveness written before seen, read
+--                    and emptied while it lasts
 -- KEYS[15] abandoned string: fans dropped so far for not polling (abandonAfter) or not showing up
 -- KEYS[16] noshow    zset: member user, score the deadline (ms) of their first gated call after admission
+-- KEYS[17] seen      string: 6 bytes per arrival at byte (seq - seenbase - 1) x 6, when its fan was last
+--                    seen (Unix ms, big-endian; zero never), written by the joins and by the instances
+--                    once a second
+-- KEYS[18] seq       string: arrival sequence (the newest seq: where seen starts afresh)
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- With noshow > 0 an ACTIVE fan still in noshow at their deadline (no gated call since admission) is
@@ -31,9 +38,10 @@
 local cfg, wait, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local draw, inv, holds, alive, abandoned, noshow = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
+local seen, seq = KEYS[17], KEYS[18]
 local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
 local nows = string.format('%d', now) -- printed once for the writes
-local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow', 'opens')
+local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow', 'opens', 'seenbase')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
@@ -86,17 +94,32 @@ if conf[4] ~= '1' and not gated and want > 0 then
   local till = now + ttl
   -- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
   local tills, shows = string.format('%d', till), string.format('%d', now + show)
+  local base = tonumber(conf[9] or '0')
+  local legacy = redis.call('EXISTS', alive) == 1 -- liveness written as a hash before seen
   local last
   while n < want and n + dropped < batch do
     local popped = redis.call('ZPOPMIN', wait, math.min(want - n, batch - n - dropped))
     if #popped == 0 then break end
     for i = 1, #popped, 2 do
       local user, seq = popped[i], popped[i + 1]
-      local seen = math.max(tonumber(redis.call('HGET', alive, seq) or '0'), opens)
-      redis.call('HDEL', alive, seq)
-      if abandon > 0 and seen + abandon <= now then
+      local at, last_seen = tonumber(seq) - base, opens
+      if abandon > 0 and at > 0 then
+        local b, t = redis.call('GETRANGE', seen, (at - 1) * 6, at * 6 - 1), 0
+        for i = 1, #b do
+          t = t * 256 + b:byte(i)
+        end
+        if #b == 6 then
+          last_seen = math.max(last_seen, t)
+        end
+      end
+      if legacy then
+        last_seen = math.max(last_seen, tonumber(redis.call('HGET', alive, seq) or '0'))
+        redis.call('HDEL', alive, seq)
+      end
+      if abandon > 0 and last_seen + abandon <= now then
         dropped = dropped + 1
-        redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', nows)
+        redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen',
+          string.format('%d', last_seen), 'at', nows)
       else
         redis.call('ZADD', active, tills, user)
         redis.call('HSET', aseq, user, seq)
@@ -126,4 +149,10 @@ if conf[4] ~= '1' and not gated and want > 0 then
   end
 end
 redis.call('HSET', bucket, 'tok', string.format('%.6f', tok), 'ts', ts)
-return {n, #lapsed, redis.call('ZCARD', wait), redis.call('ZCARD', active), dropped, noshows}
+local waiting = redis.call('ZCARD', wait)
+if waiting == 0 and not gated and redis.call('EXISTS', seen) == 1 then
+  -- nobody waits and no entrant is still to be placed: every arrival seen has a field for is gone
+  redis.call('DEL', seen)
+  redis.call('HSET', cfg, 'seenbase', redis.call('GET', seq) or '0')
+end
+return {n, #lapsed, waiting, redis.call('ZCARD', active), dropped, noshows}

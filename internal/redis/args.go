@@ -58,7 +58,7 @@ func saleSeed(s *ticketrush.Sale) string {
 // '-' a proof that failed the check; powexp 0 without one), under the rate l.
 func (c ConcertKeys) queueJoin(userID string, pass ticketrush.JoinPass, l UserLimit, now time.Time) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
-		c.Prequeue(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.NoShow(), c.UserRate(userID), c.PowUsed(pass.PowID),
+		c.Prequeue(), c.Draw(), c.Inventory(), c.Holds(), c.Seen(), c.NoShow(), c.UserRate(userID), c.PowUsed(pass.PowID),
 		c.AccessCodes()}
 	powID, powExp := powArgs(pass)
 	args = []string{userID, millis(now), itoa(l.Rate), itoa(l.Burst), powID, itoa(pass.PowBits), powExp, pass.CodeHash}
@@ -169,8 +169,18 @@ func (c ConcertKeys) queueStatus(claims ticketrush.QueueClaims, now time.Time) (
 // queueTick is queue_tick's call: one admission round of at most batch.
 func (c ConcertKeys) queueTick(now time.Time, batch int) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(),
-		c.Events(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.Abandoned(), c.NoShow()}
+		c.Events(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.Abandoned(), c.NoShow(), c.Seen(), c.Seq()}
 	return keys, []string{millis(now), itoa(batch)}
+}
+
+// queueSeen is queue_seen's call: the fans of arrivals seqs were seen at now.
+func (c ConcertKeys) queueSeen(seqs []uint64, now time.Time) (keys, args []string) {
+	args = make([]string, 0, 1+len(seqs))
+	args = append(args, millis(now))
+	for _, seq := range seqs {
+		args = append(args, utoa(seq))
+	}
+	return []string{c.Cfg(), c.Seen(), c.Seq()}, args
 }
 
 // queueSnapshot is queue_snapshot's call: the shared state and up to limit leaves after ordinal after.

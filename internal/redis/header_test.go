@@ -161,6 +161,7 @@ func scriptCalls() []scriptCall {
 		{"queue_leave", built(k.queueLeave("fan-1", 7, now)), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_status", built(k.queueStatus(claims, now)), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_tick", built(k.queueTick(now, 50)), map[string]string{"now": at, "batch": "50"}},
+		{"queue_seen", built(k.queueSeen([]uint64{7, 9}, now)), map[string]string{"now": at, "seqs": "7,9"}},
 		{"queue_snapshot", built(k.queueSnapshot(9, 100, now)), map[string]string{"after": "9", "limit": "100", "now": at}},
 		{"queue_configure", built(k.queueConfigure(q, now)), map[string]string{"cap": "11", "rate": "12", "paused": "1", "now": at,
 			"pow": "16", "codereq": "1", "aps": "17", "abandon": "18000", "noshow": "19000"}},

@@ -125,8 +125,15 @@ func (c ConcertKeys) DrawLock() string { return c.base + "dlock" }
 // the concert's slot so that the admission tick reads it in the same script.
 func (c ConcertKeys) Inventory() string { return c.base + "inv" }
 
-// Alive is the hash seq -> when the fan of that WAITING arrival was last seen (Unix ms), written by the
-// instances once a second per concert; Abandoned counts the fans dropped for silence or no-show.
+// Seen is when the fan of each WAITING arrival was last seen, for a line of one slot: a string of 6-byte
+// fields (Unix ms, big-endian), the field of arrival seq at byte (seq - seenbase - 1) x 6, seenbase in
+// cfg. 6 bytes an arrival, where a hash field cost 56; the tick starts it afresh (seenbase moves to the
+// newest seq) whenever the line is empty, so it spans the arrivals since the line last emptied.
+// Alive is the hash seq -> when last seen (Unix ms) that Seen replaced: a line over shards keeps it
+// (in each shard, ShardKeys.Alive: its seqs are a sparse share of every seq), and a line of one slot
+// still reads and empties one written before the change. Abandoned counts the fans dropped for
+// silence or no-show.
+func (c ConcertKeys) Seen() string      { return c.base + "q:seen" }
 func (c ConcertKeys) Alive() string     { return c.base + "q:alive" }
 func (c ConcertKeys) Abandoned() string { return c.base + "q:abandoned" }
 
@@ -137,7 +144,7 @@ func (c ConcertKeys) NoShow() string { return c.base + "q:noshow" }
 func (c ConcertKeys) All(scheduleIDs []string) []string {
 	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
 		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(),
-		c.AccessCodes(), c.Inventory(), c.Alive(), c.Abandoned(), c.NoShow(), c.LineWaiting()}
+		c.AccessCodes(), c.Inventory(), c.Seen(), c.Alive(), c.Abandoned(), c.NoShow(), c.LineWaiting()}
 	keys = append(keys, c.Prequeue(), c.Draw(), c.DrawKeys(), c.DrawLock())
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))

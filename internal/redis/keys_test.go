@@ -35,6 +35,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"queue_leave":      keysOf(k.queueLeave("fan-42", 7, t0)),
 		"queue_status":     keysOf(k.queueStatus(claims, t0)),
 		"queue_tick":       keysOf(k.queueTick(t0, 50)),
+		"queue_seen":       keysOf(k.queueSeen([]uint64{3, 4}, t0)),
 		"queue_snapshot":   keysOf(k.queueSnapshot(0, 10, t0)),
 		"queue_configure":  keysOf(k.queueConfigure(ticketrush.QueueSettings{}, t0)),
 		"seat_hold":        keysOf(k.seatHold(claims, schedules[1], "A-1", 100, "r1", lim, t0)),

@@ -233,9 +233,9 @@ func (s *Store) AddAccessCodes(ctx context.Context, concertID string, hashes []s
 	return nil
 }
 
-// MarkAlive records that the fans of the given WAITING arrivals were seen at now: one command (one per
-// shard the fans are in, for a sharded line), which an instance sends at most once a second per concert
-// for every token it served in that second.
+// MarkAlive records that the fans of the given WAITING arrivals were seen at now: one script call
+// (queue_seen), or one command per shard the fans are in for a sharded line, which an instance sends at
+// most once a second per concert for every token it served in that second.
 func (s *Store) MarkAlive(ctx context.Context, concertID string, seen []ticketrush.Arrival, now time.Time) error {
 	if len(seen) == 0 {
 		return nil
@@ -246,13 +246,13 @@ func (s *Store) MarkAlive(ctx context.Context, concertID string, seen []ticketru
 		}
 		return s.markAliveLine(ctx, concertID, seen, n, now)
 	}
-	at := millis(now)
-	cmd := s.client.B().Hset().Key(s.keys.Concert(concertID).Alive()).FieldValue()
-	for _, a := range seen {
-		cmd = cmd.FieldValue(utoa(a.Seq), at)
+	seqs := make([]uint64, len(seen))
+	for i, a := range seen {
+		seqs[i] = a.Seq
 	}
-	if err := s.client.Do(ctx, cmd.Build()).Error(); err != nil {
-		return fmt.Errorf("mark alive %s: %w", concertID, unavailable(err))
+	keys, args := s.keys.Concert(concertID).queueSeen(seqs, now)
+	if _, err := s.exec(ctx, s.seen, keys, args); err != nil {
+		return fmt.Errorf("mark alive %s: %w", concertID, err)
 	}
 	return nil
 }

@@ -42,6 +42,11 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 		return rep, err
 	}
 	meta, cfg := concertHashes(c, sched)
+	if mark.MaxSeq > 0 {
+		// the liveness of the line's arrivals (seen) counts from above every arrival ever issued, as the
+		// line restarts there: the first join's field is the string's first
+		cfg["seenbase"] = strconv.FormatUint(mark.MaxSeq, 10)
+	}
 	cmds := []func(rueidis.Builder) rueidis.Completed{
 		func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(gone...).Build() },
 	}

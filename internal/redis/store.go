@@ -63,7 +63,7 @@ type Store struct {
 	replicaWait time.Duration                   // > 0: replicatedScripts wait for a replica (replicas.go)
 	alone       aloneSlots                      // slots whose master had no replica to wait for
 
-	load, join, leave, status, tick, snapshot, configure *script
+	load, join, leave, status, tick, seen, snapshot, configure *script
 
 	seatHold, holdCancel, holdSweep, scheduleCounts *script
 	paymentClaim, paymentComplete, paymentRelease   *script
@@ -112,6 +112,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 	s.leave = s.newScript("queue_leave", false)
 	s.status = s.newScript("queue_status", true)
 	s.tick = s.newScript("queue_tick", false)
+	s.seen = s.newScript("queue_seen", false)
 	s.snapshot = s.newScript("queue_snapshot", true)
 	s.configure = s.newScript("queue_configure", false)
 	s.seatHold = s.newScript("seat_hold", false)

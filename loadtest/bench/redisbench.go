@@ -201,7 +201,7 @@ func measureMemory(ctx context.Context, r *privateRedis, fans int) (memoryResult
 	}
 	res.streamLen, _ = do(r.client.B().Xlen().Key(k.Events()).Build())
 	res.waitBytes, _ = do(r.client.B().MemoryUsage().Key(k.Wait()).Samples(0).Build())
-	res.aliveBytes, _ = do(r.client.B().MemoryUsage().Key(k.Alive()).Samples(0).Build())
+	res.aliveBytes, _ = do(r.client.B().MemoryUsage().Key(k.Seen()).Samples(0).Build())
 	res.evBytes, _ = do(r.client.B().MemoryUsage().Key(k.Events()).Samples(0).Build())
 	if _, err := do(r.client.B().Xtrim().Key(k.Events()).Maxlen().Threshold("0").Build()); err != nil {
 		return res, err

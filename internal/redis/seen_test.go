@@ -1,0 +1,148 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// seenOf reads the liveness of arrival seq out of concertID's seen string: the time of its field (zero
+// if it has none), counted from seenbase as the scripts count.
+func seenOf(t *testing.T, c rueidis.Client, s *Store, concertID string, seq uint64) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	k := s.keys.Concert(concertID)
+	base, err := c.Do(ctx, c.B().Hget().Key(k.Cfg()).Field("seenbase").Build()).AsUint64()
+	if rueidis.IsRedisNil(err) {
+		base, err = 0, nil
+	}
+	require.NoError(t, err)
+	if seq <= base {
+		return time.Time{}
+	}
+	at := int64(seq-base-1) * 6
+	b, err := c.Do(ctx, c.B().Getrange().Key(k.Seen()).Start(at).End(at+5).Build()).ToString()
+	require.NoError(t, err)
+	if len(b) < 6 {
+		return time.Time{}
+	}
+	var ms int64
+	for _, x := range []byte(b) {
+		ms = ms<<8 | int64(x)
+	}
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func seenLen(t *testing.T, c rueidis.Client, s *Store, concertID string) int64 {
+	t.Helper()
+	n, err := c.Do(context.Background(), c.B().Strlen().Key(s.keys.Concert(concertID).Seen()).Build()).AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+// TestSeenIsSixBytesAnArrival: a line of one slot keeps its fans' liveness in 6 bytes an arrival (where
+// a hash field cost 56), written by the join and by MarkAlive; it starts afresh once the line is empty,
+// so it never holds more than the arrivals since the line last emptied.
+func TestSeenIsSixBytesAnArrival(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		q := ticketrush.DefaultQueueSettings()
+		q.Paused, q.AbandonAfter, q.ActiveCapacity = true, time.Minute, 1000
+		mustLoad(t, s, oneSchedule(concert(cid, func(qs *ticketrush.QueueSettings) { *qs = q })))
+		var fans []ticketrush.QueueClaims
+		for i := 1; i <= 50; i++ {
+			fans = append(fans, join(t, s, cid, "u"+strconv.Itoa(i), ticketrush.StatusWaiting))
+		}
+		assert.EqualValues(t, 50*6, seenLen(t, c, s, cid), "6 bytes for each of 50 arrivals")
+		for _, f := range fans {
+			assert.Equal(t, t0, seenOf(t, c, s, cid, f.Seq), "the join is a sign of life: %s", f.UserID)
+		}
+
+		// A flush with neighbours and gaps: those seen move, those between keep their join's time.
+		later := t0.Add(1500 * time.Millisecond)
+		seen := []ticketrush.Arrival{{UserID: "u1", Seq: fans[0].Seq}, {UserID: "u3", Seq: fans[2].Seq},
+			{UserID: "u30", Seq: fans[29].Seq}, {UserID: "u50", Seq: fans[49].Seq}}
+		require.NoError(t, s.MarkAlive(ctx, cid, seen, later))
+		for i, f := range fans {
+			want := t0
+			if i == 0 || i == 2 || i == 29 || i == 49 {
+				want = later
+			}
+			assert.Equal(t, want, seenOf(t, c, s, cid, f.Seq), "after the flush: %s", f.UserID)
+		}
+		// A seq past the newest arrival (a forged or stale token) writes nothing and grows nothing.
+		require.NoError(t, s.MarkAlive(ctx, cid, []ticketrush.Arrival{{UserID: "x", Seq: 1_000_000}}, later))
+		assert.EqualValues(t, 50*6, seenLen(t, c, s, cid), "no field for an arrival that was never issued")
+
+		// Everyone admitted: the line is empty and seen starts afresh above the newest seq.
+		q.Paused = false
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		r, err := s.Tick(ctx, cid, later, 100)
+		require.NoError(t, err)
+		require.Equal(t, 50, r.Admitted)
+		assert.Zero(t, seenLen(t, c, s, cid), "an empty line keeps no liveness")
+		require.NoError(t, s.MarkAlive(ctx, cid, seen, later))
+		assert.Zero(t, seenLen(t, c, s, cid), "a late flush of arrivals that left writes nothing")
+
+		q.Paused = true
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		next := join(t, s, cid, "u51", ticketrush.StatusWaiting)
+		assert.EqualValues(t, 6, seenLen(t, c, s, cid), "the next arrival's field is the first")
+		assert.Equal(t, t0, seenOf(t, c, s, cid, next.Seq))
+	})
+}
+
+// TestSeenReadsTheHashItReplaced: a line whose liveness was written as a hash (q:alive, before seen)
+// is still read by the tick, so that a fan seen only there is not dropped, and the hash is emptied.
+func TestSeenReadsTheHashItReplaced(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		q := ticketrush.DefaultQueueSettings()
+		q.Paused, q.AbandonAfter = true, 2*time.Second
+		mustLoad(t, s, oneSchedule(concert(cid, func(qs *ticketrush.QueueSettings) { *qs = q })))
+		a := join(t, s, cid, "u1", ticketrush.StatusWaiting)
+		b := join(t, s, cid, "u2", ticketrush.StatusWaiting)
+		alive := s.keys.Concert(cid).Alive()
+		require.NoError(t, c.Do(ctx, c.B().Hset().Key(alive).FieldValue().
+			FieldValue(strconv.FormatUint(a.Seq, 10), millis(t0.Add(2500*time.Millisecond))).Build()).Error())
+
+		q.Paused = false
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		r, err := s.Tick(ctx, cid, t0.Add(3*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, 1, r.Admitted, "u1, seen in the old hash half a second ago")
+		assert.Equal(t, 1, r.Abandoned, "u2, seen only at its join 3 s ago")
+		assertActive(t, s, cid, "u1", a.Seq)
+		st, err := s.TokenStatus(ctx, b, t0.Add(3*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusExpired, st.Status)
+		n, err := c.Do(ctx, c.B().Exists().Key(alive).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "the old hash is emptied as its fans leave the line")
+	})
+}
+
+// TestRestoreStartsSeenAboveTheLine: a restored line restarts above every arrival ever issued, and so
+// does seen: the first join after a restore takes the string's first field, not one at its seq.
+func TestRestoreStartsSeenAboveTheLine(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		con := oneSchedule(concert(cid, func(q *ticketrush.QueueSettings) { q.Paused = true }))
+		_, err := RestoreConcert(ctx, c, s.keys.Concert(cid), con, nil, ticketrush.QueueMark{ConcertID: cid, MaxSeq: 100_000})
+		require.NoError(t, err)
+		f := join(t, s, cid, "u1", ticketrush.StatusWaiting)
+		require.EqualValues(t, 100_001, f.Seq)
+		assert.EqualValues(t, 6, seenLen(t, c, s, cid), "one field, not 100,001")
+		assert.Equal(t, t0, seenOf(t, c, s, cid, f.Seq))
+	})
+}
