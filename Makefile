@@ -168,8 +168,8 @@ loadtest: services build k6
 	@PROFILE=$(PROFILE) GO=$(GO) loadtest/run.sh $(SCENARIO) $(BIN) $(ADDR) $(K6)
 
 ## bench: one table of polls/s, joins/s, holds/s, payments/s, seat maps/s against this machine's ceilings,
-## the write-behind's lag and account, the capacity of one concert, the idle cost of 500 concerts (about
-## 5-6 minutes)
+## the write-behind's lag and account, the capacity of one concert, Redis's µs per call of each script
+## under an HTTP storm and pipelined, the idle cost of 500 concerts (about 6 minutes)
 ## (BENCH_FLAGS="-reps 5 -duration 10s" and the rest: go run ./loadtest/bench -h)
 bench: services build
 	$(GO) build -o bin/ticketrush-bench ./loadtest/bench
@@ -183,10 +183,10 @@ idlecost: services build
 	@bin/ticketrush-bench -ticketrush $(BIN) -idle-only -idle-concerts $(or $(CONCERTS),500) -idle-sales 10 \
 		-idle-settle $(or $(SETTLE),75)s
 
-## capacity: Redis's µs per join and per hold of one concert, and the joins/s and holds/s it can take, on
-## a private Redis and on a private 3-master cluster (scripts/cluster.sh, ports from 7400), beside the
-## floor (EVALSHA of return 1): make bench's capacity rows alone (docs/performance.md, "Capacity of one
-## concert"; about 30 s)
+## capacity: Redis's µs per join, hold, cancel, charge and payment step of one concert, and the joins/s
+## and holds/s it can take, on a private Redis and on a private 3-master cluster (scripts/cluster.sh,
+## ports from 7400), beside the floor (EVALSHA of return 1): make bench's capacity rows and pipelined
+## column alone (docs/performance.md, "Capacity of one concert"; about 30 s)
 capacity:
 	$(GO) build -o bin/ticketrush-bench ./loadtest/bench
 	@bin/ticketrush-bench -capacity-only $(BENCH_FLAGS)

@@ -280,6 +280,9 @@ type concertCapacity struct {
 	masters                          int
 	floor, join, admit, hold, cancel phaseCost
 	hset                             phaseCost // a plain HSET: the floor of a command, beside the script's
+	// A point charge and each step of a payment as the service runs one with an Idempotency-Key: the
+	// key reserved, the hold claimed, the wallet debited, the sale completed, the key's answer recorded.
+	charge, reserve, claim, debit, complete, finish phaseCost
 }
 
 // measureCapacity storms one concert of 3 schedules on the Redis of c (a single server or a cluster)
@@ -423,13 +426,94 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 	}); err != nil {
 		return res, err
 	}
-	res.cancel, err = phase("cancel", func() (int, error) {
+	if res.cancel, err = phase("cancel", func() (int, error) {
 		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
 			_, err := store.Cancel(ctx, claims[i].UserID, ids[i], now)
 			return err
 		})
-	})
-	return res, err
+	}); err != nil {
+		return res, err
+	}
+	return res, measurePayments(ctx, store, phase, con, claims, &res)
+}
+
+// measurePayments prices a point charge and each step of a payment, each a phase of its own: every fan
+// charges the price (as POST /v1/points/charges does), holds its seat again (not priced: the hold is
+// priced above), and pays it in the steps the booking service takes for POST /v1/payments with an
+// Idempotency-Key (booking.Service.PayOnce): reserve the key, claim, debit, complete, record the answer.
+func measurePayments(ctx context.Context, store *redis.Store, phase func(string, func() (int, error)) (phaseCost, error),
+	con ticketrush.Concert, claims []ticketrush.QueueClaims, res *concertCapacity) error {
+	fans, now := len(claims), time.Now()
+	user := func(i int) string { return claims[i].UserID }
+	var err error
+	if res.charge, err = phase("charge", func() (int, error) {
+		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
+			_, replayed, err := store.Charge(ctx, user(i), capacityPrice, "cap-charge-"+user(i),
+				fmt.Sprintf("POST /v1/points/charges %d", capacityPrice), now)
+			if err == nil && replayed {
+				err = fmt.Errorf("%s: a first charge answered as replayed", user(i))
+			}
+			return err
+		})
+	}); err != nil {
+		return err
+	}
+	ids := make([]string, fans)
+	if err := storm(ctx, capacityWorkers, fans, func(i int) error {
+		r, _, err := store.Hold(ctx, claims[i], con.Schedules[i%capacitySchedules].ID, "R-"+strconv.Itoa(1+i/capacitySchedules), capacityPrice, now)
+		ids[i] = r.ID
+		return err
+	}); err != nil {
+		return fmt.Errorf("holds to pay: %w", err)
+	}
+	debits := make([]ticketrush.Payment, fans)
+	key := func(i int) string { return "cap-pay-" + ids[i] }
+	fp := func(i int) string { return "POST /v1/payments " + ids[i] }
+	steps := []struct {
+		name string
+		cost *phaseCost
+		do   func(i int) error
+	}{
+		{"payment: reserve the key", &res.reserve, func(i int) error {
+			reserved, _, _, _, err := store.ReserveKey(ctx, user(i), key(i), fp(i), ticketrush.PaymentID(ids[i]), now)
+			if err == nil && !reserved {
+				err = fmt.Errorf("%s: the key of a first payment not reserved", user(i))
+			}
+			return err
+		}},
+		{"payment: claim", &res.claim, func(i int) error {
+			r, err := store.Claim(ctx, user(i), ids[i], now)
+			if err == nil && r.Status != ticketrush.ReservationPaying {
+				err = fmt.Errorf("%s: claimed %s, want PAYING", ids[i], r.Status)
+			}
+			return err
+		}},
+		{"payment: debit", &res.debit, func(i int) error {
+			var err error
+			debits[i], err = store.Debit(ctx, user(i), ids[i], capacityPrice, now)
+			return err
+		}},
+		{"payment: complete", &res.complete, func(i int) error {
+			r, err := store.Complete(ctx, ids[i], debits[i], now)
+			if err == nil && r.Status != ticketrush.ReservationPaid {
+				err = fmt.Errorf("%s: completed %s, want PAID", ids[i], r.Status)
+			}
+			return err
+		}},
+		{"payment: record the answer", &res.finish, func(i int) error {
+			ref, _, err := store.Remember(ctx, user(i), key(i), fp(i), ticketrush.PaymentID(ids[i]), true, now)
+			if err == nil && ref != ticketrush.PaymentID(ids[i]) {
+				err = fmt.Errorf("%s: the key recorded %s", user(i), ref)
+			}
+			return err
+		}},
+	}
+	for _, st := range steps {
+		if *st.cost, err = phase(st.name, func() (int, error) { return fans, storm(ctx, capacityWorkers, fans, st.do) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // storm runs do(0..n-1) from workers goroutines and fails when a call failed, with the first failure.
@@ -629,6 +713,7 @@ func (b *bench) capacity(ctx context.Context) error {
 		}
 	}
 	b.capacityRows(runs, clusterNA, limit)
+	b.pipelined = runs.single
 	return nil
 }
 

@@ -141,7 +141,8 @@ func TestCountedCountsEveryCommandByItsStatsName(t *testing.T) {
 func checkCapacity(t *testing.T, r concertCapacity, fans, masters int) {
 	t.Helper()
 	assert.Equal(t, masters, r.masters)
-	for name, p := range map[string]phaseCost{"floor": r.floor, "join": r.join, "admission": r.admit, "hold": r.hold, "cancel": r.cancel} {
+	for name, p := range map[string]phaseCost{"floor": r.floor, "join": r.join, "admission": r.admit, "hold": r.hold, "cancel": r.cancel,
+		"charge": r.charge, "reserve": r.reserve, "claim": r.claim, "debit": r.debit, "complete": r.complete, "finish": r.finish} {
 		assert.Equal(t, fans, p.ops, name)
 		assert.Len(t, p.usec, masters, name)
 		assert.Positive(t, p.scripts, "%s: every state change is a script call", name)
@@ -150,7 +151,8 @@ func checkCapacity(t *testing.T, r concertCapacity, fans, masters int) {
 		assert.True(t, p.busiest() >= 1/float64(masters)-1e-9 && p.busiest() <= 1+1e-9, "%s: busiest share %v", name, p.busiest())
 	}
 	assert.Equal(t, int64(fans), r.floor.scripts, "the floor is one EVALSHA a call")
-	for name, p := range map[string]phaseCost{"join": r.join, "hold": r.hold, "cancel": r.cancel} {
+	for name, p := range map[string]phaseCost{"join": r.join, "hold": r.hold, "cancel": r.cancel, "charge": r.charge,
+		"reserve": r.reserve, "claim": r.claim, "debit": r.debit, "complete": r.complete, "finish": r.finish} {
 		assert.GreaterOrEqual(t, p.scripts, int64(fans), "%s: at least a script call each", name)
 	}
 	assert.Greater(t, r.join.usPerOp(), r.floor.usPerOp(), "a join does more than return 1")

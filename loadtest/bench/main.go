@@ -54,6 +54,7 @@ type config struct {
 	capacityFans      int
 	capacityCluster   string
 	capacityOnly      bool // measure only the capacity of one concert and print it (make capacity)
+	stormFans         int  // fans of the storm under which Redis's time per call is taken (0 skips it)
 	rbClients         int
 	rbRequests        int
 	rbPipeline        int
@@ -76,6 +77,9 @@ type bench struct {
 	acked     acked
 	commit    string
 	env       func(name, def string) string
+	storm     *stormResult      // Redis time per call under the HTTP storm
+	stormNA   string            // why there is no storm
+	pipelined []concertCapacity // the capacity runs on one Redis: Redis time per call pipelined
 }
 
 // report is everything the table shows besides the rows.
@@ -107,6 +111,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&cfg.capacityFans, "capacity-fans", 3000, "fans of the capacity of one concert (0 skips it)")
 	fs.StringVar(&cfg.capacityCluster, "capacity-cluster", "", "Redis Cluster URL the capacity of one concert is measured on too (empty: a cluster of the bench's own, started by scripts/cluster.sh on free ports from 7400; off: none)")
 	fs.BoolVar(&cfg.capacityOnly, "capacity-only", false, "measure only the capacity of one concert and print it (make capacity)")
+	fs.IntVar(&cfg.stormFans, "storm-fans", 3000, "fans of the storm under which Redis's time per call is taken from SLOWLOG (0 skips it)")
 	fs.IntVar(&cfg.memFans, "mem-fans", 1_000_000, "waiting fans of the memory measurement (0 skips it)")
 	fs.IntVar(&cfg.rbClients, "rb-clients", 64, "redis-benchmark -c")
 	fs.IntVar(&cfg.rbRequests, "rb-requests", 200_000, "redis-benchmark -n")
@@ -196,6 +201,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	for rep := range cfg.reps {
 		if err := b.rep(ctx, rep); err != nil {
 			return fmt.Errorf("repetition %d: %w", rep+1, err)
+		}
+	}
+	// The storm before the durability check: what it acknowledged is counted there too.
+	switch {
+	case cfg.stormFans <= 0:
+		b.stormNA = "skipped (-storm-fans 0)"
+	case !b.purchase:
+		b.stormNA = "no purchase path to storm (" + b.na[rowSpread] + ")"
+	default:
+		if b.storm, err = b.redisStorm(ctx, cfg.stormFans); err != nil {
+			return fmt.Errorf("the storm of Redis time per call: %w", err)
 		}
 	}
 	fmt.Fprintln(os.Stderr, "bench: waiting for the write-behind, then Postgres against what was acknowledged, and ticketrush reconcile")

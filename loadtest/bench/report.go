@@ -72,6 +72,8 @@ func (b *bench) print(w io.Writer, r report) {
 		b.commit, b.cfg.reps, b.cfg.duration, b.cfg.workers, host, runtime.NumCPU(), runtime.Version(), r.took.Round(time.Second))
 	notes := b.table(w, rows)
 	fmt.Fprintln(w, "÷ ceiling: of hello-world in the same repetition; a seat map's, of the same bytes from memory just above it")
+	b.printRedisTime(w, true)
+	fmt.Fprintln(w)
 	if mem := r.mem; mem != nil {
 		line := fmt.Sprintf("Redis bytes per waiting fan at %s fans (user ids of %d chars): %.0f B with the untrimmed event stream",
 			thousands(float64(mem.fans)), mem.idLen, mem.perFan)
@@ -214,4 +216,5 @@ func (b *bench) printCapacity(w io.Writer, took time.Duration) {
 	for _, n := range notes {
 		fmt.Fprintln(w, "  "+n)
 	}
+	b.printRedisTime(w, false)
 }
