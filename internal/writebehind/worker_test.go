@@ -72,6 +72,17 @@ func TestPoisonEntriesAreDeadLettered(t *testing.T) {
 
 	keys := redis.NewKeys(s.prefix)
 	concertStream, concertDead := keys.Concert(s.concert.ID).Events(), keys.Concert(s.concert.ID).DeadLetters()
+	// The second sale goes where the first one went, so that the first is committed first and the
+	// second is the one refused: the concert's stream, or, when the seats are spread (the cluster pass),
+	// the stream of the schedule's seat slot. On two streams their order would be a race.
+	saleStream, saleDead := concertStream, concertDead
+	layout, _, err := keys.ReadLayout(ctx, s.rdb, s.concert.ID)
+	require.NoError(t, err)
+	for _, slot := range layout.Schedules {
+		if slot.ScheduleID() == sched {
+			saleStream, saleDead = keys.Concert(s.concert.ID).Schedule(slot).Events(), keys.Concert(s.concert.ID).Schedule(slot).DeadLetters()
+		}
+	}
 	walletStream, walletDead := keys.Wallet("mallory").Events(), keys.Wallet("mallory").DeadLetters()
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	other := ticketrush.NewReservationID(s.concert.ID, sched)
@@ -82,7 +93,7 @@ func TestPoisonEntriesAreDeadLettered(t *testing.T) {
 		reason string
 	}{
 		{walletStream, walletDead, []string{"type", "point.charge", "id", "cpoison", "user", "mallory", "amount", "5", "balance", "-5", "at", now}, "refused 5 times"},
-		{concertStream, concertDead, []string{"type", "sale", "res", other, "user", "mallory", "schedule", sched, "seat", "VIP-1", "price", "1500",
+		{saleStream, saleDead, []string{"type", "sale", "res", other, "user", "mallory", "schedule", sched, "seat", "VIP-1", "price", "1500",
 			"payment", ticketrush.PaymentID(other), "at", now}, "refused 5 times"},
 		{concertStream, concertDead, []string{"type", "hold.teleport", "res", other, "at", now}, "unknown concert event type"},
 	}
@@ -115,7 +126,9 @@ func TestPoisonEntriesAreDeadLettered(t *testing.T) {
 		assert.True(t, found, "%s in the dead letters of %s", p.fields[1], p.stream)
 	}
 	assert.Equal(t, 3.0, metric(t, reg, "ticketrush_writebehind_dead_letters_total"))
-	s.checkExactlyOnce(map[string]int{walletStream: 1, concertStream: 2})
+	dead := map[string]int{walletStream: 1, concertStream: 1}
+	dead[saleStream]++
+	s.checkExactlyOnce(dead)
 	s.checkClients()
 	s.reconcile()
 }
