@@ -26,13 +26,9 @@ local conf = redis.call('HMGET', cfg, 'hold', 'maxholds')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
-if ulimit > 0 then
-  local gap = 1000 / ulimit
-  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, t)
-  if tat - t > gap * (uburst - 1) then
-    return redis.error_reply('RATE_LIMITED')
-  end
-  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - t) + 1)
+--#include rate_limit
+if limited(rl, t, ulimit, uburst) then
+  return redis.error_reply('RATE_LIMITED')
 end
 if redis.call('HGET', aseq, user) ~= seq or tonumber(redis.call('ZSCORE', active, user) or 0) <= t then
   if tonumber(redis.call('ZSCORE', wait, user)) == tonumber(seq) then

@@ -13,15 +13,9 @@
 local seats, holds, res, uholds, events, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local user, id, now = ARGV[1], ARGV[2], ARGV[3]
 local rl, ulimit, uburst = KEYS[7], tonumber(ARGV[4]), tonumber(ARGV[5])
--- Rate limit (issue 15): the user's bucket, GCRA at ulimit/s with bursts of uburst; a limited call
--- does nothing. ulimit 0 turns it off.
-if ulimit > 0 then
-  local gap = 1000 / ulimit
-  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, tonumber(now))
-  if tat - tonumber(now) > gap * (uburst - 1) then
-    return redis.error_reply('RATE_LIMITED')
-  end
-  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - tonumber(now)) + 1)
+--#include rate_limit
+if limited(rl, tonumber(now), ulimit, uburst) then
+  return redis.error_reply('RATE_LIMITED')
 end
 local raw = redis.call('HGET', res, id)
 if not raw then

@@ -30,13 +30,9 @@ local user, now, seq = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local ulimit, uburst = tonumber(ARGV[4]), tonumber(ARGV[5])
 local powid, powbits, powexp = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local need, codereq, code = tonumber(ARGV[9]), ARGV[10], ARGV[11]
-if ulimit > 0 then
-  local gap = 1000 / ulimit
-  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, now)
-  if tat - now > gap * (uburst - 1) then
-    return redis.error_reply('RATE_LIMITED')
-  end
-  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - now) + 1)
+--#include rate_limit
+if limited(rl, now, ulimit, uburst) then
+  return redis.error_reply('RATE_LIMITED')
 end
 local entered = tonumber(redis.call('ZSCORE', pre, user) or '-1')
 if seq == '0' then

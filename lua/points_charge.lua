@@ -17,15 +17,9 @@ local bal, idem, events = KEYS[1], KEYS[2], KEYS[3]
 local user, amount, id, now = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local key, fp, ttl, limit = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local rl, ulimit, uburst = KEYS[4], tonumber(ARGV[9]), tonumber(ARGV[10])
--- Rate limit (issue 15): the user's bucket, GCRA at ulimit/s with bursts of uburst; a limited call
--- does nothing. ulimit 0 turns it off.
-if ulimit > 0 then
-  local gap = 1000 / ulimit
-  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, now)
-  if tat - now > gap * (uburst - 1) then
-    return redis.error_reply('RATE_LIMITED')
-  end
-  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - now) + 1)
+--#include rate_limit
+if limited(rl, now, ulimit, uburst) then
+  return redis.error_reply('RATE_LIMITED')
 end
 if key ~= '' then
   local prior = redis.call('GET', idem)

@@ -49,15 +49,9 @@ local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'opens', '
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
--- Rate limit: the user's bucket, GCRA at ulimit/s with bursts of uburst; a limited call does nothing.
--- ulimit 0 turns it off.
-if ulimit > 0 then
-  local gap = 1000 / ulimit
-  local tat = math.max(tonumber(redis.call('GET', rl)) or 0, now)
-  if tat - now > gap * (uburst - 1) then
-    return redis.error_reply('RATE_LIMITED')
-  end
-  redis.call('SET', rl, string.format('%.3f', tat + gap), 'PX', math.ceil(tat + gap - now) + 1)
+--#include rate_limit
+if limited(rl, now, ulimit, uburst) then
+  return redis.error_reply('RATE_LIMITED')
 end
 local opens, pqopens = tonumber(conf[5]), tonumber(conf[6])
 local sealed = opens and redis.call('HGET', draw, 'sealed') == '1'
