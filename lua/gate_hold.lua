@@ -30,11 +30,10 @@ end
 if limited(rl, t, ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
-if redis.call('HGET', aseq, user) ~= seq or tonumber(redis.call('ZSCORE', active, user) or 0) <= t then
-  if tonumber(redis.call('ZSCORE', wait, user)) == tonumber(seq) then
-    return redis.error_reply('QUEUE_NOT_ACTIVE')
-  end
-  return redis.error_reply('QUEUE_TOKEN_EXPIRED')
+--#include active_token
+local refused = token_refusal(aseq, active, wait, user, seq, t)
+if refused then
+  return refused
 end
 
 redis.call('ZREM', noshow, user) -- a gated call: the fan showed up, whatever the seat's answer

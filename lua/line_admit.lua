@@ -49,41 +49,14 @@ for i = 5, #ARGV, 3 do
   cands[#cands + 1] = {ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])}
 end
 
-local lapsed = {} -- a join to an empty line lapses nobody, as queue_join does not: the tick does
+--#include sessions
+local lapsed, noshows = 0, 0 -- a join to an empty line lapses nobody, as queue_join does not: the tick does
 if mode == 'tick' then
-  lapsed = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)
-end
-for _, user in ipairs(lapsed) do
-  local seq = redis.call('HGET', aseq, user)
-  redis.call('ZREM', active, user)
-  redis.call('HDEL', aseq, user)
-  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', nows)
+  lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch)
 end
 
-local noshows = 0
-local due = {}
-if mode == 'tick' then
-  due = redis.call('ZRANGEBYSCORE', noshow, '-inf', now, 'LIMIT', 0, batch)
-end
-for _, user in ipairs(due) do
-  redis.call('ZREM', noshow, user)
-  local seq = redis.call('HGET', aseq, user)
-  if seq and tonumber(redis.call('ZSCORE', active, user) or '0') > now then
-    redis.call('ZREM', active, user)
-    redis.call('HDEL', aseq, user)
-    redis.call('XADD', events, '*', 'type', 'queue.noshow', 'user', user, 'seq', seq, 'at', nows)
-    noshows = noshows + 1
-  end
-end
-if noshows > 0 then
-  redis.call('INCRBY', abandoned, noshows)
-end
-
-local b = redis.call('HMGET', bucket, 'tok', 'ts')
-local tok, ts = tonumber(b[1]) or rate, tonumber(b[2]) or now
-if now > ts then
-  tok, ts = math.min(rate, tok + (now - ts) * rate / 1000), now
-end
+--#include budget
+local tok, ts = budget(bucket, rate, now)
 local n = 0
 local want = math.min(cap - redis.call('ZCARD', active), math.floor(tok), batch)
 local stock = redis.call('HMGET', inv, 'avail', 'soldout')
@@ -154,4 +127,4 @@ else
   waiting = tonumber(redis.call('GET', lw) or '0')
 end
 redis.call('HSET', bucket, 'tok', string.format('%.6f', tok), 'ts', ts)
-return {n, #lapsed, waiting, redis.call('ZCARD', active), dropped, noshows, out}
+return {n, lapsed, waiting, redis.call('ZCARD', active), dropped, noshows, out}

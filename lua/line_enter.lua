@@ -31,6 +31,7 @@ local ulimit, uburst = tonumber(ARGV[4]), tonumber(ARGV[5])
 local powid, powbits, powexp = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local need, codereq, code = tonumber(ARGV[9]), ARGV[10], ARGV[11]
 --#include rate_limit
+--#include pow
 if limited(rl, now, ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
@@ -61,14 +62,9 @@ if codereq == '1' then
   end
 end
 if need > 0 then
-  if powid == '' then
-    return redis.error_reply('POW_REQUIRED')
-  end
-  if powid == '-' or powbits < need or powexp <= now then
-    return redis.error_reply('POW_INVALID')
-  end
-  if not redis.call('SET', pow, '1', 'NX', 'PX', powexp - now) then
-    return redis.error_reply('POW_INVALID')
+  local refused = pow_refusal(pow, powid, powbits, powexp, need, now)
+  if refused then
+    return refused
   end
 end
 if seq == '0' then

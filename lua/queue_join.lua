@@ -50,6 +50,8 @@ if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
 --#include rate_limit
+--#include budget
+--#include pow
 if limited(rl, now, ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
@@ -88,14 +90,9 @@ if need > 0 or codereq then
       end
     end
     if need > 0 then
-      if powid == '' then
-        return redis.error_reply('POW_REQUIRED')
-      end
-      if powid == '-' or powbits < need or powexp <= now then
-        return redis.error_reply('POW_INVALID')
-      end
-      if not redis.call('SET', pow, '1', 'NX', 'PX', powexp - now) then
-        return redis.error_reply('POW_INVALID')
+      local refused = pow_refusal(pow, powid, powbits, powexp, need, now)
+      if refused then
+        return refused
       end
     end
     if owner == '' then
@@ -164,11 +161,7 @@ local arrival = redis.call('INCR', seq)
 local arr, nows = string.format('%d', arrival), string.format('%d', now)
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
 if room and conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
-  local b = redis.call('HMGET', bucket, 'tok', 'ts')
-  local tok, ts = tonumber(b[1]) or rate, tonumber(b[2]) or now
-  if now > ts then
-    tok, ts = math.min(rate, tok + (now - ts) * rate / 1000), now
-  end
+  local tok, ts = budget(bucket, rate, now)
   if tok >= 1 then
     local till = now + ttl
     local tills = string.format('%d', till)

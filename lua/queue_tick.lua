@@ -49,34 +49,11 @@ local gated = conf[8] and redis.call('HEXISTS', draw, 'drawnAt') == 0
 local opens = tonumber(conf[8] or '0') -- a pre-queue entrant's silence counts from the opening
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
 
-local lapsed = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)
-for _, user in ipairs(lapsed) do
-  local seq = redis.call('HGET', aseq, user)
-  redis.call('ZREM', active, user)
-  redis.call('HDEL', aseq, user)
-  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', seq or '0', 'at', nows)
-end
+--#include sessions
+local lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch)
 
-local noshows = 0
-for _, user in ipairs(redis.call('ZRANGEBYSCORE', noshow, '-inf', now, 'LIMIT', 0, batch)) do
-  redis.call('ZREM', noshow, user)
-  local seq = redis.call('HGET', aseq, user)
-  if seq and tonumber(redis.call('ZSCORE', active, user) or '0') > now then
-    redis.call('ZREM', active, user)
-    redis.call('HDEL', aseq, user)
-    redis.call('XADD', events, '*', 'type', 'queue.noshow', 'user', user, 'seq', seq, 'at', nows)
-    noshows = noshows + 1
-  end
-end
-if noshows > 0 then
-  redis.call('INCRBY', abandoned, noshows)
-end
-
-local b = redis.call('HMGET', bucket, 'tok', 'ts')
-local tok, ts = tonumber(b[1]) or rate, tonumber(b[2]) or now
-if now > ts then
-  tok, ts = math.min(rate, tok + (now - ts) * rate / 1000), now
-end
+--#include budget
+local tok, ts = budget(bucket, rate, now)
 local n = 0
 local free = cap - redis.call('ZCARD', active)
 local want = math.min(free, math.floor(tok), batch)
@@ -155,4 +132,4 @@ if waiting == 0 and not gated and redis.call('EXISTS', seen) == 1 then
   redis.call('DEL', seen)
   redis.call('HSET', cfg, 'seenbase', redis.call('GET', seq) or '0')
 end
-return {n, #lapsed, waiting, redis.call('ZCARD', active), dropped, noshows}
+return {n, lapsed, waiting, redis.call('ZCARD', active), dropped, noshows}

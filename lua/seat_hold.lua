@@ -33,11 +33,10 @@ end
 if limited(rl, t, ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
-if redis.call('HGET', aseq, user) ~= seq or tonumber(redis.call('ZSCORE', active, user) or 0) <= t then
-  if tonumber(redis.call('ZSCORE', wait, user)) == tonumber(seq) then
-    return redis.error_reply('QUEUE_NOT_ACTIVE')
-  end
-  return redis.error_reply('QUEUE_TOKEN_EXPIRED')
+--#include active_token
+local refused = token_refusal(aseq, active, wait, user, seq, t)
+if refused then
+  return refused
 end
 
 redis.call('ZREM', noshow, user) -- a gated call: the fan showed up, whatever the seat's answer
@@ -69,34 +68,16 @@ if #open >= tonumber(conf[2]) then
   return redis.error_reply('HOLD_LIMIT_REACHED')
 end
 
+--#include hold
 if stale then -- lapse the previous holder's expired hold of this seat
-  stale.status = 'EXPIRED'
-  redis.call('HSET', res, stale.id, cjson.encode(stale))
-  redis.call('ZREM', holds, stale.id)
-  local rest = {}
-  for rid in string.gmatch(redis.call('HGET', uholds, stale.user) or '', '[^,]+') do
-    if rid ~= stale.id then rest[#rest + 1] = rid end
-  end
-  redis.call('HSET', uholds, stale.user, table.concat(rest, ','))
-  redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', stale.id, 'user', stale.user,
-    'schedule', stale.schedule, 'seat', stale.seat, 'at', now)
+  lapse_stale(res, holds, uholds, events, stale, now)
 else -- a free seat: one fewer available (a lapsed hold's seat was counted taken already)
   redis.call('HINCRBY', inv, 'avail', -1)
 end
 
 local expires = t + tonumber(conf[1])
 local exp = string.format('%d', expires) -- formatted once: a number in a string costs a %.14g each time
--- The record as cjson.encode writes it, written out directly when every string is a plain id (as the
--- service's are: [A-Za-z0-9_-]) so that nothing needs escaping.
-local rec
-if string.find(id .. user .. schedule .. seat, '^[%w_-]+$') then
-  rec = '{"id":"' .. id .. '","user":"' .. user .. '","seq":' .. string.format('%d', seq) .. ',"schedule":"' ..
-    schedule .. '","seat":"' .. seat .. '","price":' .. string.format('%d', price) ..
-    ',"status":"HELD","expiresAt":' .. exp .. ',"createdAt":' .. string.format('%d', t) .. '}'
-else
-  rec = cjson.encode({id = id, user = user, seq = tonumber(seq), schedule = schedule, seat = seat,
-    price = tonumber(price), status = 'HELD', expiresAt = expires, createdAt = t})
-end
+local rec = hold_record(id, user, seq, schedule, seat, price, exp, t)
 redis.call('HSET', res, id, rec)
 redis.call('HSET', seats, seat, 'H|' .. id .. '|' .. exp)
 redis.call('ZADD', holds, exp, id)

@@ -35,23 +35,14 @@ if state then
   stale = cjson.decode(redis.call('HGET', res, rid))
 end
 
+--#include hold
 if stale then -- lapse the previous holder's expired hold of this seat (their gate entry ran out with it)
-  stale.status = 'EXPIRED'
-  redis.call('HSET', res, stale.id, cjson.encode(stale))
-  redis.call('ZREM', holds, stale.id)
-  local rest = {}
-  for rid in string.gmatch(redis.call('HGET', uholds, stale.user) or '', '[^,]+') do
-    if rid ~= stale.id then rest[#rest + 1] = rid end
-  end
-  redis.call('HSET', uholds, stale.user, table.concat(rest, ','))
-  redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', stale.id, 'user', stale.user,
-    'schedule', stale.schedule, 'seat', stale.seat, 'at', now)
+  lapse_stale(res, holds, uholds, events, stale, now)
 else
   redis.call('HINCRBY', inv, 'avail', -1)
 end
 
-local rec = cjson.encode({id = id, user = user, seq = tonumber(seq), schedule = schedule, seat = seat,
-  price = tonumber(price), status = 'HELD', expiresAt = tonumber(expires), createdAt = t})
+local rec = hold_record(id, user, seq, schedule, seat, price, expires, t)
 redis.call('HSET', res, id, rec)
 redis.call('HSET', seats, seat, 'H|' .. id .. '|' .. expires)
 redis.call('ZADD', holds, expires, id)

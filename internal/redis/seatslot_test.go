@@ -481,3 +481,35 @@ func TestRestoreSpreadConcert(t *testing.T) {
 		assert.NoError(t, err)
 	})
 }
+
+// TestSpreadHoldTakesALapsedSeat: a seat whose hold is past its expiry, not swept yet, is taken by the
+// next hold on the schedule's slot (seat_take): the old hold lapses there as the sweep would lapse it
+// (EXPIRED, out of the HELD set and its holder's open holds, a hold.lapse event), and the seat is
+// counted taken once.
+func TestSpreadHoldTakesALapsedSeat(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := spreadSale(t, s, nil, "alice", "bob")
+		slot := seatSlot(t, s, sB)
+		old, _, err := s.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
+		require.NoError(t, err)
+
+		later := t0.Add(11 * time.Second) // bob's hold ran out at 10 s
+		r, lapsed, err := s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, later)
+		require.NoError(t, err)
+		assert.True(t, lapsed, "another fan's expired hold of the seat was lapsed")
+		got, err := s.Reservation(ctx, old.ID)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.ReservationExpired, got.Status)
+		held, err := c.Do(ctx, c.B().Zrange().Key(slot.Holds()).Min("0").Max("-1").Build()).AsStrSlice()
+		require.NoError(t, err)
+		assert.Equal(t, []string{r.ID}, held, "only alice's hold is HELD")
+		open, err := c.Do(ctx, c.B().Hget().Key(slot.UserHolds()).Field("bob").Build()).ToString()
+		require.NoError(t, err)
+		assert.Empty(t, open, "bob has no open hold left")
+		assert.Equal(t, []string{"hold.create", "hold.lapse", "hold.create"}, filter(eventTypes(t, c, slot.Events()), "hold."))
+		avail, err := c.Do(ctx, c.B().Hget().Key(slot.Inventory()).Field("avail").Build()).AsInt64()
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, avail, "2 seats, VIP-1 taken once")
+	})
+}
