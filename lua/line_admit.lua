@@ -56,6 +56,7 @@ if mode == 'tick' then
 end
 
 --#include budget
+--#include admit
 local tok, ts = budget(bucket, rate, now)
 local n = 0
 local want = math.min(cap - redis.call('ZCARD', active), math.floor(tok), batch)
@@ -82,6 +83,7 @@ if conf[4] ~= '1' then
   -- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
   local tills, shows = string.format('%d', till), string.format('%d', now + show)
   local last
+  local adm = {active = {}, aseq = {}, noshow = {}}
   for _, cand in ipairs(cands) do
     local user, seq, seen = cand[1], cand[2], math.max(cand[3], opens)
     if redis.call('HGET', aseq, user) == seq then
@@ -92,18 +94,15 @@ if conf[4] ~= '1' then
       redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', nows)
     else
       if n >= want or n + dropped >= batch then break end
-      redis.call('ZADD', active, tills, user)
-      redis.call('HSET', aseq, user, seq)
+      admit(adm, user, seq, tills, show > 0 and shows or nil)
       redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', tills, 'at', nows)
-      if show > 0 then
-        redis.call('ZADD', noshow, shows, user)
-      end
       n = n + 1
     end
     out[#out + 1] = user
     out[#out + 1] = seq
     last = seq
   end
+  write_admitted(active, aseq, noshow, adm)
   if n > 0 then
     tok = tok - n
     redis.call('INCRBY', admitted, n)

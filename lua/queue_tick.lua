@@ -53,6 +53,7 @@ local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
 local lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch)
 
 --#include budget
+--#include admit
 local tok, ts = budget(bucket, rate, now)
 local n = 0
 local free = cap - redis.call('ZCARD', active)
@@ -74,16 +75,31 @@ if conf[4] ~= '1' and not gated and want > 0 then
   local base = tonumber(conf[9] or '0')
   local legacy = redis.call('EXISTS', alive) == 1 -- liveness written as a hash before seen
   local last
+  local adm = {active = {}, aseq = {}, noshow = {}}
   while n < want and n + dropped < batch do
     local popped = redis.call('ZPOPMIN', wait, math.min(want - n, batch - n - dropped))
     if #popped == 0 then break end
+    -- the seen fields of this chunk in one read when its seqs are near each other (few left between)
+    local span, lo = nil, 1
+    if abandon > 0 then
+      lo = math.max(1, tonumber(popped[2]) - base)
+      local hi = tonumber(popped[#popped]) - base
+      if hi >= lo and hi - lo < #popped + 64 then
+        span = redis.call('GETRANGE', seen, (lo - 1) * 6, hi * 6 - 1)
+      end
+    end
     for i = 1, #popped, 2 do
       local user, seq = popped[i], popped[i + 1]
       local at, last_seen = tonumber(seq) - base, opens
       if abandon > 0 and at > 0 then
-        local b, t = redis.call('GETRANGE', seen, (at - 1) * 6, at * 6 - 1), 0
-        for i = 1, #b do
-          t = t * 256 + b:byte(i)
+        local b, t = nil, 0
+        if span then
+          b = string.sub(span, (at - lo) * 6 + 1, (at - lo) * 6 + 6)
+        else
+          b = redis.call('GETRANGE', seen, (at - 1) * 6, at * 6 - 1)
+        end
+        for j = 1, #b do
+          t = t * 256 + b:byte(j)
         end
         if #b == 6 then
           last_seen = math.max(last_seen, t)
@@ -98,17 +114,14 @@ if conf[4] ~= '1' and not gated and want > 0 then
         redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen',
           string.format('%d', last_seen), 'at', nows)
       else
-        redis.call('ZADD', active, tills, user)
-        redis.call('HSET', aseq, user, seq)
+        admit(adm, user, seq, tills, show > 0 and shows or nil)
         redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', tills, 'at', nows)
-        if show > 0 then
-          redis.call('ZADD', noshow, shows, user)
-        end
         n = n + 1
       end
       last = seq
     end
   end
+  write_admitted(active, aseq, noshow, adm)
   if n > 0 then
     tok = tok - n
     redis.call('INCRBY', admitted, n)

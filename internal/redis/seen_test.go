@@ -146,3 +146,58 @@ func TestRestoreStartsSeenAboveTheLine(t *testing.T) {
 		assert.Equal(t, t0, seenOf(t, c, s, cid, f.Seq))
 	})
 }
+
+// TestTickReadsSeenInChunks: the tick reads the liveness of the fans it pops in one read when their
+// seqs are near each other, and one by one when many left between them; either way each fan is judged
+// by their own field, wherever the round's first fan is.
+func TestTickReadsSeenInChunks(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		q := ticketrush.DefaultQueueSettings()
+		q.Paused, q.AbandonAfter, q.NoShow = true, 2*time.Second, 0
+		mustLoad(t, s, oneSchedule(concert(cid, func(qs *ticketrush.QueueSettings) { *qs = q })))
+		var fans []ticketrush.QueueClaims
+		for i := 1; i <= 110; i++ {
+			fans = append(fans, join(t, s, cid, "u"+strconv.Itoa(i), ticketrush.StatusWaiting))
+		}
+		// u5 and u1 stay quiet; u11..u109 leave the line; the others are seen at 1.5 s.
+		var seen []ticketrush.Arrival
+		for i, f := range fans {
+			switch {
+			case i >= 10 && i < 109:
+				_, err := s.Leave(ctx, cid, f.UserID, f.Seq, t0)
+				require.NoError(t, err)
+			case i != 0 && i != 4:
+				seen = append(seen, ticketrush.Arrival{UserID: f.UserID, Seq: f.Seq})
+			}
+		}
+		require.NoError(t, s.MarkAlive(ctx, cid, seen, t0.Add(1500*time.Millisecond)))
+		q.Paused = false
+		require.NoError(t, s.Configure(ctx, cid, q, t0))
+		now := t0.Add(3 * time.Second)
+		r, err := s.Tick(ctx, cid, now, 3) // u1 dropped, u2 and u3 admitted
+		require.NoError(t, err)
+		assert.Equal(t, 2, r.Admitted)
+		assert.Equal(t, 1, r.Abandoned)
+		r, err = s.Tick(ctx, cid, now, 4) // u4..u7 in one read from u4: u5 dropped
+		require.NoError(t, err)
+		assert.Equal(t, 3, r.Admitted)
+		assert.Equal(t, 1, r.Abandoned)
+		r, err = s.Tick(ctx, cid, now, 100) // u8..u10 and u110, past the leavers: one read each
+		require.NoError(t, err)
+		assert.Equal(t, 4, r.Admitted)
+		assert.Zero(t, r.Abandoned)
+		for i, f := range fans {
+			if i >= 10 && i < 109 {
+				continue
+			}
+			st, err := s.TokenStatus(ctx, f, now)
+			require.NoError(t, err)
+			want := ticketrush.StatusActive
+			if i == 0 || i == 4 {
+				want = ticketrush.StatusExpired
+			}
+			assert.Equal(t, want, st.Status, f.UserID)
+		}
+	})
+}
