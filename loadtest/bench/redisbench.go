@@ -22,24 +22,23 @@ import (
 	svcconfig "github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
+	"github.com/ticketrush/ticketrush/lua"
 )
 
-// holdScript is the file of the hold script under lua/.
-const holdScript = "lua/seat_hold.lua"
+// holdScript is the hold script, by its name in package lua.
+const holdScript = "seat_hold"
 
-// loadScript reads path and loads it with SCRIPT LOAD, returning its SHA1.
-func loadScript(ctx context.Context, c rueidis.Client, path string) (string, error) {
-	src, err := os.ReadFile(path)
+// loadScript loads the script name as the service loads it (lua.Source: its includes put in place) with
+// SCRIPT LOAD, returning its SHA1.
+func loadScript(ctx context.Context, c rueidis.Client, name string) (string, error) {
+	src := lua.Source(name)
+	sha, err := c.Do(ctx, c.B().ScriptLoad().Script(src).Build()).ToString()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("SCRIPT LOAD %s: %w", name, err)
 	}
-	sha, err := c.Do(ctx, c.B().ScriptLoad().Script(string(src)).Build()).ToString()
-	if err != nil {
-		return "", fmt.Errorf("SCRIPT LOAD %s: %w", path, err)
-	}
-	sum := sha1.Sum(src)
+	sum := sha1.Sum([]byte(src))
 	if want := hex.EncodeToString(sum[:]); sha != want {
-		return "", fmt.Errorf("SCRIPT LOAD %s: sha %s, want %s", path, sha, want)
+		return "", fmt.Errorf("SCRIPT LOAD %s: sha %s, want %s", name, sha, want)
 	}
 	return sha, nil
 }
@@ -89,7 +88,7 @@ func captureCall(ctx context.Context, c rueidis.Client, sha string, do func() er
 		}
 		return args, nil
 	}
-	return nil, fmt.Errorf("none of the %d EVALSHA calls recorded is of %s as it is on disk (sha %s): is the binary built from this tree?", seen, holdScript, sha)
+	return nil, fmt.Errorf("none of the %d EVALSHA calls recorded is of %s as this bench has it (sha %s): is the service built from the same tree?", seen, holdScript, sha)
 }
 
 // redisBenchmark runs redis-benchmark with one command line and returns its requests per second and
@@ -229,13 +228,9 @@ const rbFans = 100_000
 //     (redis.AdmitSynthetic: the scripts would give each its own), so that every replayed call passes
 //     the queue check, finds its seat free and its fan under the limit: the script's winning path.
 //
-// Where that cannot be done (no hold script yet, no purchase path to capture from, a script whose
+// Where that cannot be done (no purchase path to capture from, a script whose
 // checks refuse the template) the row says why.
 func (b *bench) captureHold(ctx context.Context) error {
-	if _, err := os.Stat(holdScript); err != nil {
-		b.na[rowRedis] = holdScript + " does not exist yet"
-		return nil
-	}
 	if !b.purchase {
 		b.na[rowRedis] = "no hold served to capture its KEYS and ARGV (" + b.na[rowSpread] + ")"
 		return nil
