@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // blob is an answer the hello server keeps in memory and sends as it is: the ceiling of the seat-map
@@ -167,7 +168,23 @@ func (b *bench) setupSeatMap(ctx context.Context) (*seatMap, error) {
 		}
 		return resp, body, err
 	}
+	// The map as it stands once the instance's seat view has every hold and sale above: the view is
+	// refreshed after each change it sees (within 200 ms), and a reference taken before the last sale
+	// shows would carry an ETag the 304 row's requests no longer match.
 	resp, body, err := get(false, "")
+	settled := time.NewTimer(10 * time.Second)
+	defer settled.Stop()
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for err == nil && (bytes.Count(body, []byte(`"SOLD"`)) != sm.sold || bytes.Count(body, []byte(`"HELD"`)) != sm.held) {
+		select {
+		case <-settled.C:
+			return nil, fmt.Errorf("seat map: %d SOLD and %d HELD after 10 s, not the %d and %d the API answered",
+				bytes.Count(body, []byte(`"SOLD"`)), bytes.Count(body, []byte(`"HELD"`)), sm.sold, sm.held)
+		case <-poll.C:
+		}
+		resp, body, err = get(false, "")
+	}
 	if err != nil {
 		return nil, err
 	}
