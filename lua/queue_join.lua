@@ -125,14 +125,11 @@ end
 
 -- The fan of arrival s (a number) was seen now: its field in seen, unless s is older than the field's
 -- base (an arrival from before the line last emptied is not waiting).
+--#include seen
 local function saw(s)
   local at = s - tonumber(conf[11] or '0')
   if at > 0 then
-    local b, t = {}, now
-    for i = 6, 1, -1 do
-      b[i], t = t % 256, math.floor(t / 256)
-    end
-    redis.call('SETRANGE', seen, string.format('%d', (at - 1) * 6), string.char(unpack(b)))
+    redis.call('SETRANGE', seen, string.format('%d', (at - 1) * 6), seen_field(now))
   end
 end
 

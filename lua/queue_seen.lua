@@ -16,11 +16,8 @@ local cfg, seen, seq = KEYS[1], KEYS[2], KEYS[3]
 local now = tonumber(ARGV[1])
 local base = tonumber(redis.call('HGET', cfg, 'seenbase') or '0')
 local top = tonumber(redis.call('GET', seq) or '0')
-local b, t = {}, now
-for i = 6, 1, -1 do
-  b[i], t = t % 256, math.floor(t / 256)
-end
-local field = string.char(unpack(b))
+--#include seen
+local field = seen_field(now)
 local at = {} -- field indexes (seq - base - 1), each once
 local have = {}
 for i = 2, #ARGV do

@@ -54,6 +54,7 @@ local lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, no
 
 --#include budget
 --#include admit
+--#include seen
 local tok, ts = budget(bucket, rate, now)
 local n = 0
 local free = cap - redis.call('ZCARD', active)
@@ -92,18 +93,13 @@ if conf[4] ~= '1' and not gated and want > 0 then
       local user, seq = popped[i], popped[i + 1]
       local at, last_seen = tonumber(seq) - base, opens
       if abandon > 0 and at > 0 then
-        local b, t = nil, 0
+        local b
         if span then
           b = string.sub(span, (at - lo) * 6 + 1, (at - lo) * 6 + 6)
         else
           b = redis.call('GETRANGE', seen, (at - 1) * 6, at * 6 - 1)
         end
-        for j = 1, #b do
-          t = t * 256 + b:byte(j)
-        end
-        if #b == 6 then
-          last_seen = math.max(last_seen, t)
-        end
+        last_seen = math.max(last_seen, seen_time(b))
       end
       if legacy then
         last_seen = math.max(last_seen, tonumber(redis.call('HGET', alive, seq) or '0'))
