@@ -83,6 +83,11 @@ func (q *QueueTokens) verify(token string) (ticketrush.QueueClaims, error) {
 	if len(token) > 512 {
 		return c, errMalformed
 	}
+	// encoding/base64 skips CR and LF anywhere in its input, even in Strict mode: a token with one
+	// inserted would decode to the signed bytes and verify, one token spelled many ways.
+	if strings.ContainsAny(token, "\r\n") {
+		return c, errMalformed
+	}
 	body, sig, ok := strings.Cut(token, ".")
 	if !ok {
 		return c, errMalformed
