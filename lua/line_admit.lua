@@ -102,14 +102,8 @@ if conf[4] ~= '1' then
     out[#out + 1] = seq
     last = seq
   end
-  write_admitted(active, aseq, noshow, adm)
-  if n > 0 then
-    tok = tok - n
-    redis.call('INCRBY', admitted, n)
-  end
-  if dropped > 0 then
-    redis.call('INCRBY', abandoned, dropped)
-  end
+  write_admitted(active, aseq, noshow, admitted, abandoned, adm, dropped)
+  tok = tok - n
   if last and tonumber(last) > tonumber(redis.call('GET', head) or '0') then
     redis.call('SET', head, last) -- the head moves past every fan who left the line here
     local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)

@@ -117,14 +117,8 @@ if conf[4] ~= '1' and not gated and want > 0 then
       last = seq
     end
   end
-  write_admitted(active, aseq, noshow, adm)
-  if n > 0 then
-    tok = tok - n
-    redis.call('INCRBY', admitted, n)
-  end
-  if dropped > 0 then
-    redis.call('INCRBY', abandoned, dropped)
-  end
+  write_admitted(active, aseq, noshow, admitted, abandoned, adm, dropped)
+  tok = tok - n
   if last then -- the head moves past every fan who left the line here, admitted or dropped
     redis.call('SET', head, last)
     local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)
