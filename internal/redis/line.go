@@ -414,7 +414,8 @@ func (s *Store) statusLine(ctx context.Context, claims ticketrush.QueueClaims, n
 	return ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: max(1, int64(claims.Seq)-head-gone)}, nil
 }
 
-// markAliveLine writes the liveness of a line of n shards: one command per shard the fans are in.
+// markAliveLine writes the liveness of a line of n shards: an HSET per shard the fans are in and
+// seenChunk of them, in one round trip (a command of at most seenChunk fields is short).
 func (s *Store) markAliveLine(ctx context.Context, concertID string, seen []ticketrush.Arrival, n int, now time.Time) error {
 	c := s.keys.Concert(concertID)
 	at := millis(now)
@@ -425,11 +426,14 @@ func (s *Store) markAliveLine(ctx context.Context, concertID string, seen []tick
 	}
 	cmds := make(rueidis.Commands, 0, len(byShard))
 	for sh, seqs := range byShard {
-		cmd := s.client.B().Hset().Key(c.Shard(sh).Alive()).FieldValue()
-		for _, seq := range seqs {
-			cmd = cmd.FieldValue(utoa(seq), at)
+		slices.Sort(seqs)
+		for chunk := range slices.Chunk(slices.Compact(seqs), seenChunk) {
+			cmd := s.client.B().Hset().Key(c.Shard(sh).Alive()).FieldValue()
+			for _, seq := range chunk {
+				cmd = cmd.FieldValue(utoa(seq), at)
+			}
+			cmds = append(cmds, cmd.Build())
 		}
-		cmds = append(cmds, cmd.Build())
 	}
 	for _, r := range s.client.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {

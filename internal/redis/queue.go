@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -233,9 +234,17 @@ func (s *Store) AddAccessCodes(ctx context.Context, concertID string, hashes []s
 	return nil
 }
 
-// MarkAlive records that the fans of the given WAITING arrivals were seen at now: one script call
-// (queue_seen), or one command per shard the fans are in for a sharded line, which an instance sends at
-// most once a second per concert for every token it served in that second.
+// seenChunk is the most arrivals one liveness write carries: a queue_seen call, or an HSET of a sharded
+// line's shard. A call's Redis time grows with its arrivals (queue_seen about 1.1 µs each: 110 ms for
+// 100,000 in one call), and every other call of the slot waits for it; 1,000 keep a call near a
+// millisecond, however many fans an instance saw in its second.
+const seenChunk = 1000
+
+// MarkAlive records that the fans of the given WAITING arrivals were seen at now, which an instance
+// sends at most once a second per concert for every token it served in that second: queue_seen calls
+// of at most seenChunk arrivals each, in order of seq (so that a call's arrivals are neighbours), one
+// after the other; or, for a sharded line, one command per shard the fans are in and seenChunk of them.
+// A call that fails leaves the chunks after it unwritten: those fans are seen again at their next poll.
 func (s *Store) MarkAlive(ctx context.Context, concertID string, seen []ticketrush.Arrival, now time.Time) error {
 	if len(seen) == 0 {
 		return nil
@@ -250,9 +259,12 @@ func (s *Store) MarkAlive(ctx context.Context, concertID string, seen []ticketru
 	for i, a := range seen {
 		seqs[i] = a.Seq
 	}
-	keys, args := s.keys.Concert(concertID).queueSeen(seqs, now)
-	if _, err := s.exec(ctx, s.seen, keys, args); err != nil {
-		return fmt.Errorf("mark alive %s: %w", concertID, err)
+	slices.Sort(seqs)
+	for chunk := range slices.Chunk(slices.Compact(seqs), seenChunk) {
+		keys, args := s.keys.Concert(concertID).queueSeen(chunk, now)
+		if _, err := s.exec(ctx, s.seen, keys, args); err != nil {
+			return fmt.Errorf("mark alive %s: %w", concertID, err)
+		}
 	}
 	return nil
 }

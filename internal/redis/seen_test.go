@@ -2,10 +2,14 @@ package redis
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -200,4 +204,94 @@ func TestTickReadsSeenInChunks(t *testing.T) {
 			assert.Equal(t, want, st.Status, f.UserID)
 		}
 	})
+}
+
+// liveWrites is a client that notes the size of each liveness write sent through it: the arrivals of
+// each queue_seen call (by its keys: cfg, seen; rueidis sends EVALSHA first, and EVAL only to retry
+// one Redis did not know) and the fields of each HSET of a shard's alive hash.
+type liveWrites struct {
+	rueidis.Client
+	cfg, seen string
+	alive     map[string]bool
+	mu        sync.Mutex
+	sizes     []int
+}
+
+func (c *liveWrites) note(cmds ...rueidis.Completed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range cmds {
+		w := cmd.Commands() // read before sending: rueidis recycles a command once it ran
+		switch {
+		case w[0] == "EVALSHA" && len(w) > 4 && w[3] == c.cfg && w[4] == c.seen: // each call, EVAL its retry
+			c.sizes = append(c.sizes, len(w)-7) // EVALSHA sha 3 cfg seen seq now seqs...
+		case w[0] == "HSET" && c.alive[w[1]]:
+			c.sizes = append(c.sizes, (len(w)-2)/2)
+		}
+	}
+}
+
+func (c *liveWrites) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.note(cmd)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c *liveWrites) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.note(cmds...)
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+// TestMarkAliveWritesInChunks: an instance that saw many fans in its second writes their liveness in
+// calls of at most seenChunk arrivals (queue_seen's Redis time grows with them, and the concert's slot
+// waits for it: 110 ms for 100,000 in one call), every arrival once, each still written; on a line of
+// one slot and on a sharded one.
+func TestMarkAliveWritesInChunks(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+				ctx := context.Background()
+				k := s.keys.Concert(cid)
+				lw := &liveWrites{Client: c, cfg: k.Cfg(), seen: k.Seen(), alive: map[string]bool{}}
+				for sh := range shards {
+					lw.alive[k.Shard(sh).Alive()] = true
+				}
+				counted := NewStore(lw, s.keys.prefix, prometheus.NewRegistry())
+				mustLoad(t, s, oneSchedule(concert(cid, func(q *ticketrush.QueueSettings) {
+					q.Paused, q.AbandonAfter, q.LineShards = true, time.Minute, shards
+				})))
+				const fans = 3*seenChunk + 500 // more than a chunk in each of 3 shards too
+				seen := make([]ticketrush.Arrival, 0, fans+100)
+				for i := range fans {
+					f := join(t, s, cid, "u"+strconv.Itoa(i), ticketrush.StatusWaiting)
+					seen = append(seen, ticketrush.Arrival{UserID: f.UserID, Seq: f.Seq})
+				}
+				seen = append(seen, seen[:100]...) // a fan polled twice in the second is written once
+				rand.New(rand.NewPCG(1, 2)).Shuffle(len(seen), func(i, j int) { seen[i], seen[j] = seen[j], seen[i] })
+
+				later := t0.Add(1500 * time.Millisecond)
+				require.NoError(t, counted.MarkAlive(ctx, cid, seen, later))
+				total := 0
+				for _, n := range lw.sizes {
+					assert.LessOrEqual(t, n, seenChunk, "one write of %d arrivals", n)
+					total += n
+				}
+				assert.Equal(t, fans, total, "every arrival written once: %v", lw.sizes)
+				assert.GreaterOrEqual(t, len(lw.sizes), fans/seenChunk+1)
+
+				// Every fan seen: none dropped by a tick at 1 minute after the join, all admitted.
+				q := ticketrush.DefaultQueueSettings()
+				q.AbandonAfter, q.LineShards, q.ActiveCapacity, q.AdmitPerSecond = time.Minute, shards, fans, fans
+				require.NoError(t, s.Configure(ctx, cid, q, t0))
+				admitted := 0
+				for admitted < fans {
+					r, err := s.Tick(ctx, cid, t0.Add(time.Minute+time.Second), 1000)
+					require.NoError(t, err)
+					require.Zero(t, r.Abandoned, "a fan the flush wrote was dropped")
+					require.Positive(t, r.Admitted)
+					admitted += r.Admitted
+				}
+				assert.Equal(t, fans, admitted)
+			})
+		})
+	}
 }
