@@ -14,6 +14,7 @@ local seats, holds, res, uholds, events, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4
 local user, id, now = ARGV[1], ARGV[2], ARGV[3]
 local rl, ulimit, uburst = KEYS[7], tonumber(ARGV[4]), tonumber(ARGV[5])
 --#include rate_limit
+--#include open
 if limited(rl, tonumber(now), ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
@@ -34,11 +35,7 @@ redis.call('HSET', res, id, raw)
 redis.call('HDEL', seats, rec.seat)
 redis.call('HINCRBY', inv, 'avail', 1)
 redis.call('ZREM', holds, id)
-local rest = {}
-for rid in string.gmatch(redis.call('HGET', uholds, user) or '', '[^,]+') do
-  if rid ~= id then rest[#rest + 1] = rid end
-end
-redis.call('HSET', uholds, user, table.concat(rest, ','))
+drop_open(uholds, user, id)
 redis.call('XADD', events, '*', 'type', 'hold.cancel', 'res', id, 'user', user, 'schedule', rec.schedule,
   'seat', rec.seat, 'at', now)
 return raw

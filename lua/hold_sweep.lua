@@ -15,6 +15,7 @@ local seats = {}
 for i = 3, #ARGV do
   seats[ARGV[i]] = KEYS[i + 3]
 end
+--#include open
 local due = redis.call('ZRANGEBYSCORE', holds, '-inf', now, 'LIMIT', 0, batch)
 for _, id in ipairs(due) do
   redis.call('ZREM', holds, id)
@@ -26,11 +27,7 @@ for _, id in ipairs(due) do
       redis.call('HDEL', seats[rec.schedule], rec.seat)
       redis.call('HINCRBY', inv, 'avail', 1)
     end
-    local rest = {}
-    for rid in string.gmatch(redis.call('HGET', uholds, rec.user) or '', '[^,]+') do
-      if rid ~= id then rest[#rest + 1] = rid end
-    end
-    redis.call('HSET', uholds, rec.user, table.concat(rest, ','))
+    drop_open(uholds, rec.user, id)
     redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
       'seat', rec.seat, 'at', now)
   end

@@ -5,8 +5,8 @@
 // TestScriptErrorCodes its error replies against the error table (ticketrush.Codes).
 //
 // Redis scripts have no includes, so this package gives them one: a line "--#include name" is replaced
-// by lib/name.lua, local functions that several scripts share (the rate limit). The text Redis runs,
-// and whose SHA1 EVALSHA sends, is Source's.
+// by lib/name.lua, local functions that several scripts share (the rate limit), once per script, and a
+// lib may include another. The text Redis runs, and whose SHA1 EVALSHA sends, is Source's.
 package lua
 
 import (
@@ -29,15 +29,29 @@ func source(fsys fs.FS, name string) string {
 	if err != nil {
 		panic("lua: no script " + name)
 	}
-	lines := strings.SplitAfter(string(b), "\n")
+	return expand(fsys, name, string(b), map[string]bool{})
+}
+
+// expand replaces each include line of text with its lib file, itself expanded: a lib may include
+// another (lib/hold.lua uses lib/open.lua's functions). Each lib is put in once, where it is first
+// included; a later include of it is dropped, its functions being in scope already.
+func expand(fsys fs.FS, name, text string, done map[string]bool) string {
+	lines := strings.SplitAfter(text, "\n")
 	for i, line := range lines {
-		if lib, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), include); ok {
-			text, err := fs.ReadFile(fsys, "lib/"+lib+".lua")
-			if err != nil {
-				panic("lua: " + name + " includes " + lib + ", which lib/ does not have")
-			}
-			lines[i] = string(text)
+		lib, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), include)
+		if !ok {
+			continue
 		}
+		if done[lib] {
+			lines[i] = ""
+			continue
+		}
+		done[lib] = true
+		b, err := fs.ReadFile(fsys, "lib/"+lib+".lua")
+		if err != nil {
+			panic("lua: " + name + " includes " + lib + ", which lib/ does not have")
+		}
+		lines[i] = expand(fsys, name, string(b), done)
 	}
 	return strings.Join(lines, "")
 }

@@ -31,3 +31,21 @@ func TestSourcePanicsOnAnUnknownInclude(t *testing.T) {
 	assert.PanicsWithValue(t, "lua: x_y includes nothing, which lib/ does not have", func() { source(fsys, "x_y") })
 	assert.Equal(t, "local x = 1\nlocal function two(x)\n  return 2 * x\nend\nreturn two(x)\n", source(fsys, "a_b"))
 }
+
+// TestSourceExpandsNestedIncludesOnce: a lib may include another, and a lib included twice (by the
+// script and by a lib it includes) is put in once, at its first include.
+func TestSourceExpandsNestedIncludesOnce(t *testing.T) {
+	fsys := fstest.MapFS{
+		"a_b.lua":      {Data: []byte("--#include two\n--#include four\nreturn four(1)\n")},
+		"lib/two.lua":  {Data: []byte("local function two(x) return 2 * x end\n")},
+		"lib/four.lua": {Data: []byte("--#include two\nlocal function four(x) return two(two(x)) end\n")},
+		"c_d.lua":      {Data: []byte("--#include four\nreturn four(1)\n")},
+		"lib/loop.lua": {Data: []byte("--#include loop\nlocal y = 1\n")},
+		"e_f.lua":      {Data: []byte("--#include loop\nreturn y\n")},
+	}
+	assert.Equal(t, "local function two(x) return 2 * x end\nlocal function four(x) return two(two(x)) end\nreturn four(1)\n",
+		source(fsys, "a_b"), "two once, before four")
+	assert.Equal(t, "local function two(x) return 2 * x end\nlocal function four(x) return two(two(x)) end\nreturn four(1)\n",
+		source(fsys, "c_d"), "four brings two with it")
+	assert.Equal(t, "local y = 1\nreturn y\n", source(fsys, "e_f"), "a lib that includes itself ends")
+}

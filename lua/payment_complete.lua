@@ -11,12 +11,13 @@
 -- KEYS[8] done     set: seqs whose fan finished
 -- KEYS[9] events   stream: the concert's outbox
 -- KEYS[10] inv     hash: seats, sold, soldout: the sale that sells the last seat marks the concert sold out
+-- KEYS[11] holds   zset: member res, score expires (ms): every HELD reservation (lib/open.lua)
 -- ARGV[1] id (the reservation)  ARGV[2] payment id  ARGV[3] balance after the debit  ARGV[4] paid at (ms)
 -- ARGV[5] now (ms)
 -- Reply: the reservation JSON (status PAID)
 -- Errors: NOT_FOUND (no such reservation), RESERVATION_NOT_HELD (not being paid: the caller refunds)
 local seats, res, paying, uholds, sold = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local active, aseq, done, events, inv = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local active, aseq, done, events, inv, holds = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local id, payment, balance, paid, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local raw = redis.call('HGET', res, id)
 if not raw then
@@ -36,15 +37,8 @@ redis.call('ZREM', paying, id)
 redis.call('HSET', seats, rec.seat, 'S|' .. id)
 redis.call('HINCRBY', sold, rec.schedule, 1)
 local total = redis.call('HINCRBY', inv, 'sold', 1)
-local open = {}
-for rid in string.gmatch(redis.call('HGET', uholds, rec.user) or '', '[^,]+') do
-  if rid ~= id then
-    local r = cjson.decode(redis.call('HGET', res, rid))
-    if r.status == 'PAYING' or (r.status == 'HELD' and r.expiresAt > tonumber(now)) then
-      open[#open + 1] = rid
-    end
-  end
-end
+--#include open
+local open = open_holds(uholds, holds, paying, rec.user, tonumber(now)) -- id is out of paying already
 redis.call('HSET', uholds, rec.user, table.concat(open, ','))
 redis.call('XADD', events, '*', 'type', 'sale', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
   'seat', rec.seat, 'price', rec.price, 'payment', payment, 'at', paid)

@@ -14,6 +14,7 @@
 local seats, holds, res, paying, uholds, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local inv = KEYS[7]
 local id, now = ARGV[1], ARGV[2]
+--#include open
 local raw = redis.call('HGET', res, id)
 if not raw then
   return redis.error_reply('NOT_FOUND')
@@ -32,11 +33,7 @@ else
   rec.status = 'EXPIRED'
   redis.call('HDEL', seats, rec.seat)
   redis.call('HINCRBY', inv, 'avail', 1)
-  local rest = {}
-  for rid in string.gmatch(redis.call('HGET', uholds, rec.user) or '', '[^,]+') do
-    if rid ~= id then rest[#rest + 1] = rid end
-  end
-  redis.call('HSET', uholds, rec.user, table.concat(rest, ','))
+  drop_open(uholds, rec.user, id)
   redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
     'seat', rec.seat, 'at', now)
 end

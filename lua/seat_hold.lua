@@ -52,18 +52,9 @@ if state then
   stale = cjson.decode(redis.call('HGET', res, rid))
 end
 
--- The fan's open holds: HELD and unexpired, or being paid. Every script keeps a reservation in holds
--- (score: its expiry) exactly while it is HELD and in paying exactly while it is PAYING, so the two
--- zsets answer without decoding each record.
-local open = {}
-for rid in string.gmatch(redis.call('HGET', uholds, user) or '', '[^,]+') do
-  local exp = redis.call('ZSCORE', holds, rid)
-  if exp then
-    if tonumber(exp) > t then open[#open + 1] = rid end
-  elseif redis.call('ZSCORE', paying, rid) then
-    open[#open + 1] = rid
-  end
-end
+-- The fan's open holds: HELD and unexpired, or being paid (lib/open.lua: the zsets tell, no record read).
+--#include open
+local open = open_holds(uholds, holds, paying, user, t)
 if #open >= tonumber(conf[2]) then
   return redis.error_reply('HOLD_LIMIT_REACHED')
 end

@@ -36,11 +36,8 @@ local total = redis.call('HINCRBY', inv, 'sold', 1)
 if total >= tonumber(redis.call('HGET', inv, 'seats') or '0') then
   redis.call('HSET', inv, 'soldout', 1)
 end
-local rest = {}
-for rid in string.gmatch(redis.call('HGET', uholds, rec.user) or '', '[^,]+') do
-  if rid ~= id then rest[#rest + 1] = rid end
-end
-redis.call('HSET', uholds, rec.user, table.concat(rest, ','))
+--#include open
+drop_open(uholds, rec.user, id)
 redis.call('XADD', events, '*', 'type', 'sale', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
   'seat', rec.seat, 'price', rec.price, 'payment', payment, 'at', paid)
 return raw

@@ -281,7 +281,7 @@ func (c ConcertKeys) paymentClaim(userID, scheduleID, resID string, l UserLimit,
 // paymentComplete is payment_complete's call: the sale of reservation resID of scheduleID, paid by d.
 func (c ConcertKeys) paymentComplete(scheduleID, resID string, d ticketrush.Payment, now time.Time) (keys, args []string) {
 	keys = []string{c.Seats(scheduleID), c.Reservations(), c.Paying(), c.UserHolds(), c.Sold(), c.Active(), c.ActiveSeq(),
-		c.Done(), c.Events(), c.Inventory()}
+		c.Done(), c.Events(), c.Inventory(), c.Holds()}
 	return keys, []string{resID, d.ID, i64toa(d.Balance), millis(d.PaidAt), millis(now)}
 }
 

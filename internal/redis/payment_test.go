@@ -129,3 +129,58 @@ func TestReleaseAndRefund(t *testing.T) {
 		assert.Equal(t, []string{"point.charge", "point.debit", "point.refund"}, eventTypes(t, c, s.keys.Wallet("alice").Events()))
 	})
 }
+
+// TestSaleEndsTheTokenWhenNoOtherHoldIsOpen: a sale makes its fan DONE exactly when no other hold of
+// theirs is open: HELD and unexpired, or being paid (lib/open.lua, read from the HELD and PAYING sets).
+// A hold past its expiry that the sweeper has not lapsed yet is not open; another being paid is.
+func TestSaleEndsTheTokenWhenNoOtherHoldIsOpen(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) {
+			q.HoldTTL, q.ActiveTTL, q.MaxHoldsPerUser = 10*time.Second, time.Hour, 4
+		}, "alice", "bob")
+		hold := func(user, seat string, at time.Time) string {
+			r, _, err := s.Hold(ctx, fans[user], sA, seat, 100, at)
+			require.NoError(t, err)
+			return r.ID
+		}
+		claim := func(user, id string, at time.Time) {
+			_, err := s.Claim(ctx, user, id, at)
+			require.NoError(t, err)
+		}
+		pay := func(user, id string, at time.Time) ticketrush.QueueStatus {
+			d, err := s.Debit(ctx, user, id, 100, at)
+			require.NoError(t, err)
+			_, err = s.Complete(ctx, id, d, at)
+			require.NoError(t, err)
+			st, err := s.TokenStatus(ctx, fans[user], at)
+			require.NoError(t, err)
+			return st.Status
+		}
+		for _, u := range []string{"alice", "bob"} {
+			_, _, err := s.Charge(ctx, u, 1000, "", "", t0)
+			require.NoError(t, err)
+		}
+
+		// alice: one hold lapsed but not swept, one unexpired, one paid at a time.
+		lapsed := hold("alice", "VIP-1", t0)
+		held := hold("alice", "VIP-2", t0.Add(8*time.Second))
+		paid := hold("alice", "VIP-3", t0.Add(8*time.Second))
+		claim("alice", paid, t0.Add(11*time.Second))
+		assert.Equal(t, ticketrush.StatusActive, pay("alice", paid, t0.Add(11*time.Second)), "VIP-2 is still held")
+		claim("alice", held, t0.Add(12*time.Second))
+		assert.Equal(t, ticketrush.StatusDone, pay("alice", held, t0.Add(12*time.Second)),
+			"VIP-1 ran out at 10 s: not open, though the sweeper has not lapsed it")
+		r, err := s.Reservation(ctx, lapsed)
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.ReservationHeld, r.Status, "not swept")
+
+		// bob: two claimed at once; the first sale leaves the other being paid.
+		first := hold("bob", "VIP-5", t0)
+		second := hold("bob", "VIP-6", t0)
+		claim("bob", first, t0)
+		claim("bob", second, t0)
+		assert.Equal(t, ticketrush.StatusActive, pay("bob", first, t0), "VIP-6 is being paid")
+		assert.Equal(t, ticketrush.StatusDone, pay("bob", second, t0))
+	})
+}

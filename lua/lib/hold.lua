@@ -1,15 +1,12 @@
 -- lapse_stale(res, holds, uholds, events, stale, now): the seat's previous holder's hold, past its
 -- expiry, lapses where a new hold takes the seat (seat_hold, seat_take): its record EXPIRED, out of the
 -- HELD set and its user's open holds, with its hold.lapse event. stale is its decoded record.
+--#include open
 local function lapse_stale(res, holds, uholds, events, stale, now)
   stale.status = 'EXPIRED'
   redis.call('HSET', res, stale.id, cjson.encode(stale))
   redis.call('ZREM', holds, stale.id)
-  local rest = {}
-  for rid in string.gmatch(redis.call('HGET', uholds, stale.user) or '', '[^,]+') do
-    if rid ~= stale.id then rest[#rest + 1] = rid end
-  end
-  redis.call('HSET', uholds, stale.user, table.concat(rest, ','))
+  drop_open(uholds, stale.user, stale.id)
   redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', stale.id, 'user', stale.user,
     'schedule', stale.schedule, 'seat', stale.seat, 'at', now)
 end
