@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -206,39 +207,25 @@ func TestTickReadsSeenInChunks(t *testing.T) {
 	})
 }
 
-// liveWrites is a client that notes the size of each liveness write sent through it: the arrivals of
-// each queue_seen call (by its keys: cfg, seen; rueidis sends EVALSHA first, and EVAL only to retry
-// one Redis did not know) and the fields of each HSET of a shard's alive hash.
+// liveWrites notes the size of each liveness write a client sends (dbtest.Watched): the arrivals of each
+// queue_seen call (by its keys: cfg, seen; rueidis sends EVALSHA first, and EVAL only to retry one Redis
+// did not know) and the fields of each HSET of a shard's alive hash.
 type liveWrites struct {
-	rueidis.Client
 	cfg, seen string
 	alive     map[string]bool
 	mu        sync.Mutex
 	sizes     []int
 }
 
-func (c *liveWrites) note(cmds ...rueidis.Completed) {
+func (c *liveWrites) see(w []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, cmd := range cmds {
-		w := cmd.Commands() // read before sending: rueidis recycles a command once it ran
-		switch {
-		case w[0] == "EVALSHA" && len(w) > 4 && w[3] == c.cfg && w[4] == c.seen: // each call, EVAL its retry
-			c.sizes = append(c.sizes, len(w)-7) // EVALSHA sha 3 cfg seen seq now seqs...
-		case w[0] == "HSET" && c.alive[w[1]]:
-			c.sizes = append(c.sizes, (len(w)-2)/2)
-		}
+	switch {
+	case w[0] == "EVALSHA" && len(w) > 4 && w[3] == c.cfg && w[4] == c.seen: // EVALSHA sha 3 cfg seen seq now seqs...
+		c.sizes = append(c.sizes, len(w)-7)
+	case w[0] == "HSET" && c.alive[w[1]]:
+		c.sizes = append(c.sizes, (len(w)-2)/2)
 	}
-}
-
-func (c *liveWrites) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.note(cmd)
-	return c.Client.Do(ctx, cmd)
-}
-
-func (c *liveWrites) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	c.note(cmds...)
-	return c.Client.DoMulti(ctx, cmds...)
 }
 
 // TestMarkAliveWritesInChunks: an instance that saw many fans in its second writes their liveness in
@@ -251,11 +238,11 @@ func TestMarkAliveWritesInChunks(t *testing.T) {
 			eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 				ctx := context.Background()
 				k := s.keys.Concert(cid)
-				lw := &liveWrites{Client: c, cfg: k.Cfg(), seen: k.Seen(), alive: map[string]bool{}}
+				lw := &liveWrites{cfg: k.Cfg(), seen: k.Seen(), alive: map[string]bool{}}
 				for sh := range shards {
 					lw.alive[k.Shard(sh).Alive()] = true
 				}
-				counted := NewStore(lw, s.keys.prefix, prometheus.NewRegistry())
+				counted := NewStore(dbtest.Watched(c, lw.see), s.keys.prefix, prometheus.NewRegistry())
 				mustLoad(t, s, oneSchedule(concert(cid, func(q *ticketrush.QueueSettings) {
 					q.Paused, q.AbandonAfter, q.LineShards = true, time.Minute, shards
 				})))

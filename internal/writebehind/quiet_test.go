@@ -11,49 +11,37 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 )
 
-// counting is a client that counts the commands sent through it, by name, and the streams XREADGROUP
+// counting counts the commands a client sends (dbtest.Watched), by name, and the streams XREADGROUP
 // read (the test reads them here, not from the worker, whose own state its goroutine changes).
 type counting struct {
-	rueidis.Client
 	mu   sync.Mutex
 	n    map[string]int
 	read map[string]bool
 }
 
-func (c *counting) count(cmds ...rueidis.Completed) {
+func (c *counting) see(words []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, cmd := range cmds {
-		words := cmd.Commands() // read before sending: rueidis recycles a command once it ran
-		name := strings.ToLower(words[0])
-		if len(words) > 1 && (name == "xinfo" || name == "xgroup") {
-			name += " " + strings.ToLower(words[1])
-		}
-		c.n[name]++
-		if name == "xreadgroup" { // the streams it reads: one command may read many (read.go)
-			for i, word := range words {
-				if strings.EqualFold(word, "streams") {
-					keys := words[i+1 : i+1+(len(words)-i-1)/2]
-					c.n["xreadgroup streams"] += len(keys)
-					for _, k := range keys {
-						c.read[k] = true
-					}
+	name := strings.ToLower(words[0])
+	if len(words) > 1 && (name == "xinfo" || name == "xgroup") {
+		name += " " + strings.ToLower(words[1])
+	}
+	c.n[name]++
+	if name == "xreadgroup" { // the streams it reads: one command may read many (read.go)
+		for i, word := range words {
+			if strings.EqualFold(word, "streams") {
+				keys := words[i+1 : i+1+(len(words)-i-1)/2]
+				c.n["xreadgroup streams"] += len(keys)
+				for _, k := range keys {
+					c.read[k] = true
 				}
 			}
 		}
 	}
-}
-
-func (c *counting) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.count(cmd)
-	return c.Client.Do(ctx, cmd)
-}
-
-func (c *counting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	c.count(cmds...)
-	return c.Client.DoMulti(ctx, cmds...)
 }
 
 // streams is how many streams XREADGROUP has read so far.
@@ -77,9 +65,9 @@ func (c *counting) get(name string) int {
 func TestQuietWorkerMeasuresRarely(t *testing.T) {
 	t.Parallel()
 	s := sharedSale(t)
-	c := &counting{Client: s.rdb, n: map[string]int{}, read: map[string]bool{}}
+	c := &counting{n: map[string]int{}, read: map[string]bool{}}
 	const period = 20 * time.Millisecond
-	w := New(c, s.db, s.prefix, s.cat.IDs, Config{StatsEvery: period, QuietEvery: time.Hour, ClaimEvery: period,
+	w := New(dbtest.Watched(s.rdb, c.see), s.db, s.prefix, s.cat.IDs, Config{StatsEvery: period, QuietEvery: time.Hour, ClaimEvery: period,
 		Idle: period, IdleMax: period}, time.Now, s.log, prometheus.NewRegistry())
 	run(t, w)
 	eventually(t, 10*time.Second, "the worker measures and claims", func() bool {
