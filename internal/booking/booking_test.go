@@ -27,6 +27,7 @@ type env struct {
 	svc     *Service
 	store   *redis.Store
 	client  rueidis.Client
+	keys    string // the key prefix
 	concert ticketrush.Concert
 	clock   *dbtest.Clock
 	tokens  map[string]ticketrush.QueueClaims // token -> claims
@@ -71,7 +72,7 @@ func newEnv(t *testing.T, seats int, holdTTL time.Duration) *env {
 func newEnvHolds(t *testing.T, seats int, holdTTL time.Duration, maxHolds int) *env {
 	t.Helper()
 	client, prefix := dbtest.Redis(t)
-	e := &env{client: client, clock: dbtest.NewClock(time.Now()), tokens: map[string]ticketrush.QueueClaims{}}
+	e := &env{client: client, keys: prefix, clock: dbtest.NewClock(time.Now()), tokens: map[string]ticketrush.QueueClaims{}}
 	e.store = redis.NewStore(client, prefix, prometheus.NewRegistry())
 	q := ticketrush.DefaultQueueSettings()
 	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 100_000, 1_000_000, holdTTL, maxHolds
@@ -82,6 +83,12 @@ func newEnvHolds(t *testing.T, seats int, holdTTL time.Duration, maxHolds int) *
 	require.NoError(t, err)
 	e.svc = NewService(e.store, e, e, e.clock.Now, dbtest.Log(t), prometheus.NewRegistry())
 	return e
+}
+
+// watch gives the env a store and a service whose Redis client shows see every command (dbtest.Watched).
+func (e *env) watch(see func(words []string)) {
+	e.store = redis.NewStore(dbtest.Watched(e.client, see), e.keys, prometheus.NewRegistry())
+	e.svc = NewService(e.store, e, e, e.clock.Now, e.svc.log, prometheus.NewRegistry())
 }
 
 // fan admits a fan and returns their user id, which is also their token here.

@@ -10,8 +10,11 @@ import (
 )
 
 const (
-	// sweepBatch bounds the holds one sweep call lapses.
-	sweepBatch = 500
+	// sweepBatch bounds the holds one sweep call lapses. A call's Redis time grows with its holds, and
+	// every other call of the concert's slot waits for it: measured on a private Redis with a wave of
+	// 20,000 holds due at once, 500 a call took 12 ms a call, 100 about 1.7 ms (and less a hold).
+	// A round calls again until a call finds fewer due.
+	sweepBatch = 100
 	// stuckAfter is how long a payment may stay claimed before the sweeper finishes or undoes it:
 	// longer than any request can run (the server's write timeout is 15 s).
 	stuckAfter = 30 * time.Second
