@@ -427,7 +427,7 @@ func (s *Store) markAliveLine(ctx context.Context, concertID string, seen []tick
 	cmds := make(rueidis.Commands, 0, len(byShard))
 	for sh, seqs := range byShard {
 		slices.Sort(seqs)
-		for chunk := range slices.Chunk(slices.Compact(seqs), seenChunk) {
+		for chunk := range slices.Chunk(slices.Compact(seqs), s.liveChunk) {
 			cmd := s.client.B().Hset().Key(c.Shard(sh).Alive()).FieldValue()
 			for _, seq := range chunk {
 				cmd = cmd.FieldValue(utoa(seq), at)

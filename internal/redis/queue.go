@@ -260,7 +260,7 @@ func (s *Store) MarkAlive(ctx context.Context, concertID string, seen []ticketru
 		seqs[i] = a.Seq
 	}
 	slices.Sort(seqs)
-	for chunk := range slices.Chunk(slices.Compact(seqs), seenChunk) {
+	for chunk := range slices.Chunk(slices.Compact(seqs), s.liveChunk) {
 		keys, args := s.keys.Concert(concertID).queueSeen(chunk, now)
 		if _, err := s.exec(ctx, s.seen, keys, args); err != nil {
 			return fmt.Errorf("mark alive %s: %w", concertID, err)

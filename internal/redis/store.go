@@ -70,6 +70,7 @@ type Store struct {
 	concerts    atomic.Pointer[func() []string] // the concerts whose slots Ping checks
 	replicaWait time.Duration                   // > 0: replicatedScripts wait for a replica (replicas.go)
 	alone       aloneSlots                      // slots whose master had no replica to wait for
+	liveChunk   int                             // the most arrivals a liveness write carries: seenChunk (tests: fewer)
 
 	load, join, leave, status, tick, seen, snapshot, configure *script
 
@@ -101,7 +102,7 @@ func (s *Store) LimitUsers(l UserLimit) { s.limit = l }
 
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
 func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, opts ...Option) *Store {
-	s := &Store{client: client, keys: NewKeys(prefix), metrics: newScriptMetrics(reg)}
+	s := &Store{client: client, keys: NewKeys(prefix), metrics: newScriptMetrics(reg), liveChunk: seenChunk}
 	for _, o := range opts {
 		o(s)
 	}
