@@ -16,20 +16,29 @@ for i = 3, #ARGV do
   seats[ARGV[i]] = KEYS[i + 3]
 end
 --#include open
+-- The holds leave holds in one ZREM and give their seats back to avail in one HINCRBY: a wave of holds
+-- expiring together (an opening's first minute) is lapsed call after call while the slot waits.
 local due = redis.call('ZRANGEBYSCORE', holds, '-inf', now, 'LIMIT', 0, batch)
+if #due == 0 then
+  return 0
+end
+redis.call('ZREM', holds, unpack(due))
+local back = 0
 for _, id in ipairs(due) do
-  redis.call('ZREM', holds, id)
   local rec = cjson.decode(redis.call('HGET', res, id))
   if rec.status == 'HELD' then
     rec.status = 'EXPIRED'
     redis.call('HSET', res, id, cjson.encode(rec))
     if seats[rec.schedule] then
       redis.call('HDEL', seats[rec.schedule], rec.seat)
-      redis.call('HINCRBY', inv, 'avail', 1)
+      back = back + 1
     end
     drop_open(uholds, rec.user, id)
     redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
       'seat', rec.seat, 'at', now)
   end
+end
+if back > 0 then
+  redis.call('HINCRBY', inv, 'avail', back)
 end
 return #due

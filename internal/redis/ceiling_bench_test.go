@@ -201,3 +201,46 @@ func BenchmarkTickRound(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSweepWave is Redis's time to lapse a wave of holds that expire together (those of an
+// opening's first minute): b.N holds of one concert, each by its own fan, all past their expiry, swept
+// batch by batch as the sweeper does (internal/booking: 100 a call) on a private redis-server; INFO
+// commandstats gives redis-us/hold and redis-us/call, and with -v the commands and the Lua around them.
+// `go test -run x -bench SweepWave -benchtime 20000x ./internal/redis`
+func BenchmarkSweepWave(b *testing.B) {
+	const batch = 100
+	c := dbtest.Client(b, dbtest.PrivateRedis(b))
+	ctx := context.Background()
+	s := NewStore(c, dbtest.Name("t"), prometheus.NewRegistry())
+	con := concert(cid, func(q *ticketrush.QueueSettings) {
+		q.HoldTTL, q.AdmitPerSecond, q.ActiveCapacity = time.Minute, 1_000_000_000, 1_000_000_000
+	})
+	con.Sections = []ticketrush.Section{{Name: "R", Price: 10, Seats: b.N}}
+	con.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}}
+	_, err := s.LoadConcert(ctx, con, t0)
+	require.NoError(b, err)
+	for i := range b.N {
+		user := "fan-" + strconv.Itoa(i)
+		j, err := s.Join(ctx, cid, user, t0)
+		require.NoError(b, err)
+		_, _, err = s.Hold(ctx, ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}, sA, fmt.Sprintf("R-%d", i+1), 10, t0)
+		require.NoError(b, err)
+	}
+	require.NoError(b, c.Do(ctx, c.B().ConfigResetstat().Build()).Error())
+	b.ResetTimer()
+	lapsed, calls := 0, 0
+	for {
+		n, err := s.Sweep(ctx, cid, []string{sA}, t0.Add(2*time.Minute), batch)
+		require.NoError(b, err)
+		lapsed, calls = lapsed+n, calls+1
+		if n < batch {
+			break
+		}
+	}
+	b.StopTimer()
+	require.Equal(b, b.N, lapsed)
+	us := usecPerEvalsha(b, c)
+	b.ReportMetric(us*float64(calls)/float64(lapsed), "redis-us/hold")
+	b.ReportMetric(us, "redis-us/call")
+	logInner(b, c, us)
+}

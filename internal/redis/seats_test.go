@@ -125,6 +125,38 @@ func TestCancelAndSweep(t *testing.T) {
 	})
 }
 
+// TestSweepLapsesEachDueHoldOnce: one sweep call that lapses several holds takes each out of the HELD
+// set and gives each seat back (hold_sweep does both once for the whole call), so the next call finds
+// nothing due and the counts agree with the seat maps.
+func TestSweepLapsesEachDueHoldOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.MaxHoldsPerUser = 4 },
+			"alice", "bob")
+		for _, h := range []struct{ fan, schedule, seat string }{
+			{"alice", sA, "VIP-1"}, {"alice", sB, "VIP-1"}, {"bob", sA, "VIP-2"},
+		} {
+			_, _, err := s.Hold(ctx, fans[h.fan], h.schedule, h.seat, 100, t0)
+			require.NoError(t, err)
+		}
+		assert.Equal(t, int64(1), inventory(t, s, c, cid, sA, sB).Available)
+
+		later := t0.Add(11 * time.Second)
+		n, err := s.Sweep(ctx, cid, []string{sA, sB}, later, 100)
+		require.NoError(t, err)
+		assert.Equal(t, 3, n, "all three are due")
+		n, err = s.Sweep(ctx, cid, []string{sA, sB}, later, 100)
+		require.NoError(t, err)
+		assert.Zero(t, n, "a lapsed hold is not due again")
+		assert.Equal(t, int64(4), inventory(t, s, c, cid, sA, sB).Available, "every seat is back")
+		counts, err := s.ScheduleCounts(ctx, cid, []string{sA, sB}, later)
+		require.NoError(t, err)
+		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA}, {ScheduleID: sB}}, counts)
+		assert.Equal(t, []string{"hold.lapse", "hold.lapse", "hold.lapse"},
+			filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "hold.lapse"))
+	})
+}
+
 func TestGatedReads(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, _ rueidis.Client) {
 		ctx := context.Background()
