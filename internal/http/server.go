@@ -180,12 +180,11 @@ func (s *Server) instrument(pattern string, timeout time.Duration, h handlerFunc
 	}
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		start := time.Now()
-		ctx, cancel := r.Context(), context.CancelFunc(func() {})
+		rs := &requestState{Context: r.Context(), sw: statusWriter{ResponseWriter: w, status: http.StatusOK}}
 		if timeout > 0 {
-			ctx, cancel = context.WithTimeout(ctx, timeout)
+			rs.until = start.Add(timeout)
 		}
-		defer cancel()
-		rs := &requestState{Context: ctx, sw: statusWriter{ResponseWriter: w, status: http.StatusOK}}
+		defer rs.end()
 		r = r.WithContext(rs)
 		sw := &rs.sw
 		if err := h(sw, r, p); err != nil {
@@ -211,10 +210,23 @@ func (s *Server) instrument(pattern string, timeout time.Duration, h handlerFunc
 // requestState is what instrument keeps of one request: its bounded context, its status writer (one
 // allocation for both) and the user its bearer JWT verified as, once something verified it (the
 // limiter does before the handler), so that a request verifies its JWT once.
+//
+// The context is the request's own, bounded by until: Deadline reports the bound at once, and the
+// timer that ends it at the bound is made only when something asks for Done or Err, as every call to
+// Redis or Postgres does. A poll answered from the instance's view asks for neither, and a
+// context.WithTimeout per request (a timer, and a child registered with the connection's context) was
+// that poll's largest cost of our own. When the handler returns, the context ends (Canceled), as a
+// deferred cancel of a WithTimeout would end it.
 type requestState struct {
-	context.Context
-	sw   statusWriter
-	user string // the user its bearer token verified as; "" until verified
+	context.Context // the request's own, unbounded
+	sw              statusWriter
+	user            string    // the user its bearer token verified as; "" until verified
+	until           time.Time // the request's deadline; zero: none (an event stream)
+
+	mu     sync.Mutex
+	timed  context.Context // the context bounded by until, once something waited on it
+	cancel context.CancelFunc
+	ended  bool // the handler returned
 }
 
 type requestStateKey struct{}
@@ -223,7 +235,54 @@ func (rs *requestState) Value(key any) any {
 	if key == (requestStateKey{}) {
 		return rs
 	}
+	rs.mu.Lock()
+	timed := rs.timed
+	rs.mu.Unlock()
+	if timed != nil { // a context derived from rs finds the bounded one's cancellation through Value
+		return timed.Value(key)
+	}
 	return rs.Context.Value(key)
+}
+
+func (rs *requestState) Deadline() (time.Time, bool) {
+	if rs.until.IsZero() {
+		return rs.Context.Deadline()
+	}
+	if d, ok := rs.Context.Deadline(); ok && d.Before(rs.until) {
+		return d, true
+	}
+	return rs.until, true
+}
+
+func (rs *requestState) Done() <-chan struct{} { return rs.bounded().Done() }
+
+func (rs *requestState) Err() error { return rs.bounded().Err() }
+
+// bounded is the request's context with its deadline, made on first use (after end, ended already);
+// a request without a deadline has its own.
+func (rs *requestState) bounded() context.Context {
+	if rs.until.IsZero() {
+		return rs.Context
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.timed == nil {
+		rs.timed, rs.cancel = context.WithDeadline(rs.Context, rs.until)
+		if rs.ended {
+			rs.cancel()
+		}
+	}
+	return rs.timed
+}
+
+// end ends a bounded request's context when its handler returns.
+func (rs *requestState) end() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.ended = true
+	if rs.cancel != nil {
+		rs.cancel()
+	}
 }
 
 // stateOf returns the requestState of an instrumented request, nil for any other.

@@ -1,0 +1,122 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// deadlineServer is a server whose routes are the test's: /bounded under the request timeout, /stream
+// without one (as handleStream adds the event stream).
+func deadlineServer(timeout time.Duration, bounded, stream handlerFunc) *Server {
+	s := NewServer(Deps{Registry: prometheus.NewRegistry(), Log: slog.New(slog.DiscardHandler), Timeout: timeout})
+	s.router.Handle("GET", "/bounded", s.instrument("/bounded", s.Timeout, bounded))
+	s.router.Handle("GET", "/stream", s.instrument("/stream", 0, stream))
+	return s
+}
+
+// serve sends one GET to s with a context that can be cancelled, as net/http serves a request (the
+// connection's, which outlives the request: it ends with the test), and returns the recorded answer.
+func serve(t *testing.T, s *Server, path string) *httptest.ResponseRecorder {
+	conn, hangUp := context.WithCancel(context.Background())
+	t.Cleanup(hangUp)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequestWithContext(conn, "GET", path, nil))
+	return w
+}
+
+// TestRequestDeadline: a bounded route's context has its deadline from the request's start, ends with
+// DeadlineExceeded when a dependency has not answered by then (a 503), and ends when the handler
+// returns, whether or not anything waited on it; an event stream's context has no deadline.
+func TestRequestDeadline(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	var seen []context.Context
+	s := deadlineServer(timeout,
+		func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+			ctx := r.Context()
+			seen = append(seen, ctx)
+			d, ok := ctx.Deadline()
+			if !assert.True(t, ok, "a bounded request has a deadline") {
+				return nil
+			}
+			assert.WithinDuration(t, time.Now().Add(timeout), d, timeout, "the deadline is the request's start plus the timeout")
+			if r.URL.Query().Get("wait") == "" {
+				return nil // answered from memory: nothing waits on the context
+			}
+			select { // a dependency that never answers, bounded by the request's context as a client call is
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Minute):
+				return errors.New("the request's deadline never came")
+			}
+		},
+		func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+			_, ok := r.Context().Deadline()
+			assert.False(t, ok, "an event stream has no deadline of the request")
+			assert.NoError(t, r.Context().Err())
+			return nil
+		})
+
+	w := serve(t, s, "/bounded?wait=1")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code, "a dependency that does not answer in time is a 503: %s", w.Body)
+	require.Len(t, seen, 1)
+	assert.ErrorIs(t, context.Cause(seen[0]), context.DeadlineExceeded)
+
+	w = serve(t, s, "/bounded")
+	assert.Equal(t, http.StatusOK, w.Code)
+	require.Len(t, seen, 2)
+	select {
+	case <-seen[1].Done(): // asked only now: the context ended with its handler all the same
+	default:
+		t.Fatal("a request's context outlives its handler")
+	}
+	assert.ErrorIs(t, seen[1].Err(), context.Canceled)
+	assert.Equal(t, http.StatusOK, serve(t, s, "/stream").Code)
+
+	// A context derived from the request's ends with it, long before the request's deadline.
+	var derived context.Context
+	s = deadlineServer(time.Hour, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		var cancel context.CancelFunc
+		derived, cancel = context.WithTimeout(r.Context(), time.Hour)
+		_ = cancel // ended by its parent, which the test checks
+		return nil
+	}, nil)
+	assert.Equal(t, http.StatusOK, serve(t, s, "/bounded").Code)
+	require.NotNil(t, derived)
+	select {
+	case <-derived.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a context derived from the request's did not end with it")
+	}
+}
+
+// TestPollFromMemoryMakesNoTimer: a handler that answers without waiting on its context (a poll from
+// the instance's view) costs the same allocations with the request deadline as without one: the
+// deadline's timer, and its registration with the connection's context, are made only when something
+// waits.
+func TestPollFromMemoryMakesNoTimer(t *testing.T) {
+	answer := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		_, _ = r.Context().Deadline()
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	s := deadlineServer(time.Second, answer, answer)
+	conn, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	allocs := func(path string) float64 {
+		r := httptest.NewRequestWithContext(conn, "GET", path, nil)
+		w := httptest.NewRecorder()
+		return testing.AllocsPerRun(200, func() { s.ServeHTTP(w, r) })
+	}
+	assert.Equal(t, allocs("/stream"), allocs("/bounded"),
+		"allocations of a request that never waits, without a deadline and with one")
+}
