@@ -157,8 +157,7 @@ func unavailable(err error) error {
 // code's domain error, and anything else (a dead connection, a timeout) into ErrUnavailable. It returns
 // the code for the error metric.
 func mapError(err error) (string, error) {
-	var rerr *rueidis.RedisError
-	if errors.As(err, &rerr) {
+	if rerr, ok := errors.AsType[*rueidis.RedisError](err); ok {
 		msg := rerr.Error()
 		code, _, _ := strings.Cut(msg, " ")
 		if e, ok := ticketrush.ErrorOf(ticketrush.Code(code)); ok {

@@ -113,8 +113,10 @@ func ErrorCode(err error) Code {
 	if err == nil {
 		return ""
 	}
-	var c interface{ ErrorCode() Code }
-	if errors.As(err, &c) {
+	if c, ok := errors.AsType[interface {
+		error
+		ErrorCode() Code
+	}](err); ok { // AsType, not As: no target escapes, so every problem document's lookups allocate nothing
 		return c.ErrorCode()
 	}
 	return ErrInternal.code
@@ -143,8 +145,10 @@ func (e *detailError) ErrorDetail() string { return e.detail }
 
 // ErrorDetail returns the client detail of err: its own (WithDetail, InvalidError) or its code's.
 func ErrorDetail(err error) string {
-	var d interface{ ErrorDetail() string }
-	if errors.As(err, &d) {
+	if d, ok := errors.AsType[interface {
+		error
+		ErrorDetail() string
+	}](err); ok {
 		return d.ErrorDetail()
 	}
 	return ErrorInfo(err).Detail

@@ -114,3 +114,21 @@ func TestErrorCodeAndDetail(t *testing.T) {
 	}
 	assert.Equal(t, Code(""), ErrorCode(nil))
 }
+
+// TestErrorLookupsAllocateNothing: writing a problem document looks an error's code, detail and sale
+// up several times, on every refusal a client gets (most holds of an on-sale are refused): none of
+// those lookups may allocate (errors.As does, its target escaping; errors.AsType does not).
+func TestErrorLookupsAllocateNothing(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("hold s1/A-1: %w", ErrSeatUnavailable),
+		fmt.Errorf("gate: %w", WithDetail(ErrUnauthenticated, "no bearer token")),
+		errors.Join(ErrUnavailable, errors.New("dial tcp: refused")),
+		errors.New("panic"),
+	} {
+		allocs := testing.AllocsPerRun(100, func() {
+			_, _ = ErrorCode(err), ErrorDetail(err)
+			_, _ = AsSaleNotOpen(err)
+		})
+		assert.Zero(t, allocs, "allocations to look up %v", err)
+	}
+}

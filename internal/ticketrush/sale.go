@@ -55,9 +55,7 @@ func (e *SaleNotOpenError) ErrorDetail() string {
 
 // AsSaleNotOpen returns the sale times of a SALE_NOT_OPEN refusal.
 func AsSaleNotOpen(err error) (*SaleNotOpenError, bool) {
-	var e *SaleNotOpenError
-	ok := errors.As(err, &e)
-	return e, ok
+	return errors.AsType[*SaleNotOpenError](err)
 }
 
 // DrawStatus is where a concert's draw stands.
