@@ -30,17 +30,7 @@ import (
 func BenchmarkOneRedisThread(b *testing.B) {
 	c := dbtest.Client(b, dbtest.PrivateRedis(b))
 	ctx := context.Background()
-	newConcert := func(b *testing.B, seats int) *Store {
-		s := NewStore(c, dbtest.Name("t"), prometheus.NewRegistry())
-		c0 := concert(cid, func(q *ticketrush.QueueSettings) {
-			q.HoldTTL, q.AdmitPerSecond, q.ActiveCapacity = time.Hour, 1_000_000_000, 1_000_000_000
-		})
-		c0.Sections = []ticketrush.Section{{Name: "R", Price: 10, Seats: max(seats, 1)}}
-		c0.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}}
-		_, err := s.LoadConcert(ctx, c0, t0)
-		require.NoError(b, err)
-		return s
-	}
+	newConcert := func(b *testing.B, seats int) *Store { return benchConcert(b, c, seats, time.Hour) }
 	measure := func(b *testing.B, run func(i int) error) {
 		require.NoError(b, c.Do(ctx, c.B().ConfigResetstat().Build()).Error())
 		var next, failed atomic.Int64
@@ -111,6 +101,20 @@ func BenchmarkOneRedisThread(b *testing.B) {
 			return err
 		})
 	})
+}
+
+// benchConcert loads, through a new store on c, concert cid with one schedule (sA) of seats seats, holds
+// of holdTTL, and a line that admits everyone at once.
+func benchConcert(b *testing.B, c rueidis.Client, seats int, holdTTL time.Duration) *Store {
+	s := NewStore(c, dbtest.Name("t"), prometheus.NewRegistry())
+	con := concert(cid, func(q *ticketrush.QueueSettings) {
+		q.HoldTTL, q.AdmitPerSecond, q.ActiveCapacity = holdTTL, 1_000_000_000, 1_000_000_000
+	})
+	con.Sections = []ticketrush.Section{{Name: "R", Price: 10, Seats: max(seats, 1)}}
+	con.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}}
+	_, err := s.LoadConcert(context.Background(), con, t0)
+	require.NoError(b, err)
+	return s
 }
 
 // logInner logs, with -v, each command's own time per script call since the last CONFIG RESETSTAT,
@@ -211,14 +215,7 @@ func BenchmarkSweepWave(b *testing.B) {
 	const batch = 100
 	c := dbtest.Client(b, dbtest.PrivateRedis(b))
 	ctx := context.Background()
-	s := NewStore(c, dbtest.Name("t"), prometheus.NewRegistry())
-	con := concert(cid, func(q *ticketrush.QueueSettings) {
-		q.HoldTTL, q.AdmitPerSecond, q.ActiveCapacity = time.Minute, 1_000_000_000, 1_000_000_000
-	})
-	con.Sections = []ticketrush.Section{{Name: "R", Price: 10, Seats: b.N}}
-	con.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}}
-	_, err := s.LoadConcert(ctx, con, t0)
-	require.NoError(b, err)
+	s := benchConcert(b, c, b.N, time.Minute)
 	for i := range b.N {
 		user := "fan-" + strconv.Itoa(i)
 		j, err := s.Join(ctx, cid, user, t0)
