@@ -32,6 +32,8 @@
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- With noshow > 0 an ACTIVE fan still in noshow at their deadline (no gated call since admission) is
 -- EXPIRED first, freeing the slot.
+-- Events: queue.lapses (one for the round's lapses), queue.noshow and queue.abandon (one a fan),
+-- queue.admits (one for the round's admissions: users and seqs, comma lists in the order admitted)
 -- Reply: {admitted, lapsed, waiting, active, abandoned, noshows} (counts after the tick; abandoned and
 --        noshows: in this tick)
 -- Errors: NOT_FOUND (no such concert in Redis)
@@ -76,7 +78,7 @@ if conf[4] ~= '1' and not gated and want > 0 then
   local base = tonumber(conf[9] or '0')
   local legacy = redis.call('EXISTS', alive) == 1 -- liveness written as a hash before seen
   local last
-  local adm = {active = {}, aseq = {}, noshow = {}}
+  local adm = {active = {}, aseq = {}, noshow = {}, users = {}, seqs = {}}
   while n < want and n + dropped < batch do
     local popped = redis.call('ZPOPMIN', wait, math.min(want - n, batch - n - dropped))
     if #popped == 0 then break end
@@ -111,13 +113,12 @@ if conf[4] ~= '1' and not gated and want > 0 then
           string.format('%d', last_seen), 'at', nows)
       else
         admit(adm, user, seq, tills, show > 0 and shows or nil)
-        redis.call('XADD', events, '*', 'type', 'queue.admit', 'user', user, 'seq', seq, 'until', tills, 'at', nows)
-        n = n + 1
+          n = n + 1
       end
       last = seq
     end
   end
-  write_admitted(active, aseq, noshow, admitted, abandoned, adm, dropped)
+  write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, dropped, tills, nows)
   tok = tok - n
   if last then -- the head moves past every fan who left the line here, admitted or dropped
     redis.call('SET', head, last)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -120,11 +121,16 @@ func TestAbandonment(t *testing.T) {
 	require.NoError(t, err)
 	var admitted, dropped []uint64
 	for _, e := range entries {
-		seq, _ := strconv.ParseUint(e.FieldValues["seq"], 10, 64)
 		switch e.FieldValues["type"] {
-		case "queue.admit":
-			admitted = append(admitted, seq)
+		case "queue.admit", "queue.admits":
+			fans, err := redis.EventFans(e.FieldValues)
+			require.NoError(t, err)
+			for _, f := range fans {
+				admitted = append(admitted, f.Seq)
+			}
 		case "queue.abandon":
+			seq, err := strconv.ParseUint(e.FieldValues["seq"], 10, 64)
+			require.NoError(t, err)
 			dropped = append(dropped, seq)
 		}
 	}

@@ -153,7 +153,8 @@ func usecPerEvalsha(b *testing.B, c rueidis.Client) float64 {
 }
 
 // BenchmarkTickRound is Redis's time for one admission round (queue_tick) that admits 1, 20 or 200
-// fans: what a round costs whatever it admits, and what each fan adds. 32 concerts tick at once on a
+// fans: what a round costs whatever it admits, and what each fan adds; fans=20/lapsing also lapses the
+// 20 fans the round before admitted (their ACTIVE tokens last 100 ms). 32 concerts tick at once on a
 // private redis-server, each round 100 ms after the last with a budget of exactly that many fans, so
 // that Redis runs nothing but rounds; INFO commandstats gives redis-us/round and redis-us/fan, and with
 // -v the round's commands and the Lua around them. make bench's storm ticks about 20 fans a round.
@@ -161,8 +162,16 @@ func usecPerEvalsha(b *testing.B, c rueidis.Client) float64 {
 func BenchmarkTickRound(b *testing.B) {
 	c := dbtest.Client(b, dbtest.PrivateRedis(b))
 	ctx := context.Background()
-	for _, per := range []int{1, 20, 200} {
-		b.Run("fans="+strconv.Itoa(per), func(b *testing.B) {
+	for _, tt := range []struct {
+		per   int
+		ttl   time.Duration // ACTIVE tokens lapse after; 100 ms: each round lapses the previous round's fans
+		lapse bool
+	}{{1, time.Hour, false}, {20, time.Hour, false}, {200, time.Hour, false}, {20, 100 * time.Millisecond, true}} {
+		name, per := "fans="+strconv.Itoa(tt.per), tt.per
+		if tt.lapse {
+			name += "/lapsing"
+		}
+		b.Run(name, func(b *testing.B) {
 			const concerts = 32
 			rounds := (b.N + concerts - 1) / concerts
 			s := NewStore(c, dbtest.Name("t"), prometheus.NewRegistry())
@@ -171,16 +180,20 @@ func BenchmarkTickRound(b *testing.B) {
 				wg.Go(func() {
 					id := "c" + strconv.Itoa(k)
 					con := concert(id, func(q *ticketrush.QueueSettings) {
-						q.AdmitPerSecond, q.ActiveCapacity, q.ActiveTTL = per*10, 100_000_000, time.Hour
+						q.AdmitPerSecond, q.ActiveCapacity, q.ActiveTTL = per*10, 100_000_000, tt.ttl
 					})
 					_, err := s.LoadConcert(ctx, con, t0)
 					require.NoError(b, err)
-					for i := range rounds*per + per*10 { // the budget starts full: the first tick takes per*10
+					for i := range rounds*per + per*11 { // the budget starts full: the first tick takes per*10
 						_, err := s.Join(ctx, id, "fan-"+strconv.Itoa(i), t0)
 						require.NoError(b, err)
 					}
 					_, err = s.Tick(ctx, id, t0, per*10) // spends the first budget
 					require.NoError(b, err)
+					if tt.lapse { // lapses the first budget's fans: from here on a round lapses the last one's
+						_, err = s.Tick(ctx, id, t0.Add(100*time.Millisecond), per*10)
+						require.NoError(b, err)
+					}
 				})
 			}
 			wg.Wait()
@@ -189,10 +202,17 @@ func BenchmarkTickRound(b *testing.B) {
 			for k := range concerts {
 				wg.Go(func() {
 					id := "c" + strconv.Itoa(k)
-					for j := 1; j <= rounds; j++ {
+					first := 1
+					if tt.lapse {
+						first = 2
+					}
+					for j := first; j < first+rounds; j++ {
 						r, err := s.Tick(ctx, id, t0.Add(time.Duration(j)*100*time.Millisecond), 1000)
 						require.NoError(b, err)
 						require.Equal(b, per, r.Admitted, "round %d of %s", j, id)
+						if tt.lapse {
+							require.Equal(b, per, r.Lapsed, "round %d of %s", j, id)
+						}
 					}
 				})
 			}

@@ -200,6 +200,8 @@ var concertEventFields = map[string][]string{
 	"queue.configure":  {"cap", "rate", "paused", "aps", "at"},
 	"queue.join":       {"user", "seq", "at"},
 	"queue.admit":      {"user", "seq", "until", "at"},
+	"queue.admits":     {"users", "seqs", "until", "at"},
+	"queue.lapses":     {"users", "seqs", "at"},
 	"queue.lapse":      {"user", "seq", "at"},
 	"queue.leave":      {"user", "seq", "from", "ord", "at"},
 	"queue.done":       {"user", "seq", "at"},
@@ -240,6 +242,7 @@ var reservationStatus = map[string]ticketrush.ReservationStatus{
 // arrival seqs and leave ordinals they carry raise the concert's queue marks.
 var queueEvents = map[string]bool{
 	"concert.load": true, "queue.join": true, "queue.admit": true, "queue.lapse": true, "queue.leave": true,
+	"queue.admits": true, "queue.lapses": true, // a round's admissions and lapses: users and seqs, comma lists
 	"queue.configure": true, "queue.done": true,
 	"queue.prequeue": true, "draw.seal": true, "draw.place": true, "draw.done": true, "queue.unprequeue": true,
 	"concert.soldout": true, // the sale of the last seat: recorded in processed_events with its time
@@ -320,10 +323,55 @@ func decodeConcert(src EventSource, ev ticketrush.EventID, typ string, r *fieldR
 		return bad("unknown concert event type %q", typ)
 	}
 	b.Processed = append(b.Processed, ticketrush.ProcessedEvent{Event: ev, Type: typ, At: r.time("at")})
-	if seq, leave := r.optInt("seq"), r.optInt("ord"); seq > 0 || leave > 0 {
+	seq, leave := r.optInt("seq"), r.optInt("ord")
+	if typ == "queue.admits" || typ == "queue.lapses" {
+		if r.str("users"); r.str("seqs") == "" {
+			return r.err
+		}
+		fans, err := EventFans(r.f)
+		if err != nil {
+			return err
+		}
+		for _, f := range fans {
+			seq = max(seq, int64(f.Seq))
+		}
+	}
+	if seq > 0 || leave > 0 {
 		b.QueueMarks = append(b.QueueMarks, ticketrush.QueueMark{ConcertID: src.ConcertID, MaxSeq: uint64(max(seq, 0)), MaxLeave: uint64(max(leave, 0))})
 	}
 	return decodeOnSale(src, ev, typ, r, b)
+}
+
+// EventFan is a fan a queue event names: the user and their arrival seq.
+type EventFan struct {
+	User string
+	Seq  uint64
+}
+
+// EventFans returns the fans a queue event names, in the order written: the one of an event with user
+// and seq (queue.admit, a join admitted at once), or the lists of a round's event (queue.admits,
+// queue.lapses: users and seqs, comma lists, one seq a user). Lists that do not pair up are an error.
+func EventFans(fields map[string]string) ([]EventFan, error) {
+	users, seqs := fields["users"], fields["seqs"]
+	if users == "" && seqs == "" {
+		if fields["user"] == "" {
+			return nil, nil
+		}
+		users, seqs = fields["user"], fields["seq"]
+	}
+	us, ss := strings.Split(users, ","), strings.Split(seqs, ",")
+	if len(us) != len(ss) {
+		return nil, bad("%d users for %d seqs", len(us), len(ss))
+	}
+	out := make([]EventFan, len(us))
+	for i, u := range us {
+		n, err := strconv.ParseUint(ss[i], 10, 64)
+		if err != nil || !ticketrush.ValidUserID(u) {
+			return nil, bad("entry %d is not a user and a seq: %q, %q", i, u, ss[i])
+		}
+		out[i] = EventFan{User: u, Seq: n}
+	}
+	return out, nil
 }
 
 // decodeOnSale adds the on-sale's rows of the events queue.prequeue, draw.place and draw.done.

@@ -56,6 +56,20 @@ func TestDecodeOnSale(t *testing.T) {
 			func(t *testing.T, b ticketrush.RecordBatch) {
 				assert.Equal(t, []ticketrush.PrequeueEntry{{ConcertID: concert, UserID: "ann", At: time.UnixMilli(2000).UTC(), Event: ev}}, b.PrequeueLeaves)
 			}},
+		{"a round's admissions", map[string]string{"type": "queue.admits", "users": "ann,bob,cy", "seqs": "7,9,12", "until": "5", "at": "1"}, "",
+			func(t *testing.T, b ticketrush.RecordBatch) {
+				require.Len(t, b.QueueMarks, 1)
+				assert.EqualValues(t, 12, b.QueueMarks[0].MaxSeq, "the round raises the arrival mark to its highest seq")
+			}},
+		{"a round's lapses, one without its seq", map[string]string{"type": "queue.lapses", "users": "ann,bob", "seqs": "0,3", "at": "1"}, "",
+			func(t *testing.T, b ticketrush.RecordBatch) {
+				require.Len(t, b.QueueMarks, 1)
+				assert.EqualValues(t, 3, b.QueueMarks[0].MaxSeq)
+			}},
+		{"admissions whose lists do not pair up", map[string]string{"type": "queue.admits", "users": "ann,bob", "seqs": "7", "until": "5", "at": "1"}, "2 users for 1 seqs", nil},
+		{"admissions with a seq that is not one", map[string]string{"type": "queue.admits", "users": "ann,bob", "seqs": "7,x", "until": "5", "at": "1"}, "entry 1 is not a user and a seq", nil},
+		{"admissions with a user that is not one", map[string]string{"type": "queue.admits", "users": "ann,b b", "seqs": "7,8", "until": "5", "at": "1"}, "entry 1 is not a user and a seq", nil},
+		{"admissions without their seqs", map[string]string{"type": "queue.admits", "users": "ann", "until": "5", "at": "1"}, `"seqs" is missing`, nil},
 		{"places without their start", map[string]string{"type": "draw.place", "users": "ann", "at": "1"}, `"from" is missing`, nil},
 		{"done with a short seed", map[string]string{"type": "draw.done", "n": "3", "digest": "d1", "seed": "abcd", "at": "5"}, "seed", nil},
 		{"pre-queue entry without its user", map[string]string{"type": "queue.prequeue", "at": "1"}, `"user" is missing`, nil},
@@ -245,7 +259,7 @@ func TestScriptEventsAreKnown(t *testing.T) {
 	for typ := range known {
 		assert.True(t, written[typ], "the decoder knows event type %q, which no script writes", typ)
 	}
-	assert.Len(t, known, 26, "the event types")
+	assert.Len(t, known, 28, "the event types")
 	t.Logf("%d XADDs of %d event types", n, len(written))
 }
 
@@ -253,7 +267,7 @@ func TestScriptEventsAreKnown(t *testing.T) {
 // and sampleWallet.
 var sampleFields = map[string]string{
 	"at": "1", "res": "c0ncert00001sched0000001r00000000001", "user": "alice", "schedule": "sched0000001", "seat": "A-1",
-	"price": "5", "expires": "9", "seq": "3", "payment": "p1", "sold": "2", "from": "0", "users": "ann,bob", "n": "2",
+	"price": "5", "expires": "9", "seq": "3", "payment": "p1", "sold": "2", "from": "0", "users": "ann,bob", "seqs": "3,4", "n": "2",
 	"digest": "d1", "seed": strings.Repeat("ab", 32), "base": "0", "cap": "1", "rate": "1", "paused": "0", "aps": "0",
 	"code": "h1", "until": "9", "ord": "2", "seen": "1", "key": "k", "fp": "f", "ref": "p1", "created": "1", "id": "c1",
 	"amount": "100", "balance": "100", "idem": "k",

@@ -32,11 +32,22 @@ func admittedSeqs(t *testing.T, c rueidis.Client, stream string) []uint64 {
 	entries, err := c.Do(context.Background(), c.B().Xrange().Key(stream).Start("-").End("+").Build()).AsXRange()
 	require.NoError(t, err)
 	var out []uint64
+	for _, f := range admissions(t, entries) {
+		out = append(out, f.Seq)
+	}
+	return out
+}
+
+// admissions are the fans the admission events of a concert's stream admitted, in the order admitted:
+// a join's queue.admit and a round's queue.admits.
+func admissions(t *testing.T, entries []rueidis.XRangeEntry) []EventFan {
+	t.Helper()
+	var out []EventFan
 	for _, e := range entries {
-		if e.FieldValues["type"] == "queue.admit" {
-			seq, err := strconv.ParseUint(e.FieldValues["seq"], 10, 64)
+		if typ := e.FieldValues["type"]; typ == "queue.admit" || typ == "queue.admits" {
+			fans, err := EventFans(e.FieldValues)
 			require.NoError(t, err)
-			out = append(out, seq)
+			out = append(out, fans...)
 		}
 	}
 	return out
@@ -243,10 +254,8 @@ func TestShardedLineFairness(t *testing.T) {
 		entries, err := c.Do(ctx, c.B().Xrange().Key(s.keys.Concert("fair").Events()).Start("-").End("+").Build()).AsXRange()
 		require.NoError(t, err)
 		admitted := map[string]int{}
-		for _, e := range entries {
-			if e.FieldValues["type"] == "queue.admit" {
-				admitted[e.FieldValues["user"]] = len(admitted)
-			}
+		for _, f := range admissions(t, entries) {
+			admitted[f.User] = len(admitted)
 		}
 		require.Len(t, admitted, fans, "every fan admitted once")
 		slices.SortFunc(answers, func(a, b answer) int { return a.end.Compare(b.end) })

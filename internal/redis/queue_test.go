@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -170,6 +171,24 @@ func TestTick(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TickResult{Admitted: 2, Lapsed: 2, Waiting: 0, Active: 3}, r,
 			"u1 and u2 lapse at their activeUntil; u4 and u5 take their slots")
+		// The round wrote one event for its lapses and one for its admissions, each naming every fan.
+		entries, err := c.Do(ctx, c.B().Xrange().Key(s.keys.Concert("c1").Events()).Start("-").End("+").Build()).AsXRange()
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(entries), 2)
+		at := strconv.FormatInt(t0.Add(10*time.Second).UnixMilli(), 10)
+		until := strconv.FormatInt(t0.Add(20*time.Second).UnixMilli(), 10)
+		assert.Equal(t, []map[string]string{
+			{"type": "queue.lapses", "users": "u1,u2", "seqs": "1,2", "at": at},
+			{"type": "queue.admits", "users": "u4,u5", "seqs": "4,5", "until": until, "at": at},
+		}, []map[string]string{entries[len(entries)-2].FieldValues, entries[len(entries)-1].FieldValues})
+		for _, u := range []string{"u1", "u2"} {
+			st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{UserID: u, ConcertID: "c1", Seq: uint64(u[1] - '0')}, t0.Add(10*time.Second))
+			require.NoError(t, err)
+			assert.Equal(t, ticketrush.StatusExpired, st.Status, "%s lapsed", u)
+		}
+		seqs, err := c.Do(ctx, c.B().Hgetall().Key(s.keys.Concert("c1").ActiveSeq()).Build()).AsStrMap()
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"u3": "3", "u4": "4", "u5": "5"}, seqs, "the lapsed fans' seqs are gone")
 
 		snap, err := s.Snapshot(ctx, "c1", 0, 10, t0.Add(10*time.Second))
 		require.NoError(t, err)
