@@ -31,8 +31,9 @@
 --         is left as it is (as queue_join's admission at once)
 -- ARGV[5..] user: the candidates, in seq order, each as user, seq, seen (ms; a sale's entrants count as
 --           seen at its opening at the latest)
--- Events: queue.lapses (one for the round's lapses), queue.noshow and queue.abandon (one a fan),
--- queue.admits (one for the round's admissions: users and seqs, comma lists in the order admitted)
+-- Events: one for each kind of fan the round took, naming the users and their seqs as comma lists in
+-- the order taken: queue.lapses, queue.noshows, queue.abandons (with seens, when each was last seen),
+-- queue.admits (with until)
 -- Reply: {admitted, lapsed, waiting, active, abandoned, noshows, {user, seq, user, seq, ...}: the
 --        candidates that left the line (admitted, dropped, or admitted already)}
 -- Errors: NOT_FOUND (no such concert in Redis)
@@ -85,7 +86,7 @@ if conf[4] ~= '1' then
   -- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
   local tills, shows = string.format('%d', till), string.format('%d', now + show)
   local last
-  local adm = {active = {}, aseq = {}, noshow = {}, users = {}, seqs = {}}
+  local adm = {active = {}, aseq = {}, noshow = {}, users = {}, seqs = {}, dusers = {}, dseqs = {}, dseens = {}}
   for _, cand in ipairs(cands) do
     local user, seq, seen = cand[1], cand[2], math.max(cand[3], opens)
     if redis.call('HGET', aseq, user) == seq then
@@ -93,7 +94,7 @@ if conf[4] ~= '1' then
     elseif abandon > 0 and seen + abandon <= now then
       if n >= want or n + dropped >= batch then break end
       dropped = dropped + 1
-      redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen', seen, 'at', nows)
+      drop(adm, user, seq, seen)
     else
       if n >= want or n + dropped >= batch then break end
       admit(adm, user, seq, tills, show > 0 and shows or nil)
@@ -103,7 +104,7 @@ if conf[4] ~= '1' then
     out[#out + 1] = seq
     last = seq
   end
-  write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, dropped, tills, nows)
+  write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, tills, nows)
   tok = tok - n
   if last and tonumber(last) > tonumber(redis.call('GET', head) or '0') then
     redis.call('SET', head, last) -- the head moves past every fan who left the line here

@@ -32,8 +32,9 @@
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- With noshow > 0 an ACTIVE fan still in noshow at their deadline (no gated call since admission) is
 -- EXPIRED first, freeing the slot.
--- Events: queue.lapses (one for the round's lapses), queue.noshow and queue.abandon (one a fan),
--- queue.admits (one for the round's admissions: users and seqs, comma lists in the order admitted)
+-- Events: one for each kind of fan the round took, naming the users and their seqs as comma lists in
+-- the order taken: queue.lapses, queue.noshows, queue.abandons (with seens, when each was last seen),
+-- queue.admits (with until)
 -- Reply: {admitted, lapsed, waiting, active, abandoned, noshows} (counts after the tick; abandoned and
 --        noshows: in this tick)
 -- Errors: NOT_FOUND (no such concert in Redis)
@@ -78,7 +79,7 @@ if conf[4] ~= '1' and not gated and want > 0 then
   local base = tonumber(conf[9] or '0')
   local legacy = redis.call('EXISTS', alive) == 1 -- liveness written as a hash before seen
   local last
-  local adm = {active = {}, aseq = {}, noshow = {}, users = {}, seqs = {}}
+  local adm = {active = {}, aseq = {}, noshow = {}, users = {}, seqs = {}, dusers = {}, dseqs = {}, dseens = {}}
   while n < want and n + dropped < batch do
     local popped = redis.call('ZPOPMIN', wait, math.min(want - n, batch - n - dropped))
     if #popped == 0 then break end
@@ -109,8 +110,7 @@ if conf[4] ~= '1' and not gated and want > 0 then
       end
       if abandon > 0 and last_seen + abandon <= now then
         dropped = dropped + 1
-        redis.call('XADD', events, '*', 'type', 'queue.abandon', 'user', user, 'seq', seq, 'seen',
-          string.format('%d', last_seen), 'at', nows)
+        drop(adm, user, seq, last_seen)
       else
         admit(adm, user, seq, tills, show > 0 and shows or nil)
           n = n + 1
@@ -118,7 +118,7 @@ if conf[4] ~= '1' and not gated and want > 0 then
       last = seq
     end
   end
-  write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, dropped, tills, nows)
+  write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, tills, nows)
   tok = tok - n
   if last then -- the head moves past every fan who left the line here, admitted or dropped
     redis.call('SET', head, last)

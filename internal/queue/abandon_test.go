@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -121,17 +120,19 @@ func TestAbandonment(t *testing.T) {
 	require.NoError(t, err)
 	var admitted, dropped []uint64
 	for _, e := range entries {
+		var into *[]uint64
 		switch e.FieldValues["type"] {
 		case "queue.admit", "queue.admits":
-			fans, err := redis.EventFans(e.FieldValues)
-			require.NoError(t, err)
-			for _, f := range fans {
-				admitted = append(admitted, f.Seq)
-			}
-		case "queue.abandon":
-			seq, err := strconv.ParseUint(e.FieldValues["seq"], 10, 64)
-			require.NoError(t, err)
-			dropped = append(dropped, seq)
+			into = &admitted
+		case "queue.abandons":
+			into = &dropped
+		default:
+			continue
+		}
+		fans, err := redis.EventFans(e.FieldValues)
+		require.NoError(t, err)
+		for _, f := range fans {
+			*into = append(*into, f.Seq)
 		}
 	}
 	var wantAdmitted, wantDropped []uint64

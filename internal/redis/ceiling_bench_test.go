@@ -154,7 +154,8 @@ func usecPerEvalsha(b *testing.B, c rueidis.Client) float64 {
 
 // BenchmarkTickRound is Redis's time for one admission round (queue_tick) that admits 1, 20 or 200
 // fans: what a round costs whatever it admits, and what each fan adds; fans=20/lapsing also lapses the
-// 20 fans the round before admitted (their ACTIVE tokens last 100 ms). 32 concerts tick at once on a
+// 20 fans the round before admitted (their ACTIVE tokens last 100 ms), fans=20/noshows expires them as
+// no-shows (their deadline is 100 ms after admission). 32 concerts tick at once on a
 // private redis-server, each round 100 ms after the last with a budget of exactly that many fans, so
 // that Redis runs nothing but rounds; INFO commandstats gives redis-us/round and redis-us/fan, and with
 // -v the round's commands and the Lua around them. make bench's storm ticks about 20 fans a round.
@@ -163,13 +164,14 @@ func BenchmarkTickRound(b *testing.B) {
 	c := dbtest.Client(b, dbtest.PrivateRedis(b))
 	ctx := context.Background()
 	for _, tt := range []struct {
-		per   int
-		ttl   time.Duration // ACTIVE tokens lapse after; 100 ms: each round lapses the previous round's fans
-		lapse bool
-	}{{1, time.Hour, false}, {20, time.Hour, false}, {200, time.Hour, false}, {20, 100 * time.Millisecond, true}} {
+		per int
+		// ends: "lapsing", ACTIVE tokens last 100 ms; "noshows", the no-show deadline is 100 ms after
+		// admission: either way each round also ends the sessions of the fans the round before admitted
+		ends string
+	}{{1, ""}, {20, ""}, {200, ""}, {20, "lapsing"}, {20, "noshows"}} {
 		name, per := "fans="+strconv.Itoa(tt.per), tt.per
-		if tt.lapse {
-			name += "/lapsing"
+		if tt.ends != "" {
+			name += "/" + tt.ends
 		}
 		b.Run(name, func(b *testing.B) {
 			const concerts = 32
@@ -180,7 +182,13 @@ func BenchmarkTickRound(b *testing.B) {
 				wg.Go(func() {
 					id := "c" + strconv.Itoa(k)
 					con := concert(id, func(q *ticketrush.QueueSettings) {
-						q.AdmitPerSecond, q.ActiveCapacity, q.ActiveTTL = per*10, 100_000_000, tt.ttl
+						q.AdmitPerSecond, q.ActiveCapacity, q.ActiveTTL = per*10, 100_000_000, time.Hour
+						switch tt.ends {
+						case "lapsing":
+							q.ActiveTTL = 100 * time.Millisecond
+						case "noshows":
+							q.NoShow = 100 * time.Millisecond
+						}
 					})
 					_, err := s.LoadConcert(ctx, con, t0)
 					require.NoError(b, err)
@@ -190,7 +198,7 @@ func BenchmarkTickRound(b *testing.B) {
 					}
 					_, err = s.Tick(ctx, id, t0, per*10) // spends the first budget
 					require.NoError(b, err)
-					if tt.lapse { // lapses the first budget's fans: from here on a round lapses the last one's
+					if tt.ends != "" { // ends the first budget's sessions: from here on a round ends the last one's
 						_, err = s.Tick(ctx, id, t0.Add(100*time.Millisecond), per*10)
 						require.NoError(b, err)
 					}
@@ -203,15 +211,18 @@ func BenchmarkTickRound(b *testing.B) {
 				wg.Go(func() {
 					id := "c" + strconv.Itoa(k)
 					first := 1
-					if tt.lapse {
+					if tt.ends != "" {
 						first = 2
 					}
 					for j := first; j < first+rounds; j++ {
 						r, err := s.Tick(ctx, id, t0.Add(time.Duration(j)*100*time.Millisecond), 1000)
 						require.NoError(b, err)
 						require.Equal(b, per, r.Admitted, "round %d of %s", j, id)
-						if tt.lapse {
+						switch tt.ends {
+						case "lapsing":
 							require.Equal(b, per, r.Lapsed, "round %d of %s", j, id)
+						case "noshows":
+							require.Equal(b, per, r.NoShows, "round %d of %s", j, id)
 						}
 					}
 				})

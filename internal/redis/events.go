@@ -202,6 +202,8 @@ var concertEventFields = map[string][]string{
 	"queue.admit":      {"user", "seq", "until", "at"},
 	"queue.admits":     {"users", "seqs", "until", "at"},
 	"queue.lapses":     {"users", "seqs", "at"},
+	"queue.abandons":   {"users", "seqs", "seens", "at"},
+	"queue.noshows":    {"users", "seqs", "at"},
 	"queue.lapse":      {"user", "seq", "at"},
 	"queue.leave":      {"user", "seq", "from", "ord", "at"},
 	"queue.done":       {"user", "seq", "at"},
@@ -242,13 +244,22 @@ var reservationStatus = map[string]ticketrush.ReservationStatus{
 // arrival seqs and leave ordinals they carry raise the concert's queue marks.
 var queueEvents = map[string]bool{
 	"concert.load": true, "queue.join": true, "queue.admit": true, "queue.lapse": true, "queue.leave": true,
-	"queue.admits": true, "queue.lapses": true, // a round's admissions and lapses: users and seqs, comma lists
+	"queue.admits": true, "queue.lapses": true, "queue.abandons": true, "queue.noshows": true, // a round's: users and seqs, comma lists
 	"queue.configure": true, "queue.done": true,
 	"queue.prequeue": true, "draw.seal": true, "draw.place": true, "draw.done": true, "queue.unprequeue": true,
 	"concert.soldout": true, // the sale of the last seat: recorded in processed_events with its time
 	"queue.abandon":   true, // a WAITING fan dropped for silence (seq, when last seen)
 	"queue.noshow":    true, // an ACTIVE fan expired for making no gated call
 }
+
+// roundEvents are the events an admission round writes once for all the fans it took of a kind: users
+// and seqs, comma lists in the order taken.
+var roundEvents = map[string]bool{"queue.admits": true, "queue.lapses": true, "queue.abandons": true, "queue.noshows": true}
+
+// legacyEvents are event types no script writes any more (a round now writes one event for each kind,
+// not one a fan), which a stream written by an earlier build may still hold for the write-behind: the
+// decoder still knows them.
+var legacyEvents = map[string]bool{"queue.abandon": true, "queue.noshow": true}
 
 // ledgerTypes maps the wallet's point events to their ledger type.
 var ledgerTypes = map[string]ticketrush.LedgerType{
@@ -324,7 +335,7 @@ func decodeConcert(src EventSource, ev ticketrush.EventID, typ string, r *fieldR
 	}
 	b.Processed = append(b.Processed, ticketrush.ProcessedEvent{Event: ev, Type: typ, At: r.time("at")})
 	seq, leave := r.optInt("seq"), r.optInt("ord")
-	if typ == "queue.admits" || typ == "queue.lapses" {
+	if roundEvents[typ] {
 		if r.str("users"); r.str("seqs") == "" {
 			return r.err
 		}

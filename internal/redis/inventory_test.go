@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -249,8 +250,12 @@ func TestAbandonment(t *testing.T) {
 		entries, err := c.Do(ctx, c.B().Xrange().Key(s.keys.Concert(cid).Events()).Start("-").End("+").Build()).AsXRange()
 		require.NoError(t, err)
 		for _, e := range entries {
-			if e.FieldValues["type"] == "queue.abandon" {
-				dropped = append(dropped, e.FieldValues["user"])
+			if e.FieldValues["type"] == "queue.abandons" {
+				fans, err := EventFans(e.FieldValues)
+				require.NoError(t, err)
+				for _, f := range fans {
+					dropped = append(dropped, f.User)
+				}
 			}
 		}
 		for _, f := range admissions(t, entries) {
@@ -275,6 +280,50 @@ func TestAbandonment(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 1, r.Admitted, "abandonAfter 0: silence is no reason to drop a fan")
 		assertActive(t, s, cid, "u7", quiet.Seq)
+	})
+}
+
+// TestNoShowsOfOneRound: the tick expires every no-show of its round at once, one queue.noshows event
+// naming them in order, and passes over a fan on the watch who is no longer ACTIVE (one who gave their
+// slot back) and one who showed up.
+func TestNoShowsOfOneRound(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, oneSchedule(concert(cid, func(q *ticketrush.QueueSettings) {
+			q.ActiveCapacity, q.NoShow, q.AbandonAfter = 5, 2*time.Second, 0
+		})))
+		var fans []ticketrush.QueueClaims
+		for _, u := range []string{"a", "b", "c", "d", "e"} {
+			fans = append(fans, join(t, s, cid, u, ticketrush.StatusActive))
+		}
+		_, _, err := s.GatedSeats(ctx, fans[1], sA, t0.Add(time.Second)) // b shows up
+		require.NoError(t, err)
+		_, err = s.Leave(ctx, cid, "c", fans[2].Seq, t0.Add(time.Second)) // c gives the slot back
+		require.NoError(t, err)
+		r, err := s.Tick(ctx, cid, t0.Add(2*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TickResult{Active: 1, NoShows: 3}, r, "a, d and e expired; b stays")
+		for i, f := range fans {
+			st, err := s.TokenStatus(ctx, f, t0.Add(2*time.Second))
+			require.NoError(t, err)
+			want := ticketrush.StatusExpired
+			if i == 1 {
+				want = ticketrush.StatusActive
+			}
+			assert.Equal(t, want, st.Status, f.UserID)
+		}
+		entries, err := c.Do(ctx, c.B().Xrange().Key(s.keys.Concert(cid).Events()).Start("-").End("+").Build()).AsXRange()
+		require.NoError(t, err)
+		last := entries[len(entries)-1].FieldValues
+		assert.Equal(t, map[string]string{"type": "queue.noshows", "users": "a,d,e",
+			"seqs": fmt.Sprintf("%d,%d,%d", fans[0].Seq, fans[3].Seq, fans[4].Seq),
+			"at":   strconv.FormatInt(t0.Add(2*time.Second).UnixMilli(), 10)}, last)
+		seqs, err := c.Do(ctx, c.B().Hgetall().Key(s.keys.Concert(cid).ActiveSeq()).Build()).AsStrMap()
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"b": strconv.FormatUint(fans[1].Seq, 10)}, seqs, "the expired fans' seqs are gone")
+		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(2*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), snap.Abandoned)
 	})
 }
 
@@ -310,7 +359,16 @@ func TestNoShow(t *testing.T) {
 			}
 			assert.Equal(t, want, st.Status, f.UserID)
 		}
-		assert.Equal(t, []string{"queue.noshow"}, filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "queue.noshow"))
+		entries, err := c.Do(ctx, c.B().Xrange().Key(s.keys.Concert(cid).Events()).Start("-").End("+").Build()).AsXRange()
+		require.NoError(t, err)
+		var noshows []map[string]string
+		for _, e := range entries {
+			if e.FieldValues["type"] == "queue.noshows" {
+				noshows = append(noshows, e.FieldValues)
+			}
+		}
+		assert.Equal(t, []map[string]string{{"type": "queue.noshows", "users": "quiet", "seqs": strconv.FormatUint(quiet.Seq, 10),
+			"at": strconv.FormatInt(t0.Add(2*time.Second).UnixMilli(), 10)}}, noshows, "one event for the round's no-shows")
 		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(2*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), snap.Abandoned)

@@ -1,10 +1,13 @@
--- admit(adm, user, seq, tills, shows): notes the admission of user's arrival seq in adm, a round's
--- admissions (queue_tick, line_admit), until tills (its activeUntil, ms, printed), on the no-show watch
--- until shows when shows is not nil; write_admitted(active, aseq, noshow, admitted, abandoned, events,
--- adm, dropped, tills, nows) then writes them all at once: a ZADD, an HSET and a ZADD for the round
--- instead of three commands a fan, the round's counts (admitted, and the dropped in abandoned), and one
--- event for the round, queue.admits (users and seqs: comma lists in the order admitted; until, at),
--- instead of an XADD a fan. A round admits at most a tick's batch (1,000), within what unpack can pass.
+-- A round's admissions and drops (queue_tick, line_admit), noted as it goes and written at its end.
+-- admit(adm, user, seq, tills, shows): the admission of user's arrival seq, until tills (its
+-- activeUntil, ms, printed), on the no-show watch until shows when shows is not nil.
+-- drop(adm, user, seq, seen): user's arrival seq dropped for silence, last seen at seen (ms).
+-- write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, tills, nows) then writes them
+-- all at once: a ZADD, an HSET and a ZADD for the round instead of three commands a fan, the round's
+-- counts (admitted, and the dropped in abandoned), and one event for each kind instead of an XADD a
+-- fan: queue.abandons (users, seqs, seens) and queue.admits (users, seqs; until, at), comma lists in
+-- the order the round took them. A round takes at most a tick's batch (1,000), within what unpack can
+-- pass.
 local function admit(adm, user, seq, tills, shows)
   adm.active[#adm.active + 1] = tills
   adm.active[#adm.active + 1] = user
@@ -18,7 +21,18 @@ local function admit(adm, user, seq, tills, shows)
   end
 end
 
-local function write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, dropped, tills, nows)
+local function drop(adm, user, seq, seen)
+  adm.dusers[#adm.dusers + 1] = user
+  adm.dseqs[#adm.dseqs + 1] = seq
+  adm.dseens[#adm.dseens + 1] = string.format('%d', seen)
+end
+
+local function write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, tills, nows)
+  if #adm.dusers > 0 then
+    redis.call('INCRBY', abandoned, #adm.dusers)
+    redis.call('XADD', events, '*', 'type', 'queue.abandons', 'users', table.concat(adm.dusers, ','),
+      'seqs', table.concat(adm.dseqs, ','), 'seens', table.concat(adm.dseens, ','), 'at', nows)
+  end
   if #adm.users > 0 then
     redis.call('ZADD', active, unpack(adm.active))
     redis.call('HSET', aseq, unpack(adm.aseq))
@@ -28,8 +42,5 @@ local function write_admitted(active, aseq, noshow, admitted, abandoned, events,
   end
   if #adm.noshow > 0 then
     redis.call('ZADD', noshow, unpack(adm.noshow))
-  end
-  if dropped > 0 then
-    redis.call('INCRBY', abandoned, dropped)
   end
 end
