@@ -9,14 +9,25 @@
 -- Reply: the entrants placed by this call
 -- Errors: none.
 local wait, pre = KEYS[1], KEYS[2]
-local n = 0
+if #ARGV == 0 then
+  return 0
+end
+local users = {}
 for i = 1, #ARGV, 2 do
-  local user, seq = ARGV[i], ARGV[i + 1]
-  local entered = redis.call('ZSCORE', pre, user)
-  if entered and tonumber(entered) >= 0 then
-    redis.call('ZADD', wait, seq, user)
-    redis.call('ZADD', pre, 'XX', -tonumber(seq), user)
-    n = n + 1
+  users[#users + 1] = ARGV[i]
+end
+-- one call of each kind for the whole batch: a thousand entrants cost three calls, not 3,000
+local entered, toline, topre, placed = redis.call('ZMSCORE', pre, unpack(users)), {}, {}, {}
+for k, user in ipairs(users) do
+  local seq = ARGV[2 * k]
+  if entered[k] and tonumber(entered[k]) >= 0 and not placed[user] then
+    placed[user] = true
+    toline[#toline + 1], toline[#toline + 2] = seq, user
+    topre[#topre + 1], topre[#topre + 2] = -tonumber(seq), user
   end
 end
-return n
+if #toline > 0 then
+  redis.call('ZADD', wait, unpack(toline))
+  redis.call('ZADD', pre, 'XX', unpack(topre))
+end
+return #toline / 2

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -101,6 +102,24 @@ func BenchmarkOneRedisThread(b *testing.B) {
 			return err
 		})
 	})
+	b.Run("hold-fourth", func(b *testing.B) { // a fan's fourth hold: three open already, the limit four
+		s := newConcert(b, 4*b.N)
+		claims := make([]ticketrush.QueueClaims, b.N)
+		for i := range claims {
+			user := "fan-" + strconv.Itoa(i)
+			j, err := s.Join(ctx, cid, user, t0)
+			require.NoError(b, err)
+			claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}
+			for k := range 3 {
+				_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", 4*i+k+1), 10, t0)
+				require.NoError(b, err)
+			}
+		}
+		measure(b, func(i int) error {
+			_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", 4*i+4), 10, t0)
+			return err
+		})
+	})
 }
 
 // benchConcert loads, through a new store on c, concert cid with one schedule (sA) of seats seats, holds
@@ -155,7 +174,8 @@ func usecPerEvalsha(b *testing.B, c rueidis.Client) float64 {
 // BenchmarkTickRound is Redis's time for one admission round (queue_tick) that admits 1, 20 or 200
 // fans: what a round costs whatever it admits, and what each fan adds; fans=20/lapsing also lapses the
 // 20 fans the round before admitted (their ACTIVE tokens last 100 ms), fans=20/noshows expires them as
-// no-shows (their deadline is 100 ms after admission). 32 concerts tick at once on a
+// no-shows (their deadline is 100 ms after admission); fans=20/shards=4 ticks a line of 4 shards, whose
+// round is several script calls (line_heads and line_pop on each shard, line_admit), counted together. 32 concerts tick at once on a
 // private redis-server, each round 100 ms after the last with a budget of exactly that many fans, so
 // that Redis runs nothing but rounds; INFO commandstats gives redis-us/round and redis-us/fan, and with
 // -v the round's commands and the Lua around them. make bench's storm ticks about 20 fans a round.
@@ -167,11 +187,15 @@ func BenchmarkTickRound(b *testing.B) {
 		per int
 		// ends: "lapsing", ACTIVE tokens last 100 ms; "noshows", the no-show deadline is 100 ms after
 		// admission: either way each round also ends the sessions of the fans the round before admitted
-		ends string
-	}{{1, ""}, {20, ""}, {200, ""}, {20, "lapsing"}, {20, "noshows"}} {
+		ends   string
+		shards int // the line's shards (lineShards): a round is then line_heads, line_admit and line_pop calls
+	}{{1, "", 1}, {20, "", 1}, {200, "", 1}, {20, "lapsing", 1}, {20, "noshows", 1}, {20, "", 4}} {
 		name, per := "fans="+strconv.Itoa(tt.per), tt.per
 		if tt.ends != "" {
 			name += "/" + tt.ends
+		}
+		if tt.shards > 1 {
+			name += "/shards=" + strconv.Itoa(tt.shards)
 		}
 		b.Run(name, func(b *testing.B) {
 			const concerts = 32
@@ -182,7 +206,7 @@ func BenchmarkTickRound(b *testing.B) {
 				wg.Go(func() {
 					id := "c" + strconv.Itoa(k)
 					con := concert(id, func(q *ticketrush.QueueSettings) {
-						q.AdmitPerSecond, q.ActiveCapacity, q.ActiveTTL = per*10, 100_000_000, time.Hour
+						q.AdmitPerSecond, q.ActiveCapacity, q.ActiveTTL, q.LineShards = per*10, 100_000_000, time.Hour, tt.shards
 						switch tt.ends {
 						case "lapsing":
 							q.ActiveTTL = 100 * time.Millisecond
@@ -230,6 +254,10 @@ func BenchmarkTickRound(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			us := usecPerEvalsha(b, c)
+			if tt.shards > 1 { // a round is several script calls: their time together
+				st := commandStats(b, c)
+				us = (st["evalsha"].usec + st["evalsha_ro"].usec) / float64(concerts*rounds)
+			}
 			b.ReportMetric(us, "redis-us/round")
 			b.ReportMetric(us/float64(per), "redis-us/fan")
 			logInner(b, c, us)
@@ -270,5 +298,37 @@ func BenchmarkSweepWave(b *testing.B) {
 	us := usecPerEvalsha(b, c)
 	b.ReportMetric(us*float64(calls)/float64(lapsed), "redis-us/hold")
 	b.ReportMetric(us, "redis-us/call")
+	logInner(b, c, us)
+}
+
+// BenchmarkLinePlace is Redis's time to place the draw's entrants in a line of 4 shards: b.N entrants of
+// one concert in their shards' pre-queues, placed in batches of 1,000 as the draw does (placeLine: a
+// line_place call on each shard a batch), on a private redis-server; INFO commandstats gives
+// redis-us/entrant, and with -v the commands and the Lua around them.
+// `go test -run x -bench LinePlace -benchtime 20000x ./internal/redis`
+func BenchmarkLinePlace(b *testing.B) {
+	const shards, batch = 4, 1000
+	c := dbtest.Client(b, dbtest.PrivateRedis(b))
+	ctx := context.Background()
+	s := NewStore(c, dbtest.Name("t"), prometheus.NewRegistry())
+	k := s.keys.Concert(cid)
+	entrants := make([]draw.Entrant, b.N)
+	cmds := make(rueidis.Commands, 0, b.N)
+	for i := range entrants {
+		u := "fan-" + strconv.Itoa(i)
+		entrants[i] = draw.Entrant{User: u}
+		cmds = append(cmds, c.B().Zadd().Key(k.Shard(LineShard(u, shards)).Prequeue()).ScoreMember().ScoreMember(float64(i), u).Build())
+	}
+	for _, r := range c.DoMulti(ctx, cmds...) {
+		require.NoError(b, r.Error())
+	}
+	require.NoError(b, c.Do(ctx, c.B().ConfigResetstat().Build()).Error())
+	b.ResetTimer()
+	for from := 0; from < b.N; from += batch {
+		require.NoError(b, s.placeLine(ctx, cid, shards, 0, int64(from), entrants[from:min(from+batch, b.N)]))
+	}
+	b.StopTimer()
+	us := commandStats(b, c)["evalsha"].usec / float64(b.N)
+	b.ReportMetric(us, "redis-us/entrant")
 	logInner(b, c, us)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -304,5 +305,47 @@ func TestRestoreShardedLine(t *testing.T) {
 		st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "rs", UserID: "r00", Seq: 13}, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: 1}, st)
+	})
+}
+
+// TestLinePlaceOncePerEntrant: a batch of the draw places each entrant of a line of shards in their
+// shard at base+place, and marks their pre-queue entry placed (-seq). The same batch sent again (a
+// drawer whose lease lapsed, a retry) leaves every placed entrant alone, even one the tick has taken
+// out of the line since, and a user who never entered is not placed.
+func TestLinePlaceOncePerEntrant(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		const n = 3
+		k := s.keys.Concert("pl")
+		users := []string{"ann", "bob", "cy", "dee", "eve", "fay"}
+		for i, u := range users[:5] { // fay never entered the pre-queue
+			require.NoError(t, c.Do(ctx, c.B().Zadd().Key(k.Shard(LineShard(u, n)).Prequeue()).ScoreMember().
+				ScoreMember(float64(1000+i), u).Build()).Error())
+		}
+		batch := make([]draw.Entrant, len(users))
+		for i, u := range users {
+			batch[i] = draw.Entrant{User: u}
+		}
+		where := func() map[string]float64 { // each user's seq in their shard's line
+			out := map[string]float64{}
+			for _, u := range users {
+				seq, err := c.Do(ctx, c.B().Zscore().Key(k.Shard(LineShard(u, n)).Wait()).Member(u).Build()).AsFloat64()
+				if err == nil {
+					out[u] = seq
+				}
+			}
+			return out
+		}
+		require.NoError(t, s.placeLine(ctx, "pl", n, 100, 0, batch))
+		assert.Equal(t, map[string]float64{"ann": 101, "bob": 102, "cy": 103, "dee": 104, "eve": 105}, where())
+		for _, u := range users[:5] {
+			pre, err := c.Do(ctx, c.B().Zscore().Key(k.Shard(LineShard(u, n)).Prequeue()).Member(u).Build()).AsFloat64()
+			require.NoError(t, err)
+			assert.Equal(t, -where()[u], pre, "%s marked placed", u)
+		}
+		// ann is admitted (out of the line); the batch comes again, shifted as a wrong retry would be
+		require.NoError(t, c.Do(ctx, c.B().Zrem().Key(k.Shard(LineShard("ann", n)).Wait()).Member("ann").Build()).Error())
+		require.NoError(t, s.placeLine(ctx, "pl", n, 200, 0, batch))
+		assert.Equal(t, map[string]float64{"bob": 102, "cy": 103, "dee": 104, "eve": 105}, where(), "nobody placed twice")
 	})
 }

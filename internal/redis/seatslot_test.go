@@ -513,3 +513,25 @@ func TestSpreadHoldTakesALapsedSeat(t *testing.T) {
 		assert.EqualValues(t, 1, avail, "2 seats, VIP-1 taken once")
 	})
 }
+
+// TestSpreadHoldListsTheFansOpenHolds: on a schedule's slot the fan's open holds there are one list
+// (uholds), kept by every step: a second hold adds its id before the first, a cancel takes its id out.
+func TestSpreadHoldListsTheFansOpenHolds(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := spreadSale(t, s, nil, "alice")
+		list := func() string {
+			v, err := c.Do(ctx, c.B().Hget().Key(seatSlot(t, s, sA).UserHolds()).Field("alice").Build()).ToString()
+			require.NoError(t, err)
+			return v
+		}
+		first, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+		second, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0.Add(time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, second.ID+","+first.ID, list(), "both holds are open")
+		_, err = s.Cancel(ctx, "alice", first.ID, t0.Add(2*time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, second.ID, list(), "the cancelled hold is out")
+	})
+}
