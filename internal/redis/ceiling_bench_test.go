@@ -88,38 +88,31 @@ func BenchmarkOneRedisThread(b *testing.B) {
 			return err
 		})
 	})
-	b.Run("hold", func(b *testing.B) {
-		s := newConcert(b, b.N)
-		claims := make([]ticketrush.QueueClaims, b.N)
-		for i := range claims {
-			user := "fan-" + strconv.Itoa(i)
-			j, err := s.Join(ctx, cid, user, t0)
-			require.NoError(b, err)
-			claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}
-		}
-		measure(b, func(i int) error {
-			_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", i+1), 10, t0)
-			return err
-		})
-	})
-	b.Run("hold-fourth", func(b *testing.B) { // a fan's fourth hold: three open already, the limit four
-		s := newConcert(b, 4*b.N)
-		claims := make([]ticketrush.QueueClaims, b.N)
-		for i := range claims {
-			user := "fan-" + strconv.Itoa(i)
-			j, err := s.Join(ctx, cid, user, t0)
-			require.NoError(b, err)
-			claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}
-			for k := range 3 {
-				_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", 4*i+k+1), 10, t0)
+	// hold: a fan's first hold; hold-fourth: their fourth, three open already (the limit is four)
+	for _, tt := range []struct {
+		name string
+		open int
+	}{{"hold", 0}, {"hold-fourth", 3}} {
+		b.Run(tt.name, func(b *testing.B) {
+			per := tt.open + 1 // seats a fan holds
+			s := newConcert(b, per*b.N)
+			claims := make([]ticketrush.QueueClaims, b.N)
+			for i := range claims {
+				user := "fan-" + strconv.Itoa(i)
+				j, err := s.Join(ctx, cid, user, t0)
 				require.NoError(b, err)
+				claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}
+				for k := range tt.open {
+					_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", per*i+k+1), 10, t0)
+					require.NoError(b, err)
+				}
 			}
-		}
-		measure(b, func(i int) error {
-			_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", 4*i+4), 10, t0)
-			return err
+			measure(b, func(i int) error {
+				_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", per*i+per), 10, t0)
+				return err
+			})
 		})
-	})
+	}
 }
 
 // benchConcert loads, through a new store on c, concert cid with one schedule (sA) of seats seats, holds

@@ -22,7 +22,13 @@ func TestDecodeOnSale(t *testing.T) {
 	const concert = "c0ncert00001"
 	src := EventSource{Stream: "tr:{c:" + concert + "}:events", ConcertID: concert}
 	seed := strings.Repeat("ab", 32)
-	ev := ticketrush.EventID{Stream: src.Stream, Ms: 1, Seq: 0} // the entry id the cases decode under, 1-0
+	ev := ticketrush.EventID{Stream: src.Stream, Ms: 1, Seq: 0}                       // the entry id the cases decode under, 1-0
+	markTo := func(seq uint64, why string) func(*testing.T, ticketrush.RecordBatch) { // the event's arrival mark
+		return func(t *testing.T, b ticketrush.RecordBatch) {
+			require.Len(t, b.QueueMarks, 1)
+			assert.EqualValues(t, seq, b.QueueMarks[0].MaxSeq, why)
+		}
+	}
 	tests := []struct {
 		name   string
 		fields map[string]string
@@ -34,10 +40,7 @@ func TestDecodeOnSale(t *testing.T) {
 				assert.Equal(t, []ticketrush.PrequeueEntry{{ConcertID: concert, UserID: "ann", At: time.UnixMilli(1000).UTC(), Event: ev}}, b.Prequeue)
 			}},
 		{"seal", map[string]string{"type": "draw.seal", "n": "3", "base": "0", "seq": "3", "at": "1"}, "",
-			func(t *testing.T, b ticketrush.RecordBatch) {
-				require.Len(t, b.QueueMarks, 1)
-				assert.EqualValues(t, 3, b.QueueMarks[0].MaxSeq, "the seal raises the arrival mark past every place")
-			}},
+			markTo(3, "the seal raises the arrival mark past every place")},
 		{"places", map[string]string{"type": "draw.place", "from": "1000", "users": "ann,bob,cy", "at": "1"}, "",
 			func(t *testing.T, b ticketrush.RecordBatch) {
 				assert.Equal(t, []ticketrush.DrawPlace{
@@ -57,15 +60,9 @@ func TestDecodeOnSale(t *testing.T) {
 				assert.Equal(t, []ticketrush.PrequeueEntry{{ConcertID: concert, UserID: "ann", At: time.UnixMilli(2000).UTC(), Event: ev}}, b.PrequeueLeaves)
 			}},
 		{"a round's admissions", map[string]string{"type": "queue.admits", "users": "ann,bob,cy", "seqs": "7,9,12", "until": "5", "at": "1"}, "",
-			func(t *testing.T, b ticketrush.RecordBatch) {
-				require.Len(t, b.QueueMarks, 1)
-				assert.EqualValues(t, 12, b.QueueMarks[0].MaxSeq, "the round raises the arrival mark to its highest seq")
-			}},
+			markTo(12, "the round raises the arrival mark to its highest seq")},
 		{"a round's lapses, one without its seq", map[string]string{"type": "queue.lapses", "users": "ann,bob", "seqs": "0,3", "at": "1"}, "",
-			func(t *testing.T, b ticketrush.RecordBatch) {
-				require.Len(t, b.QueueMarks, 1)
-				assert.EqualValues(t, 3, b.QueueMarks[0].MaxSeq)
-			}},
+			markTo(3, "")},
 		{"admissions whose lists do not pair up", map[string]string{"type": "queue.admits", "users": "ann,bob", "seqs": "7", "until": "5", "at": "1"}, "2 users for 1 seqs", nil},
 		{"admissions with a seq that is not one", map[string]string{"type": "queue.admits", "users": "ann,bob", "seqs": "7,x", "until": "5", "at": "1"}, "entry 1 is not a user and a seq", nil},
 		{"admissions with a user that is not one", map[string]string{"type": "queue.admits", "users": "ann,b b", "seqs": "7,8", "until": "5", "at": "1"}, "entry 1 is not a user and a seq", nil},
