@@ -86,7 +86,7 @@ if conf[4] ~= '1' then
   -- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
   local tills, shows = string.format('%d', till), string.format('%d', now + show)
   local last
-  local adm = {active = {}, aseq = {}, noshow = {}, users = {}, seqs = {}, dusers = {}, dseqs = {}, dseens = {}}
+  local adm = new_round()
   for _, cand in ipairs(cands) do
     local user, seq, seen = cand[1], cand[2], math.max(cand[3], opens)
     if redis.call('HGET', aseq, user) == seq then

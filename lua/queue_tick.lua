@@ -79,7 +79,7 @@ if conf[4] ~= '1' and not gated and want > 0 then
   local base = tonumber(conf[9] or '0')
   local legacy = redis.call('EXISTS', alive) == 1 -- liveness written as a hash before seen
   local last
-  local adm = {active = {}, aseq = {}, noshow = {}, users = {}, seqs = {}, dusers = {}, dseqs = {}, dseens = {}}
+  local adm = new_round()
   while n < want and n + dropped < batch do
     local popped = redis.call('ZPOPMIN', wait, math.min(want - n, batch - n - dropped))
     if #popped == 0 then break end

@@ -336,7 +336,9 @@ func decodeConcert(src EventSource, ev ticketrush.EventID, typ string, r *fieldR
 	b.Processed = append(b.Processed, ticketrush.ProcessedEvent{Event: ev, Type: typ, At: r.time("at")})
 	seq, leave := r.optInt("seq"), r.optInt("ord")
 	if roundEvents[typ] {
-		if r.str("users"); r.str("seqs") == "" {
+		r.str("users")
+		r.str("seqs")
+		if r.err != nil {
 			return r.err
 		}
 		fans, err := EventFans(r.f)
@@ -360,8 +362,8 @@ type EventFan struct {
 }
 
 // EventFans returns the fans a queue event names, in the order written: the one of an event with user
-// and seq (queue.admit, a join admitted at once), or the lists of a round's event (queue.admits,
-// queue.lapses: users and seqs, comma lists, one seq a user). Lists that do not pair up are an error.
+// and seq (queue.admit, a join admitted at once), or the lists of a round's event (roundEvents: users
+// and seqs, comma lists, one seq a user). Lists that do not pair up are an error.
 func EventFans(fields map[string]string) ([]EventFan, error) {
 	users, seqs := fields["users"], fields["seqs"]
 	if users == "" && seqs == "" {

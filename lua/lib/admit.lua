@@ -1,4 +1,5 @@
--- A round's admissions and drops (queue_tick, line_admit), noted as it goes and written at its end.
+-- A round's admissions and drops (queue_tick, line_admit), noted as it goes in new_round()'s lists and
+-- written at its end.
 -- admit(adm, user, seq, tills, shows): the admission of user's arrival seq, until tills (its
 -- activeUntil, ms, printed), on the no-show watch until shows when shows is not nil.
 -- drop(adm, user, seq, seen): user's arrival seq dropped for silence, last seen at seen (ms).
@@ -8,6 +9,10 @@
 -- fan: queue.abandons (users, seqs, seens) and queue.admits (users, seqs; until, at), comma lists in
 -- the order the round took them. A round takes at most a tick's batch (1,000), within what unpack can
 -- pass.
+local function new_round()
+  return {active = {}, aseq = {}, noshow = {}, users = {}, seqs = {}, dusers = {}, dseqs = {}, dseens = {}}
+end
+
 local function admit(adm, user, seq, tills, shows)
   adm.active[#adm.active + 1] = tills
   adm.active[#adm.active + 1] = user
