@@ -157,6 +157,48 @@ func TestSweepLapsesEachDueHoldOnce(t *testing.T) {
 	})
 }
 
+// TestSweepEndsEachDueHoldOfAFan: one sweep lapses a fan's two due holds on two schedules and another
+// fan's one: each record EXPIRED, each seat free again, and each fan's list of open holds rewritten
+// without them, keeping the hold that is not due.
+func TestSweepEndsEachDueHoldOfAFan(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.MaxHoldsPerUser = 4 },
+			"alice", "bob")
+		var due []string
+		for _, h := range []struct{ fan, schedule, seat string }{
+			{"alice", sA, "VIP-1"}, {"alice", sB, "VIP-1"}, {"bob", sA, "VIP-2"},
+		} {
+			r, _, err := s.Hold(ctx, fans[h.fan], h.schedule, h.seat, 100, t0)
+			require.NoError(t, err)
+			due = append(due, r.ID)
+		}
+		kept, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0.Add(5*time.Second))
+		require.NoError(t, err)
+
+		n, err := s.Sweep(ctx, cid, []string{sA, sB}, t0.Add(11*time.Second), 100)
+		require.NoError(t, err)
+		assert.Equal(t, 3, n)
+		for _, id := range due {
+			r, err := s.Reservation(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, ticketrush.ReservationExpired, r.Status, id)
+		}
+		lists, err := c.Do(ctx, c.B().Hgetall().Key(s.keys.Concert(cid).UserHolds()).Build()).AsStrMap()
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"alice": kept.ID, "bob": ""}, lists, "each list without its lapsed holds")
+		for _, sc := range []string{sA, sB} {
+			seats, err := c.Do(ctx, c.B().Hkeys().Key(s.keys.Concert(cid).Seats(sc)).Build()).AsStrSlice()
+			require.NoError(t, err)
+			want := []string{}
+			if sc == sB {
+				want = []string{"VIP-2"}
+			}
+			assert.ElementsMatch(t, want, seats, "the seats still taken in %s", sc)
+		}
+	})
+}
+
 func TestGatedReads(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, _ rueidis.Client) {
 		ctx := context.Background()
