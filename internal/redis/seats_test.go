@@ -125,20 +125,30 @@ func TestCancelAndSweep(t *testing.T) {
 	})
 }
 
+// threeDueHolds admits alice and bob to a sale whose holds last 10 s and has them hold three seats at
+// t0: alice one on each schedule, bob one on sA. It returns the fans and the holds' ids.
+func threeDueHolds(t *testing.T, s *Store) (map[string]ticketrush.QueueClaims, []string) {
+	t.Helper()
+	fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.MaxHoldsPerUser = 4 },
+		"alice", "bob")
+	var ids []string
+	for _, h := range []struct{ fan, schedule, seat string }{
+		{"alice", sA, "VIP-1"}, {"alice", sB, "VIP-1"}, {"bob", sA, "VIP-2"},
+	} {
+		r, _, err := s.Hold(context.Background(), fans[h.fan], h.schedule, h.seat, 100, t0)
+		require.NoError(t, err)
+		ids = append(ids, r.ID)
+	}
+	return fans, ids
+}
+
 // TestSweepLapsesEachDueHoldOnce: one sweep call that lapses several holds takes each out of the HELD
 // set and gives each seat back (hold_sweep does both once for the whole call), so the next call finds
 // nothing due and the counts agree with the seat maps.
 func TestSweepLapsesEachDueHoldOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
-		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.MaxHoldsPerUser = 4 },
-			"alice", "bob")
-		for _, h := range []struct{ fan, schedule, seat string }{
-			{"alice", sA, "VIP-1"}, {"alice", sB, "VIP-1"}, {"bob", sA, "VIP-2"},
-		} {
-			_, _, err := s.Hold(ctx, fans[h.fan], h.schedule, h.seat, 100, t0)
-			require.NoError(t, err)
-		}
+		threeDueHolds(t, s)
 		assert.Equal(t, int64(1), inventory(t, s, c, cid, sA, sB).Available)
 
 		later := t0.Add(11 * time.Second)
@@ -163,16 +173,7 @@ func TestSweepLapsesEachDueHoldOnce(t *testing.T) {
 func TestSweepEndsEachDueHoldOfAFan(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
-		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.MaxHoldsPerUser = 4 },
-			"alice", "bob")
-		var due []string
-		for _, h := range []struct{ fan, schedule, seat string }{
-			{"alice", sA, "VIP-1"}, {"alice", sB, "VIP-1"}, {"bob", sA, "VIP-2"},
-		} {
-			r, _, err := s.Hold(ctx, fans[h.fan], h.schedule, h.seat, 100, t0)
-			require.NoError(t, err)
-			due = append(due, r.ID)
-		}
+		fans, due := threeDueHolds(t, s)
 		kept, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0.Add(5*time.Second))
 		require.NoError(t, err)
 
