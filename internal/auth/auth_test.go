@@ -113,19 +113,49 @@ func TestUsersCacheKeysWholeToken(t *testing.T) {
 
 func TestUsersCacheIsBounded(t *testing.T) {
 	u := NewUsers(secret)
-	u.perShard = 8
-	for i := 0; i < cacheShards*u.perShard*4; i++ {
+	u.cache.perShard = 8
+	for i := 0; i < cacheShards*u.cache.perShard*4; i++ {
 		tok, err := Mint(secret, fmt.Sprintf("fan_%d", i), time.Hour, time.Now())
 		require.NoError(t, err)
 		_, err = u.Verify(tok)
 		require.NoError(t, err)
 	}
-	total := 0
-	for i := range u.shards {
-		assert.LessOrEqual(t, len(u.shards[i].entries), u.perShard)
-		total += len(u.shards[i].entries)
+	assertBounded(t, u.cache)
+}
+
+func assertBounded[V any](t *testing.T, c *cache[V]) {
+	t.Helper()
+	for i := range c.shards {
+		assert.LessOrEqual(t, len(c.shards[i].entries), c.perShard)
 	}
-	assert.Positive(t, total)
+	assert.Positive(t, c.len())
+}
+
+// TestQueueTokenCache: a token that verified is a hit afterwards, with its own claims; another token
+// gets its own; a token that did not verify is not kept; and the cache stays within its bound.
+func TestQueueTokenCache(t *testing.T) {
+	q := NewQueueTokens(secret)
+	c1, c2 := NewClaims("c1", "fan-1", 7), NewClaims("c1", "fan-2", 8)
+	tok1, tok2 := q.Sign(c1), q.Sign(c2)
+	for range 2 { // the second round is answered by the cache
+		got, err := q.Verify(tok1)
+		require.NoError(t, err)
+		assert.Equal(t, c1, got)
+		got, err = q.Verify(tok2)
+		require.NoError(t, err)
+		assert.Equal(t, c2, got, "another fan's token is not a hit on the first one's entry")
+	}
+	assert.Equal(t, 2, q.cache.len())
+	_, err := q.Verify(tok1[:len(tok1)-2] + "AA")
+	require.Error(t, err)
+	assert.Equal(t, 2, q.cache.len(), "a token that did not verify is not kept")
+
+	q.cache.perShard = 8
+	for i := 0; i < cacheShards*q.cache.perShard*4; i++ {
+		_, err := q.Verify(q.Sign(NewClaims("c1", fmt.Sprintf("fan-%d", i), uint64(i+1))))
+		require.NoError(t, err)
+	}
+	assertBounded(t, q.cache)
 }
 
 func TestMintRefusesBadUser(t *testing.T) {
@@ -167,7 +197,13 @@ func TestQueueTokenRejects(t *testing.T) {
 		{"huge", strings.Repeat("a", 1000)},
 		{"sig padding bits altered", body + "." + paddingFlipped(sig)},
 		{"body padding bits altered", paddingFlipped(body) + "." + sig},
+		{"a line break inside", body[:4] + "\n" + body[4:] + "." + sig},
+		{"a line break at the end", tok + "\r\n"},
 	}
+	// Each is refused while the genuine token is in the cache: a cache keyed by anything less than the
+	// whole token (its tail picks the shard) would let the altered body through.
+	_, err := q.Verify(tok)
+	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := q.Verify(tt.give)

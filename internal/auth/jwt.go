@@ -5,7 +5,6 @@ package auth
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -14,26 +13,16 @@ import (
 )
 
 // Users verifies user JWTs. A fan presents the same JWT on every poll, so verified tokens are kept in a
-// bounded cache (only tokens that verified; each hit still checks exp): parsing a JWT is most of the
-// cost of a poll otherwise.
+// bounded cache (each hit still checks exp; about 30 MiB at most): parsing a JWT is most of the cost of
+// a poll otherwise.
 type Users struct {
-	secret   []byte
-	parser   *jwt.Parser
-	now      func() time.Time
-	perShard int
-	shards   [cacheShards]cacheShard
+	secret []byte
+	parser *jwt.Parser
+	now    func() time.Time
+	cache  *cache[verified]
 }
 
-const (
-	cacheShards   = 32
-	cachePerShard = 4096 // 131,072 tokens in all, about 30 MiB at most
-	leeway        = 5 * time.Second
-)
-
-type cacheShard struct {
-	mu      sync.Mutex
-	entries map[string]verified
-}
+const leeway = 5 * time.Second
 
 type verified struct {
 	user string
@@ -67,7 +56,7 @@ func WithAudience(audience string) UsersOption {
 
 // NewUsers returns a verifier for JWTs signed with secret.
 func NewUsers(secret []byte, opts ...UsersOption) *Users {
-	u := &Users{now: time.Now, perShard: cachePerShard, secret: secret}
+	u := &Users{now: time.Now, cache: newCache[verified](), secret: secret}
 	po := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
@@ -87,23 +76,14 @@ func (u *Users) Verify(token string) (string, error) {
 		return "", ticketrush.WithDetail(ticketrush.ErrUnauthenticated,
 			fmt.Sprintf("the bearer token is over %d bytes: not a JWT of this service", MaxJWTBytes))
 	}
-	shard := &u.shards[fnv32(tail(token))%cacheShards]
-	shard.mu.Lock()
-	hit, ok := shard.entries[token]
-	shard.mu.Unlock()
-	if ok && u.now().Before(hit.exp.Add(leeway)) {
+	if hit, ok := u.cache.get(token); ok && u.now().Before(hit.exp.Add(leeway)) {
 		return hit.user, nil
 	}
 	user, exp, err := u.verify(token)
 	if err != nil {
 		return "", err
 	}
-	shard.mu.Lock()
-	if len(shard.entries) >= u.perShard || shard.entries == nil {
-		shard.entries = make(map[string]verified, u.perShard) // full: start the shard afresh
-	}
-	shard.entries[token] = verified{user: user, exp: exp}
-	shard.mu.Unlock()
+	u.cache.put(token, verified{user: user, exp: exp})
 	return user, nil
 }
 
@@ -142,19 +122,6 @@ func jwtProblem(err error, claims jwt.RegisteredClaims) string {
 		return "the JWT is not valid yet (nbf or iat in the future)"
 	}
 	return "the JWT is not valid: " + err.Error()
-}
-
-// tail is what picks a token's cache shard: its last 16 bytes, of the HMAC signature in a JWT, as
-// random as the whole (only tokens that verified are kept, so nobody can crowd one shard without the
-// secret) and a tenth of the bytes to hash on every request.
-func tail(token string) string { return token[max(0, len(token)-16):] }
-
-func fnv32(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint32(s[i])) * 16777619
-	}
-	return h
 }
 
 // Mint signs a user JWT: for development and tests; production tokens come from the login service.

@@ -24,15 +24,19 @@ var tokenNamespace = uuid.MustParse("6f1b8b8e-52a4-4c7c-9d55-1d8f0f3c2a10")
 const tokenVersion = 1
 
 // QueueTokens signs and verifies queue tokens. A token is base64url(payload) "." base64url(HMAC-SHA256)
-// where payload = version(1) | uuid(16) | uvarint seq | len+concert | user.
+// where payload = version(1) | uuid(16) | uvarint seq | len+concert | user. A token's claims never
+// change, so the claims of tokens that verified are kept in a bounded cache: a fan's every poll and
+// gated call presents the same token, and its HMAC and decoding were most of what a poll cost.
 type QueueTokens struct {
-	pool sync.Pool // of hash.Hash keyed with the secret: HMAC setup is most of a verify's cost
+	pool  sync.Pool // of hash.Hash keyed with the secret: HMAC setup is most of a verify's cost
+	cache *cache[ticketrush.QueueClaims]
 }
 
 // NewQueueTokens returns a signer keyed with secret.
 func NewQueueTokens(secret []byte) *QueueTokens {
 	key := append([]byte(nil), secret...)
-	return &QueueTokens{pool: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
+	return &QueueTokens{pool: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }},
+		cache: newCache[ticketrush.QueueClaims]()}
 }
 
 // NewClaims returns the claims of the token for a user's arrival seq in a concert's line.
@@ -66,6 +70,9 @@ var (
 
 // Verify checks the signature in constant time and returns the claims, or ErrQueueTokenInvalid.
 func (q *QueueTokens) Verify(token string) (ticketrush.QueueClaims, error) {
+	if c, ok := q.cache.get(token); ok {
+		return c, nil
+	}
 	c, err := q.verify(token)
 	if err != nil {
 		if errors.Is(err, errMalformed) {
@@ -75,6 +82,7 @@ func (q *QueueTokens) Verify(token string) (ticketrush.QueueClaims, error) {
 		return ticketrush.QueueClaims{}, ticketrush.WithDetail(ticketrush.ErrQueueTokenInvalid,
 			"the queue token's signature does not verify: it was altered, or not issued by this service")
 	}
+	q.cache.put(token, c)
 	return c, nil
 }
 
