@@ -128,7 +128,7 @@ func assertBounded[V any](t *testing.T, c *cache[V]) {
 	for i := range c.shards {
 		assert.LessOrEqual(t, len(c.shards[i].entries), c.perShard)
 	}
-	assert.Positive(t, c.len())
+	assert.Positive(t, c.size())
 }
 
 // TestQueueTokenCache: a token that verified is a hit afterwards, with its own claims; another token
@@ -145,10 +145,10 @@ func TestQueueTokenCache(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c2, got, "another fan's token is not a hit on the first one's entry")
 	}
-	assert.Equal(t, 2, q.cache.len())
+	assert.Equal(t, 2, q.cache.size())
 	_, err := q.Verify(tok1[:len(tok1)-2] + "AA")
 	require.Error(t, err)
-	assert.Equal(t, 2, q.cache.len(), "a token that did not verify is not kept")
+	assert.Equal(t, 2, q.cache.size(), "a token that did not verify is not kept")
 
 	q.cache.perShard = 8
 	for i := 0; i < cacheShards*q.cache.perShard*4; i++ {

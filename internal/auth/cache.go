@@ -46,8 +46,8 @@ func (c *cache[V]) put(token string, v V) {
 	s.mu.Unlock()
 }
 
-// len counts the tokens kept, for tests.
-func (c *cache[V]) len() (n int) {
+// size counts the tokens kept, for tests.
+func (c *cache[V]) size() (n int) {
 	for i := range c.shards {
 		c.shards[i].mu.Lock()
 		n += len(c.shards[i].entries)
