@@ -63,6 +63,7 @@ for p in $PORTS; do
     --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
     --cluster-require-full-coverage no --cluster-replica-validity-factor 0 \
     --appendonly yes --appendfsync everysec --maxmemory-policy noeviction --save "" \
+    --hash-max-listpack-entries 32 --zset-max-listpack-entries 32 \
     --logfile "$DIR/$p/redis.log" --pidfile "$DIR/$p/redis.pid"
   started=$((started + 1))
 done

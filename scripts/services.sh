@@ -27,7 +27,8 @@ wait_for() { # name host port
 }
 
 # Redis: append-only with fsync every second and noeviction (docs/durability.md: a crash loses at most
-# about a second, and Redis never drops a key to make room).
+# about a second, and Redis never drops a key to make room), and hashes and sorted sets of more than 32
+# entries kept as tables (docs/scaleout.md, "Settings"; config.RedisServerArgs).
 if answers "$REDIS_HOST" "$REDIS_PORT"; then
   say "redis answers on $REDIS_HOST:$REDIS_PORT"
 else
@@ -36,6 +37,7 @@ else
   say "starting redis-server on $REDIS_HOST:$REDIS_PORT (data in $DATA/redis)"
   redis-server --daemonize yes --bind "$REDIS_HOST" --port "$REDIS_PORT" --dir "$DATA/redis" \
     --appendonly yes --appendfsync everysec --maxmemory-policy noeviction --save "" \
+    --hash-max-listpack-entries 32 --zset-max-listpack-entries 32 \
     --logfile "$DATA/redis/redis.log" --pidfile "$DATA/redis/redis.pid"
   wait_for redis "$REDIS_HOST" "$REDIS_PORT"
 fi

@@ -14,6 +14,14 @@ import (
 	"time"
 )
 
+// RedisServerArgs are the redis-server settings, beside persistence and noeviction, that the scripts are
+// measured with (docs/scaleout.md, "Settings"): a hash or a sorted set of more than 32 entries is kept as
+// a table, not as a listpack that every read and write scans entry by entry (Redis keeps hashes of up to
+// 512 fields so: a seat's HGET then costs 5 µs instead of 0.8). The private redis-servers of the tests
+// and of make bench start with them; scripts/services.sh, scripts/cluster.sh and docker-compose.yml
+// pass the same (TestRedisServerArgsEverywhere).
+var RedisServerArgs = []string{"--hash-max-listpack-entries", "32", "--zset-max-listpack-entries", "32"}
+
 // Roles a process can run.
 const (
 	RoleAPI         = "api"

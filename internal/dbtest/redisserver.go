@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ticketrush/ticketrush/internal/config"
 )
 
 // RedisServer is a private redis-server that a fault test stops, kills and restarts: its own port and
@@ -76,9 +78,10 @@ func (r *RedisServer) Restart() {
 // process_id), or exits (the port was taken), or 30 s pass.
 func (r *RedisServer) start() bool {
 	r.t.Helper()
-	cmd := exec.Command(r.bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
+	args := append([]string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "yes", "--appendfsync", r.fsync, "--maxmemory-policy", "noeviction",
-		"--dir", r.dir, "--logfile", filepath.Join(r.dir, "redis.log"))
+		"--dir", r.dir, "--logfile", filepath.Join(r.dir, "redis.log")}, config.RedisServerArgs...)
+	cmd := exec.Command(r.bin, args...)
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)
 	}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/rueidis"
+
+	svcconfig "github.com/ticketrush/ticketrush/internal/config"
 )
 
 // proc is a child process the bench started and stops.
@@ -136,6 +138,7 @@ func startRedis(ctx context.Context, dir string, persist bool) (*privateRedis, e
 	}
 	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", data, "--save", "",
 		"--maxmemory-policy", "noeviction", "--daemonize", "no", "--logfile", ""}
+	args = append(args, svcconfig.RedisServerArgs...)
 	if persist {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "everysec")
 	} else {
