@@ -123,6 +123,16 @@ func TestUsersCacheIsBounded(t *testing.T) {
 	assertBounded(t, u.cache)
 }
 
+// size counts the tokens c keeps.
+func (c *cache[V]) size() (n int) {
+	for i := range c.shards {
+		c.shards[i].mu.Lock()
+		n += len(c.shards[i].entries)
+		c.shards[i].mu.Unlock()
+	}
+	return n
+}
+
 func assertBounded[V any](t *testing.T, c *cache[V]) {
 	t.Helper()
 	for i := range c.shards {

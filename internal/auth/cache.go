@@ -46,16 +46,6 @@ func (c *cache[V]) put(token string, v V) {
 	s.mu.Unlock()
 }
 
-// size counts the tokens kept, for tests.
-func (c *cache[V]) size() (n int) {
-	for i := range c.shards {
-		c.shards[i].mu.Lock()
-		n += len(c.shards[i].entries)
-		c.shards[i].mu.Unlock()
-	}
-	return n
-}
-
 // tail is what picks a token's cache shard: its last 16 bytes, of the HMAC signature in a JWT and in a
 // queue token, as random as the whole (only tokens that verified are kept, so nobody can crowd one
 // shard without the secret) and a fraction of the bytes to hash on every request.
