@@ -22,8 +22,9 @@ import (
 
 // BenchmarkOneRedisThread is the ceiling of one concert: all its keys share a hash slot, so on a cluster
 // it lives on one master, and one Redis thread runs every join and hold of it. On a private
-// redis-server (nothing else counts), joins or winning holds from many goroutines; Redis' own time per
-// script call (INFO commandstats) gives redis-us/op and the ceiling, ceiling/s = 1e6 / redis-us/op.
+// redis-server (nothing else counts), joins, winning holds, or the cancel, claim or sale of a hold from
+// many goroutines; Redis' own time per script call (INFO commandstats) gives redis-us/op and the
+// ceiling, ceiling/s = 1e6 / redis-us/op.
 // Beside them, in the same run, the floor: a minimal EVALSHA (return 1) and a plain HSET. With -v it
 // also logs where a script's time goes: its commands' own time per call, by command, and the rest
 // (the Lua around them).
@@ -109,6 +110,45 @@ func BenchmarkOneRedisThread(b *testing.B) {
 			}
 			measure(b, func(i int) error {
 				_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", per*i+per), 10, t0)
+				return err
+			})
+		})
+	}
+	// The steps that read a reservation's record and write it back (cjson.decode, cjson.encode): each
+	// fan's hold cancelled, claimed, or sold (claimed and debited before the timer). The storm of make
+	// bench measures the cancel under load; these give it, the claim and the sale a pipelined figure.
+	for _, step := range []string{"cancel", "claim", "complete"} {
+		b.Run(step, func(b *testing.B) {
+			s := newConcert(b, b.N)
+			ids := make([]string, b.N)
+			debits := make([]ticketrush.Payment, b.N)
+			for i := range ids {
+				user := "fan-" + strconv.Itoa(i)
+				j, err := s.Join(ctx, cid, user, t0)
+				require.NoError(b, err)
+				r, _, err := s.Hold(ctx, ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}, sA,
+					fmt.Sprintf("R-%d", i+1), 10, t0)
+				require.NoError(b, err)
+				ids[i] = r.ID
+				if step == "complete" {
+					_, _, err = s.Charge(ctx, user, 10, "", "", t0)
+					require.NoError(b, err)
+					_, err = s.Claim(ctx, user, r.ID, t0)
+					require.NoError(b, err)
+					debits[i], err = s.Debit(ctx, user, r.ID, 10, t0)
+					require.NoError(b, err)
+				}
+			}
+			measure(b, func(i int) error {
+				var err error
+				switch step {
+				case "cancel":
+					_, err = s.Cancel(ctx, "fan-"+strconv.Itoa(i), ids[i], t0)
+				case "claim":
+					_, err = s.Claim(ctx, "fan-"+strconv.Itoa(i), ids[i], t0)
+				default:
+					_, err = s.Complete(ctx, ids[i], debits[i], t0)
+				}
 				return err
 			})
 		})
