@@ -82,7 +82,8 @@ scaleout: services
 # target for a time instead. A failure leaves its input under the package's testdata/fuzz: commit it.
 FUZZ_TARGETS := internal/auth:FuzzQueueTokenVerify internal/auth:FuzzUsersVerify internal/auth:FuzzChallengeCheck \
 	internal/http:FuzzDecodeBodies internal/http:FuzzProblemWriter internal/http:FuzzRouter \
-	internal/http:FuzzJSONString internal/http:FuzzQuickDecode internal/ticketrush:FuzzIDChecksKeepTheRules
+	internal/http:FuzzJSONString internal/http:FuzzQuickDecode internal/ticketrush:FuzzIDChecksKeepTheRules \
+	internal/redis:FuzzFlatRecordsDecodeAsJSON
 FUZZCOUNT ?= 10000x
 FUZZTIME ?=
 

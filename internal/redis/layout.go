@@ -46,10 +46,46 @@ type reservationRecord struct {
 	Balance   *jsonInt `json:"balance,omitempty"`
 }
 
+// scanReservation reads raw as flatFields can (the layout the scripts write); ok is false when it cannot.
+func scanReservation(raw string) (r reservationRecord, ok bool) {
+	ok = flatFields(raw, func(key, v string, q bool) (ok bool) {
+		switch key {
+		case "id":
+			r.ID, ok = v, q
+		case "user":
+			r.User, ok = v, q
+		case "seq":
+			r.Seq, ok = flatInt(v, q)
+		case "schedule":
+			r.Schedule, ok = v, q
+		case "seat":
+			r.Seat, ok = v, q
+		case "price":
+			r.Price, ok = flatInt(v, q)
+		case "status":
+			r.Status, ok = v, q
+		case "expiresAt":
+			r.ExpiresAt, ok = flatInt(v, q)
+		case "createdAt":
+			r.CreatedAt, ok = flatInt(v, q)
+		case "payment":
+			r.Payment, ok = v, q
+		case "paidAt":
+			r.PaidAt, ok = flatInt(v, q)
+		case "balance":
+			var b jsonInt
+			b, ok = flatInt(v, q)
+			r.Balance = &b
+		}
+		return ok
+	})
+	return r, ok
+}
+
 // decodeReservation reads a reservation record of concertID's res hash.
 func decodeReservation(concertID, raw string) (ticketrush.Reservation, error) {
-	var r reservationRecord
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+	r, err := decodeRecord(raw, scanReservation)
+	if err != nil {
 		return ticketrush.Reservation{}, fmt.Errorf("decode reservation: %w", err)
 	}
 	var balance int64
@@ -88,10 +124,30 @@ type movementRecord struct {
 	At      jsonInt `json:"at"`
 }
 
+// scanMovement reads raw as flatFields can; ok is false when it cannot.
+func scanMovement(raw string) (d movementRecord, ok bool) {
+	ok = flatFields(raw, func(key, v string, q bool) (ok bool) {
+		switch key {
+		case "id":
+			d.ID, ok = v, q
+		case "user":
+			d.User, ok = v, q
+		case "amount":
+			d.Amount, ok = flatInt(v, q)
+		case "balance":
+			d.Balance, ok = flatInt(v, q)
+		case "at":
+			d.At, ok = flatInt(v, q)
+		}
+		return ok
+	})
+	return d, ok
+}
+
 // decodeMovement reads a debit or refund record of reservation resID.
 func decodeMovement(resID, raw string) (ticketrush.Payment, error) {
-	var d movementRecord
-	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+	d, err := decodeRecord(raw, scanMovement)
+	if err != nil {
 		return ticketrush.Payment{}, fmt.Errorf("decode debit: %w", err)
 	}
 	return ticketrush.Payment{ID: d.ID, ReservationID: resID, UserID: d.User, Amount: int64(d.Amount),
@@ -118,6 +174,41 @@ type idempotencyRecord struct {
 	Ref         string  `json:"ref,omitempty"`
 	Created     bool    `json:"created,omitempty"`
 	Pending     bool    `json:"pending,omitempty"` // a payment under way holds the key (payment_remember 'reserve')
+}
+
+// scanIdempotency reads raw as flatFields can; ok is false when it cannot.
+func scanIdempotency(raw string) (rec idempotencyRecord, ok bool) {
+	ok = flatFields(raw, func(key, v string, q bool) (ok bool) {
+		switch key {
+		case "fingerprint":
+			rec.Fingerprint, ok = v, q
+		case "id":
+			rec.ID, ok = v, q
+		case "amount":
+			rec.Amount, ok = flatInt(v, q)
+		case "balance":
+			rec.Balance, ok = flatInt(v, q)
+		case "at":
+			rec.At, ok = flatInt(v, q)
+		case "ref":
+			rec.Ref, ok = v, q
+		case "created":
+			rec.Created, ok = flatBool(v, q)
+		case "pending":
+			rec.Pending, ok = flatBool(v, q)
+		}
+		return ok
+	})
+	return rec, ok
+}
+
+// decodeIdempotency reads the record of an Idempotency-Key.
+func decodeIdempotency(raw string) (idempotencyRecord, error) {
+	rec, err := decodeRecord(raw, scanIdempotency)
+	if err != nil {
+		return idempotencyRecord{}, fmt.Errorf("decode idempotency record: %w", err)
+	}
+	return rec, nil
 }
 
 // encodeIdempotency writes the record of an Idempotency-Key as points_charge and payment_remember keep

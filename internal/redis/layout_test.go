@@ -58,6 +58,8 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		enc, err := encodeReservation(dec)
 		require.NoError(t, err)
 		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a HELD reservation")
+		_, flat := scanReservation(raw)
+		assert.True(t, flat, "read without encoding/json: %s", raw)
 		seat := hget(k.Seats(sA), "VIP-1")
 		st, ok := parseSeatState(seat)
 		require.True(t, ok, seat)
@@ -82,6 +84,8 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		enc, err = encodeReservation(paid)
 		require.NoError(t, err)
 		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a PAID reservation")
+		_, flat = scanReservation(raw)
+		assert.True(t, flat, "read without encoding/json: %s", raw)
 		seat = hget(k.Seats(sA), "VIP-1")
 		st, ok = parseSeatState(seat)
 		require.True(t, ok, seat)
@@ -98,6 +102,8 @@ func TestLayoutMatchesScripts(t *testing.T) {
 			BalanceAfter: 700, ReservationID: r.ID, CreatedAt: t0})
 		require.NoError(t, err)
 		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a debit")
+		_, flat = scanMovement(raw)
+		assert.True(t, flat, "read without encoding/json: %s", raw)
 
 		// The idempotency records of a charge and of a payment.
 		get := func(key string) string {
@@ -106,7 +112,10 @@ func TestLayoutMatchesScripts(t *testing.T) {
 			require.NoError(t, err, key)
 			return v
 		}
-		charge := asMap(t, get(w.Idempotency("alice", "charge-key")))
+		raw = get(w.Idempotency("alice", "charge-key"))
+		_, flat = scanIdempotency(raw)
+		assert.True(t, flat, "read without encoding/json: %s", raw)
+		charge := asMap(t, raw)
 		enc, err = encodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "charge-key", Kind: "charge",
 			Fingerprint: "fp-charge", Ref: charge["id"].(string), At: t0, Amount: 1000, Balance: 1000})
 		require.NoError(t, err)
@@ -116,7 +125,10 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		enc, err = encodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "pay-key", Kind: "payment",
 			Fingerprint: "fp-pay", Ref: d.ID, Created: true})
 		require.NoError(t, err)
-		assert.Equal(t, asMap(t, get(w.Idempotency("alice", "pay-key"))), asMap(t, enc), "a payment's idempotency record")
+		raw = get(w.Idempotency("alice", "pay-key"))
+		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a payment's idempotency record")
+		_, flat = scanIdempotency(raw)
+		assert.True(t, flat, "read without encoding/json: %s", raw)
 	})
 }
 

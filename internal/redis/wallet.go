@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -146,12 +145,12 @@ func rememberReply(step string, msg rueidis.RedisMessage) (string, idempotencyRe
 	if !slices.Contains(rememberStates[step], state) {
 		return "", idempotencyRecord{}, fmt.Errorf("unexpected state %q", state)
 	}
-	var rec idempotencyRecord
 	if raw == "" && state == "NONE" {
-		return state, rec, nil
+		return state, idempotencyRecord{}, nil
 	}
-	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-		return "", idempotencyRecord{}, fmt.Errorf("decode idempotency record: %w", err)
+	rec, err := decodeIdempotency(raw)
+	if err != nil {
+		return "", idempotencyRecord{}, err
 	}
 	return state, rec, nil
 }
