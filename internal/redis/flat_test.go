@@ -21,7 +21,7 @@ const (
 	escapedRecord = `{"id":"r\u002d1","user":"u"}`
 )
 
-// TestFlatRecords: the records the scripts write are read by flatFields (no encoding/json), to the
+// TestFlatRecords: the records the scripts write are read by flatjson.Fields (no encoding/json), to the
 // values encoding/json reads from them; anything else is left to encoding/json.
 func TestFlatRecords(t *testing.T) {
 	for _, raw := range []string{heldRecord, paidRecord} {
@@ -62,7 +62,7 @@ func TestFlatRecords(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// FuzzFlatRecordsDecodeAsJSON: whatever flatFields reads, encoding/json reads too, to the same record,
+// FuzzFlatRecordsDecodeAsJSON: whatever flatjson.Fields reads, encoding/json reads too, to the same record,
 // for each kind of record.
 func FuzzFlatRecordsDecodeAsJSON(f *testing.F) {
 	for _, raw := range []string{heldRecord, paidRecord, debitRecord, chargeIdem, paymentIdem, reservedIdem, otherLayout,
@@ -76,7 +76,7 @@ func FuzzFlatRecordsDecodeAsJSON(f *testing.F) {
 				return
 			}
 			if err := json.Unmarshal([]byte(raw), std); err != nil {
-				t.Fatalf("flatFields read %q, encoding/json refuses it: %v", raw, err)
+				t.Fatalf("flatjson.Fields read %q, encoding/json refuses it: %v", raw, err)
 			}
 			assert.Equal(t, std, flat, raw)
 		}

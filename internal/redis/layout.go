@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/draw"
+	"github.com/ticketrush/ticketrush/internal/flatjson"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -46,9 +47,10 @@ type reservationRecord struct {
 	Balance   *jsonInt `json:"balance,omitempty"`
 }
 
-// scanReservation reads raw as flatFields can (the layout the scripts write); ok is false when it cannot.
+// scanReservation reads raw as flatjson.Fields can (the layout the scripts write); ok is false when
+// it cannot.
 func scanReservation(raw string) (r reservationRecord, ok bool) {
-	ok = flatFields(raw, func(key, v string, q bool) (ok bool) {
+	ok = flatjson.Fields(raw, func(key, v string, q bool) (ok bool) {
 		switch key {
 		case "id":
 			r.ID, ok = v, q
@@ -124,9 +126,9 @@ type movementRecord struct {
 	At      jsonInt `json:"at"`
 }
 
-// scanMovement reads raw as flatFields can; ok is false when it cannot.
+// scanMovement reads raw as flatjson.Fields can; ok is false when it cannot.
 func scanMovement(raw string) (d movementRecord, ok bool) {
-	ok = flatFields(raw, func(key, v string, q bool) (ok bool) {
+	ok = flatjson.Fields(raw, func(key, v string, q bool) (ok bool) {
 		switch key {
 		case "id":
 			d.ID, ok = v, q
@@ -176,9 +178,9 @@ type idempotencyRecord struct {
 	Pending     bool    `json:"pending,omitempty"` // a payment under way holds the key (payment_remember 'reserve')
 }
 
-// scanIdempotency reads raw as flatFields can; ok is false when it cannot.
+// scanIdempotency reads raw as flatjson.Fields can; ok is false when it cannot.
 func scanIdempotency(raw string) (rec idempotencyRecord, ok bool) {
-	ok = flatFields(raw, func(key, v string, q bool) (ok bool) {
+	ok = flatjson.Fields(raw, func(key, v string, q bool) (ok bool) {
 		switch key {
 		case "fingerprint":
 			rec.Fingerprint, ok = v, q
@@ -193,9 +195,9 @@ func scanIdempotency(raw string) (rec idempotencyRecord, ok bool) {
 		case "ref":
 			rec.Ref, ok = v, q
 		case "created":
-			rec.Created, ok = flatBool(v, q)
+			rec.Created, ok = flatjson.Bool(v, q)
 		case "pending":
-			rec.Pending, ok = flatBool(v, q)
+			rec.Pending, ok = flatjson.Bool(v, q)
 		}
 		return ok
 	})
