@@ -83,7 +83,7 @@ scaleout: services
 FUZZ_TARGETS := internal/auth:FuzzQueueTokenVerify internal/auth:FuzzUsersVerify internal/auth:FuzzChallengeCheck \
 	internal/http:FuzzDecodeBodies internal/http:FuzzProblemWriter internal/http:FuzzRouter \
 	internal/http:FuzzJSONString internal/http:FuzzQuickDecode internal/ticketrush:FuzzIDChecksKeepTheRules \
-	internal/redis:FuzzFlatRecordsDecodeAsJSON internal/flatjson:FuzzFieldsReadAsEncodingJSONDoes
+	internal/redis:FuzzFlatRecordsDecodeAsJSON internal/flatjson:FuzzFieldsReadAsEncodingJSONDoes internal/auth:FuzzFastVerifyAgrees
 FUZZCOUNT ?= 10000x
 FUZZTIME ?=
 

@@ -3,12 +3,15 @@
 package auth
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/ticketrush/ticketrush/internal/flatjson"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -16,10 +19,11 @@ import (
 // bounded cache (each hit still checks exp; about 30 MiB at most): parsing a JWT is most of the cost of
 // a poll otherwise.
 type Users struct {
-	secret []byte
-	parser *jwt.Parser
-	now    func() time.Time
-	cache  *cache[verified]
+	secret   []byte
+	parser   *jwt.Parser
+	iss, aud string // the required iss and aud, when set (for the fast path; the parser has them too)
+	now      func() time.Time
+	cache    *cache[verified]
 }
 
 const leeway = 5 * time.Second
@@ -34,22 +38,22 @@ type verified struct {
 const MaxJWTBytes = 4096
 
 // UsersOption is an optional rule of NewUsers.
-type UsersOption func(*[]jwt.ParserOption)
+type UsersOption func(u *Users, po *[]jwt.ParserOption)
 
 // WithIssuer requires the JWT's iss to be issuer (JWT_ISSUER); empty requires nothing.
 func WithIssuer(issuer string) UsersOption {
-	return func(o *[]jwt.ParserOption) {
+	return func(u *Users, o *[]jwt.ParserOption) {
 		if issuer != "" {
-			*o = append(*o, jwt.WithIssuer(issuer))
+			u.iss, *o = issuer, append(*o, jwt.WithIssuer(issuer))
 		}
 	}
 }
 
 // WithAudience requires the JWT's aud to name audience (JWT_AUDIENCE); empty requires nothing.
 func WithAudience(audience string) UsersOption {
-	return func(o *[]jwt.ParserOption) {
+	return func(u *Users, o *[]jwt.ParserOption) {
 		if audience != "" {
-			*o = append(*o, jwt.WithAudience(audience))
+			u.aud, *o = audience, append(*o, jwt.WithAudience(audience))
 		}
 	}
 }
@@ -64,7 +68,7 @@ func NewUsers(secret []byte, opts ...UsersOption) *Users {
 		jwt.WithTimeFunc(func() time.Time { return u.now() }),
 	}
 	for _, o := range opts {
-		o(&po)
+		o(u, &po)
 	}
 	u.parser = jwt.NewParser(po...)
 	return u
@@ -88,6 +92,9 @@ func (u *Users) Verify(token string) (string, error) {
 }
 
 func (u *Users) verify(token string) (string, time.Time, error) {
+	if user, exp, ok := u.fastVerify(token); ok {
+		return user, exp, nil
+	}
 	var claims jwt.RegisteredClaims
 	_, err := u.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return u.secret, nil })
 	if err != nil {
@@ -97,6 +104,75 @@ func (u *Users) verify(token string) (string, time.Time, error) {
 		return "", time.Time{}, ticketrush.WithDetail(ticketrush.ErrUnauthenticated, "the JWT's sub must be a user id of 1-64 chars of [A-Za-z0-9_-]")
 	}
 	return claims.Subject, claims.ExpiresAt.Time, nil
+}
+
+// fastVerify accepts the JWTs a login service mints (a header of alg HS256 and perhaps typ; claims of
+// strings and integers) with the library's own signature check but without its JSON and its maps: a
+// fresh JWT cost 8.5 µs and 46 allocations that way, most of a join's own CPU. It reports ok only for a
+// token the library accepts too, with the same user and expiry (FuzzFastVerifyAgrees); any other token,
+// and every refusal with its reason, is the library's.
+func (u *Users) fastVerify(token string) (user string, exp time.Time, ok bool) {
+	head, rest, _ := strings.Cut(token, ".")
+	payload, sig64, _ := strings.Cut(rest, ".")
+	if strings.Contains(sig64, ".") || len(head)+len(payload)+len(sig64)+2 != len(token) {
+		return "", time.Time{}, false // not three segments
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(sig64)
+	if err != nil || jwt.SigningMethodHS256.Verify(token[:len(head)+1+len(payload)], sig, u.secret) != nil {
+		return "", time.Time{}, false
+	}
+	header, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	alg := ""
+	if !flatjson.Fields(string(header), func(key, v string, q bool) bool {
+		switch key {
+		case "alg":
+			alg = v
+			return q
+		case "typ":
+			return q
+		}
+		return false
+	}) || alg != jwt.SigningMethodHS256.Alg() {
+		return "", time.Time{}, false
+	}
+	claims, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	var iss, aud string
+	var expAt, nbf int64
+	hasExp, hasNbf := false, false
+	if !flatjson.Fields(string(claims), func(key, v string, q bool) (ok bool) {
+		switch key {
+		case "sub":
+			user, ok = v, q
+		case "iss":
+			iss, ok = v, q
+		case "aud":
+			aud, ok = v, q
+		case "jti":
+			ok = q
+		case "exp":
+			expAt, ok = flatjson.Int(v, q)
+			hasExp = ok
+		case "nbf":
+			nbf, ok = flatjson.Int(v, q)
+			hasNbf = ok
+		case "iat":
+			_, ok = flatjson.Int(v, q)
+		}
+		return ok
+	}) || !hasExp || iss != u.iss && u.iss != "" || aud != u.aud && u.aud != "" || !ticketrush.ValidUserID(user) {
+		return "", time.Time{}, false
+	}
+	now, exp := u.now(), time.Unix(expAt, 0)
+	if !now.Before(exp.Add(leeway)) || hasNbf && now.Before(time.Unix(nbf, 0).Add(-leeway)) {
+		return "", time.Time{}, false
+	}
+	return user, exp, true
 }
 
 // jwtProblem says why a JWT was refused, in words a client can act on.
