@@ -108,9 +108,10 @@ func (u *Users) verify(token string) (string, time.Time, error) {
 
 // fastVerify accepts the JWTs a login service mints (a header of alg HS256 and perhaps typ; claims of
 // strings and integers) with the library's own signature check but without its JSON and its maps: a
-// fresh JWT cost 8.5 µs and 46 allocations that way, most of a join's own CPU. It reports ok only for a
-// token the library accepts too, with the same user and expiry (FuzzFastVerifyAgrees); any other token,
-// and every refusal with its reason, is the library's.
+// fresh JWT costs 1.3 µs and 12 allocations this way, 4.6 µs and 46 by the library's parser
+// (BenchmarkUsersVerifyFresh), half of a join handler's CPU. It reports ok only for a token the
+// library accepts too, with the same user and expiry (FuzzFastVerifyAgrees); any other token, and
+// every refusal with its reason, is the library's.
 func (u *Users) fastVerify(token string) (user string, exp time.Time, ok bool) {
 	head, rest, _ := strings.Cut(token, ".")
 	payload, sig64, _ := strings.Cut(rest, ".")
