@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/flatjson"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -73,7 +74,39 @@ func quickDecode(body []byte, v any) bool {
 		return false
 	}
 	s.space()
-	return s.i == len(s.b) && json.Unmarshal(body, v) == nil
+	if s.i != len(s.b) {
+		return false
+	}
+	if fb, ok := v.(flatBody); ok && flatjson.Fields(string(body), fb.decodeFlat) {
+		return true
+	}
+	return json.Unmarshal(body, v) == nil
+}
+
+// flatBody is a request body that quickDecode, once its scan has passed, reads with flatjson instead
+// of json.Unmarshal when it is written without spaces: a hold's and a payment's, a fan's hottest
+// requests, whose json.Unmarshal was a quarter of a hold handler's CPU (BenchmarkHoldHandler).
+// decodeFlat takes one member, reporting false for a value it does not take; json.Unmarshal then
+// decodes the body, setting again each field the body names.
+type flatBody interface {
+	decodeFlat(key, value string, quoted bool) bool
+}
+
+func (h *holdRequest) decodeFlat(key, value string, quoted bool) bool {
+	switch key {
+	case "scheduleId":
+		h.ScheduleID = value
+	case "seatId":
+		h.SeatID = value
+	default:
+		return false
+	}
+	return quoted
+}
+
+func (p *payRequest) decodeFlat(key, value string, quoted bool) bool {
+	p.ReservationID = value
+	return key == "reservationId" && quoted
 }
 
 // quickScan walks a JSON body for quickDecode: it checks the rules above and finds where values end;
