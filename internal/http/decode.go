@@ -105,8 +105,11 @@ func (h *holdRequest) decodeFlat(key, value string, quoted bool) bool {
 }
 
 func (p *payRequest) decodeFlat(key, value string, quoted bool) bool {
+	if key != "reservationId" {
+		return false
+	}
 	p.ReservationID = value
-	return key == "reservationId" && quoted
+	return quoted
 }
 
 // quickScan walks a JSON body for quickDecode: it checks the rules above and finds where values end;
