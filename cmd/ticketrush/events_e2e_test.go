@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 	httpapi "github.com/ticketrush/ticketrush/internal/http"
 )
 
@@ -186,4 +188,63 @@ func TestEventStreamOutlivesEveryDeadline(t *testing.T) {
 		}
 		require.Equal(t, "WAITING", tk.Status)
 	}
+}
+
+// TestEventStreamOutlivesARedisOutage: what ends a stream is a final status, the client leaving, the
+// server stopping or a write the client does not take in time (API.md v3), not a dependency that does
+// not answer for a while. An ACTIVE fan's stream, served by `run` with the production settings, reads
+// Redis at its recheck; Redis hangs (SIGSTOP) until such a read has failed, and the stream is still
+// open when Redis answers again and carries the fan's leave.
+func TestEventStreamOutlivesARedisOutage(t *testing.T) {
+	t.Parallel()
+	rs := dbtest.StartRedisServer(t, "everysec")
+	s := startService(t, map[string]string{"REDIS_URL": rs.URL})
+	concertID, _ := s.saleConcertOf(t, 10, map[string]any{"activeCapacity": 1})
+	alice := buyer(t, "alice")
+	tok := s.admitted(t, alice, concertID)
+
+	events := s.stream(t, alice, tok)
+	first, ok := next(t, events, 10*time.Second)
+	require.True(t, ok)
+	require.Equal(t, "ACTIVE", first.Status)
+
+	failed := func() float64 {
+		lines, err := s.tryMetricLines("ticketrush_queue_stream_read_failures_total")
+		if err != nil || len(lines) != 1 {
+			return 0
+		}
+		v, _ := strconv.ParseFloat(lines[0][strings.LastIndexByte(lines[0], ' ')+1:], 64)
+		return v
+	}
+	rs.Pause()
+	paused := time.Now()
+	// The stream's recheck (every few seconds for an ACTIVE token) meets the hung Redis and gives up
+	// on that read after its call timeout; the count of such reads tells when.
+	for failed() < 1 {
+		select {
+		case tk, ok := <-events:
+			require.True(t, ok, "the stream ended %v into the outage", time.Since(paused).Round(time.Millisecond))
+			require.Equal(t, "ACTIVE", tk.Status, "a heartbeat before the first failed read")
+		default:
+		}
+		require.Less(t, time.Since(paused), time.Minute, "no read of the stream failed within a minute of the outage")
+	}
+	t.Logf("a read of the stream failed %v into the outage", time.Since(paused).Round(time.Millisecond))
+	rs.Resume()
+
+	// Redis answers again: the leave (retried while the service reconnects) reaches the open stream.
+	require.Eventually(t, func() bool {
+		res, err := s.send(req{method: "DELETE", path: "/v1/queue", headers: alice.auth(tok)})
+		return err == nil && res.status == http.StatusNoContent
+	}, time.Minute, 50*time.Millisecond, "the leave after the outage")
+	for {
+		tk, ok := next(t, events, 30*time.Second)
+		require.True(t, ok, "the stream ended without the leave's status")
+		if tk.Status != "ACTIVE" {
+			require.Equal(t, "EXPIRED", tk.Status, "the leave's status, on the stream opened before the outage")
+			break
+		}
+	}
+	_, ok = next(t, events, 10*time.Second)
+	require.False(t, ok, "the stream ends after the final status")
 }

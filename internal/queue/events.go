@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -22,9 +23,12 @@ func Final(st ticketrush.QueueStatus) bool {
 // fan leaves or pays through this instance (tokenNews).
 //
 // The stream watches the fan's news before each read of the token, so that news told between a read
-// and the wait that follows it is not lost. The stream itself has no deadline (ctx should carry none):
-// each read it makes is bounded by callTimeout on its own, so that a stream lasts as long as the fan
-// waits while a dependency that does not answer still ends it.
+// and the wait that follows it is not lost. The stream itself has no deadline (ctx should carry none),
+// and lasts until a final status, the client leaving (ctx ends), the server stopping or emit failing
+// (docs/api.md). Each read it makes is bounded by callTimeout on its own; a read that fails because a
+// dependency did not answer (Redis failing over, say) sends nothing and leaves the stream open: it reads
+// again within streamRetry (or its heartbeat, if sooner) until an answer comes. Only the first read,
+// before anything is sent, answers the request with the failure.
 func (s *Service) Watch(ctx context.Context, callTimeout time.Duration, userID, token string, emit func(ticketrush.Ticket) error) error {
 	claims, err := s.claims(userID, token)
 	if err != nil {
@@ -78,7 +82,12 @@ func (s *Service) Watch(ctx context.Context, callTimeout time.Duration, userID, 
 				beat = true
 			}
 			if t, err = status(); err != nil {
-				return err
+				if ctx.Err() != nil || !errors.Is(err, ticketrush.ErrUnavailable) {
+					return err
+				}
+				s.metrics.streamReadFailures.Inc()
+				deadline = time.Now().Add(min(heartbeat(last, s.now(), s.activeRecheck), streamRetry))
+				continue
 			}
 			if beat || t.Status != last.Status || t.Paused != last.Paused {
 				break // a new status (or pause), or the heartbeat, which carries the new position and seats
@@ -100,6 +109,9 @@ func heartbeat(t ticketrush.Ticket, now time.Time, recheck time.Duration) time.D
 	}
 	return d
 }
+
+// streamRetry is the longest a stream waits to read its token again after a read failed.
+const streamRetry = time.Second
 
 // activeRecheck is how often an ACTIVE token's stream asks Redis for its state. It costs one Redis call
 // per streaming ACTIVE fan per period: at most activeCapacity/5 a second per concert.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -57,4 +58,69 @@ func TestActiveStreamHearsTheFansOwnLeave(t *testing.T) {
 	svc.news.mu.Lock()
 	assert.Empty(t, svc.news.watching, "a stream that ended watches nothing")
 	svc.news.mu.Unlock()
+}
+
+// TestActiveStreamOutlivesARedisOutage: a stream has no deadline of its own (docs/api.md), and a
+// dependency that does not answer for a while is not among what ends it. An ACTIVE token's stream
+// reads Redis at every recheck; while Redis fails those reads (counted), the stream sends nothing and
+// stays open, and once Redis answers again it still carries the fan's leave.
+func TestActiveStreamOutlivesARedisOutage(t *testing.T) {
+	client, mr := dbtest.MiniRedis(t)
+	store := redis.NewStore(client, "tr", prometheus.NewRegistry())
+	c := ticketrush.Concert{ID: "streamoutage", Title: "T", Venue: "V", Queue: ticketrush.DefaultQueueSettings(),
+		Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 1}}, Schedules: []ticketrush.Schedule{{ID: "s1"}}}
+	_, err := store.LoadConcert(context.Background(), c, time.Now())
+	require.NoError(t, err)
+	svc := NewService(store, auth.NewQueueTokens([]byte("stream-test-secret-0123456789abcdef0123")), time.Now,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	svc.activeRecheck = 10 * time.Millisecond
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tk, _, err := svc.Join(ctx, "fan", c.ID)
+	require.NoError(t, err)
+	require.Equal(t, ticketrush.StatusActive, tk.Status)
+
+	events, ended := make(chan ticketrush.Ticket, 100), make(chan error, 1)
+	go func() {
+		ended <- svc.Watch(ctx, 2*time.Second, "fan", tk.Token, func(t ticketrush.Ticket) error { events <- t; return nil })
+	}()
+	require.Equal(t, ticketrush.StatusActive, (<-events).Status)
+
+	mr.SetError("ERR an outage")
+	for deadline := time.Now().Add(30 * time.Second); counted(svc.metrics.streamReadFailures) < 3; {
+		select {
+		case err := <-ended:
+			require.FailNow(t, "the stream ended during the outage", "%v", err)
+		case <-time.After(time.Millisecond): // the count is polled: nothing tells of a failed read
+		}
+		require.True(t, time.Now().Before(deadline), "the stream's rechecks did not meet the outage within 30 s")
+	}
+	mr.SetError("")
+
+	require.NoError(t, svc.Leave(ctx, "fan", tk.Token))
+	for {
+		select {
+		case e := <-events:
+			if e.Status == ticketrush.StatusActive {
+				continue // a heartbeat from between the outage and the leave
+			}
+			assert.Equal(t, ticketrush.StatusExpired, e.Status, "the leave's new status, on the stream")
+			require.NoError(t, <-ended, "the stream ends after the final status")
+			return
+		case err := <-ended:
+			require.FailNow(t, "the stream ended without the leave's status", "%v", err)
+		case <-time.After(30 * time.Second):
+			require.FailNow(t, "no event within 30 s of the leave")
+		}
+	}
+}
+
+// counted reads a counter.
+func counted(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if c.Write(&m) != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
 }

@@ -23,6 +23,9 @@ type metrics struct {
 	soldOut   *prometheus.GaugeVec
 	abandoned *prometheus.CounterVec
 
+	// streamReadFailures counts an event stream's reads that failed for want of a dependency.
+	streamReadFailures prometheus.Counter
+
 	// fromView and fromRedis are the polls' two series, looked up once: every poll counts one.
 	fromView, fromRedis prometheus.Counter
 }
@@ -64,9 +67,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ticketrush_queue_abandoned_total",
 			Help: "Fans dropped by the admission tick: WAITING ones silent for abandonAfterSeconds (reason silent), ACTIVE ones with no gated call within noShowSeconds (reason noshow)."},
 			[]string{"concert", "reason"}),
+		streamReadFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ticketrush_queue_stream_read_failures_total",
+			Help: "Reads of an event stream's token that failed because a dependency did not answer; the stream stays open and reads again."}),
 	}
 	reg.MustRegister(m.joined, m.admitted, m.left, m.lapsed, m.polls, m.waiting, m.active, m.capacity, m.rate, m.paused,
-		m.measured, m.backWait, m.seats, m.soldOut, m.abandoned)
+		m.measured, m.backWait, m.seats, m.soldOut, m.abandoned, m.streamReadFailures)
 	// At 0 from the start: "Polls answered from memory" divides by their sum.
 	m.fromView, m.fromRedis = m.polls.WithLabelValues("view"), m.polls.WithLabelValues("redis")
 	return m
