@@ -34,6 +34,12 @@ type saleSetup struct {
 // queue service's on-sale enabled and a clock of the test's.
 func newSale(tb testing.TB, rc rueidis.Client, prefix string) saleSetup {
 	tb.Helper()
+	return newSaleOfShards(tb, rc, prefix, 1)
+}
+
+// newSaleOfShards is newSale with a line of shards line shards.
+func newSaleOfShards(tb testing.TB, rc rueidis.Client, prefix string, shards int) saleSetup {
+	tb.Helper()
 	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
 	t0 := time.Now().Truncate(time.Millisecond)
 	clk := dbtest.NewClock(t0.Add(time.Second))
@@ -44,6 +50,7 @@ func newSale(tb testing.TB, rc rueidis.Client, prefix string) saleSetup {
 	c := ticketrush.Concert{ID: ticketrush.NewID(), Title: "T", Venue: "V", Sale: sale, Queue: ticketrush.DefaultQueueSettings(),
 		Sections:  []ticketrush.Section{{Name: "R", Price: 1000, Seats: 10}},
 		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: t0.Add(24 * time.Hour)}}}
+	c.Queue.LineShards = shards
 	_, err = store.LoadConcert(context.Background(), c, clk.Now())
 	require.NoError(tb, err)
 	sales := func(id string) *ticketrush.Sale {

@@ -271,3 +271,63 @@ func TestLeavePrequeue(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, wait, "bob left the place the draw gave him")
 }
+
+// TestLeaveBetweenSealAndPlace: a pre-queue fan who leaves after the opening sealed the pre-queue but
+// before the draw placed them has no place to leave yet. The leave does not answer as if done while the
+// fan is still to be placed (and then admitted): it waits for the place, and gives up with
+// ErrUnavailable (503, retry) when its deadline comes first. Once placed, the same leave takes the fan
+// out, and both their tokens read EXPIRED.
+func TestLeaveBetweenSealAndPlace(t *testing.T) {
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { leaveBetweenSealAndPlace(t, shards) })
+	}
+}
+
+func leaveBetweenSealAndPlace(t *testing.T, shards int) {
+	rc, prefix := dbtest.Redis(t)
+	s := newSaleOfShards(t, rc, prefix, shards)
+	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
+
+	ann, _, err := svc.Join(ctx, "ann", c.ID)
+	require.NoError(t, err)
+	_, _, err = svc.Join(ctx, "bob", c.ID)
+	require.NoError(t, err)
+	clk.Set(sale.OpensAt.Add(time.Second))
+	_, err = store.SealDraw(ctx, c.ID, clk.Now())
+	require.NoError(t, err)
+
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	err = svc.Leave(short, "ann", ann.Token)
+	cancel()
+	require.ErrorIs(t, err, ticketrush.ErrUnavailable, "a leave before ann's place is not answered as done")
+
+	left := make(chan error, 1)
+	go func() {
+		lctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		left <- svc.Leave(lctx, "ann", ann.Token)
+	}()
+	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	require.NoError(t, d.Run(ctx, c.ID, *sale))
+	require.NoError(t, <-left, "the leave, once ann has a place")
+
+	st, err := svc.Status(ctx, "ann", ann.Token)
+	require.NoError(t, err)
+	assert.Equal(t, ticketrush.StatusExpired, st.Status, "ann's pre-queue token after the leave")
+	if st.Token != ann.Token { // the fresh token of her place, if the poll handed one back
+		fresh, err := svc.Status(ctx, "ann", st.Token)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusExpired, fresh.Status, "ann's token of her place after the leave")
+	}
+	var wait int64
+	for sh := range shards {
+		w := store.Keys().Concert(c.ID).Wait()
+		if shards > 1 {
+			w = store.Keys().Concert(c.ID).Shard(sh).Wait()
+		}
+		n, err := rc.Do(ctx, rc.B().Zcard().Key(w).Build()).AsInt64()
+		require.NoError(t, err)
+		wait += n
+	}
+	assert.EqualValues(t, 1, wait, "only bob waits: ann is not in line")
+}

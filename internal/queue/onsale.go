@@ -29,22 +29,48 @@ type OnSaleStore interface {
 }
 
 // leavePrequeue gives back a pre-queue token (seq 0): before the seal the fan leaves the pre-queue; once
-// the draw placed them, they leave their place in line.
+// the draw placed them, they leave their place in line. Between the two (the pre-queue sealed at the
+// opening, this entrant's batch not placed yet) there is nothing yet to leave: the leave waits for the
+// place, asking again every placeRetry, and answers ErrUnavailable (503, retry) if ctx ends first, so
+// that a leave that answers at all has taken the fan out.
 func (s *Service) leavePrequeue(ctx context.Context, claims ticketrush.QueueClaims) (ticketrush.QueueStatus, uint64, error) {
 	if s.onSale == nil {
 		return "", 0, nil
 	}
-	from, err := s.onSale.store.LeavePrequeue(ctx, claims.ConcertID, claims.UserID, s.now())
-	if err != nil || from != "" {
-		return from, 0, err
+	var retry *time.Timer
+	for {
+		from, err := s.onSale.store.LeavePrequeue(ctx, claims.ConcertID, claims.UserID, s.now())
+		if err != nil || from != "" {
+			return from, 0, err
+		}
+		st, seq, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
+		if err != nil {
+			return "", 0, err
+		}
+		if seq > 0 {
+			from, err = s.store.Leave(ctx, claims.ConcertID, claims.UserID, seq, s.now())
+			return from, seq, err
+		}
+		if st.Status != ticketrush.StatusPrequeue {
+			return "", 0, nil // no entrant (any more): nothing to give back
+		}
+		if retry == nil {
+			retry = time.NewTimer(placeRetry)
+			defer retry.Stop()
+		} else {
+			retry.Reset(placeRetry)
+		}
+		select {
+		case <-ctx.Done():
+			return "", 0, ticketrush.WithDetail(ticketrush.ErrUnavailable,
+				"the draw is still placing the pre-queue's entrants: leave again in a moment")
+		case <-retry.C:
+		}
 	}
-	_, seq, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
-	if err != nil || seq == 0 {
-		return "", 0, err
-	}
-	from, err = s.store.Leave(ctx, claims.ConcertID, claims.UserID, seq, s.now())
-	return from, seq, err
 }
+
+// placeRetry is how often a leave between the seal and the entrant's place asks whether the place came.
+const placeRetry = 50 * time.Millisecond
 
 // Sales returns a concert's sale, nil for a concert without one (or unknown).
 type Sales func(concertID string) *ticketrush.Sale
