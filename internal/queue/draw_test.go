@@ -331,3 +331,54 @@ func leaveBetweenSealAndPlace(t *testing.T, shards int) {
 	}
 	assert.EqualValues(t, 1, wait, "only bob waits: ann is not in line")
 }
+
+// TestPrequeueTokenOnceSoldOut: once every seat is sold, a pre-queue token reads what the token of the
+// fan's place reads ("both work"): SOLD_OUT while the fan waits (the line is closed), ACTIVE while the fan
+// is ACTIVE, on the instance that knows the fan's place and on one that does not.
+func TestPrequeueTokenOnceSoldOut(t *testing.T) {
+	rc, prefix := dbtest.Redis(t)
+	s := newSale(t, rc, prefix)
+	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
+	old := map[string]string{}
+	for _, u := range []string{"ann", "bob"} {
+		tk, _, err := svc.Join(ctx, u, c.ID)
+		require.NoError(t, err)
+		old[u] = tk.Token
+	}
+	clk.Set(sale.OpensAt.Add(time.Second))
+	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	require.NoError(t, d.Run(ctx, c.ID, *sale))
+	r, err := store.Tick(ctx, c.ID, clk.Now(), 1) // the first of the draw is admitted, the other waits
+	require.NoError(t, err)
+	require.EqualValues(t, 1, r.Admitted)
+	fresh := map[string]ticketrush.Ticket{}
+	for u, tok := range old {
+		fresh[u], err = svc.Status(ctx, u, tok) // this instance learns both places
+		require.NoError(t, err)
+	}
+	activeFan, waitingFan := "ann", "bob"
+	if fresh["bob"].Status == ticketrush.StatusActive {
+		activeFan, waitingFan = "bob", "ann"
+	}
+	require.Equal(t, ticketrush.StatusActive, fresh[activeFan].Status)
+	require.Equal(t, ticketrush.StatusWaiting, fresh[waitingFan].Status)
+
+	// Sold out, as the last sale marks it (the inventory's flag), seen by a refresh of the view.
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(store.Keys().Concert(c.ID).Inventory()).FieldValue().
+		FieldValue("soldout", "1").Build()).Error())
+	other := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
+	other.EnableOnSale(store, sales)
+	for name, instance := range map[string]*queue.Service{"the instance that knows the places": svc, "another instance": other} {
+		require.NoError(t, instance.Refresh(ctx))
+		for _, tok := range []string{old[activeFan], fresh[activeFan].Token} {
+			tk, err := instance.Status(ctx, activeFan, tok)
+			require.NoError(t, err)
+			assert.Equal(t, ticketrush.StatusActive, tk.Status, "%s: the ACTIVE fan's token (pre-queue: %v)", name, tok == old[activeFan])
+		}
+		for _, tok := range []string{old[waitingFan], fresh[waitingFan].Token} {
+			tk, err := instance.Status(ctx, waitingFan, tok)
+			require.NoError(t, err)
+			assert.Equal(t, ticketrush.StatusSoldOut, tk.Status, "%s: the waiting fan's token (pre-queue: %v)", name, tok == old[waitingFan])
+		}
+	}
+}

@@ -110,11 +110,10 @@ func (s *Service) askPlace(ctx context.Context, claims ticketrush.QueueClaims, v
 // prequeueStatus answers a poll of a pre-queue token (seq 0). Once the draw placed the entrant, the
 // ticket carries a fresh token of their place (both work); the place is kept in the view, so a poll with
 // the old token costs a Redis round trip once per instance, not once per poll.
+//
+// Once the concert is sold out, the old token reads what the fresh one does: SOLD_OUT while the entrant
+// is still unplaced or waiting (the line is closed), and ACTIVE, DONE or EXPIRED as they are.
 func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticketrush.QueueClaims, v *view) (ticketrush.Ticket, error) {
-	if v.isSoldOut() { // the line is closed: no entrant will be admitted, placed or not
-		s.metrics.fromView.Inc()
-		return s.ticket(token, claims, ticketrush.TokenState{Status: ticketrush.StatusSoldOut}, v), nil
-	}
 	if seq, ok := v.placeOf(claims.UserID); ok {
 		placed := auth.NewClaims(claims.ConcertID, claims.UserID, seq)
 		if st, pos, ok := v.lookup(seq); ok {
@@ -135,6 +134,9 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 	st, seq, err := s.askPlace(ctx, claims, v)
 	if err != nil {
 		return ticketrush.Ticket{}, err
+	}
+	if v.isSoldOut() && (st.Status == ticketrush.StatusPrequeue || st.Status == ticketrush.StatusWaiting) {
+		st = ticketrush.TokenState{Status: ticketrush.StatusSoldOut} // the line is closed: nobody waiting is admitted
 	}
 	if seq > 0 {
 		if err := s.refreshDraw(ctx, claims.ConcertID, v); err != nil { // the draw key shows as soon as it is done
