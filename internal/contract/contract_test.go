@@ -17,6 +17,7 @@ func TestContract(t *testing.T) {
 			{"Conventions", conventions},
 			{"Queue", queueSection},
 			{"EventStream", eventStream},
+			{"EventStreamDone", eventStreamDone},
 			{"Catalog", catalogSection},
 			{"Reservations", reservations},
 			{"Points", points},

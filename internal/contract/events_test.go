@@ -112,3 +112,40 @@ func eventStream(t *testing.T, s *server) {
 	promise(t, final, !open && !st.end.IsZero(), "the stream is still open %v after admission (activeTtlSeconds %d; last status %q)",
 		activeTTL+20*time.Second, int(activeTTL/time.Second), finalStatus)
 }
+
+// eventStreamDone checks that a DONE ends a stream (API.md "Queue": "a user whose last hold is paid is
+// DONE"; "the stream ends after a final status"): an ACTIVE fan's stream, open while the fan holds a
+// seat and pays for it.
+func eventStreamDone(t *testing.T, s *server) {
+	const (
+		done  = "Queue: a user whose last hold is paid is DONE"
+		final = "Queue: the event stream ends after a final status (DONE)"
+	)
+	c := s.createConcert(t, concertSpec{Seats: 2, Price: 1000})
+	f := s.newFan(t)
+	tok := s.admitted(t, f, c.ID)
+	st := s.openEvents(t, f, tok)
+	promiseNow(t, "Queue: GET /v1/queue/events → 200", st.status == 200, "got %d %s", st.status, st.body)
+	ev, open, late := st.next(5 * time.Second)
+	promiseNow(t, "Queue: GET /v1/queue/events: the status sent at once", open && !late, "no first event within 5 s")
+	promiseNow(t, "Queue: the ACTIVE fan's stream says ACTIVE", ticketOf(t, ev).Status == "ACTIVE", "first event %s", ev.data)
+
+	ch := s.charge(t, f, 1000)
+	promiseNow(t, "Points: POST /v1/points/charges → 201", ch.status == 201, "%s", ch)
+	res := s.mustHold(t, f, tok, c.Schedules[0].ID, "R-1")
+	r := s.do(t, "POST", "/v1/payments", map[string]any{"reservationId": res.ID}, f.h("")...)
+	expectStatus(t, "Payments: POST /v1/payments → 201", r, 201)
+
+	last := ""
+	deadline := time.Now().Add(20 * time.Second) // an ACTIVE stream reads its state every few seconds at most
+	for time.Now().Before(deadline) {
+		ev, open, late := st.next(time.Until(deadline))
+		if !open || late {
+			break
+		}
+		last = ticketOf(t, ev).Status
+	}
+	promise(t, done+" (on the stream)", last == "DONE", "last event before the stream ended: %q", last)
+	_, open, _ = st.next(time.Until(deadline))
+	promise(t, final, !open && !st.end.IsZero(), "the stream is still open 20 s after the payment (last status %q)", last)
+}
