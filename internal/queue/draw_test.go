@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -379,6 +380,75 @@ func TestPrequeueTokenOnceSoldOut(t *testing.T) {
 			tk, err := instance.Status(ctx, waitingFan, tok)
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.StatusSoldOut, tk.Status, "%s: the waiting fan's token (pre-queue: %v)", name, tok == old[waitingFan])
+		}
+	}
+}
+
+// TestPrequeueTokenOfAFinishedFan: a pre-queue token reads what the token of the fan's place reads
+// ("both work") after the fan has finished too, on an instance that never saw the fan's place: DONE
+// for a fan who paid their last hold (it read EXPIRED), EXPIRED for a fan who left their place, and
+// EXPIRED for a fan who left the pre-queue before its seal and was never drawn (whose gated calls are
+// refused at once; the others' stand for their place's token, as before they finished).
+func TestPrequeueTokenOfAFinishedFan(t *testing.T) {
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { prequeueTokenOfAFinishedFan(t, shards) })
+	}
+}
+
+func prequeueTokenOfAFinishedFan(t *testing.T, shards int) {
+	rc, prefix := dbtest.Redis(t)
+	s := newSaleOfShards(t, rc, prefix, shards)
+	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
+	old := map[string]string{}
+	for _, u := range []string{"ann", "bob", "cat"} {
+		tk, _, err := svc.Join(ctx, u, c.ID)
+		require.NoError(t, err)
+		old[u] = tk.Token
+	}
+	require.NoError(t, svc.Leave(ctx, "cat", old["cat"])) // before the seal: never drawn
+	clk.Set(sale.OpensAt.Add(time.Second))
+	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	require.NoError(t, d.Run(ctx, c.ID, *sale))
+	for admitted := 0; admitted < 2; {
+		r, err := store.Tick(ctx, c.ID, clk.Now(), 2)
+		require.NoError(t, err)
+		require.Positive(t, r.Admitted)
+		admitted += r.Admitted
+	}
+	seqs := map[string]uint64{}
+	for _, u := range []string{"ann", "bob"} {
+		tk, err := svc.Status(ctx, u, old[u])
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.StatusActive, tk.Status, u)
+		claims, err := auth.NewQueueTokens([]byte(queueSecret)).Verify(tk.Token)
+		require.NoError(t, err)
+		seqs[u] = claims.Seq
+	}
+	// ann finishes as payment_complete leaves a fan who paid their last hold; bob leaves his place.
+	k := store.Keys().Concert(c.ID)
+	for _, cmd := range []rueidis.Completed{
+		rc.B().Zrem().Key(k.Active()).Member("ann").Build(),
+		rc.B().Hdel().Key(k.ActiveSeq()).Field("ann").Build(),
+		rc.B().Sadd().Key(k.Done()).Member(strconv.FormatUint(seqs["ann"], 10)).Build(),
+	} {
+		require.NoError(t, rc.Do(ctx, cmd).Error())
+	}
+	require.NoError(t, svc.Leave(ctx, "bob", old["bob"]))
+
+	other := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
+	other.EnableOnSale(store, sales)
+	want := map[string]ticketrush.QueueStatus{"ann": ticketrush.StatusDone, "bob": ticketrush.StatusExpired, "cat": ticketrush.StatusExpired}
+	for range 2 { // the second round is answered from what the first learnt
+		for u, st := range want {
+			tk, err := other.Status(ctx, u, old[u])
+			require.NoError(t, err)
+			assert.Equal(t, st, tk.Status, "%s's pre-queue token", u)
+			claims, err := other.Verify(ctx, u, c.ID, old[u])
+			if u == "cat" {
+				assert.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "cat's gated call: no place")
+			} else if assert.NoError(t, err) {
+				assert.Equal(t, seqs[u], claims.Seq, "%s's gated call stands for the place's token, which the gate refuses", u)
+			}
 		}
 	}
 }

@@ -26,6 +26,7 @@ type OnSaleStore interface {
 	PrequeueStatus(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.TokenState, uint64, error)
 	DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error)
 	LeavePrequeue(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.QueueStatus, error)
+	DrawPlaceOf(ctx context.Context, concertID string, key draw.Key, n int64) (int64, error)
 }
 
 // leavePrequeue gives back a pre-queue token (seq 0): before the seal the fan leaves the pre-queue; once
@@ -115,6 +116,10 @@ func (s *Service) askPlace(ctx context.Context, claims ticketrush.QueueClaims, v
 // is still unplaced or waiting (the line is closed), and ACTIVE, DONE or EXPIRED as they are.
 func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticketrush.QueueClaims, v *view) (ticketrush.Ticket, error) {
 	if seq, ok := v.placeOf(claims.UserID); ok {
+		if seq == 0 { // drawn without this fan: they left the pre-queue before its seal
+			s.metrics.fromView.Inc()
+			return s.ticket(token, claims, ticketrush.TokenState{Status: ticketrush.StatusExpired}, v), nil
+		}
 		placed := auth.NewClaims(claims.ConcertID, claims.UserID, seq)
 		if st, pos, ok := v.lookup(seq); ok {
 			if st == ticketrush.StatusWaiting {
@@ -132,6 +137,9 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 	}
 	s.metrics.fromRedis.Inc()
 	st, seq, err := s.askPlace(ctx, claims, v)
+	if err == nil && seq == 0 && st.Status == ticketrush.StatusExpired {
+		st, seq, err = s.formerPlace(ctx, claims, v, st)
+	}
 	if err != nil {
 		return ticketrush.Ticket{}, err
 	}
@@ -146,6 +154,37 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 		return s.ticket(s.tokens.Sign(placed), placed, st, v), nil
 	}
 	return s.ticket(token, claims, st, v), nil
+}
+
+// formerPlace is the state of a drawn entrant who is neither waiting nor ACTIVE any more (the pre-queue
+// state reads EXPIRED): the draw gave them a place, which their key finds among the draw's keys, and the
+// token of that place says whether they left, lapsed or finished (DONE), as it does for the fresh
+// token. A fan who was never drawn (who left the pre-queue before the seal) stays EXPIRED, which the view
+// keeps: their later polls cost no search.
+func (s *Service) formerPlace(ctx context.Context, claims ticketrush.QueueClaims, v *view, expired ticketrush.TokenState) (ticketrush.TokenState, uint64, error) {
+	sale := s.sale(claims.ConcertID)
+	if sale == nil {
+		return expired, 0, nil
+	}
+	d, err := s.onSale.store.DrawState(ctx, claims.ConcertID)
+	if err != nil || !d.Drawn() {
+		return expired, 0, err
+	}
+	place, err := s.onSale.store.DrawPlaceOf(ctx, claims.ConcertID, draw.Seed(sale.Seed).KeyOf(claims.ConcertID, claims.UserID), d.Entrants)
+	if err != nil {
+		return expired, 0, err
+	}
+	if place == 0 {
+		v.placed(claims.UserID, 0) // not an entrant of a complete draw, for good: the view answers next time
+		return expired, 0, nil
+	}
+	seq := uint64(d.Base + place)
+	st, err := s.store.TokenStatus(ctx, auth.NewClaims(claims.ConcertID, claims.UserID, seq), s.now())
+	if err != nil {
+		return expired, 0, err
+	}
+	v.placed(claims.UserID, seq)
+	return st, seq, nil
 }
 
 // prequeuePacing is the estimated wait and poll interval of a PREQUEUE token at now: the wait counts down

@@ -225,6 +225,9 @@ func (s *Service) placedClaims(ctx context.Context, claims ticketrush.QueueClaim
 		return claims, err
 	}
 	seq, ok := v.placeOf(claims.UserID)
+	if ok && seq == 0 {
+		return claims, ticketrush.ErrQueueTokenExpired // drawn without this fan (formerPlace)
+	}
 	if !ok {
 		var st ticketrush.TokenState
 		if st, seq, err = s.askPlace(ctx, claims, v); err != nil {

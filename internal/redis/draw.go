@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -284,6 +285,34 @@ func (s *Store) LeaseDraw(ctx context.Context, concertID, owner string, ttl time
 		return false, fmt.Errorf("lease draw %s: %w", concertID, unavailable(err))
 	}
 	return true, nil
+}
+
+// DrawPlaceOf finds a key among the first n keys of a concert's draw, which are in ascending order (the
+// draw order): its 1-based draw place, or 0 when no entrant has it. A binary search of the keys string,
+// one 32-byte read a step: about 20 round trips for a million entrants.
+func (s *Store) DrawPlaceOf(ctx context.Context, concertID string, key draw.Key, n int64) (int64, error) {
+	dkeys := s.keys.Concert(concertID).DrawKeys()
+	lo, hi := int64(0), n // the place, if any, is in [lo, hi) (0-based)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		raw, err := s.client.Do(ctx, s.client.B().Getrange().Key(dkeys).Start(mid*draw.KeySize).
+			End((mid+1)*draw.KeySize-1).Build()).AsBytes()
+		if err != nil {
+			return 0, fmt.Errorf("draw place %s: %w", concertID, unavailable(err))
+		}
+		if len(raw) != draw.KeySize {
+			return 0, fmt.Errorf("draw place %s: key %d is %d bytes, want %d", concertID, mid, len(raw), draw.KeySize)
+		}
+		switch c := bytes.Compare(raw, key[:]); {
+		case c == 0:
+			return mid + 1, nil
+		case c < 0:
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	return 0, nil
 }
 
 // drawKeysChunk is how many keys one read of the keys string fetches.
