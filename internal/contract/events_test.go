@@ -98,15 +98,8 @@ func eventStream(t *testing.T, s *server) {
 	promiseNow(t, onChange, admitted, "no ACTIVE event within 20 s of the fan ahead leaving")
 
 	// A final status ends the stream: the fan's ACTIVE token lapses (EXPIRED).
-	var finalStatus string
 	deadline = time.Now().Add(activeTTL + 20*time.Second)
-	for time.Now().Before(deadline) {
-		ev, open, late := st.next(time.Until(deadline))
-		if !open || late {
-			break
-		}
-		finalStatus = ticketOf(t, ev).Status
-	}
+	finalStatus := lastStatus(t, st, deadline)
 	promise(t, onChange+" (the ACTIVE token lapses: EXPIRED)", finalStatus == "EXPIRED", "last event before the stream ended: %q", finalStatus)
 	_, open, _ = st.next(time.Until(deadline))
 	promise(t, final, !open && !st.end.IsZero(), "the stream is still open %v after admission (activeTtlSeconds %d; last status %q)",
@@ -136,8 +129,16 @@ func eventStreamDone(t *testing.T, s *server) {
 	r := s.do(t, "POST", "/v1/payments", map[string]any{"reservationId": res.ID}, f.h("")...)
 	expectStatus(t, "Payments: POST /v1/payments → 201", r, 201)
 
-	last := ""
 	deadline := time.Now().Add(20 * time.Second) // an ACTIVE stream reads its state every few seconds at most
+	last := lastStatus(t, st, deadline)
+	promise(t, done+" (on the stream)", last == "DONE", "last event before the stream ended: %q", last)
+	_, open, _ = st.next(time.Until(deadline))
+	promise(t, final, !open && !st.end.IsZero(), "the stream is still open 20 s after the payment (last status %q)", last)
+}
+
+// lastStatus reads the stream's events until it ends or deadline passes, and returns the last status.
+func lastStatus(t *testing.T, st *events, deadline time.Time) string {
+	last := ""
 	for time.Now().Before(deadline) {
 		ev, open, late := st.next(time.Until(deadline))
 		if !open || late {
@@ -145,7 +146,5 @@ func eventStreamDone(t *testing.T, s *server) {
 		}
 		last = ticketOf(t, ev).Status
 	}
-	promise(t, done+" (on the stream)", last == "DONE", "last event before the stream ended: %q", last)
-	_, open, _ = st.next(time.Until(deadline))
-	promise(t, final, !open && !st.end.IsZero(), "the stream is still open 20 s after the payment (last status %q)", last)
+	return last
 }

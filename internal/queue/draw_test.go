@@ -278,16 +278,21 @@ func TestLeavePrequeue(t *testing.T) {
 // fan is still to be placed (and then admitted): it waits for the place, and gives up with
 // ErrUnavailable (503, retry) when its deadline comes first. Once placed, the same leave takes the fan
 // out, and both their tokens read EXPIRED.
-func TestLeaveBetweenSealAndPlace(t *testing.T) {
+func TestLeaveBetweenSealAndPlace(t *testing.T) { onLines(t, leaveBetweenSealAndPlace) }
+
+// onLines runs test on a sale whose line is one slot, and on one whose line has 4 shards.
+func onLines(t *testing.T, test func(*testing.T, saleSetup)) {
 	for _, shards := range []int{1, 4} {
-		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { leaveBetweenSealAndPlace(t, shards) })
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			rc, prefix := dbtest.Redis(t)
+			test(t, newSaleOfShards(t, rc, prefix, shards))
+		})
 	}
 }
 
-func leaveBetweenSealAndPlace(t *testing.T, shards int) {
-	rc, prefix := dbtest.Redis(t)
-	s := newSaleOfShards(t, rc, prefix, shards)
-	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
+func leaveBetweenSealAndPlace(t *testing.T, s saleSetup) {
+	rc, store, svc, clk, c, sales, sale, ctx := s.rc, s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
+	shards := c.Queue.LineShards
 
 	ann, _, err := svc.Join(ctx, "ann", c.ID)
 	require.NoError(t, err)
@@ -389,16 +394,10 @@ func TestPrequeueTokenOnceSoldOut(t *testing.T) {
 // for a fan who paid their last hold (it read EXPIRED), EXPIRED for a fan who left their place, and
 // EXPIRED for a fan who left the pre-queue before its seal and was never drawn (whose gated calls are
 // refused at once; the others' stand for their place's token, as before they finished).
-func TestPrequeueTokenOfAFinishedFan(t *testing.T) {
-	for _, shards := range []int{1, 4} {
-		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { prequeueTokenOfAFinishedFan(t, shards) })
-	}
-}
+func TestPrequeueTokenOfAFinishedFan(t *testing.T) { onLines(t, prequeueTokenOfAFinishedFan) }
 
-func prequeueTokenOfAFinishedFan(t *testing.T, shards int) {
-	rc, prefix := dbtest.Redis(t)
-	s := newSaleOfShards(t, rc, prefix, shards)
-	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
+func prequeueTokenOfAFinishedFan(t *testing.T, s saleSetup) {
+	rc, store, svc, clk, c, sales, sale, ctx := s.rc, s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
 	old := map[string]string{}
 	for _, u := range []string{"ann", "bob", "cat"} {
 		tk, _, err := svc.Join(ctx, u, c.ID)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
@@ -22,21 +23,9 @@ import (
 // through the same instance at once, not at its next check of Redis. The check is set an hour apart,
 // so only the news of the leave can wake the stream within the test's wait.
 func TestActiveStreamHearsTheFansOwnLeave(t *testing.T) {
-	client, _ := dbtest.MiniRedis(t)
-	store := redis.NewStore(client, "tr", prometheus.NewRegistry())
-	c := ticketrush.Concert{ID: "streamactive", Title: "T", Venue: "V", Queue: ticketrush.DefaultQueueSettings(),
-		Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 1}}, Schedules: []ticketrush.Schedule{{ID: "s1"}}}
-	_, err := store.LoadConcert(context.Background(), c, time.Now())
-	require.NoError(t, err)
-	svc := NewService(store, auth.NewQueueTokens([]byte("stream-test-secret-0123456789abcdef0123")), time.Now,
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
-	svc.activeRecheck = time.Hour
-
+	svc, _, tk := activeFan(t, time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tk, _, err := svc.Join(ctx, "fan", c.ID)
-	require.NoError(t, err)
-	require.Equal(t, ticketrush.StatusActive, tk.Status)
 
 	events, ended := make(chan ticketrush.Ticket, 10), make(chan error, 1)
 	go func() {
@@ -65,21 +54,9 @@ func TestActiveStreamHearsTheFansOwnLeave(t *testing.T) {
 // reads Redis at every recheck; while Redis fails those reads (counted), the stream sends nothing and
 // stays open, and once Redis answers again it still carries the fan's leave.
 func TestActiveStreamOutlivesARedisOutage(t *testing.T) {
-	client, mr := dbtest.MiniRedis(t)
-	store := redis.NewStore(client, "tr", prometheus.NewRegistry())
-	c := ticketrush.Concert{ID: "streamoutage", Title: "T", Venue: "V", Queue: ticketrush.DefaultQueueSettings(),
-		Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 1}}, Schedules: []ticketrush.Schedule{{ID: "s1"}}}
-	_, err := store.LoadConcert(context.Background(), c, time.Now())
-	require.NoError(t, err)
-	svc := NewService(store, auth.NewQueueTokens([]byte("stream-test-secret-0123456789abcdef0123")), time.Now,
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
-	svc.activeRecheck = 10 * time.Millisecond
-
+	svc, mr, tk := activeFan(t, 10*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tk, _, err := svc.Join(ctx, "fan", c.ID)
-	require.NoError(t, err)
-	require.Equal(t, ticketrush.StatusActive, tk.Status)
 
 	events, ended := make(chan ticketrush.Ticket, 100), make(chan error, 1)
 	go func() {
@@ -123,4 +100,22 @@ func counted(c prometheus.Counter) float64 {
 		return -1
 	}
 	return m.GetCounter().GetValue()
+}
+
+// activeFan is a service on a miniredis whose ACTIVE streams check Redis every recheck, and the token
+// of a fan it admitted at once.
+func activeFan(t *testing.T, recheck time.Duration) (*Service, *miniredis.Miniredis, ticketrush.Ticket) {
+	client, mr := dbtest.MiniRedis(t)
+	store := redis.NewStore(client, "tr", prometheus.NewRegistry())
+	c := ticketrush.Concert{ID: "streamactive", Title: "T", Venue: "V", Queue: ticketrush.DefaultQueueSettings(),
+		Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 1}}, Schedules: []ticketrush.Schedule{{ID: "s1"}}}
+	_, err := store.LoadConcert(context.Background(), c, time.Now())
+	require.NoError(t, err)
+	svc := NewService(store, auth.NewQueueTokens([]byte("stream-test-secret-0123456789abcdef0123")), time.Now,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	svc.activeRecheck = recheck
+	tk, _, err := svc.Join(context.Background(), "fan", c.ID)
+	require.NoError(t, err)
+	require.Equal(t, ticketrush.StatusActive, tk.Status)
+	return svc, mr, tk
 }
