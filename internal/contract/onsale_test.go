@@ -125,6 +125,15 @@ func prequeueAndDraw(t *testing.T, s *server) {
 			tk.Position == 0 && tk.OpensAt != nil && tk.OpensAt.Equal(opens) && tk.DrawKey == nil, "%s", r)
 		tokens[f.id] = tk.Token
 	}
+	// An entrant's stream, opened on the PREQUEUE token before the opening and held across the draw.
+	held := entrants[2]
+	pre := s.openEvents(t, held, tokens[held.id])
+	promiseNow(t, "Queue: GET /v1/queue/events with a PREQUEUE token → 200", pre.status == 200, "got %d %s", pre.status, pre.body)
+	if e, open, late := pre.next(5 * time.Second); open && !late {
+		promise(t, "Queue: the event stream: the status at once (PREQUEUE)", ticketOf(t, e).Status == "PREQUEUE", "event %s", e.data)
+	} else {
+		promiseNow(t, "Queue: the event stream: the status at once", false, "open %v, late %v", open, late)
+	}
 	again := s.join(t, entrants[0], c.ID, nil)
 	promise(t, "Queue: 200 the caller's existing PREQUEUE token", again.status == 200 && asTicket(t, again).Token == tokens[entrants[0].id], "%s", again)
 	q, qr := s.queueState(t, c.ID)
@@ -173,6 +182,22 @@ func prequeueAndDraw(t *testing.T, s *server) {
 		promise(t, "Queue: drawKey: the fan's draw key (hex) once the pre-queue they joined has been drawn",
 			tk.DrawKey != nil && *tk.DrawKey == drawKey(seed, c.ID, f.id), "fan %s: %+v", f.id, tk)
 	}
+
+	// The stream opened before the draw carries the entrant's place (WAITING or ACTIVE) and stays open.
+	placed := ""
+	for deadline := time.Now().Add(20 * time.Second); placed == "" && time.Now().Before(deadline); {
+		e, open, late := pre.next(time.Until(deadline))
+		if !open || late {
+			promise(t, "Queue: a stream has no deadline of its own: it lasts until a final status (a PREQUEUE stream held across the draw)",
+				open, "the stream ended %.1f s after it opened, before the draw's place", pre.end.Sub(pre.opened).Seconds())
+			break
+		}
+		if st := ticketOf(t, e).Status; st != "PREQUEUE" {
+			placed = st
+		}
+	}
+	promise(t, "Queue: the event stream sends the status on every change of status (a PREQUEUE stream held across the draw)",
+		placed == "WAITING" || placed == "ACTIVE", "the entrant's stream after the draw: %q", placed)
 
 	// A fan who joins after opensAt queues behind every entrant and has no draw key.
 	late := s.newFan(t)
