@@ -38,12 +38,12 @@ func (s *Service) leavePrequeue(ctx context.Context, claims ticketrush.QueueClai
 	if s.onSale == nil {
 		return "", 0, nil
 	}
+	from, err := s.onSale.store.LeavePrequeue(ctx, claims.ConcertID, claims.UserID, s.now())
+	if err != nil || from != "" {
+		return from, 0, err
+	}
 	var retry *time.Timer
-	for {
-		from, err := s.onSale.store.LeavePrequeue(ctx, claims.ConcertID, claims.UserID, s.now())
-		if err != nil || from != "" {
-			return from, 0, err
-		}
+	for { // sealed (a pre-queue never opens again) or no entrant: only the place can come
 		st, seq, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
 		if err != nil {
 			return "", 0, err
