@@ -42,7 +42,8 @@ func (s *Service) leavePrequeue(ctx context.Context, claims ticketrush.QueueClai
 	if err != nil || from != "" {
 		return from, 0, err
 	}
-	var retry *time.Timer
+	retry := time.NewTicker(placeRetry)
+	defer retry.Stop()
 	for { // sealed (a pre-queue never opens again) or no entrant: only the place can come
 		st, seq, err := s.onSale.store.PrequeueStatus(ctx, claims.ConcertID, claims.UserID, s.now())
 		if err != nil {
@@ -54,12 +55,6 @@ func (s *Service) leavePrequeue(ctx context.Context, claims ticketrush.QueueClai
 		}
 		if st.Status != ticketrush.StatusPrequeue {
 			return "", 0, nil // no entrant (any more): nothing to give back
-		}
-		if retry == nil {
-			retry = time.NewTimer(placeRetry)
-			defer retry.Stop()
-		} else {
-			retry.Reset(placeRetry)
 		}
 		select {
 		case <-ctx.Done():
@@ -166,9 +161,12 @@ func (s *Service) formerPlace(ctx context.Context, claims ticketrush.QueueClaims
 	if sale == nil {
 		return expired, 0, nil
 	}
-	d, err := s.onSale.store.DrawState(ctx, claims.ConcertID)
-	if err != nil || !d.Drawn() {
+	if err := s.refreshDraw(ctx, claims.ConcertID, v); err != nil {
 		return expired, 0, err
+	}
+	d, drawn := v.drawState()
+	if !drawn {
+		return expired, 0, nil
 	}
 	place, err := s.onSale.store.DrawPlaceOf(ctx, claims.ConcertID, draw.Seed(sale.Seed).KeyOf(claims.ConcertID, claims.UserID), d.Entrants)
 	if err != nil {

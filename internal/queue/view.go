@@ -76,6 +76,16 @@ func (v *view) drawnEntrant(seq uint64) bool {
 	return v.drawn != nil && v.drawn.Entrant(seq)
 }
 
+// drawState is the sale's draw once it is done; ok is false before.
+func (v *view) drawState() (st ticketrush.DrawState, ok bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.drawn == nil {
+		return st, false
+	}
+	return *v.drawn, true
+}
+
 func (v *view) setDrawn(st ticketrush.DrawState) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
