@@ -992,16 +992,23 @@
     if (shopTimer) refreshSeats().catch(() => {});
   });
 
+  // A payment's Idempotency-Key, kept for the next try only when the last got no answer of its own (the
+  // network, 429, 5xx), so that a retry never pays twice. A refusal ends the key: the server answers
+  // every retry with the key with that refusal, so a fan who charges points after "not enough points"
+  // pays with a new one.
+  let payKey = null;
   $('pay').addEventListener('click', async () => {
     if (!reservation) return;
     const r = reservation;
     $('pay').disabled = true;
+    if (!payKey || payKey.res !== r.id) payKey = { res: r.id, key: randomKey() };
     try {
-      // The same key for every try of this reservation: a retry never pays twice.
-      const p = await api('POST', '/v1/payments', { body: { reservationId: r.id }, idem: `pay-${r.id}` });
+      const p = await api('POST', '/v1/payments', { body: { reservationId: r.id }, idem: payKey.key });
+      payKey = null;
       fieldError('pay-error', null);
       receipt(r, p);
     } catch (e) {
+      if (e.status > 0 && e.status < 500 && e.status !== 429) payKey = null;
       failed(e, 'pay-error');
       if (e.code === 'RESERVATION_EXPIRED' || e.code === 'RESERVATION_NOT_HELD') loadHold(r.id);
     } finally {
