@@ -49,7 +49,8 @@ type WalletStore interface {
 	Balance(ctx context.Context, userID string) (int64, error)
 	Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error)
 	ReserveKey(ctx context.Context, userID, key, fingerprint, ref string, now time.Time) (reserved, done bool, doneRef string, created bool, err error)
-	Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool, now time.Time) (string, bool, error)
+	Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool, now time.Time) (ticketrush.KeyAnswer, error)
+	RememberRefusal(ctx context.Context, userID, key, fingerprint string, code ticketrush.Code, now time.Time) (ticketrush.KeyAnswer, error)
 	ReleaseKey(ctx context.Context, userID, key, fingerprint string, now time.Time) error
 }
 
@@ -300,14 +301,17 @@ func (s *Service) Charge(ctx context.Context, userID string, amount int64, idemK
 }
 
 // PayOnce is Pay with an optional Idempotency-Key: a retry with the same key and reservation answers as
-// the first request did without acting again; the same key with another request is refused.
+// the first request did without acting again, a refusal as much as a payment; the same key with
+// another request is refused.
 //
 // The key is reserved before paying, in one script call that every other request with the key sees, so
 // one key pays one reservation however many requests race with it. A request that finds the key
 // reserved for the same reservation waits (up to keyWait) for the first request's answer and repeats
-// it. A payment that was refused releases the key, so its retry acts; when the first request crashed
-// before recording its answer, the request that waited for it in vain finishes the payment itself (Pay
-// is idempotent per reservation: one debit) and records the answer; the first answer recorded stands.
+// it. A payment refused by the sale's rules (replayedRefusal) records its refusal under the key; one
+// that failed otherwise (Redis did not answer) releases the key, so its retry acts. When the first
+// request crashed before recording its answer, the request that waited for it in vain finishes the
+// payment itself (Pay is idempotent per reservation: one debit) and records the answer; the first
+// answer recorded stands.
 func (s *Service) PayOnce(ctx context.Context, userID, resID, idemKey string) (ticketrush.Payment, bool, error) {
 	if idemKey == "" {
 		return s.Pay(ctx, userID, resID)
@@ -315,7 +319,7 @@ func (s *Service) PayOnce(ctx context.Context, userID, resID, idemKey string) (t
 	fingerprint := "POST /v1/payments " + resID
 	reserved, done, ref, created, err := s.store.ReserveKey(ctx, userID, idemKey, fingerprint, ticketrush.PaymentID(resID), s.now())
 	if err != nil {
-		return ticketrush.Payment{}, false, err
+		return ticketrush.Payment{}, false, err // a refusal the key recorded comes back here
 	}
 	if !reserved && !done {
 		if reserved, done, ref, created, err = s.awaitKey(ctx, userID, idemKey, fingerprint, resID); err != nil {
@@ -328,6 +332,14 @@ func (s *Service) PayOnce(ctx context.Context, userID, resID, idemKey string) (t
 	}
 	p, created, err := s.Pay(ctx, userID, resID)
 	if err != nil {
+		if code, ok := replayedRefusal(err); ok {
+			a, rerr := s.store.RememberRefusal(ctx, userID, idemKey, fingerprint, code, s.now())
+			if rerr != nil {
+				s.log.Warn("idempotency key's refusal not recorded", "err", rerr)
+				return p, false, err // the key stays reserved: a retry waits for it, then acts
+			}
+			return s.keyAnswer(ctx, userID, a)
+		}
 		if reserved {
 			if rerr := s.store.ReleaseKey(ctx, userID, idemKey, fingerprint, s.now()); rerr != nil {
 				s.log.Warn("idempotency key not released", "err", rerr)
@@ -335,14 +347,40 @@ func (s *Service) PayOnce(ctx context.Context, userID, resID, idemKey string) (t
 		}
 		return p, false, err
 	}
-	ref, created, err = s.store.Remember(ctx, userID, idemKey, fingerprint, p.ID, created, s.now())
+	a, err := s.store.Remember(ctx, userID, idemKey, fingerprint, p.ID, created, s.now())
 	if err != nil {
 		return ticketrush.Payment{}, false, err // paid; the retry with the key finds it and records the answer
 	}
-	if ref != p.ID {
-		return ticketrush.Payment{}, false, fmt.Errorf("idempotency key recorded payment %s, not %s", ref, p.ID)
+	if a.Refused == nil && a.Ref != p.ID {
+		return ticketrush.Payment{}, false, fmt.Errorf("idempotency key recorded payment %s, not %s", a.Ref, p.ID)
 	}
-	return p, created, nil
+	return s.keyAnswer(ctx, userID, a)
+}
+
+// keyAnswer is the reply of the answer an Idempotency-Key recorded: its payment, or its refusal.
+func (s *Service) keyAnswer(ctx context.Context, userID string, a ticketrush.KeyAnswer) (ticketrush.Payment, bool, error) {
+	if a.Refused != nil {
+		return ticketrush.Payment{}, false, a.Refused
+	}
+	p, err := s.Payment(ctx, userID, a.Ref)
+	return p, a.Created, err
+}
+
+// replayedRefusal is the code of a payment's refusal by the sale's rules, which its Idempotency-Key
+// answers every retry with: the reservation unknown or not the caller's, not held, expired, or the
+// balance short. A failure that says nothing of the payment (Redis did not answer, the request was cut,
+// the rate limit) is not one: its retry acts.
+func replayedRefusal(err error) (ticketrush.Code, bool) {
+	if errors.Is(err, ticketrush.ErrUnavailable) {
+		return "", false
+	}
+	for _, e := range []error{ticketrush.ErrNotFound, ticketrush.ErrInsufficientBalance,
+		ticketrush.ErrReservationNotHeld, ticketrush.ErrReservationExpired} {
+		if errors.Is(err, e) {
+			return ticketrush.ErrorCode(e), true
+		}
+	}
+	return "", false
 }
 
 // keyWait bounds how long a request waits for the answer of an earlier request with its

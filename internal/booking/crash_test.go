@@ -210,6 +210,54 @@ func TestPayOnceWithIdempotencyKey(t *testing.T) {
 	assert.Equal(t, int64(4000), balance, "debited once")
 }
 
+// TestRefusalUnderKeyRepeats: a payment refused under an Idempotency-Key answers every retry with the key
+// with that refusal, and does not act, even once the payment could succeed (API.md: a retry with the
+// same key and body returns the first response again); ten requests racing with the key all answer
+// with it; another key acts.
+func TestRefusalUnderKeyRepeats(t *testing.T) {
+	e := newEnv(t, 5, time.Minute)
+	ctx := context.Background()
+	alice := e.fan(t, "alice")
+	r, err := e.svc.Hold(ctx, alice, alice, e.schedule(), "R-1")
+	require.NoError(t, err)
+	_, _, err = e.svc.PayOnce(ctx, alice, r.ID, "pay-1")
+	require.ErrorIs(t, err, ticketrush.ErrInsufficientBalance)
+	_, _, err = e.svc.Charge(ctx, alice, 5000, "")
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make([]error, 10)
+	for i := range errs {
+		wg.Go(func() {
+			<-start
+			_, _, errs[i] = e.svc.PayOnce(ctx, alice, r.ID, "pay-1")
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		assert.ErrorIs(t, err, ticketrush.ErrInsufficientBalance, "retry %d with the key: the first answer again", i)
+	}
+	again, err := e.svc.Reservation(ctx, alice, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, ticketrush.ReservationHeld, again.Status, "the retries did not pay")
+	balance, err := e.svc.Balance(ctx, alice)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5000), balance, "nor debit")
+
+	_, _, err = e.svc.PayOnce(ctx, alice, r.ID+"x", "pay-2")
+	require.ErrorIs(t, err, ticketrush.ErrNotFound)
+	_, _, err = e.svc.PayOnce(ctx, alice, r.ID, "pay-2")
+	assert.ErrorIs(t, err, ticketrush.ErrIdempotencyConflict, "a key that answered a refusal is still the key of that request")
+	p, created, err := e.svc.PayOnce(ctx, alice, r.ID, "pay-3")
+	require.NoError(t, err, "another key acts")
+	assert.True(t, created)
+	again2, _, err := e.svc.PayOnce(ctx, alice, r.ID, "pay-3")
+	require.NoError(t, err)
+	assert.Equal(t, p, again2)
+}
+
 // TestOneKeyPaysOnce sends ten payments with one Idempotency-Key at once, on ten reservations of one fan:
 // exactly one pays and the nine others are IDEMPOTENCY_CONFLICT, round after round.
 func TestOneKeyPaysOnce(t *testing.T) {

@@ -163,8 +163,17 @@ func payments(t *testing.T, s *server) {
 		expectProblem(t, "Payments: 409 INSUFFICIENT_BALANCE", r, 409, "INSUFFICIENT_BALANCE")
 		promise(t, "Payments: a payment ... or does nothing (the seat stays HELD)", s.seats(t, g, gt, c.ID, sc)["R-1"].Status == "HELD", "seat R-1")
 
+		const replay = "Conventions: Idempotency-Key: a retry with the same key and the same body returns the first response again without acting twice"
+		refused := s.do(t, "POST", "/v1/payments", map[string]any{"reservationId": poor.ID}, append(f.h(""), "Idempotency-Key", "refused-1")...)
+		expectProblem(t, "Payments: 409 INSUFFICIENT_BALANCE", refused, 409, "INSUFFICIENT_BALANCE")
+
 		ch := s.charge(t, f, 5000)
 		promiseNow(t, "Points: POST /v1/points/charges → 201", ch.status == 201, "%s", ch)
+		again := s.do(t, "POST", "/v1/payments", map[string]any{"reservationId": poor.ID}, append(f.h(""), "Idempotency-Key", "refused-1")...)
+		promise(t, replay+" (a refusal too, once the balance would pay)",
+			again.status == refused.status && string(again.body) == string(refused.body), "first %s; retry %s", refused, again)
+		promise(t, replay+": the retry did not pay", s.seats(t, g, gt, c.ID, sc)["R-1"].Status == "HELD" && s.balance(t, f) == 5000,
+			"seat R-1 %s, balance %d", s.seats(t, g, gt, c.ID, sc)["R-1"].Status, s.balance(t, f))
 		cancelled := s.mustHold(t, f, tok, sc, "R-2")
 		r = s.do(t, "DELETE", "/v1/reservations/"+cancelled.ID, nil, f.h("")...)
 		expectStatus(t, "Reservations: DELETE /v1/reservations/{id} → 204", r, 204)
@@ -189,8 +198,8 @@ func payments(t *testing.T, s *server) {
 		// Idempotency-Key on the second money endpoint.
 		held := s.mustHold(t, f, tok, sc, "R-3")
 		first := s.do(t, "POST", "/v1/payments", map[string]any{"reservationId": held.ID}, append(f.h(""), "Idempotency-Key", "pay-1")...)
-		again := s.do(t, "POST", "/v1/payments", map[string]any{"reservationId": held.ID}, append(f.h(""), "Idempotency-Key", "pay-1")...)
-		promise(t, "Conventions: Idempotency-Key: a retry with the same key and the same body returns the first response again",
+		again = s.do(t, "POST", "/v1/payments", map[string]any{"reservationId": held.ID}, append(f.h(""), "Idempotency-Key", "pay-1")...)
+		promise(t, replay,
 			first.status == 201 && again.status == first.status && string(again.body) == string(first.body), "first %s; retry %s", first, again)
 		r = s.do(t, "POST", "/v1/payments", map[string]any{"reservationId": poor.ID}, append(f.h(""), "Idempotency-Key", "pay-1")...)
 		expectProblem(t, "Conventions: the same Idempotency-Key with a different body is 409 IDEMPOTENCY_CONFLICT", r, 409, "IDEMPOTENCY_CONFLICT")

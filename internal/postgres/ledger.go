@@ -65,11 +65,11 @@ SELECT s, m, q, t, 'epoch'::timestamptz + a * interval '1 millisecond'
 FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[]) AS x(s, m, q, t, a)
 ON CONFLICT DO NOTHING`
 
-	upsertIdempotency = `INSERT INTO idempotency_keys AS k (user_id, key, kind, fingerprint, ref, created, at)
-SELECT u, k, kind, fp, ref, c, 'epoch'::timestamptz + a * interval '1 millisecond'
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::bigint[]) AS x(u, k, kind, fp, ref, c, a)
+	upsertIdempotency = `INSERT INTO idempotency_keys AS k (user_id, key, kind, fingerprint, ref, created, refused, at)
+SELECT u, k, kind, fp, ref, c, rf, 'epoch'::timestamptz + a * interval '1 millisecond'
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[], $8::bigint[]) AS x(u, k, kind, fp, ref, c, rf, a)
 ON CONFLICT (user_id, key) DO UPDATE SET kind = EXCLUDED.kind, fingerprint = EXCLUDED.fingerprint,
-	ref = EXCLUDED.ref, created = EXCLUDED.created, at = EXCLUDED.at
+	ref = EXCLUDED.ref, created = EXCLUDED.created, refused = EXCLUDED.refused, at = EXCLUDED.at
 WHERE k.at < EXCLUDED.at`
 
 	upsertQueueMarks = `INSERT INTO queue_marks AS q (concert_id, max_seq, max_leave)
@@ -237,12 +237,12 @@ func queueIdempotency(b *pgx.Batch, recs []ticketrush.IdempotencyRecord) {
 	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	n := len(keys)
 	users, ks, kinds, fps, refs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	created, at := make([]bool, n), make([]int64, n)
+	created, refused, at := make([]bool, n), make([]string, n), make([]int64, n)
 	for i, k := range keys {
 		r := newest[k]
-		users[i], ks[i], kinds[i], fps[i], refs[i], created[i], at[i] = r.UserID, r.Key, r.Kind, r.Fingerprint, r.Ref, r.Created, millis(r.At)
+		users[i], ks[i], kinds[i], fps[i], refs[i], created[i], refused[i], at[i] = r.UserID, r.Key, r.Kind, r.Fingerprint, r.Ref, r.Created, r.Refused, millis(r.At)
 	}
-	b.Queue(upsertIdempotency, users, ks, kinds, fps, refs, created, at)
+	b.Queue(upsertIdempotency, users, ks, kinds, fps, refs, created, refused, at)
 }
 
 func queueMarks(b *pgx.Batch, marks []ticketrush.QueueMark) {

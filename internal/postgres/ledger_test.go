@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,8 +54,9 @@ func TestWriteRecordsTwiceWritesOnce(t *testing.T) {
 		Ledger: []ticketrush.LedgerEntry{charge("ca", 1, 500, 500), charge("cb", 2, 200, 700)},
 		Processed: []ticketrush.ProcessedEvent{{Event: ev(concert, 1), Type: "queue.join", At: at},
 			{Event: ev(wallet, 3), Type: "idem.remember", At: at}},
-		Idempotency: []ticketrush.IdempotencyRecord{{UserID: "alice", Key: "k", Kind: "charge", Fingerprint: "fp", Ref: "ca", Created: true, At: at}},
-		QueueMarks:  []ticketrush.QueueMark{{ConcertID: "c1", MaxSeq: 4, MaxLeave: 1}, {ConcertID: "c1", MaxSeq: 9}},
+		Idempotency: []ticketrush.IdempotencyRecord{{UserID: "alice", Key: "k", Kind: "charge", Fingerprint: "fp", Ref: "ca", Created: true, At: at},
+			{UserID: "alice", Key: "refused", Kind: "payment", Fingerprint: "fp-pay", Refused: "INSUFFICIENT_BALANCE", At: at}},
+		QueueMarks: []ticketrush.QueueMark{{ConcertID: "c1", MaxSeq: 4, MaxLeave: 1}, {ConcertID: "c1", MaxSeq: 9}},
 	}
 	require.NoError(t, db.WriteRecords(ctx, b))
 	require.NoError(t, db.WriteRecords(ctx, b), "a redelivered batch")
@@ -75,8 +78,11 @@ func TestWriteRecordsTwiceWritesOnce(t *testing.T) {
 	assert.Equal(t, ticketrush.QueueMark{ConcertID: "c1", MaxSeq: 9, MaxLeave: 1}, marks["c1"])
 	keys, err := db.IdempotencySince(ctx, at.Add(-time.Hour))
 	require.NoError(t, err)
-	require.Len(t, keys, 1)
+	require.Len(t, keys, 2)
+	slices.SortFunc(keys, func(a, b ticketrush.IdempotencyRecord) int { return strings.Compare(a.Key, b.Key) })
 	assert.Equal(t, int64(500), keys[0].Amount, "a charge's record carries its amount")
+	assert.Equal(t, ticketrush.IdempotencyRecord{UserID: "alice", Key: "refused", Kind: "payment", Fingerprint: "fp-pay",
+		Refused: "INSUFFICIENT_BALANCE", At: at.UTC()}, keys[1], "a refusal's record carries its code")
 	has, err := db.HasRecords(ctx)
 	require.NoError(t, err)
 	assert.True(t, has)

@@ -89,9 +89,9 @@ func (db *DB) Movements(ctx context.Context, typ ticketrush.LedgerType) ([]ticke
 }
 
 // IdempotencySince returns the Idempotency-Key records made after since; a charge's carries its
-// amount and the balance it left.
+// amount and the balance it left, a refusal's its code.
 func (db *DB) IdempotencySince(ctx context.Context, since time.Time) ([]ticketrush.IdempotencyRecord, error) {
-	rows, err := db.pool.Query(ctx, `SELECT k.user_id, k.key, k.kind, k.fingerprint, k.ref, k.created, k.at,
+	rows, err := db.pool.Query(ctx, `SELECT k.user_id, k.key, k.kind, k.fingerprint, k.ref, k.created, k.refused, k.at,
 			COALESCE(l.amount, 0), COALESCE(l.balance_after, 0)
 		FROM idempotency_keys k LEFT JOIN ledger l ON k.kind = 'charge' AND l.id = k.ref
 		WHERE k.at > $1`, since)
@@ -100,7 +100,7 @@ func (db *DB) IdempotencySince(ctx context.Context, since time.Time) ([]ticketru
 	}
 	var out []ticketrush.IdempotencyRecord
 	var r ticketrush.IdempotencyRecord
-	_, err = pgx.ForEachRow(rows, []any{&r.UserID, &r.Key, &r.Kind, &r.Fingerprint, &r.Ref, &r.Created, &r.At, &r.Amount, &r.Balance}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&r.UserID, &r.Key, &r.Kind, &r.Fingerprint, &r.Ref, &r.Created, &r.Refused, &r.At, &r.Amount, &r.Balance}, func() error {
 		r.At = r.At.UTC()
 		out = append(out, r)
 		return nil

@@ -316,10 +316,11 @@ func (w WalletKeys) money() []string {
 }
 
 // paymentRemember is payment_remember's call: step ('reserve', 'finish' or 'release') of the user's
-// Idempotency-Key key for the request of fingerprint, answered by payment ref (created: a creation).
-func (w WalletKeys) paymentRemember(step, userID, key, fingerprint, ref string, created bool, now time.Time) (keys, args []string) {
+// Idempotency-Key key for the request of fingerprint, answered by payment ref (created: a creation) or
+// by the refusal refused.
+func (w WalletKeys) paymentRemember(step, userID, key, fingerprint, ref string, created bool, refused ticketrush.Code, now time.Time) (keys, args []string) {
 	keys = []string{w.Idempotency(userID, key), w.Events()}
-	return keys, []string{userID, key, fingerprint, ref, flag(created), idempotencyTTL(), millis(now), step}
+	return keys, []string{userID, key, fingerprint, ref, flag(created), idempotencyTTL(), millis(now), step, string(refused)}
 }
 
 // idempotencyTTL is the lifetime of an idempotency record, in seconds.

@@ -227,7 +227,7 @@ var walletEventFields = map[string][]string{
 	"point.charge":  {"id", "user", "amount", "balance", "at", "idem", "fp"}, // idem and fp with an Idempotency-Key only
 	"point.debit":   {"id", "res", "user", "amount", "balance", "at"},
 	"point.refund":  {"id", "res", "user", "amount", "balance", "at"},
-	"idem.remember": {"user", "key", "fp", "ref", "created", "at"},
+	"idem.remember": {"user", "key", "fp", "ref", "created", "at", "kind", "refused"}, // kind (charge) and refused with a refusal only
 }
 
 // reservationStatus is the status each reservation event leaves its reservation in.
@@ -423,8 +423,18 @@ func decodeWallet(src EventSource, ev ticketrush.EventID, typ string, r *fieldRe
 		return bad("user %q is not of wallet shard %d", user, src.Shard)
 	}
 	if typ == "idem.remember" {
-		rec := ticketrush.IdempotencyRecord{UserID: user, Key: r.str("key"), Kind: "payment", Fingerprint: r.str("fp"),
-			Ref: r.str("ref"), Created: r.opt("created") == "1", At: r.time("at")}
+		kind := r.opt("kind")
+		if kind == "" {
+			kind = "payment"
+		}
+		if kind != "payment" && kind != "charge" {
+			return bad("idem.remember of kind %q", kind)
+		}
+		rec := ticketrush.IdempotencyRecord{UserID: user, Key: r.str("key"), Kind: kind, Fingerprint: r.str("fp"),
+			Ref: r.opt("ref"), Created: r.opt("created") == "1", Refused: r.opt("refused"), At: r.time("at")}
+		if rec.Refused == "" && rec.Ref == "" {
+			return bad("idem.remember of key %q with neither a ref nor a refusal", rec.Key)
+		}
 		b.Processed = append(b.Processed, ticketrush.ProcessedEvent{Event: ev, Type: typ, At: rec.At})
 		b.Idempotency = append(b.Idempotency, rec)
 		return nil

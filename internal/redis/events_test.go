@@ -267,7 +267,7 @@ var sampleFields = map[string]string{
 	"price": "5", "expires": "9", "seq": "3", "payment": "p1", "sold": "2", "from": "0", "users": "ann,bob", "seqs": "3,4", "seens": "1,2", "n": "2",
 	"digest": "d1", "seed": strings.Repeat("ab", 32), "base": "0", "cap": "1", "rate": "1", "paused": "0", "aps": "0",
 	"code": "h1", "until": "9", "ord": "2", "seen": "1", "key": "k", "fp": "f", "ref": "p1", "created": "1", "id": "c1",
-	"amount": "100", "balance": "100", "idem": "k",
+	"amount": "100", "balance": "100", "idem": "k", "kind": "charge", "refused": "BALANCE_LIMIT",
 }
 
 // sampleConcert and sampleWallet are the streams the sample events decode from: the concert of the

@@ -184,9 +184,10 @@ func scriptCalls() []scriptCall {
 			map[string]string{"user": "fan-1", "id": "r1", "amount": "500", "payment": ticketrush.PaymentID("r1"), "now": at}},
 		{"wallet_refund", built(w.walletRefund("fan-1", "r1", now)),
 			map[string]string{"user": "fan-1", "id": "r1", "refund": ticketrush.RefundID("r1"), "now": at}},
-		{"payment_remember", built(w.paymentRemember("finish", "fan-1", "k1", "fp1", "p1", true, now)),
+		{"payment_remember", built(w.paymentRemember("finish", "fan-1", "k1", "fp1", "p1", true, "INSUFFICIENT_BALANCE", now)),
 			map[string]string{"user": "fan-1", "key": "k1", "fp": "fp1", "ref": "p1", "created": "1",
-				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "now": at, "step": "finish"}},
+				"ttl": strconv.Itoa(int(ticketrush.IdempotencyTTL / time.Second)), "now": at, "step": "finish",
+				"refused": "INSUFFICIENT_BALANCE"}},
 	}, seatSlotCalls(k, claims, lim, now, at)...)
 }
 

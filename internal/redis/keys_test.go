@@ -48,7 +48,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"points_charge":    keysOf(w.pointsCharge("fan-42", 100, "c1", "key{with}braces", "fp", lim, t0)),
 		"wallet_debit":     keysOf(w.walletDebit("fan-42", "r1", 100, t0)),
 		"wallet_refund":    keysOf(w.walletRefund("fan-42", "r1", t0)),
-		"payment_remember": keysOf(w.paymentRemember("finish", "fan-42", "key{with}braces", "fp", "p1", true, t0)),
+		"payment_remember": keysOf(w.paymentRemember("finish", "fan-42", "key{with}braces", "fp", "p1", true, "", t0)),
 		"draw_seal":        keysOf(k.drawSeal(-1, t0)),
 		"draw_place":       keysOf(k.drawPlace(0, nil, "", true, t0)),
 		"line_seal":        keysOf(k.Shard(5).lineSeal()),

@@ -166,7 +166,7 @@ func encodeMovement(e ticketrush.LedgerEntry) (string, error) {
 // idempotencyRecord is the record of one user's Idempotency-Key (string key, with a TTL). A key first
 // used on a charge keeps the charge (id, amount, balance, at: points_charge replays it); one first used
 // on a payment keeps the payment id (ref) and whether the first answer was a creation; pending while
-// that payment is under way.
+// that payment is under way. A key whose first answer was a refusal keeps only its code (refused).
 type idempotencyRecord struct {
 	Fingerprint string  `json:"fingerprint"`
 	ID          string  `json:"id,omitempty"`
@@ -176,6 +176,7 @@ type idempotencyRecord struct {
 	Ref         string  `json:"ref,omitempty"`
 	Created     bool    `json:"created,omitempty"`
 	Pending     bool    `json:"pending,omitempty"` // a payment under way holds the key (payment_remember 'reserve')
+	Refused     string  `json:"refused,omitempty"` // the code of the refusal that answered the request
 }
 
 // scanIdempotency reads raw as flatjson.Fields can; ok is false when it cannot.
@@ -198,6 +199,8 @@ func scanIdempotency(raw string) (rec idempotencyRecord, ok bool) {
 			rec.Created, ok = flatjson.Bool(v, q)
 		case "pending":
 			rec.Pending, ok = flatjson.Bool(v, q)
+		case "refused":
+			rec.Refused, ok = v, q
 		}
 		return ok
 	})
@@ -217,7 +220,9 @@ func decodeIdempotency(raw string) (idempotencyRecord, error) {
 // it.
 func encodeIdempotency(r ticketrush.IdempotencyRecord) (string, error) {
 	rec := idempotencyRecord{Fingerprint: r.Fingerprint}
-	if r.Kind == "charge" {
+	if r.Refused != "" {
+		rec.Refused = r.Refused
+	} else if r.Kind == "charge" {
 		rec.ID, rec.Amount, rec.Balance, rec.At = r.Ref, jsonInt(r.Amount), jsonInt(r.Balance), jsonInt(msOf(r.At))
 	} else {
 		rec.Ref, rec.Created = r.Ref, r.Created

@@ -113,3 +113,13 @@ func filter(types []string, prefixes ...string) []string {
 	}
 	return out
 }
+
+// decodeStream decodes every event of stream, as the write-behind does, into b.
+func decodeStream(t *testing.T, c rueidis.Client, stream string, src EventSource, b *ticketrush.RecordBatch) {
+	t.Helper()
+	entries, err := c.Do(context.Background(), c.B().Xrange().Key(stream).Start("-").End("+").Build()).AsXRange()
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.NoError(t, DecodeEvent(src, e.ID, e.FieldValues, b), "%s: %v", e.ID, e.FieldValues)
+	}
+}

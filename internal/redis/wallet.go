@@ -111,8 +111,8 @@ func chargeReply(msg rueidis.RedisMessage) (ticketrush.Charge, bool, error) {
 }
 
 // rememberStep runs one step of payment_remember and returns its state and the record it replied.
-func (s *Store) rememberStep(ctx context.Context, step, userID, key, fingerprint, ref string, created bool, now time.Time) (string, idempotencyRecord, error) {
-	keys, args := s.keys.Wallet(userID).paymentRemember(step, userID, key, fingerprint, ref, created, now)
+func (s *Store) rememberStep(ctx context.Context, step, userID, key, fingerprint, ref string, created bool, refused ticketrush.Code, now time.Time) (string, idempotencyRecord, error) {
+	keys, args := s.keys.Wallet(userID).paymentRemember(step, userID, key, fingerprint, ref, created, refused, now)
 	msg, err := s.exec(ctx, s.paymentRemember, keys, args)
 	if err != nil {
 		return "", idempotencyRecord{}, fmt.Errorf("idempotency key %s: %w", step, err)
@@ -122,6 +122,15 @@ func (s *Store) rememberStep(ctx context.Context, step, userID, key, fingerprint
 		return "", idempotencyRecord{}, fmt.Errorf("idempotency key %s: %w", step, err)
 	}
 	return state, rec, nil
+}
+
+// refusalOf is the error a key whose first request was refused answers with: the code's sentinel, or
+// an internal error for a code this build does not know.
+func refusalOf(rec idempotencyRecord) error {
+	if e, ok := ticketrush.ErrorOf(ticketrush.Code(rec.Refused)); ok {
+		return e
+	}
+	return fmt.Errorf("idempotency record refused with unknown code %q", rec.Refused)
 }
 
 // rememberStates are the states each step of payment_remember replies.
@@ -157,10 +166,11 @@ func rememberReply(step string, msg rueidis.RedisMessage) (string, idempotencyRe
 
 // ReserveKey reserves a user's Idempotency-Key for a payment before it is made, in one script call that
 // a concurrent request with the same key sees: reserved is true when this call took the key; done is
-// true when the key has its answer already (ref and created are that answer); neither when a request
-// with the same fingerprint holds it. The key used with another fingerprint is IDEMPOTENCY_CONFLICT.
+// true when the key has its answer already (ref and created are that answer, or err is the refusal that
+// answered it); neither when a request with the same fingerprint holds it. The key used with another
+// fingerprint is IDEMPOTENCY_CONFLICT.
 func (s *Store) ReserveKey(ctx context.Context, userID, key, fingerprint, ref string, now time.Time) (reserved, done bool, doneRef string, created bool, err error) {
-	state, rec, err := s.rememberStep(ctx, "reserve", userID, key, fingerprint, ref, false, now)
+	state, rec, err := s.rememberStep(ctx, "reserve", userID, key, fingerprint, ref, false, "", now)
 	if err != nil {
 		return false, false, "", false, err
 	}
@@ -170,23 +180,42 @@ func (s *Store) ReserveKey(ctx context.Context, userID, key, fingerprint, ref st
 	case "PENDING":
 		return false, false, "", false, nil
 	}
+	if rec.Refused != "" { // DONE with a refusal: the key answers with it again
+		return false, true, "", false, refusalOf(rec)
+	}
 	return false, true, rec.Ref, rec.Created, nil // DONE: rememberReply lets no other state of reserve through
 }
 
 // Remember records the answer of a payment under its Idempotency-Key for 24 h, with an event that makes
-// the record durable (restore brings it back). The first answer recorded stands: Remember returns the
-// recorded payment and creation flag, which a later caller answers with instead of its own.
-func (s *Store) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool, now time.Time) (string, bool, error) {
-	_, rec, err := s.rememberStep(ctx, "finish", userID, key, fingerprint, ref, created, now)
-	if err != nil {
-		return "", false, err
-	}
-	return rec.Ref, rec.Created, nil // DONE: the one state rememberReply lets through for finish
+// the record durable (restore brings it back). The first answer recorded stands: Remember returns it,
+// and a later caller answers with it instead of its own.
+func (s *Store) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool, now time.Time) (ticketrush.KeyAnswer, error) {
+	return s.finishKey(ctx, userID, key, fingerprint, ref, created, "", now)
 }
 
-// ReleaseKey frees a user's Idempotency-Key reserved for a payment that was refused, so that a retry
-// acts again; a key with its answer recorded, or reserved with another fingerprint, stays.
+// RememberRefusal records that the payment under a user's Idempotency-Key was refused with code, as
+// Remember records a payment, so that a retry with the key answers with the same refusal and does not
+// act. The first answer recorded stands: RememberRefusal returns it.
+func (s *Store) RememberRefusal(ctx context.Context, userID, key, fingerprint string, code ticketrush.Code, now time.Time) (ticketrush.KeyAnswer, error) {
+	return s.finishKey(ctx, userID, key, fingerprint, "", false, code, now)
+}
+
+// finishKey is payment_remember's 'finish': the answer it recorded, or that an earlier finish did.
+func (s *Store) finishKey(ctx context.Context, userID, key, fingerprint, ref string, created bool, code ticketrush.Code, now time.Time) (ticketrush.KeyAnswer, error) {
+	_, rec, err := s.rememberStep(ctx, "finish", userID, key, fingerprint, ref, created, code, now)
+	if err != nil {
+		return ticketrush.KeyAnswer{}, err
+	}
+	if rec.Refused != "" {
+		return ticketrush.KeyAnswer{Refused: refusalOf(rec)}, nil
+	}
+	return ticketrush.KeyAnswer{Ref: rec.Ref, Created: rec.Created}, nil // DONE: the one state rememberReply lets through for finish
+}
+
+// ReleaseKey frees a user's Idempotency-Key reserved for a payment that failed without an answer to
+// repeat (Redis did not answer, the request was cancelled), so that a retry acts again; a key with its
+// answer recorded, or reserved with another fingerprint, stays.
 func (s *Store) ReleaseKey(ctx context.Context, userID, key, fingerprint string, now time.Time) error {
-	_, _, err := s.rememberStep(ctx, "release", userID, key, fingerprint, "", false, now)
+	_, _, err := s.rememberStep(ctx, "release", userID, key, fingerprint, "", false, "", now)
 	return err
 }

@@ -43,6 +43,39 @@ func TestCharge(t *testing.T) {
 	})
 }
 
+// TestChargeRefusalReplayed: a charge refused with an Idempotency-Key answers every retry with the key
+// with the same refusal, even once the balance has room, durably (an idem.remember event); without
+// the key, or with another, the charge acts.
+func TestChargeRefusalReplayed(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		_, _, err := s.Charge(ctx, "alice", ticketrush.MaxBalance-100, "", "", t0)
+		require.NoError(t, err)
+		_, _, err = s.Charge(ctx, "alice", 500, "k", "fp-500", t0)
+		require.ErrorIs(t, err, ticketrush.ErrBalanceLimit)
+		_, err = s.Debit(ctx, "alice", "r1", 1000, t0)
+		require.NoError(t, err, "the balance has room for 500 now")
+		_, _, err = s.Charge(ctx, "alice", 500, "k", "fp-500", t0.Add(time.Second))
+		assert.ErrorIs(t, err, ticketrush.ErrBalanceLimit, "the retry with the key: the first answer again")
+		_, _, err = s.Charge(ctx, "alice", 600, "k", "fp-600", t0)
+		assert.ErrorIs(t, err, ticketrush.ErrIdempotencyConflict, "the key with another body")
+		_, _, _, _, err = s.ReserveKey(ctx, "alice", "k", "fp-pay", "p1", t0)
+		assert.ErrorIs(t, err, ticketrush.ErrIdempotencyConflict, "nor can it pay")
+		balance, err := s.Balance(ctx, "alice")
+		require.NoError(t, err)
+		assert.Equal(t, int64(ticketrush.MaxBalance-1100), balance, "the refused charge added nothing")
+		_, _, err = s.Charge(ctx, "alice", 500, "k2", "fp-500", t0)
+		require.NoError(t, err, "another key acts")
+
+		var b ticketrush.RecordBatch
+		decodeStream(t, c, s.keys.Wallet("alice").Events(), EventSource{Stream: s.keys.Wallet("alice").Events(),
+			Shard: WalletShard("alice")}, &b)
+		require.Len(t, b.Idempotency, 2, "the refusal's record and the second key's charge")
+		assert.Equal(t, ticketrush.IdempotencyRecord{UserID: "alice", Key: "k", Kind: "charge", Fingerprint: "fp-500",
+			Refused: "BALANCE_LIMIT", At: t0}, b.Idempotency[0], "the refusal is durable")
+	})
+}
+
 func TestRemember(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
@@ -55,18 +88,21 @@ func TestRemember(t *testing.T) {
 		assert.False(t, reserved || done, "a request with the same fingerprint sees the key reserved")
 		_, _, _, _, err = s.ReserveKey(ctx, "alice", "k", "fp2", "p2", t0)
 		assert.ErrorIs(t, err, ticketrush.ErrIdempotencyConflict, "a reserved key refuses another request")
-		_, _, err = s.Remember(ctx, "alice", "k", "fp2", "p2", true, t0)
+		_, err = s.Remember(ctx, "alice", "k", "fp2", "p2", true, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrIdempotencyConflict, "nor can another request record its answer")
 		assert.Empty(t, eventTypes(t, c, s.keys.Wallet("alice").Events()), "a reservation is not durable")
 
-		ref, created, err := s.Remember(ctx, "alice", "k", "fp", "p1", true, t0)
+		a, err := s.Remember(ctx, "alice", "k", "fp", "p1", true, t0)
 		require.NoError(t, err)
-		assert.Equal(t, []any{"p1", true}, []any{ref, created})
-		ref, created, err = s.Remember(ctx, "alice", "k", "fp", "p1", false, t0)
+		assert.Equal(t, ticketrush.KeyAnswer{Ref: "p1", Created: true}, a)
+		a, err = s.Remember(ctx, "alice", "k", "fp", "p1", false, t0)
 		require.NoError(t, err)
-		assert.Equal(t, []any{"p1", true}, []any{ref, created}, "the first answer recorded stands")
+		assert.Equal(t, ticketrush.KeyAnswer{Ref: "p1", Created: true}, a, "the first answer recorded stands")
+		a, err = s.RememberRefusal(ctx, "alice", "k", "fp", "INSUFFICIENT_BALANCE", t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.KeyAnswer{Ref: "p1", Created: true}, a, "a later refusal does not replace it")
 		require.NoError(t, s.ReleaseKey(ctx, "alice", "k", "fp", t0))
-		reserved, done, ref, created, err = s.ReserveKey(ctx, "alice", "k", "fp", "p1", t0)
+		reserved, done, ref, created, err := s.ReserveKey(ctx, "alice", "k", "fp", "p1", t0)
 		require.NoError(t, err)
 		assert.Equal(t, []any{false, true, "p1", true}, []any{reserved, done, ref, created}, "a recorded key is not released")
 		assert.Equal(t, []string{"idem.remember"}, eventTypes(t, c, s.keys.Wallet("alice").Events()), "one event per key")
@@ -90,5 +126,29 @@ func TestRemember(t *testing.T) {
 		require.NoError(t, err)
 		_, _, err = s.Charge(ctx, "dave", 100, "k", "POST /v1/points/charges 100", t0)
 		assert.ErrorIs(t, err, ticketrush.ErrIdempotencyConflict, "a key reserved by a payment cannot charge")
+
+		// A refusal recorded under the key: every retry answers with it, and nothing frees the key.
+		_, _, _, _, err = s.ReserveKey(ctx, "erin", "k", "fp", "p1", t0)
+		require.NoError(t, err)
+		a, err = s.RememberRefusal(ctx, "erin", "k", "fp", "INSUFFICIENT_BALANCE", t0)
+		require.NoError(t, err)
+		assert.ErrorIs(t, a.Refused, ticketrush.ErrInsufficientBalance)
+		assert.Empty(t, a.Ref)
+		a, err = s.Remember(ctx, "erin", "k", "fp", "p1", true, t0)
+		require.NoError(t, err)
+		assert.ErrorIs(t, a.Refused, ticketrush.ErrInsufficientBalance, "a later payment does not replace the refusal")
+		require.NoError(t, s.ReleaseKey(ctx, "erin", "k", "fp", t0))
+		reserved, done, _, _, err = s.ReserveKey(ctx, "erin", "k", "fp", "p1", t0)
+		assert.ErrorIs(t, err, ticketrush.ErrInsufficientBalance, "the retry: the first answer again")
+		assert.False(t, reserved, "and it does not take the key to act")
+		assert.True(t, done)
+		_, _, _, _, err = s.ReserveKey(ctx, "erin", "k", "fp-other", "p2", t0)
+		assert.ErrorIs(t, err, ticketrush.ErrIdempotencyConflict, "another request with the key")
+
+		var b ticketrush.RecordBatch
+		decodeStream(t, c, s.keys.Wallet("erin").Events(), EventSource{Stream: s.keys.Wallet("erin").Events(),
+			Shard: WalletShard("erin")}, &b)
+		assert.Equal(t, []ticketrush.IdempotencyRecord{{UserID: "erin", Key: "k", Kind: "payment", Fingerprint: "fp",
+			Refused: "INSUFFICIENT_BALANCE", At: t0}}, b.Idempotency, "the refusal is durable")
 	})
 }

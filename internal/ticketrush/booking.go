@@ -179,3 +179,11 @@ func ReservationOfPayment(paymentID string) (string, bool) {
 	}
 	return id, true
 }
+
+// KeyAnswer is the answer an Idempotency-Key of a payment repeats: the payment (Ref, and Created when
+// the first answer was a creation), or Refused, the error of the refusal that answered it.
+type KeyAnswer struct {
+	Ref     string
+	Created bool
+	Refused error
+}

@@ -87,7 +87,10 @@ type IdempotencyRecord struct {
 	Fingerprint string
 	Ref         string // the charge id or the payment id
 	Created     bool
-	At          time.Time
+	// Refused is the code of the refusal that answered the key's first request ("" when it acted): the
+	// key answers every retry with it. Ref is empty then.
+	Refused string
+	At      time.Time
 	// The charge's amount and balance after it (a charge's record replays them); read back only.
 	Amount, Balance int64
 }

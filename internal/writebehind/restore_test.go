@@ -41,8 +41,8 @@ func restoreAfterEmptied(t *testing.T, s *sale, empty func()) {
 	run(t, s.worker(Config{}, prometheus.NewRegistry()))
 	state := NewState(s.rdb, s.prefix)
 
-	// One fan holds a seat, another bought one; one charge and one payment have Idempotency-Keys.
-	// Then the load.
+	// One fan holds a seat, another bought one; one charge and one payment have Idempotency-Keys; a
+	// third fan's payment with a key was refused (no points). Then the load.
 	sched := s.concert.Schedules[1].ID
 	_, _, err := s.booking.Charge(ctx, "holder", 5_000, "")
 	require.NoError(t, err)
@@ -60,6 +60,10 @@ func restoreAfterEmptied(t *testing.T, s *sale, empty func()) {
 	paid, created, err := s.booking.PayOnce(ctx, "buyer", bought.ID, "pay-key")
 	require.NoError(t, err)
 	require.True(t, created)
+	short, err := s.booking.Hold(ctx, "short", join("short"), sched, "VIP-9")
+	require.NoError(t, err)
+	_, _, err = s.booking.PayOnce(ctx, "short", short.ID, "short-key")
+	require.ErrorIs(t, err, ticketrush.ErrInsufficientBalance)
 	load, stop := context.WithTimeout(ctx, 2*time.Second)
 	defer stop()
 	s.load(load, 6)
@@ -120,6 +124,13 @@ func restoreAfterEmptied(t *testing.T, s *sale, empty func()) {
 	assert.ErrorIs(t, err, ticketrush.ErrSeatUnavailable, "still sold")
 	_, created, err = s.booking.PayOnce(ctx, "holder", held.ID, "")
 	require.NoError(t, err, "the holder pays the restored hold")
+	assert.True(t, created)
+	_, _, err = s.booking.Charge(ctx, "short", 5_000, "")
+	require.NoError(t, err)
+	_, _, err = s.booking.PayOnce(ctx, "short", short.ID, "short-key")
+	assert.ErrorIs(t, err, ticketrush.ErrInsufficientBalance, "a refused payment's Idempotency-Key survives: the first answer again")
+	_, created, err = s.booking.PayOnce(ctx, "short", short.ID, "short-key-2")
+	require.NoError(t, err, "another key pays")
 	assert.True(t, created)
 
 	// The sale goes on, and the record keeps up.

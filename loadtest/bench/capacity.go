@@ -501,9 +501,9 @@ func measurePayments(ctx context.Context, store *redis.Store, phase func(string,
 			return err
 		}},
 		{"payment: record the answer", &res.finish, func(i int) error {
-			ref, _, err := store.Remember(ctx, user(i), key(i), fp(i), ticketrush.PaymentID(ids[i]), true, now)
-			if err == nil && ref != ticketrush.PaymentID(ids[i]) {
-				err = fmt.Errorf("%s: the key recorded %s", user(i), ref)
+			a, err := store.Remember(ctx, user(i), key(i), fp(i), ticketrush.PaymentID(ids[i]), true, now)
+			if err == nil && a.Ref != ticketrush.PaymentID(ids[i]) {
+				err = fmt.Errorf("%s: the key recorded %s (%v)", user(i), a.Ref, a.Refused)
 			}
 			return err
 		}},
