@@ -250,12 +250,23 @@ const queueBody = `Queue: queue body {"token","concertId","status","position","e
 var queueMembers = []string{"token", "concertId", "status", "position", "estimatedWaitSeconds", "pollAfterSeconds",
 	"activeUntil", "opensAt", "drawKey", "seatsAvailable"}
 
-// asTicket decodes a queue body, checking that every member is there.
+// queueIntegers are the queue body's members that are integers whatever the token's state: the
+// contract names activeUntil, opensAt and drawKey as the ones that may be null.
+var queueIntegers = []string{"position", "estimatedWaitSeconds", "pollAfterSeconds", "seatsAvailable"}
+
+// asTicket decodes a queue body, checking that every member is there and that the integers are
+// integers (a null would decode to 0 unseen).
 func asTicket(t testing.TB, r reply) ticket {
 	t.Helper()
 	var tk ticket
-	if decode(t, queueBody, r, &tk) {
-		hasMembers(t, queueBody, r, queueMembers...)
+	if decode(t, queueBody, r, &tk) && hasMembers(t, queueBody, r, queueMembers...) {
+		var raw map[string]json.RawMessage
+		_ = json.Unmarshal(r.body, &raw)
+		for _, m := range queueIntegers {
+			var n int64
+			promise(t, queueBody+": "+m+" is an integer", json.Unmarshal(raw[m], &n) == nil && string(raw[m]) != "null",
+				"%s is %s: %s", m, raw[m], r)
+		}
 	}
 	return tk
 }

@@ -33,7 +33,7 @@ type ticketJSON struct {
 	ConcertID            string     `json:"concertId"`
 	Status               string     `json:"status"`
 	Position             int64      `json:"position"`
-	EstimatedWaitSeconds *int64     `json:"estimatedWaitSeconds"` // null while paused and WAITING: unknown
+	EstimatedWaitSeconds int64      `json:"estimatedWaitSeconds"`
 	PollAfterSeconds     int64      `json:"pollAfterSeconds"`
 	ActiveUntil          *time.Time `json:"activeUntil"`
 	Paused               bool       `json:"paused"`
@@ -45,11 +45,8 @@ type ticketJSON struct {
 func toTicketJSON(t ticketrush.Ticket) ticketJSON {
 	out := ticketJSON{
 		Token: t.Token, ConcertID: t.ConcertID, Status: string(t.Status), Position: t.Position,
-		PollAfterSeconds: int64(t.PollAfter / time.Second), Paused: t.Paused, SeatsAvailable: t.SeatsAvailable,
-	}
-	if !(t.Paused && t.Status == ticketrush.StatusWaiting) {
-		wait := int64(t.EstimatedWait / time.Second)
-		out.EstimatedWaitSeconds = &wait
+		EstimatedWaitSeconds: int64(t.EstimatedWait / time.Second),
+		PollAfterSeconds:     int64(t.PollAfter / time.Second), Paused: t.Paused, SeatsAvailable: t.SeatsAvailable,
 	}
 	out.ActiveUntil, out.OpensAt = utcOrNil(t.ActiveUntil), utcOrNil(t.OpensAt)
 	if t.DrawKey != "" {

@@ -150,11 +150,7 @@ func (t ticketJSON) appendJSON(b []byte) ([]byte, bool) {
 	b = append(b, `,"position":`...)
 	b = strconv.AppendInt(b, t.Position, 10)
 	b = append(b, `,"estimatedWaitSeconds":`...)
-	if t.EstimatedWaitSeconds == nil {
-		b = append(b, "null"...)
-	} else {
-		b = strconv.AppendInt(b, *t.EstimatedWaitSeconds, 10)
-	}
+	b = strconv.AppendInt(b, t.EstimatedWaitSeconds, 10)
 	b = append(b, `,"pollAfterSeconds":`...)
 	b = strconv.AppendInt(b, t.PollAfterSeconds, 10)
 	timeField(`,"activeUntil":`, t.ActiveUntil)

@@ -264,10 +264,9 @@ func (s *Service) ticket(token string, c ticketrush.QueueClaims, st ticketrush.T
 	switch st.Status {
 	case ticketrush.StatusWaiting:
 		t.Position = st.Position
+		// Paused, nobody is admitted: the estimate is then the wait once admission resumes (paused says
+		// so); the poll cadence stays.
 		t.EstimatedWait, t.PollAfter = pacing(st.Position, v.rate())
-		if t.Paused {
-			t.EstimatedWait = 0 // nobody is admitted: no wait can be estimated; the poll cadence stays
-		}
 		if abandon > 0 {
 			// A fan who polls as told is never dropped for silence: at least three polls per window.
 			t.PollAfter = min(t.PollAfter, max(time.Second, (abandon/3).Truncate(time.Second)))

@@ -45,7 +45,7 @@ type Ticket struct {
 	ConcertID      string
 	Status         QueueStatus
 	Position       int64
-	EstimatedWait  time.Duration // unknown (zero) while Paused
+	EstimatedWait  time.Duration // while Paused, the wait once admission resumes
 	PollAfter      time.Duration
 	Paused         bool      // the concert's admission is paused: nobody is admitted until it resumes
 	ActiveUntil    time.Time // zero unless ACTIVE
