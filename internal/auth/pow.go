@@ -116,13 +116,14 @@ func (c *Challenges) Pass(challenge, nonce, userID, concertID string, now time.T
 	return ticketrush.JoinPass{PowID: p.ID, PowBits: p.Bits, PowExpires: p.ExpiresAt}
 }
 
-// ValidNonce reports whether a nonce is 1-64 printable ASCII characters, as docs/api.md says.
+// ValidNonce reports whether a nonce is 1-64 printable ASCII characters (0x20-0x7e, the space
+// included), as docs/api.md says.
 func ValidNonce(nonce string) bool {
 	if len(nonce) < 1 || len(nonce) > 64 {
 		return false
 	}
 	for i := 0; i < len(nonce); i++ {
-		if nonce[i] < 0x21 || nonce[i] > 0x7e {
+		if nonce[i] < 0x20 || nonce[i] > 0x7e {
 			return false
 		}
 	}

@@ -49,7 +49,7 @@ func TestChallengeCheck(t *testing.T) {
 		{"altered sig padding", body + "." + paddingFlipped(sig), nonce, "fan-1", "c1", now},
 		{"empty nonce", ch, "", "fan-1", "c1", now},
 		{"nonce too long", ch, strings.Repeat("a", 65), "fan-1", "c1", now},
-		{"nonce not printable", ch, "a b", "fan-1", "c1", now},
+		{"nonce not printable", ch, "a\tb", "fan-1", "c1", now},
 		{"garbage", "x.y", nonce, "fan-1", "c1", now},
 	}
 	for _, tt := range tests {
@@ -57,6 +57,16 @@ func TestChallengeCheck(t *testing.T) {
 			_, err := c.Check(tt.challenge, tt.nonce, tt.user, tt.concert, tt.at)
 			assert.Error(t, err)
 		})
+	}
+}
+
+// TestNonceIsPrintableASCII: a nonce is 1-64 printable characters (API.md), the space among them.
+func TestNonceIsPrintableASCII(t *testing.T) {
+	for _, ok := range []string{"a", "a b", " ~!", strings.Repeat("z", 64)} {
+		assert.True(t, ValidNonce(ok), "%q", ok)
+	}
+	for _, bad := range []string{"", "a\tb", "a\x7fb", "é", strings.Repeat("z", 65)} {
+		assert.False(t, ValidNonce(bad), "%q", bad)
 	}
 }
 

@@ -138,6 +138,14 @@ func conventions(t *testing.T, s *server) {
 		_ = json.Unmarshal(r.body, &c3)
 		promise(t, "Conventions: Idempotency-Keys are scoped to the user", r.status == 201 && c3.ID != "" && c3.ID != c1.ID,
 			"another user's charge with the same key: %s", r)
+
+		// Printable characters: the space is one.
+		spaced := s.charge(t, g, 100, "Idempotency-Key", "order 7 ~!")
+		spacedAgain := s.charge(t, g, 100, "Idempotency-Key", "order 7 ~!")
+		promise(t, "Conventions: Idempotency-Key (1-64 printable chars)", spaced.status == 201 && spacedAgain.status == 201 &&
+			string(spaced.body) == string(spacedAgain.body), "a key with spaces: %s; again: %s", spaced, spacedAgain)
+		r = s.charge(t, g, 100, "Idempotency-Key", "tab\tinside")
+		expectProblem(t, "Conventions: Idempotency-Key (1-64 printable chars): a tab is not one", r, 400, "INVALID_REQUEST")
 	})
 
 	t.Run("AdminBearer", func(t *testing.T) {

@@ -327,15 +327,15 @@ func (s *Server) moneyRequest(w http.ResponseWriter, r *http.Request, v any) (us
 	return user, key, decode(w, r, v)
 }
 
-// idempotencyKey reads the optional Idempotency-Key: absent, or 1-64 printable ASCII characters other
-// than the space (0x21-0x7e).
+// idempotencyKey reads the optional Idempotency-Key: absent, or 1-64 printable ASCII characters
+// (0x20-0x7e, the space included; net/http has trimmed the value's ends).
 func idempotencyKey(r *http.Request) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > 64 {
 		return "", ticketrush.Invalidf("Idempotency-Key must be 1-64 printable characters")
 	}
 	for i := 0; i < len(key); i++ {
-		if key[i] < 0x21 || key[i] > 0x7e {
+		if key[i] < 0x20 || key[i] > 0x7e {
 			return "", ticketrush.Invalidf("Idempotency-Key must be 1-64 printable characters")
 		}
 	}
