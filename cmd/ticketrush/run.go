@@ -61,6 +61,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if err != nil {
 			return err
 		}
+		for _, w := range cfg.Warnings {
+			log.Warn("configuration", "warning", w)
+		}
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return serve(ctx, cfg, log)
