@@ -194,7 +194,7 @@ func (s *Service) SeatMap(ctx context.Context, userID, concertID, scheduleID, to
 		if err := s.seats.loadFirst(ctx, v); err != nil {
 			return nil, err
 		}
-		return v.seatMap(now), nil
+		return v.seatMap(ctx, s.now)
 	}
 	st, taken, err := s.store.GatedSeats(ctx, claims, scheduleID, now)
 	if err != nil {

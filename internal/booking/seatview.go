@@ -3,6 +3,8 @@ package booking
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,7 +25,11 @@ import (
 //     a restore): those may be refused until the next refresh begins and ends. A read is trusted for
 //     trustReads refreshes at most: while reads fail, holds go to the script.
 //   - A seat map is built once per change the view sees and shared by every admitted fan of the
-//     schedule (the HTTP adapter encodes it once); each read still checks its token in Redis.
+//     schedule (the HTTP adapter encodes it once); each read still checks its token in Redis. A read
+//     shows every change this instance had made when it began (a hold answered 201 here reads HELD, a
+//     cancel answered 204 reads AVAILABLE) and no hold past its expiry: it waits, a moment at most,
+//     for a build when the budget of immediate ones is spent. Other instances' changes show from the
+//     next refresh.
 //
 // A schedule nobody read or held on this instance for idleAfter costs nothing: the view forgets it, and
 // the next read loads it again.
@@ -36,9 +42,9 @@ const (
 	// instance (left the line, its last hold paid there) reads SEAT_UNAVAILABLE for a seat the view shows
 	// taken, where the script would say QUEUE_TOKEN_EXPIRED.
 	activeProofFor = time.Second
-	// rebuildsPerSecond bounds how often one schedule's map is rebuilt for this instance's own changes
-	// between refreshes (so that a fan sees their hold or cancel at once); past it, the map waits for the
-	// next refresh.
+	// rebuildsPerSecond bounds how often one schedule's map is rebuilt at once for this instance's own
+	// changes and for holds that lapse between refreshes; past it, a read that must see such a change
+	// waits for one build a moment later (1/rebuildsPerSecond at most), shared by every read waiting.
 	rebuildsPerSecond = 20
 	// readShare bounds the Redis time the view's reads take: a schedule whose read costs Redis d is read
 	// again after readShare × d at the earliest, when that is longer than the refresh interval (a
@@ -110,10 +116,12 @@ type scheduleView struct {
 	local    map[string]uint64               // seat -> the local change that set it
 	m        *ticketrush.SeatMap             // the map last built, nil before the first
 	statuses []ticketrush.SeatStatus         // what m shows
+	built    uint64                          // the local changes m shows (changes when it was built)
+	lapses   int64                           // Unix ms of the first hold m shows HELD that lapses
 	stale    bool                            // refreshed since m was built
-	dirty    bool                            // changed here since m was built
-	tokens   float64                         // rebuild budget for local changes
+	tokens   float64                         // rebuild budget for local changes and lapses
 	filled   time.Time
+	pending  chan struct{}                   // closed by the build a read past the budget waits for
 }
 
 // schedule returns the view of a concert's schedule, making it when this instance has none; nil when
@@ -188,7 +196,6 @@ func (v *scheduleView) changed(seat string, t *ticketrush.TakenSeat) {
 		v.local = map[string]uint64{}
 	}
 	v.local[seat] = v.changes
-	v.dirty = true
 }
 
 // mark returns the count of local changes, taken just before a read of the seats is sent: a change
@@ -224,38 +231,89 @@ func (v *scheduleView) apply(fresh map[string]ticketrush.TakenSeat, mark uint64,
 	v.taken, v.loaded, v.stale, v.trusted = fresh, true, true, trusted
 }
 
-// seatMap returns the schedule's map: the one last built, unless the view changed since (rebuilt at
-// once after a refresh; after a change of this instance, within its rebuild budget).
-func (v *scheduleView) seatMap(now time.Time) *ticketrush.SeatMap {
+// seatMap returns the schedule's map as of the changes this instance had made when it was called, with
+// no hold shown HELD past its expiry: the map last built while that holds. Otherwise it builds one: at
+// once after a refresh, or within the rebuild budget; past the budget it waits for the build one
+// 1/rebuildsPerSecond later that every such read shares (or for ctx).
+func (v *scheduleView) seatMap(ctx context.Context, now func() time.Time) (*ticketrush.SeatMap, error) {
 	v.mu.RLock()
-	m, fresh := v.m, v.m != nil && !v.stale && !v.dirty
+	want := v.changes
+	m, fresh := v.m, v.shows(want, now())
 	v.mu.RUnlock()
 	if fresh {
-		return m
+		return m, nil
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.m != nil && !v.stale && (!v.dirty || !v.spend(now)) {
-		return v.m
+	for {
+		v.mu.Lock()
+		t := now()
+		if v.shows(want, t) {
+			m := v.m
+			v.mu.Unlock()
+			return m, nil
+		}
+		if v.m == nil || v.stale || v.spend(t) {
+			v.build(t)
+			m := v.m
+			v.mu.Unlock()
+			return m, nil
+		}
+		next := v.nextBuild(now)
+		v.mu.Unlock()
+		select {
+		case <-next:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: seat map: %w", ticketrush.ErrUnavailable, ctx.Err())
+		}
 	}
+}
+
+// shows reports whether the map last built may be served at t to a read that must show local change
+// want: no refresh since, that change in, and no hold in it lapsed (callers hold v.mu).
+func (v *scheduleView) shows(want uint64, t time.Time) bool {
+	return v.m != nil && !v.stale && v.built >= want && t.UnixMilli() < v.lapses
+}
+
+// nextBuild returns a channel closed by a build 1/rebuildsPerSecond from the first call that asked for
+// it (callers hold v.mu).
+func (v *scheduleView) nextBuild(now func() time.Time) <-chan struct{} {
+	if v.pending == nil {
+		ch := make(chan struct{})
+		v.pending = ch
+		time.AfterFunc(time.Second/rebuildsPerSecond, func() {
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			v.build(now())
+			v.pending = nil
+			close(ch)
+		})
+	}
+	return v.pending
+}
+
+// build makes the map of the view at now (callers hold v.mu); the same statuses keep the same map, its
+// encoding and ETag.
+func (v *scheduleView) build(now time.Time) {
 	ms := now.UnixMilli()
 	statuses := make([]ticketrush.SeatStatus, len(v.base))
+	lapses := int64(math.MaxInt64)
 	for i, s := range v.base {
 		statuses[i] = ticketrush.SeatAvailable
 		if t, ok := v.taken[s.ID]; ok {
 			statuses[i] = t.StatusAt(ms)
+			if !t.Sold && !t.Paying && t.HeldUntil > ms {
+				lapses = min(lapses, t.HeldUntil)
+			}
 		}
 	}
-	v.stale, v.dirty = false, false
+	v.stale, v.built, v.lapses = false, v.changes, lapses
 	if v.m != nil && slices.Equal(statuses, v.statuses) {
-		return v.m // the same bytes: the same map, its encoding and ETag
+		return
 	}
 	seats := slices.Clone(v.base)
 	for i := range seats {
 		seats[i].Status = statuses[i]
 	}
 	v.m, v.statuses = &ticketrush.SeatMap{ScheduleID: v.id, Seats: seats, AsOf: now}, statuses
-	return v.m
 }
 
 // spend takes one rebuild from the budget (callers hold v.mu).

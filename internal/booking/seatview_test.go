@@ -79,7 +79,9 @@ func seatViewRound(t *testing.T, seed uint64) {
 			}
 			_, truth, err := e.store.GatedSeats(ctx, claims(names[0]), sched, now)
 			require.NoError(t, err)
-			for _, s := range v.seatMap(now).Seats {
+			m, err := v.seatMap(ctx, e.clock.Now)
+			require.NoError(t, err)
+			for _, s := range m.Seats {
 				want := ticketrush.SeatAvailable
 				if st, ok := truth[s.ID]; ok {
 					want = st
@@ -431,4 +433,48 @@ func TestSeatViewProofKeepsActiveUntil(t *testing.T) {
 	other := ticketrush.QueueClaims{UserID: "fan", ConcertID: "c1", Seq: 8} // a newer token: nothing known
 	sv.learn(other, c.Now(), nil)
 	assert.True(t, sv.active(other, c.Now().Add(activeProofFor-time.Millisecond)))
+}
+
+// TestSeatMapShowsThisInstancesChangesAtOnce: API.md's seat map read right after a change answered by
+// this instance shows it, past the budget of immediate rebuilds too: a seat held (201) reads HELD, a
+// hold cancelled (204) reads AVAILABLE, a hold whose expiry has passed reads AVAILABLE, with no refresh
+// of the view in between. Thirty of each, one read after each, on the clock of the test (which does not
+// move, so the budget is spent after rebuildsPerSecond).
+func TestSeatMapShowsThisInstancesChangesAtOnce(t *testing.T) {
+	const n = 30
+	e := newEnvHolds(t, n, time.Minute, n)
+	ctx := context.Background()
+	e.svc.seats.enabled.Store(true)
+	sched := e.schedule()
+	fan := e.fan(t, "fan")
+	statusOf := func(seat string) ticketrush.SeatStatus {
+		t.Helper()
+		m, err := e.svc.SeatMap(ctx, fan, e.concert.ID, sched, fan)
+		require.NoError(t, err)
+		for _, s := range m.Seats {
+			if s.ID == seat {
+				return s.Status
+			}
+		}
+		t.Fatalf("no seat %s", seat)
+		return ""
+	}
+	require.Equal(t, ticketrush.SeatAvailable, statusOf("R-1"), "the view loaded")
+
+	ids := make([]string, n)
+	for i := range n {
+		seat := fmt.Sprint("R-", i+1)
+		r, err := e.svc.Hold(ctx, fan, fan, sched, seat)
+		require.NoError(t, err)
+		ids[i] = r.ID
+		require.Equal(t, ticketrush.SeatHeld, statusOf(seat), "hold %d: read just after its 201", i+1)
+	}
+	for i := range n / 2 {
+		require.NoError(t, e.svc.Cancel(ctx, fan, ids[i]))
+		require.Equal(t, ticketrush.SeatAvailable, statusOf(fmt.Sprint("R-", i+1)), "cancel %d: read just after its 204", i+1)
+	}
+	e.clock.Advance(time.Minute)
+	for i := n / 2; i < n; i++ {
+		require.Equal(t, ticketrush.SeatAvailable, statusOf(fmt.Sprint("R-", i+1)), "hold %d past its expiry", i+1)
+	}
 }

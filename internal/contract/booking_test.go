@@ -126,6 +126,37 @@ func reservations(t *testing.T, s *server) {
 		s.mustHold(t, a, at, sc, "R-3") // a cancel frees a place under maxHoldsPerUser
 	})
 
+	t.Run("SeatMapAfterEachChange", func(t *testing.T) {
+		// 25 fans in a row each hold a seat and read the map at once, then each cancels and reads again:
+		// more changes of one schedule than a seat map may be rebuilt for at once in a second.
+		t.Parallel()
+		const n = 25
+		c := s.createConcert(t, concertSpec{Seats: n, Price: 1000})
+		sc := c.Schedules[0].ID
+		fans, toks, ids := make([]fan, n), make([]string, n), make([]string, n)
+		for i := range fans {
+			fans[i] = s.newFan(t)
+			toks[i] = s.admitted(t, fans[i], c.ID)
+		}
+		for i, f := range fans {
+			seat := fmt.Sprint("R-", i+1)
+			ids[i] = s.mustHold(t, f, toks[i], sc, seat).ID
+			got := s.seats(t, f, toks[i], c.ID, sc)[seat].Status
+			if !promise(t, "Catalog: status HELD for a held seat (read just after the 201)", got == "HELD", "seat %s reads %s", seat, got) {
+				return
+			}
+		}
+		for i, f := range fans {
+			seat := fmt.Sprint("R-", i+1)
+			r := s.do(t, "DELETE", "/v1/reservations/"+ids[i], nil, f.h("")...)
+			expectStatus(t, "Reservations: DELETE /v1/reservations/{id} → 204", r, 204)
+			got := s.seats(t, f, toks[i], c.ID, sc)[seat].Status
+			if !promise(t, "Reservations: DELETE → 204, the seat is AVAILABLE again (read just after the 204)", got == "AVAILABLE", "seat %s reads %s", seat, got) {
+				return
+			}
+		}
+	})
+
 	t.Run("Expiry", func(t *testing.T) {
 		t.Parallel()
 		c := s.createConcert(t, concertSpec{Seats: 2, Queue: map[string]any{"holdTtlSeconds": 1}})
