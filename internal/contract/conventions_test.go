@@ -59,6 +59,7 @@ func conventions(t *testing.T, s *server) {
 			{"alg none", s.mint(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, jwt.MapClaims{"sub": id, "exp": hour})},
 			{"bad signature", s.mint(t, jwt.SigningMethodHS256, []byte(secret()), jwt.MapClaims{"sub": id, "exp": hour})},
 			{"expired a minute ago", s.mint(t, jwt.SigningMethodHS256, s.jwtSecret, jwt.MapClaims{"sub": id, "exp": time.Now().Add(-time.Minute).Unix()})},
+			{"expired a second ago", s.mint(t, jwt.SigningMethodHS256, s.jwtSecret, jwt.MapClaims{"sub": id, "exp": time.Now().Unix() - 1})},
 			{"sub not [A-Za-z0-9_-]", s.mint(t, jwt.SigningMethodHS256, s.jwtSecret, jwt.MapClaims{"sub": "a b/c", "exp": hour})},
 			{"sub of 65 chars", s.mint(t, jwt.SigningMethodHS256, s.jwtSecret, jwt.MapClaims{"sub": strings.Repeat("a", 65), "exp": hour})},
 		} {
