@@ -119,8 +119,8 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.UserRateBurst, err = nonNegative(getenv("USER_RATE_BURST"), 40); err != nil {
 		bad("USER_RATE_BURST", "%v", err)
 	}
-	if c.UserRateLimit > 0 && c.UserRateBurst < 1 {
-		bad("USER_RATE_BURST", "want at least 1 while USER_RATE_LIMIT is on, got %d", c.UserRateBurst)
+	if c.UserRateLimit == 0 || c.UserRateBurst == 0 { // API.md: 0 turns it off, either of the two
+		c.UserRateLimit, c.UserRateBurst = 0, 0
 	}
 	if c.TrustedProxyCIDRs, err = parseCIDRs(getenv("TRUSTED_PROXY_CIDRS")); err != nil {
 		bad("TRUSTED_PROXY_CIDRS", "%v", err)

@@ -45,7 +45,6 @@ func TestLoadErrors(t *testing.T) {
 		{"bad addr", map[string]string{"HTTP_ADDR": "8080"}, []string{"HTTP_ADDR: want host:port"}},
 		{"bad database", map[string]string{"DATABASE_URL": "mysql://x"}, []string{"DATABASE_URL: want postgres://"}},
 		{"bad rate", map[string]string{"USER_RATE_LIMIT": "-1"}, []string{"USER_RATE_LIMIT: want an integer"}},
-		{"zero burst", map[string]string{"USER_RATE_BURST": "0"}, []string{"USER_RATE_BURST: want at least 1"}},
 		{"bad cidr", map[string]string{"TRUSTED_PROXY_CIDRS": "10.0.0.0/8, nope"}, []string{`TRUSTED_PROXY_CIDRS: want CIDRs such as 10.0.0.0/8, got "nope"`}},
 		{"redis password masked", map[string]string{"REDIS_URL": "http://user:hunter2@x"}, []string{"REDIS_URL: want redis://", "xxxxx"}},
 		{"bad key prefix", map[string]string{"REDIS_KEY_PREFIX": "a{b}"}, []string{"REDIS_KEY_PREFIX: want 1-32 chars"}},
@@ -85,6 +84,18 @@ func TestLoadAbuse(t *testing.T) {
 	assert.Equal(t, "[10.0.0.0/8 192.168.1.7/32 ::1/128]", fmt.Sprint(c.TrustedProxyCIDRs))
 	assert.Equal(t, "login", c.JWTIssuer)
 	assert.Equal(t, "ticketrush", c.JWTAudience)
+}
+
+// TestRateLimitOffByEither: API.md's USER_RATE_LIMIT and USER_RATE_BURST, "0 turns it off": either of
+// the two at 0 turns the per-user limit off (the service does not refuse to start).
+func TestRateLimitOffByEither(t *testing.T) {
+	for _, name := range []string{"USER_RATE_LIMIT", "USER_RATE_BURST"} {
+		m := valid()
+		m[name] = "0"
+		c, err := Load(env(m))
+		require.NoError(t, err, name)
+		assert.Equal(t, []int{0, 0}, []int{c.UserRateLimit, c.UserRateBurst}, "%s=0: the limit is off", name)
+	}
 }
 
 // TestLoadMasksPasswords: no configuration error echoes a credential.

@@ -21,3 +21,14 @@ func TestShortAdminTokenServes(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, res.status, "%s", res.body)
 	assert.True(t, strings.Contains(s.logs.String(), "ADMIN_TOKEN is 5 bytes"), "a warning in the log:\n%s", s.logs.String())
 }
+
+// TestRateBurstZeroTurnsTheLimitOff: the real binary started with USER_RATE_BURST=0 (and the default
+// USER_RATE_LIMIT) serves, with no per-user limit: 100 requests of one user in a row, none 429.
+func TestRateBurstZeroTurnsTheLimitOff(t *testing.T) {
+	s := startService(t, map[string]string{"USER_RATE_LIMIT": "", "USER_RATE_BURST": "0"})
+	f := newFan(t, "unlimited")
+	for i := range 100 {
+		res := s.do(t, req{method: "GET", path: "/v1/points", headers: f.auth("")})
+		require.Equal(t, http.StatusOK, res.status, "request %d: %s", i+1, res.body)
+	}
+}
