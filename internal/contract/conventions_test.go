@@ -2,6 +2,7 @@ package contract
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,15 @@ func conventions(t *testing.T, s *server) {
 			}
 			r := s.do(t, "GET", "/v1/points", nil, h...)
 			expectProblem(t, sentence+" ("+tt.name+")", r, 401, "UNAUTHENTICATED")
+		}
+		// However many, from one address: each is 401, not 429 (the limit is each user's, and the public
+		// endpoints' each address).
+		expired := s.mint(t, jwt.SigningMethodHS256, s.jwtSecret, jwt.MapClaims{"sub": id, "exp": time.Now().Add(-time.Minute).Unix()})
+		for i := range 60 {
+			r := s.do(t, "GET", "/v1/points", nil, "Authorization", "Bearer "+expired)
+			if !expectProblem(t, sentence+fmt.Sprintf(" (an expired token, request %d of 60 in a row)", i+1), r, 401, "UNAUTHENTICATED") {
+				break
+			}
 		}
 		// The same claims, rightly signed, pass: the refusals above are for what the case changed.
 		ok := s.mint(t, jwt.SigningMethodHS256, s.jwtSecret, jwt.MapClaims{"sub": id, "exp": hour})

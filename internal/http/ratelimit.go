@@ -98,22 +98,23 @@ func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
-// limited guards a /v1 handler with the per-instance limit: by the caller's user when the bearer JWT
-// verifies, else (public endpoints, bad credentials) by client address. A limited request does nothing
-// and answers 429 RATE_LIMITED with Retry-After.
-func (s *Server) limited(h handlerFunc) handlerFunc {
+// limited guards a /v1 handler with the per-instance limit (API.md: "every /v1 endpoint limits each
+// user, the public ones each client address"): a public endpoint by client address; any other by the
+// caller's user. A request to one of those whose bearer JWT does not verify is not counted: its answer
+// is 401 UNAUTHENTICATED, as the contract has it, which costs no more than a 429 would. A limited
+// request does nothing and answers 429 RATE_LIMITED with Retry-After.
+func (s *Server) limited(h handlerFunc, public bool) handlerFunc {
 	if s.Limiter == nil {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-		key := ""
-		if _, ok := bearer(r); ok {
-			if user, err := s.user(r); err == nil {
-				key = "u:" + user
-			}
-		}
-		if key == "" {
+		var key string
+		if public {
 			key = "a:" + clientAddr(r, s.TrustedProxies)
+		} else if user, err := s.user(r); err == nil {
+			key = "u:" + user
+		} else {
+			return h(w, r, p) // refused by the handler's own check of the JWT
 		}
 		if ok, wait := s.Limiter.Allow(key); !ok {
 			w.Header().Set("Retry-After", retryAfter(wait))

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -129,6 +130,27 @@ func TestServerLimitsPerInstance(t *testing.T) {
 	assert.Equal(t, []int{200, 200, 200, 429}, codes, "the public list, by client address")
 	assert.Equal(t, 200, do("GET", "/v1/concerts", "", "192.0.2.10:1").Code)
 	assert.Equal(t, 200, do("GET", "/healthz", "", "192.0.2.9:1").Code, "operations are not limited")
+
+	codes = nil
+	for range 4 {
+		codes = append(codes, do("GET", "/v1/concerts", userBob, "192.0.2.11:1").Code)
+	}
+	assert.Equal(t, []int{200, 200, 200, 429}, codes, "a public endpoint is limited by address, with a JWT too")
+
+	// A bearer that does not verify is answered 401 however often, and costs the address's public
+	// bucket nothing (API.md: a bad token is 401 UNAUTHENTICATED).
+	codes = nil
+	for range 10 {
+		r := httptest.NewRequest("GET", "/v1/points", nil)
+		r.Header.Set("Authorization", "Bearer not-a-jwt")
+		r.RemoteAddr = "192.0.2.12:1"
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, r)
+		codes = append(codes, rec.Code)
+	}
+	assert.Equal(t, slices.Repeat([]int{401}, 10), codes, "bad bearers: 401, never 429")
+	assert.Equal(t, 401, do("GET", "/v1/points", "", "192.0.2.12:1").Code, "no bearer: 401")
+	assert.Equal(t, 200, do("GET", "/v1/concerts", "", "192.0.2.12:1").Code, "the address's public bucket untouched")
 
 	clock.Advance(time.Second)
 	assert.Equal(t, 200, do("GET", "/v1/points", userAlice, "192.0.2.1:1").Code, "the bucket refills")

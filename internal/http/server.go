@@ -150,11 +150,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // handlerFunc is a route's handler; a returned error is written as a problem document.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
 
+// publicRoutes are the /v1 routes that need no JWT (API.md), rate limited per client address.
+var publicRoutes = map[string]bool{
+	"GET /v1/concerts": true, "GET /v1/concerts/:concertId/draw": true, "GET /v1/concerts/:concertId/draw/keys": true,
+}
+
 // Handle adds a route, instrumented under its pattern and bounded by the request timeout; /v1 routes are
 // rate limited per instance.
 func (s *Server) handle(method, pattern string, h handlerFunc) {
 	if strings.HasPrefix(pattern, "/v1/") {
-		h = s.limited(h)
+		h = s.limited(h, publicRoutes[method+" "+pattern])
 	}
 	s.router.Handle(method, pattern, s.instrument(pattern, s.Timeout, h))
 }
@@ -163,7 +168,7 @@ func (s *Server) handle(method, pattern string, h handlerFunc) {
 // on the request itself (a stream lasts as long as its fan waits); the handler bounds each of its own
 // calls to Redis and Postgres by s.Timeout.
 func (s *Server) handleStream(method, pattern string, h handlerFunc) {
-	s.router.Handle(method, pattern, s.instrument(pattern, 0, s.limited(h)))
+	s.router.Handle(method, pattern, s.instrument(pattern, 0, s.limited(h, false)))
 }
 
 // instrument runs h with a deadline of timeout on the request's context (none when timeout is 0) (every Redis and Postgres call
