@@ -121,7 +121,7 @@ type scheduleView struct {
 	stale    bool                            // refreshed since m was built
 	tokens   float64                         // rebuild budget for local changes and lapses
 	filled   time.Time
-	pending  chan struct{}                   // closed by the build a read past the budget waits for
+	pending  chan struct{} // closed by the build a read past the budget waits for
 }
 
 // schedule returns the view of a concert's schedule, making it when this instance has none; nil when

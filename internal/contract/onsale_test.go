@@ -72,6 +72,29 @@ func onSale(t *testing.T, s *server) {
 		expectProblem(t, "On-sale: GET .../draw: 404 NOT_FOUND for a concert without sale", r, 404, "NOT_FOUND")
 	})
 	t.Run("PrequeueAndDraw", func(t *testing.T) { t.Parallel(); prequeueAndDraw(t, s) })
+	t.Run("PrequeueOpenAtCreation", func(t *testing.T) {
+		// API.md sets no rule on sale.prequeueOpensAt but its order with opensAt: one already past opens
+		// the pre-queue at once.
+		t.Parallel()
+		now := time.Now().UTC()
+		r := s.do(t, "POST", "/admin/v1/concerts", map[string]any{"title": "Contract " + t.Name(), "venue": "Hall",
+			"schedules": []string{"2026-12-24T10:00:00Z"}, "sections": []map[string]any{{"name": "R", "price": 1000, "seats": 10}},
+			"sale": map[string]any{"opensAt": now.Add(time.Hour).Format(time.RFC3339), "prequeueOpensAt": now.Add(-time.Minute).Format(time.RFC3339)}},
+			s.admin()...)
+		var c struct {
+			ID string `json:"id"`
+		}
+		if !expectStatus(t, "Admin: POST /admin/v1/concerts → 201 (a sale whose pre-queue opened a minute ago)", r, 201) || !decode(t, "Admin: POST /admin/v1/concerts → 201", r, &c) {
+			return
+		}
+		d, _ := s.draw(t, c.ID)
+		promiseNow(t, "On-sale: OPEN while the pre-queue is open", d.Status == "OPEN", "%+v", d)
+		f := s.newFan(t)
+		jr := s.join(t, f, c.ID, nil)
+		tk := asTicket(t, jr)
+		promiseNow(t, "On-sale: fans who join between prequeueOpensAt and opensAt are in the pre-queue (201, status PREQUEUE)",
+			jr.status == 201 && tk.Status == "PREQUEUE", "%s", jr)
+	})
 }
 
 func prequeueAndDraw(t *testing.T, s *server) {

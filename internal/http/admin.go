@@ -60,7 +60,7 @@ func (req createConcertRequest) sale(now time.Time) (*ticketrush.Sale, error) {
 	if req.Sale.ClosesAt != nil {
 		s.ClosesAt = req.Sale.ClosesAt.UTC().Truncate(time.Millisecond)
 	}
-	return s, s.Validate(now, req.Sale.PrequeueOpensAt != nil)
+	return s, s.Validate(now)
 }
 
 func (req createConcertRequest) concert() ticketrush.Concert {

@@ -24,15 +24,14 @@ type Sale struct {
 func (s Sale) ClosedAt(now time.Time) bool { return !s.ClosesAt.IsZero() && !now.Before(s.ClosesAt) }
 
 // Validate checks a sale at its concert's creation, at now: the opening ahead, the pre-queue opening no
-// later than it. A pre-queue opening left to its default may be past already: the pre-queue is open at once.
-func (s Sale) Validate(now time.Time, prequeueGiven bool) error {
+// later than it. The pre-queue opening, given or left to its default, may be past already: the pre-queue
+// is open at once (API.md sets no rule on it but its order with the opening).
+func (s Sale) Validate(now time.Time) error {
 	switch {
 	case s.OpensAt.IsZero():
 		return Invalidf("sale.opensAt is required when sale is given")
 	case !s.OpensAt.After(now):
 		return Invalidf("sale.opensAt must be in the future")
-	case prequeueGiven && !s.PrequeueOpensAt.After(now):
-		return Invalidf("sale.prequeueOpensAt must be in the future")
 	case s.PrequeueOpensAt.After(s.OpensAt):
 		return Invalidf("sale.prequeueOpensAt must not be after sale.opensAt")
 	case !s.ClosesAt.IsZero() && !s.ClosesAt.After(s.OpensAt):

@@ -10,25 +10,24 @@ import (
 func TestSaleValidate(t *testing.T) {
 	now := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	tests := []struct {
-		name  string
-		give  Sale
-		given bool // prequeueOpensAt given by the admin
-		ok    bool
+		name string
+		give Sale
+		ok   bool
 	}{
-		{"both ahead", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(time.Minute)}, true, true},
-		{"same time", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(time.Hour)}, true, true},
-		{"default pre-queue already open", Sale{OpensAt: now.Add(time.Minute), PrequeueOpensAt: now.Add(-29 * time.Minute)}, false, true},
-		{"opening past", Sale{OpensAt: now.Add(-time.Second), PrequeueOpensAt: now.Add(-time.Hour)}, false, false},
-		{"opening now", Sale{OpensAt: now, PrequeueOpensAt: now.Add(-time.Hour)}, false, false},
-		{"given pre-queue past", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(-time.Second)}, true, false},
-		{"pre-queue after the opening", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(2 * time.Hour)}, true, false},
-		{"no opening", Sale{PrequeueOpensAt: now.Add(time.Hour)}, true, false},
-		{"closing after the opening", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(time.Minute), ClosesAt: now.Add(2 * time.Hour)}, true, true},
-		{"closing at the opening", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(time.Minute), ClosesAt: now.Add(time.Hour)}, true, false},
+		{"both ahead", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(time.Minute)}, true},
+		{"same time", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(time.Hour)}, true},
+		{"default pre-queue already open", Sale{OpensAt: now.Add(time.Minute), PrequeueOpensAt: now.Add(-29 * time.Minute)}, true},
+		{"opening past", Sale{OpensAt: now.Add(-time.Second), PrequeueOpensAt: now.Add(-time.Hour)}, false},
+		{"opening now", Sale{OpensAt: now, PrequeueOpensAt: now.Add(-time.Hour)}, false},
+		{"given pre-queue past: open at once", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(-time.Second)}, true},
+		{"pre-queue after the opening", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(2 * time.Hour)}, false},
+		{"no opening", Sale{PrequeueOpensAt: now.Add(time.Hour)}, false},
+		{"closing after the opening", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(time.Minute), ClosesAt: now.Add(2 * time.Hour)}, true},
+		{"closing at the opening", Sale{OpensAt: now.Add(time.Hour), PrequeueOpensAt: now.Add(time.Minute), ClosesAt: now.Add(time.Hour)}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.give.Validate(now, tt.given)
+			err := tt.give.Validate(now)
 			if tt.ok {
 				assert.NoError(t, err)
 			} else {
