@@ -27,9 +27,8 @@
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- ARGV[3] waiting: fans waiting in every shard, as the scheduler read them
 -- ARGV[4] mode: 'tick', or 'first': a join to an empty line, admitted only if nobody is ahead of it (no
---         seq between the head and its own but the logged leaves) and there is room, whatever the rate
---         budget holds (it takes a token when there is one); nobody is lapsed and the waiting count is
---         left as it is (as queue_join's admission at once)
+--         seq between the head and its own but the logged leaves); nobody is lapsed and the waiting count
+--         is left as it is (as queue_join's admission at once)
 -- ARGV[5..] user: the candidates, in seq order, each as user, seq, seen (ms; a sale's entrants count as
 --           seen at its opening at the latest)
 -- Events: one for each kind of fan the round took, naming the users and their seqs as comma lists in
@@ -63,10 +62,7 @@ end
 --#include admit
 local tok, ts = budget(bucket, rate, now)
 local n = 0
-local want = math.min(cap - redis.call('ZCARD', active), batch)
-if mode ~= 'first' then
-  want = math.min(want, math.floor(tok))
-end
+local want = math.min(cap - redis.call('ZCARD', active), math.floor(tok), batch)
 local stock = redis.call('HMGET', inv, 'avail', 'soldout')
 local aps = tonumber(conf[5] or '0')
 local opens = tonumber(conf[8] or '0') -- a pre-queue entrant's silence counts from the opening
@@ -109,7 +105,7 @@ if conf[4] ~= '1' then
     last = seq
   end
   write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, tills, nows)
-  tok = math.max(0, tok - n)
+  tok = tok - n
   if last and tonumber(last) > tonumber(redis.call('GET', head) or '0') then
     redis.call('SET', head, last) -- the head moves past every fan who left the line here
     local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)

@@ -3,9 +3,8 @@
 -- pre-queue opens, takes joins before the opening into the pre-queue (PREQUEUE, seq 0), and from the
 -- opening on queues FIFO behind the entrants' places: the first join after the opening seals the
 -- pre-queue (as draw_seal does), so a racing join is an entrant or an arrival, never both. Nobody is
--- admitted before the draw is in place (draw drawnAt). Admitted at once when nobody waits, a slot is free and the queue is
--- not paused (API.md: "ACTIVE at once when nobody waits and there is room"); the admission takes a token
--- of the rate budget when it has one, so the tick's rate counts it, but does not wait for one. A join past the user's rate limit does
+-- admitted before the draw is in place (draw drawnAt). Admitted at once when nobody waits, a slot is free, the queue is not
+-- paused and the admission rate budget has a token left. A join past the user's rate limit does
 -- nothing; a concert may ask a fan without a live token for an access code and a proof of work.
 -- KEYS[1] cfg       hash: cap, rate, ttl (ms), paused, opens, pqopens (ms, a sale's), pow (bits), codereq,
 --                   aps (activePerSeat), noshow (ms), seenbase (the seq seen's fields count from, absent 0)
@@ -160,10 +159,10 @@ local arr, nows = string.format('%d', arrival), string.format('%d', now)
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
 if room and conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
   local tok, ts = budget(bucket, rate, now)
-  do
+  if tok >= 1 then
     local till = now + ttl
     local tills = string.format('%d', till)
-    redis.call('HSET', bucket, 'tok', string.format('%.6f', math.max(0, tok - 1)), 'ts', ts)
+    redis.call('HSET', bucket, 'tok', string.format('%.6f', tok - 1), 'ts', ts)
     redis.call('ZADD', active, tills, user)
     redis.call('HSET', aseq, user, arr)
     redis.call('SET', head, arr)

