@@ -26,6 +26,23 @@ func conventions(t *testing.T, s *server) {
 
 		r = s.do(t, "GET", "/v1/no-such-route", nil, f.h("")...)
 		expectProblem(t, "Conventions: every error is RFC 9457 (an unknown route: 404 NOT_FOUND)", r, 404, "NOT_FOUND")
+
+		// The calls that take no body hold one to the same rules: {} is no field at all.
+		c := s.createConcert(t, concertSpec{Seats: 2, Price: 1000})
+		tok := s.admitted(t, f, c.ID)
+		res := s.mustHold(t, f, tok, c.Schedules[0].ID, "R-1")
+		for _, call := range []struct{ method, path string }{
+			{"POST", "/v1/concerts/" + c.ID + "/queue/challenge"},
+			{"DELETE", "/v1/reservations/" + res.ID},
+			{"DELETE", "/v1/queue"},
+		} {
+			r = s.do(t, call.method, call.path, `{"extra":1}`, f.h(tok)...)
+			expectProblem(t, "Conventions: request bodies reject unknown fields (400 INVALID_REQUEST): "+call.method+" "+call.path, r, 400, "INVALID_REQUEST")
+			r = s.do(t, call.method, call.path, `{}`+strings.Repeat(" ", 65<<10), f.h(tok)...)
+			expectProblem(t, "Conventions: request bodies reject anything over 64 KiB (413): "+call.method+" "+call.path, r, 413, "PAYLOAD_TOO_LARGE")
+		}
+		r = s.do(t, "DELETE", "/v1/reservations/"+res.ID, `{}`, f.h("")...)
+		expectStatus(t, "Reservations: DELETE /v1/reservations/{id} → 204 (with an empty JSON object for a body)", r, 204)
 	})
 
 	t.Run("ErrorDetails", func(t *testing.T) {

@@ -215,6 +215,9 @@ func (s *Server) cancelReservation(w http.ResponseWriter, r *http.Request, p htt
 	if err != nil {
 		return err
 	}
+	if err := noBody(w, r); err != nil {
+		return err
+	}
 	if err := s.Booking.Cancel(r.Context(), user, p.ByName("id")); err != nil {
 		return err
 	}

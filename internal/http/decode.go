@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -246,6 +247,29 @@ func (s *quickScan) str(plain bool) ([]byte, bool) {
 }
 
 // jsonContent refuses a body declared as anything but JSON (application/json, or a +json type).
+// optionalBody decodes r's body into v as decode does when there is one, and reports whether there was:
+// an empty body, chunked or not, is none.
+func optionalBody(w http.ResponseWriter, r *http.Request, v any) (bool, error) {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return false, nil
+	}
+	if r.ContentLength < 0 { // chunked: empty is no body too
+		br := bufio.NewReader(r.Body)
+		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		r.Body = io.NopCloser(br)
+	}
+	return true, decode(w, r, v)
+}
+
+// noBody holds the body of a call that takes none to the conventions of every body (API.md: bodies
+// reject unknown fields and anything over 64 KiB): none, or an empty JSON object.
+func noBody(w http.ResponseWriter, r *http.Request) error {
+	_, err := optionalBody(w, r, &struct{}{})
+	return err
+}
+
 func jsonContent(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" || ct == "application/json" { // what clients send, without parsing it

@@ -210,6 +210,12 @@ var apiCases = []apiCase{
 		down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Queue: leave.
+	{name: "leave with an unknown field", method: "DELETE", path: "/v1/queue", header: jsonBody(asUser(userAlice, qtAliceActive)),
+		body: `{"extra":1}`, status: 400, code: "INVALID_REQUEST"},
+	{name: "leave with a body over 64 KiB", method: "DELETE", path: "/v1/queue", header: jsonBody(asUser(userAlice, qtAliceActive)),
+		body: `{}` + strings.Repeat(" ", 65<<10), status: 413, code: "PAYLOAD_TOO_LARGE"},
+	{name: "leave with a body not JSON", method: "DELETE", path: "/v1/queue", header: withType(jsonBody(asUser(userAlice, qtAliceActive)), "text/plain"),
+		body: `{}`, status: 415, code: "UNSUPPORTED_MEDIA_TYPE"},
 	{name: "leave active", method: "DELETE", path: "/v1/queue", header: asUser(userAlice, qtAliceActive), status: 204},
 	{name: "leave waiting", method: "DELETE", path: "/v1/queue", header: asUser(userBob, qtBobWaiting), status: 204},
 	{name: "leave expired", method: "DELETE", path: "/v1/queue", header: asUser(userCarol, qtCarolExpired), status: 204},
@@ -301,6 +307,12 @@ var apiCases = []apiCase{
 		down: true, status: 503, code: "UNAVAILABLE"},
 
 	// Abuse: challenge, join body, access codes.
+	{name: "challenge with an unknown field", method: "POST", path: "/v1/concerts/" + concert1 + "/queue/challenge", header: jsonBody(asUser(userAlice)),
+		body: `{"extra":1}`, status: 400, code: "INVALID_REQUEST"},
+	{name: "challenge with a body over 64 KiB", method: "POST", path: "/v1/concerts/" + concert1 + "/queue/challenge", header: jsonBody(asUser(userAlice)),
+		body: `{}` + strings.Repeat(" ", 65<<10), status: 413, code: "PAYLOAD_TOO_LARGE"},
+	{name: "challenge with a body not JSON", method: "POST", path: "/v1/concerts/" + concert1 + "/queue/challenge", header: withType(jsonBody(asUser(userAlice)), "text/plain"),
+		body: `{}`, status: 415, code: "UNSUPPORTED_MEDIA_TYPE"},
 	{name: "challenge", method: "POST", path: "/v1/concerts/" + concert1 + "/queue/challenge", header: asUser(userAlice), status: 201},
 	{name: "challenge unknown concert", method: "POST", path: "/v1/concerts/" + noConcert + "/queue/challenge", header: asUser(userAlice),
 		status: 404, code: "NOT_FOUND"},
@@ -464,6 +476,12 @@ var apiCases = []apiCase{
 		broken: true, status: 500, code: "INTERNAL"},
 	{name: "reservation redis down", method: "GET", path: "/v1/reservations/" + resAliceHeld, header: asUser(userAlice),
 		down: true, status: 503, code: "UNAVAILABLE"},
+	{name: "cancel with an unknown field", method: "DELETE", path: "/v1/reservations/" + resAliceHeld, header: jsonBody(asUser(userAlice)),
+		body: `{"extra":1}`, status: 400, code: "INVALID_REQUEST"},
+	{name: "cancel with a body over 64 KiB", method: "DELETE", path: "/v1/reservations/" + resAliceHeld, header: jsonBody(asUser(userAlice)),
+		body: `{}` + strings.Repeat(" ", 65<<10), status: 413, code: "PAYLOAD_TOO_LARGE"},
+	{name: "cancel with a body not JSON", method: "DELETE", path: "/v1/reservations/" + resAliceHeld, header: withType(jsonBody(asUser(userAlice)), "text/plain"),
+		body: `{}`, status: 415, code: "UNSUPPORTED_MEDIA_TYPE"},
 	{name: "cancel", method: "DELETE", path: "/v1/reservations/" + resAliceHeld, header: asUser(userAlice), status: 204},
 	{name: "cancel paid", method: "DELETE", path: "/v1/reservations/" + resAlicePaid, header: asUser(userAlice),
 		status: 409, code: "RESERVATION_NOT_HELD"},

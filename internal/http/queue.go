@@ -1,9 +1,7 @@
 package http
 
 import (
-	"bufio"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -111,6 +109,9 @@ func (s *Server) leaveQueue(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err != nil {
 		return err
 	}
+	if err := noBody(w, r); err != nil {
+		return err
+	}
 	if err := s.Queue.Leave(r.Context(), user, r.Header.Get("X-Queue-Token")); err != nil {
 		return err
 	}
@@ -129,19 +130,9 @@ type joinRequest struct {
 // here (signature, binding, expiry, work: no Redis), the access code hashed. Whether the concert asks
 // for either, and single use, are the script's.
 func (s *Server) joinPass(w http.ResponseWriter, r *http.Request, user, concertID string) (ticketrush.JoinPass, error) {
-	if r.ContentLength == 0 {
-		return ticketrush.JoinPass{}, nil // no body: the join of docs/api.md v1
-	}
-	if r.ContentLength < 0 { // chunked: empty is no body too
-		br := bufio.NewReader(r.Body)
-		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
-			return ticketrush.JoinPass{}, nil
-		}
-		r.Body = io.NopCloser(br)
-	}
 	var req joinRequest
-	if err := decode(w, r, &req); err != nil {
-		return ticketrush.JoinPass{}, err
+	if given, err := optionalBody(w, r, &req); err != nil || !given {
+		return ticketrush.JoinPass{}, err // no body: the join of docs/api.md v1
 	}
 	var pass ticketrush.JoinPass
 	if req.Challenge != nil || req.Nonce != nil {
@@ -181,6 +172,9 @@ type challengeJSON struct {
 func (s *Server) queueChallenge(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	user, id, err := s.userAndConcert(r, p)
 	if err != nil {
+		return err
+	}
+	if err := noBody(w, r); err != nil {
 		return err
 	}
 	c, ok := s.Catalog.Concert(id)
