@@ -451,3 +451,48 @@ func prequeueTokenOfAFinishedFan(t *testing.T, s saleSetup) {
 		}
 	}
 }
+
+// TestPrequeueTokenPollIsASignOfLife: API.md counts polling with either token of a drawn entrant ("both
+// work") against abandonment: the first poll of a pre-queue token on an instance that has not seen the
+// fan's place (it asks Redis for it) marks the fan seen, as every later poll does. Without it, a fan
+// whose only poll came that way was dropped as silent when their turn came.
+func TestPrequeueTokenPollIsASignOfLife(t *testing.T) {
+	rc, prefix := dbtest.Redis(t)
+	s := newSale(t, rc, prefix)
+	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
+	old := map[string]string{}
+	for _, u := range []string{"ann", "bob"} {
+		tk, _, err := svc.Join(ctx, u, c.ID)
+		require.NoError(t, err)
+		old[u] = tk.Token
+	}
+	clk.Set(sale.OpensAt.Add(time.Second))
+	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	require.NoError(t, d.Run(ctx, c.ID, *sale))
+	r, err := store.Tick(ctx, c.ID, clk.Now(), 1) // the first of the draw is admitted, the other waits
+	require.NoError(t, err)
+	require.EqualValues(t, 1, r.Admitted)
+
+	clk.Advance(10 * time.Second)
+	other := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
+	other.EnableOnSale(store, sales)
+	require.NoError(t, other.Refresh(ctx))
+	waiting := 0
+	for u, tok := range old {
+		tk, err := other.Status(ctx, u, tok) // the first poll of the old token on this instance
+		require.NoError(t, err)
+		if tk.Status != ticketrush.StatusWaiting {
+			continue
+		}
+		waiting++
+		claims, err := other.Verify(ctx, u, c.ID, tk.Token)
+		require.NoError(t, err)
+		require.NoError(t, other.FlushLiveness(ctx))
+		seen, err := rc.Do(ctx, rc.B().Get().Key(store.Keys().Concert(c.ID).Seen()).Build()).ToString()
+		if !rueidis.IsRedisNil(err) {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, clk.Now().UnixMilli(), lastSeen(seen, claims.Seq).UnixMilli(), "%s's poll with the pre-queue token marked them seen", u)
+	}
+	assert.Equal(t, 1, waiting)
+}

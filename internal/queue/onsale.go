@@ -128,6 +128,9 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 		if err != nil {
 			return ticketrush.Ticket{}, err
 		}
+		if st.Status == ticketrush.StatusWaiting {
+			s.alive(claims.ConcertID, claims.UserID, seq)
+		}
 		return s.ticket(s.tokens.Sign(placed), placed, st, v), nil
 	}
 	s.metrics.fromRedis.Inc()
@@ -144,6 +147,9 @@ func (s *Service) prequeueStatus(ctx context.Context, token string, claims ticke
 	if seq > 0 {
 		if err := s.refreshDraw(ctx, claims.ConcertID, v); err != nil { // the draw key shows as soon as it is done
 			return ticketrush.Ticket{}, err
+		}
+		if st.Status == ticketrush.StatusWaiting { // the first poll of the old token here counts as polling too
+			s.alive(claims.ConcertID, claims.UserID, seq)
 		}
 		placed := auth.NewClaims(claims.ConcertID, claims.UserID, seq)
 		return s.ticket(s.tokens.Sign(placed), placed, st, v), nil
