@@ -341,26 +341,36 @@ func leaveBetweenSealAndPlace(t *testing.T, s saleSetup) {
 // TestPrequeueTokenOnceSoldOut: once every seat is sold, a pre-queue token reads what the token of the
 // fan's place reads ("both work"): SOLD_OUT while the fan waits (the line is closed), ACTIVE while the fan
 // is ACTIVE, on the instance that knows the fan's place and on one that does not.
-func TestPrequeueTokenOnceSoldOut(t *testing.T) {
-	rc, prefix := dbtest.Redis(t)
-	s := newSale(t, rc, prefix)
-	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
+// drawnOneWaiting enters ann and bob into the sale's pre-queue, draws it, and admits the first of the
+// draw (the other waits); it returns their pre-queue tokens.
+func drawnOneWaiting(t *testing.T, s saleSetup) map[string]string {
+	t.Helper()
+	ctx := context.Background()
 	old := map[string]string{}
 	for _, u := range []string{"ann", "bob"} {
-		tk, _, err := svc.Join(ctx, u, c.ID)
+		tk, _, err := s.svc.Join(ctx, u, s.c.ID)
 		require.NoError(t, err)
 		old[u] = tk.Token
 	}
-	clk.Set(sale.OpensAt.Add(time.Second))
-	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
-	require.NoError(t, d.Run(ctx, c.ID, *sale))
-	r, err := store.Tick(ctx, c.ID, clk.Now(), 1) // the first of the draw is admitted, the other waits
+	s.clk.Set(s.c.Sale.OpensAt.Add(time.Second))
+	d := s.svc.NewDrawer(s.store, func() []string { return []string{s.c.ID} }, s.sales, "d", prometheus.NewRegistry())
+	require.NoError(t, d.Run(ctx, s.c.ID, *s.c.Sale))
+	r, err := s.store.Tick(ctx, s.c.ID, s.clk.Now(), 1) // the first of the draw is admitted, the other waits
 	require.NoError(t, err)
 	require.EqualValues(t, 1, r.Admitted)
+	return old
+}
+
+func TestPrequeueTokenOnceSoldOut(t *testing.T) {
+	rc, prefix := dbtest.Redis(t)
+	s := newSale(t, rc, prefix)
+	store, svc, clk, c, sales, ctx := s.store, s.svc, s.clk, s.c, s.sales, context.Background()
+	old := drawnOneWaiting(t, s)
 	fresh := map[string]ticketrush.Ticket{}
 	for u, tok := range old {
-		fresh[u], err = svc.Status(ctx, u, tok) // this instance learns both places
+		tk, err := svc.Status(ctx, u, tok) // this instance learns both places
 		require.NoError(t, err)
+		fresh[u] = tk
 	}
 	activeFan, waitingFan := "ann", "bob"
 	if fresh["bob"].Status == ticketrush.StatusActive {
@@ -459,19 +469,8 @@ func prequeueTokenOfAFinishedFan(t *testing.T, s saleSetup) {
 func TestPrequeueTokenPollIsASignOfLife(t *testing.T) {
 	rc, prefix := dbtest.Redis(t)
 	s := newSale(t, rc, prefix)
-	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
-	old := map[string]string{}
-	for _, u := range []string{"ann", "bob"} {
-		tk, _, err := svc.Join(ctx, u, c.ID)
-		require.NoError(t, err)
-		old[u] = tk.Token
-	}
-	clk.Set(sale.OpensAt.Add(time.Second))
-	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
-	require.NoError(t, d.Run(ctx, c.ID, *sale))
-	r, err := store.Tick(ctx, c.ID, clk.Now(), 1) // the first of the draw is admitted, the other waits
-	require.NoError(t, err)
-	require.EqualValues(t, 1, r.Admitted)
+	store, clk, c, sales, ctx := s.store, s.clk, s.c, s.sales, context.Background()
+	old := drawnOneWaiting(t, s)
 
 	clk.Advance(10 * time.Second)
 	other := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
