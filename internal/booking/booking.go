@@ -367,20 +367,16 @@ func (s *Service) keyAnswer(ctx context.Context, userID string, a ticketrush.Key
 }
 
 // replayedRefusal is the code of a payment's refusal by the sale's rules, which its Idempotency-Key
-// answers every retry with: the reservation unknown or not the caller's, not held, expired, or the
-// balance short. A failure that says nothing of the payment (Redis did not answer, the request was cut,
-// the rate limit) is not one: its retry acts.
+// answers every retry with: a code the error table marks as a refusal (for a payment: the reservation
+// unknown or not the caller's, not held, expired, or the balance short). A failure that says nothing of
+// the payment (Redis did not answer, the request was cut, the rate limit) is not one: its retry acts.
 func replayedRefusal(err error) (ticketrush.Code, bool) {
 	if errors.Is(err, ticketrush.ErrUnavailable) {
 		return "", false
 	}
-	for _, e := range []error{ticketrush.ErrNotFound, ticketrush.ErrInsufficientBalance,
-		ticketrush.ErrReservationNotHeld, ticketrush.ErrReservationExpired} {
-		if errors.Is(err, e) {
-			return ticketrush.ErrorCode(e), true
-		}
-	}
-	return "", false
+	code := ticketrush.ErrorCode(err)
+	info, ok := ticketrush.LookupCode(code)
+	return code, ok && info.Refusal
 }
 
 // keyWait bounds how long a request waits for the answer of an earlier request with its
