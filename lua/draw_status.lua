@@ -2,22 +2,25 @@
 -- placed in the line by the draw (their seq), admitted, or gone.
 -- KEYS[1] pre     zset: the pre-queue's entrants
 -- KEYS[2] draw    hash: sealed, drawnAt
--- KEYS[3] wait    zset: the line, member user, score seq
+-- KEYS[3] places  hash: user -> seq of each fan WAITING in the line
 -- KEYS[4] active  zset: member user, score activeUntil (ms)
 -- KEYS[5] aseq    hash: user -> seq of the ACTIVE token
+-- KEYS[6] head    string: highest seq that left the line by admission
+-- KEYS[7] left    zset: member seq, score seq (leavers still above head)
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
 -- Reply: {status ('PREQUEUE'|'WAITING'|'ACTIVE'|'EXPIRED'), seq (0 unless WAITING or ACTIVE),
 --         position (1-based, 0 unless WAITING), activeUntil (ms, 0 unless ACTIVE)}
 -- Errors: none.
-local pre, draw, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local pre, draw, places, active, aseq, head, left = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local user, now = ARGV[1], tonumber(ARGV[2])
 if not redis.call('ZSCORE', pre, user) then
   return {'EXPIRED', 0, 0, 0}
 end
-local waiting = redis.call('ZSCORE', wait, user)
+--#include line
+local waiting = tonumber(redis.call('HGET', places, user))
 if waiting then
-  return {'WAITING', tonumber(waiting), redis.call('ZCOUNT', wait, '-inf', waiting), 0}
+  return {'WAITING', waiting, position(head, left, waiting), 0}
 end
 local live = redis.call('HGET', aseq, user)
 if live then

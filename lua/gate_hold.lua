@@ -6,7 +6,7 @@
 -- the steps) or whose give-back was lost stops counting by itself when the hold would have lapsed.
 -- Idempotent by id: a second call for the same id reserves nothing more and replies with its time.
 -- KEYS[1] cfg      hash: hold (ms), maxholds
--- KEYS[2] wait     zset: member user, score seq
+-- KEYS[2] places   hash: user -> seq of each fan WAITING in the line
 -- KEYS[3] active   zset: member user, score activeUntil (ms)
 -- KEYS[4] aseq     hash: user -> seq of the ACTIVE token
 -- KEYS[5] ugate    hash: user -> comma list of '<res>:<until ms>', the fan's open holds over every schedule
@@ -17,7 +17,7 @@
 -- Reply: the hold's expiry (ms), which step 2 (seat_take) gives the reservation
 -- Errors: NOT_FOUND (no such concert), QUEUE_NOT_ACTIVE (token still WAITING), QUEUE_TOKEN_EXPIRED (token
 --         not live), HOLD_LIMIT_REACHED, RATE_LIMITED
-local cfg, wait, active, aseq, ugate, noshow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local cfg, places, active, aseq, ugate, noshow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rl = KEYS[7]
 local user, seq, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ulimit, uburst = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -31,7 +31,7 @@ if limited(rl, t, ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
 --#include active_token
-local refused = token_refusal(aseq, active, wait, user, seq, t)
+local refused = token_refusal(aseq, active, places, user, seq, t)
 if refused then
   return refused
 end

@@ -6,13 +6,14 @@
 -- PREQUEUE, before the opening) the fan enters this shard's pre-queue unless it is sealed (SEALED:
 -- the opening has passed for someone; the join seals and arrives). A pre-queue entrant the draw has not
 -- placed yet (pre score >= 0) stays PREQUEUE; once placed (score -seq) they are in the line or gone.
--- KEYS[1] wait    zset: member user, score seq (this shard's part of the line)
+-- KEYS[1] places  hash: user -> seq of each fan WAITING in this shard's part of the line
 -- KEYS[2] alive   hash: seq -> when its fan was last seen (ms): a join or rejoin is a sign of life
 -- KEYS[3] events  stream: the shard's outbox
 -- KEYS[4] rl      string: the user's rate bucket (its theoretical arrival time, ms), same slot
 -- KEYS[5] pow     string: marks the proof's challenge used until it expires (a placeholder without one)
 -- KEYS[6] pre     zset: this shard's pre-queue entrants, score the entry time (ms), or -seq once placed
 -- KEYS[7] draw    hash: sealed ('1' once this shard's pre-queue is closed)
+-- KEYS[8] order   list: '<seq>|<user>' of this shard's arrivals in seq order
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
 -- ARGV[3] seq (line_arrive's; 0: enter the pre-queue)
@@ -25,7 +26,8 @@
 --         when the fan was in line or in the pre-queue already)}
 -- Event: queue.join user seq at; queue.prequeue user at
 -- Errors: RATE_LIMITED, ACCESS_CODE_REQUIRED, ACCESS_CODE_INVALID, POW_REQUIRED, POW_INVALID
-local wait, alive, events, rl, pow, pre, draw = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local places, alive, events, rl, pow, pre, draw = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local order = KEYS[8]
 local user, now, seq = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local ulimit, uburst = tonumber(ARGV[4]), tonumber(ARGV[5])
 local powid, powbits, powexp = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -44,7 +46,7 @@ if seq == '0' then
     return {'SEALED', 0, 0, 0}
   end
 end
-local waiting = redis.call('ZSCORE', wait, user)
+local waiting = redis.call('HGET', places, user)
 if waiting then
   redis.call('HSET', alive, waiting, now)
   return {'WAITING', tonumber(waiting), 0, 0}
@@ -72,7 +74,22 @@ if seq == '0' then
   redis.call('XADD', events, '*', 'type', 'queue.prequeue', 'user', user, 'at', now)
   return {'PREQUEUE', 0, 0, 1}
 end
-redis.call('ZADD', wait, seq, user)
+redis.call('HSET', places, user, seq)
+-- In seq order: a join that took a lower seq (line_arrive) may enter after one that took a higher; the
+-- entries past this one's seq (a few, in that race) move behind it.
+--#include line
+local past = {}
+while true do
+  local last = redis.call('LINDEX', order, -1)
+  if not last or tonumber(string.sub(last, 1, string.find(last, '|', 1, true) - 1)) < tonumber(seq) then
+    break
+  end
+  past[#past + 1] = redis.call('RPOP', order)
+end
+redis.call('RPUSH', order, entry(seq, user))
+for i = #past, 1, -1 do
+  redis.call('RPUSH', order, past[i])
+end
 redis.call('HSET', alive, seq, now)
 redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', seq, 'at', now)
 return {'WAITING', tonumber(seq), 0, 1}

@@ -1,17 +1,48 @@
--- line_heads: the head of one shard of a sharded line (read only): its size and its first fans in seq
--- order, with when each was last seen, for the tick to merge the shards' heads in arrival order.
--- KEYS[1] wait   zset: member user, score seq (this shard's part of the line)
+-- line_heads: the head of one shard of a sharded line: its size and its first fans in seq order (the
+-- entrants the draw placed, then the arrivals), with when each was last seen, for the tick to merge the
+-- shards' heads in arrival order. The stale entries before the first fan still waiting (fans who left,
+-- or whom line_pop took out) are trimmed from the lists on the way.
+-- KEYS[1] places hash: user -> seq of each fan WAITING in this shard's part of the line
 -- KEYS[2] alive  hash: seq -> when its fan was last seen (ms)
+-- KEYS[3] order  list: '<seq>|<user>' of this shard's arrivals in seq order
+-- KEYS[4] drawn  list: '<seq>|<user>' of this shard's entrants placed, in draw order
 -- ARGV[1] count: most fans to return
 -- Reply: {waiting, user, seq, seen (ms, 0 never), user, seq, seen, ...}
 -- Errors: none.
-local wait, alive = KEYS[1], KEYS[2]
+local places, alive, order, drawn = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local count = tonumber(ARGV[1])
-local out = {redis.call('ZCARD', wait)}
-local head = redis.call('ZRANGE', wait, 0, count - 1, 'WITHSCORES')
-for i = 1, #head, 2 do
-  out[#out + 1] = head[i]
-  out[#out + 1] = tonumber(head[i + 1])
-  out[#out + 1] = tonumber(redis.call('HGET', alive, head[i + 1]) or '0')
+--#include line
+local out = {redis.call('HLEN', places)}
+local found, read, most = 0, 0, 4 * count + 64 -- most entries read, the stale ones included
+for _, list in ipairs({drawn, order}) do
+  local from, front, stale, ended = 0, true, 0, false
+  while found < count and read < most do
+    local got = redis.call('LRANGE', list, from, from + count - 1)
+    if #got == 0 then
+      ended = true
+      break
+    end
+    read, from = read + #got, from + #got
+    local users, seqs = split(got)
+    local now = redis.call('HMGET', places, unpack(users))
+    for i = 1, #users do
+      if now[i] == seqs[i] then
+        front = false
+        if found < count then
+          found = found + 1
+          out[#out + 1], out[#out + 2] = users[i], tonumber(seqs[i])
+          out[#out + 1] = tonumber(redis.call('HGET', alive, seqs[i]) or '0')
+        end
+      elseif front then
+        stale = stale + 1
+      end
+    end
+  end
+  if stale > 0 then
+    redis.call('LTRIM', list, stale, -1)
+  end
+  if not ended then
+    break -- the arrivals come after every entrant still in drawn
+  end
 end
 return out

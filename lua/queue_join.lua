@@ -9,7 +9,7 @@
 -- KEYS[1] cfg       hash: cap, rate, ttl (ms), paused, opens, pqopens (ms, a sale's), pow (bits), codereq,
 --                   aps (activePerSeat), noshow (ms), seenbase (the seq seen's fields count from, absent 0)
 -- KEYS[2] seq       string: arrival sequence
--- KEYS[3] wait      zset: member user, score seq (the line)
+-- KEYS[3] places    hash: user -> seq of each fan WAITING in the line
 -- KEYS[4] active    zset: member user, score activeUntil (ms)
 -- KEYS[5] aseq      hash: user -> seq of the ACTIVE token
 -- KEYS[6] head      string: highest seq that left the line by admission
@@ -26,6 +26,7 @@
 -- KEYS[16] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
 -- KEYS[17] pow      string: marks the proof's challenge used until it expires (a placeholder without one)
 -- KEYS[18] codes    hash: hex SHA-256(access code) -> owner user ('' while unclaimed)
+-- KEYS[19] order    list: '<seq>|<user>' of the line's arrivals in seq order, the tick's to take from
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
 -- ARGV[3] ulimit (requests/s, 0 = off)  ARGV[4] uburst
@@ -37,10 +38,10 @@
 -- Errors: NOT_FOUND (no such concert in Redis), RATE_LIMITED, SALE_NOT_OPEN (before the pre-queue opens),
 --         SOLD_OUT (every seat is sold; an ACTIVE fan gets their token), ACCESS_CODE_REQUIRED,
 --         ACCESS_CODE_INVALID, POW_REQUIRED, POW_INVALID
-local cfg, seq, wait, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local cfg, seq, places, active, aseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local head, bucket, admitted, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local pre, draw, inv, holds, seen, noshow = KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
-local rl, pow, codes = KEYS[16], KEYS[17], KEYS[18]
+local rl, pow, codes, order = KEYS[16], KEYS[17], KEYS[18], KEYS[19]
 local user, now = ARGV[1], tonumber(ARGV[2])
 local ulimit, uburst = tonumber(ARGV[3]), tonumber(ARGV[4])
 local powid, powbits, powexp, code = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
@@ -74,7 +75,7 @@ end
 -- pre-queue or the active set) only.
 local need, codereq = tonumber(conf[7]) or 0, conf[8] == '1'
 if need > 0 or codereq then
-  local live = redis.call('ZSCORE', wait, user) or redis.call('ZSCORE', pre, user)
+  local live = redis.call('HGET', places, user) or redis.call('ZSCORE', pre, user)
   if not live and redis.call('HEXISTS', aseq, user) == 1 then
     live = tonumber(redis.call('ZSCORE', active, user) or 0) > now
   end
@@ -133,7 +134,7 @@ local function saw(s)
   end
 end
 
-local waiting = redis.call('ZSCORE', wait, user)
+local waiting = redis.call('HGET', places, user)
 if waiting then
   saw(tonumber(waiting))
   return {'WAITING', tonumber(waiting), 0, 0}
@@ -157,7 +158,7 @@ local arrival = redis.call('INCR', seq)
 -- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
 local arr, nows = string.format('%d', arrival), string.format('%d', now)
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
-if room and conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and redis.call('ZCARD', active) < cap then
+if room and conf[4] ~= '1' and not gated and redis.call('HLEN', places) == 0 and redis.call('ZCARD', active) < cap then
   local tok, ts = budget(bucket, rate, now)
   if tok >= 1 then
     local till = now + ttl
@@ -174,7 +175,8 @@ if room and conf[4] ~= '1' and not gated and redis.call('ZCARD', wait) == 0 and 
     return {'ACTIVE', arrival, till, 1}
   end
 end
-redis.call('ZADD', wait, arr, user)
+redis.call('HSET', places, user, arr)
+redis.call('RPUSH', order, arr .. '|' .. user)
 saw(arrival)
 redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', arr, 'at', nows)
 return {'WAITING', arrival, 0, 1}

@@ -1,7 +1,8 @@
 -- queue_leave: a fan leaves the line, or gives back their active slot.
 -- A leaver's seq is logged (left, leftlog) so that every instance can close the gap in the positions
 -- behind them without asking Redis per poll.
--- KEYS[1] wait     zset: member user, score seq
+-- KEYS[1] places   hash: user -> seq of each fan WAITING in the line (a leaver's entry in the line's
+--                  list stays, stale, until the head reaches it)
 -- KEYS[2] active   zset: member user, score activeUntil (ms)
 -- KEYS[3] aseq     hash: user -> seq of the ACTIVE token
 -- KEYS[4] left     zset: member seq, score seq (leavers still above head)
@@ -14,12 +15,12 @@
 -- ARGV[3] now (ms)
 -- Reply: 'WAITING' (left the line), 'ACTIVE' (slot given back), 'NONE' (the token was no longer live)
 -- Errors: none.
-local wait, active, aseq, left, leftlog, leftn, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local places, active, aseq, left, leftlog, leftn, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local alive = KEYS[8]
 local user, seq, now = ARGV[1], ARGV[2], ARGV[3]
-local waiting = redis.call('ZSCORE', wait, user)
+local waiting = redis.call('HGET', places, user)
 if waiting and tonumber(waiting) == tonumber(seq) then
-  redis.call('ZREM', wait, user)
+  redis.call('HDEL', places, user)
   redis.call('HDEL', alive, seq)
   redis.call('ZADD', left, seq, seq)
   local ord = redis.call('INCR', leftn)

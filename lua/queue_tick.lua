@@ -8,7 +8,7 @@
 -- no draw is still to place entrants in it) seen starts afresh above the newest seq: it holds 6 bytes
 -- for each arrival since the line last emptied.
 -- KEYS[1]  cfg       hash: cap, rate, ttl (ms), paused, aps, abandon (ms), noshow (ms), opens (ms), seenbase
--- KEYS[2]  wait      zset: member user, score seq
+-- KEYS[2]  places    hash: user -> seq of each fan WAITING in the line
 -- KEYS[3]  active    zset: member user, score activeUntil (ms)
 -- KEYS[4]  aseq      hash: user -> seq of the ACTIVE token
 -- KEYS[5]  head      string: highest seq that left the line by admission
@@ -28,6 +28,8 @@
 --                    seen (Unix ms, big-endian; zero never), written by the joins and by the instances
 --                    once a second
 -- KEYS[18] seq       string: arrival sequence (the newest seq: where seen starts afresh)
+-- KEYS[19] order     list: '<seq>|<user>' of the line's arrivals in seq order
+-- KEYS[20] drawn     list: '<seq>|<user>' of a sale's entrants in draw order, taken before order's
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- With noshow > 0 an ACTIVE fan still in noshow at their deadline (no gated call since admission) is
@@ -38,10 +40,10 @@
 -- Reply: {admitted, lapsed, waiting, active, abandoned, noshows} (counts after the tick; abandoned and
 --        noshows: in this tick)
 -- Errors: NOT_FOUND (no such concert in Redis)
-local cfg, wait, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local cfg, places, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local draw, inv, holds, alive, abandoned, noshow = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
-local seen, seq = KEYS[17], KEYS[18]
+local seen, seq, order, drawn = KEYS[17], KEYS[18], KEYS[19], KEYS[20]
 local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
 local nows = string.format('%d', now) -- printed once for the writes
 local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow', 'opens', 'seenbase')
@@ -58,6 +60,7 @@ local lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, no
 --#include budget
 --#include admit
 --#include seen
+--#include line
 local tok, ts = budget(bucket, rate, now)
 local n = 0
 local free = cap - redis.call('ZCARD', active)
@@ -80,20 +83,23 @@ if conf[4] ~= '1' and not gated and want > 0 then
   local legacy = redis.call('EXISTS', alive) == 1 -- liveness written as a hash before seen
   local last
   local adm = new_round()
-  while n < want and n + dropped < batch do
-    local popped = redis.call('ZPOPMIN', wait, math.min(want - n, batch - n - dropped))
-    if #popped == 0 then break end
+  local taken = 0 -- entries taken from the lists, the stale ones of fans who left included
+  while n < want and n + dropped < batch and taken < batch + 4096 do
+    local users, seqs, top, got = take(places, drawn, order, math.min(want - n, batch - n - dropped),
+      batch + 4096 - taken)
+    if not top then break end
+    taken, last = taken + got, top
     -- the seen fields of this chunk in one read when its seqs are near each other (few left between)
     local span, lo = nil, 1
-    if abandon > 0 then
-      lo = math.max(1, tonumber(popped[2]) - base)
-      local hi = tonumber(popped[#popped]) - base
-      if hi >= lo and hi - lo < #popped + 64 then
+    if abandon > 0 and #seqs > 0 then
+      lo = math.max(1, tonumber(seqs[1]) - base)
+      local hi = tonumber(seqs[#seqs]) - base
+      if hi >= lo and hi - lo < #seqs + 64 then
         span = redis.call('GETRANGE', seen, (lo - 1) * 6, hi * 6 - 1)
       end
     end
-    for i = 1, #popped, 2 do
-      local user, seq = popped[i], popped[i + 1]
+    for i = 1, #users do
+      local user, seq = users[i], seqs[i]
       local at, last_seen = tonumber(seq) - base, opens
       if abandon > 0 and at > 0 then
         local b
@@ -113,14 +119,15 @@ if conf[4] ~= '1' and not gated and want > 0 then
         drop(adm, user, seq, last_seen)
       else
         admit(adm, user, seq, tills, show > 0 and shows or nil)
-          n = n + 1
+        n = n + 1
       end
-      last = seq
     end
   end
   write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, tills, nows)
   tok = tok - n
-  if last then -- the head moves past every fan who left the line here, admitted or dropped
+  -- the head moves past every fan who left the line here, admitted, dropped or gone before (a stale
+  -- entry may be behind the head: one left before the line emptied and a join was admitted at once)
+  if last and tonumber(last) > tonumber(redis.call('GET', head) or '0') then
     redis.call('SET', head, last)
     local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)
     if #gone > 0 then
@@ -130,10 +137,11 @@ if conf[4] ~= '1' and not gated and want > 0 then
   end
 end
 redis.call('HSET', bucket, 'tok', string.format('%.6f', tok), 'ts', ts)
-local waiting = redis.call('ZCARD', wait)
-if waiting == 0 and not gated and redis.call('EXISTS', seen) == 1 then
-  -- nobody waits and no entrant is still to be placed: every arrival seen has a field for is gone
-  redis.call('DEL', seen)
+local waiting = redis.call('HLEN', places)
+if waiting == 0 and not gated and redis.call('EXISTS', seen, order, drawn) > 0 then
+  -- nobody waits and no entrant is still to be placed: every arrival seen has a field for is gone, and
+  -- what the lists hold is stale
+  redis.call('DEL', seen, order, drawn)
   redis.call('HSET', cfg, 'seenbase', redis.call('GET', seq) or '0')
 end
 return {n, lapsed, waiting, redis.call('ZCARD', active), dropped, noshows}

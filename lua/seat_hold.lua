@@ -1,7 +1,7 @@
 -- seat_hold: an ACTIVE fan holds one seat for holdTtl. The seat must be free (a hold past its expiry
 -- counts as free and is lapsed here), and the fan under maxHoldsPerUser open holds in this concert.
 -- KEYS[1] cfg      hash: hold (ms), maxholds
--- KEYS[2] wait     zset: member user, score seq
+-- KEYS[2] places   hash: user -> seq of each fan WAITING in the line
 -- KEYS[3] active   zset: member user, score activeUntil (ms)
 -- KEYS[4] aseq     hash: user -> seq of the ACTIVE token
 -- KEYS[5] seats    hash: seat -> 'H|<res>|<expires ms>' | 'P|<res>' (being paid) | 'S|<res>' (sold), one schedule
@@ -19,7 +19,7 @@
 -- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
 -- Errors: NOT_FOUND (no such concert), QUEUE_NOT_ACTIVE (token still WAITING), QUEUE_TOKEN_EXPIRED (token
 --         not live), SEAT_UNAVAILABLE, HOLD_LIMIT_REACHED, RATE_LIMITED
-local cfg, wait, active, aseq, seats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local cfg, places, active, aseq, seats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local holds, res, uholds, events, paying = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local inv, noshow = KEYS[11], KEYS[12]
 local user, seq, schedule, seat, price, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
@@ -34,7 +34,7 @@ if limited(rl, t, ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
 --#include active_token
-local refused = token_refusal(aseq, active, wait, user, seq, t)
+local refused = token_refusal(aseq, active, places, user, seq, t)
 if refused then
   return refused
 end

@@ -194,7 +194,7 @@ func BenchmarkPrequeueBytes(b *testing.B) {
 		s.clk.Set(s.sales(s.c.ID).OpensAt.Add(time.Second))
 		drawer := s.svc.NewDrawer(s.store, func() []string { return []string{s.c.ID} }, s.sales, "bench", prometheus.NewRegistry())
 		require.NoError(b, drawer.Run(ctx, s.c.ID, *s.sales(s.c.ID)))
-		b.ReportMetric(usage(k.Wait()), "line-B/entrant")
+		b.ReportMetric(usage(k.Places())+usage(k.Drawn()), "line-B/entrant")
 		b.ReportMetric(usage(k.DrawKeys()), "keys-B/entrant")
 	}
 }

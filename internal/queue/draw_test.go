@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,21 +163,33 @@ func drawExactlyOnce(t *testing.T, shards int) {
 	// watcher above with the seq of their place).
 	order := draw.Seed(seed).Draw(c.ID, users)
 	k := store.Keys().Concert(c.ID)
-	lines := []string{k.Wait()}
+	lines := [][2]string{{k.Places(), k.Drawn()}} // each line's places and its entrants' list
 	if shards > 1 {
 		lines = lines[:0]
 		for i := range shards {
-			lines = append(lines, k.Shard(i).Wait())
+			lines = append(lines, [2]string{k.Shard(i).Places(), k.Shard(i).Drawn()})
 		}
 	}
 	seqOf := map[string]int64{}
 	for _, line := range lines {
-		wait, err := rc.Do(ctx, rc.B().Zrange().Key(line).Min("0").Max("-1").Withscores().Build()).AsZScores()
+		places, err := rc.Do(ctx, rc.B().Hgetall().Key(line[0]).Build()).AsStrMap()
 		require.NoError(t, err)
-		for _, z := range wait {
-			_, dup := seqOf[z.Member]
-			require.False(t, dup, "%s waits in two places", z.Member)
-			seqOf[z.Member] = int64(z.Score)
+		entries, err := rc.Do(ctx, rc.B().Lrange().Key(line[1]).Start(0).Stop(-1).Build()).AsStrSlice()
+		require.NoError(t, err)
+		listed, last := map[string]bool{}, int64(0)
+		for _, e := range entries { // in seq order; every waiting fan there at their seq
+			seq, user, _ := strings.Cut(e, "|")
+			s, err := strconv.ParseInt(seq, 10, 64)
+			require.NoError(t, err)
+			require.Greater(t, s, last, "the entrants' list in seq order at %s", e)
+			last, listed[user+"|"+seq] = s, true
+		}
+		for u, v := range places {
+			_, dup := seqOf[u]
+			require.False(t, dup, "%s waits in two places", u)
+			require.True(t, listed[u+"|"+v], "%s waits at %s but the line's list has no such entry", u, v)
+			seqOf[u], err = strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err)
 		}
 	}
 	admittedSeqs, err := rc.Do(ctx, rc.B().Hgetall().Key(k.ActiveSeq()).Build()).AsStrMap()
@@ -268,7 +281,7 @@ func TestLeavePrequeue(t *testing.T) {
 	require.NoError(t, d.Run(ctx, c.ID, *sale))
 	require.NoError(t, svc.Leave(ctx, "bob", bob.Token))
 	assert.EqualValues(t, 2, size(), "the sealed pre-queue keeps its entrants")
-	wait, err := rc.Do(ctx, rc.B().Zcard().Key(store.Keys().Concert(c.ID).Wait()).Build()).AsInt64()
+	wait, err := rc.Do(ctx, rc.B().Hlen().Key(store.Keys().Concert(c.ID).Places()).Build()).AsInt64()
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, wait, "bob left the place the draw gave him")
 }
@@ -327,11 +340,11 @@ func leaveBetweenSealAndPlace(t *testing.T, s saleSetup) {
 	}
 	var wait int64
 	for sh := range shards {
-		w := store.Keys().Concert(c.ID).Wait()
+		w := store.Keys().Concert(c.ID).Places()
 		if shards > 1 {
-			w = store.Keys().Concert(c.ID).Shard(sh).Wait()
+			w = store.Keys().Concert(c.ID).Shard(sh).Places()
 		}
-		n, err := rc.Do(ctx, rc.B().Zcard().Key(w).Build()).AsInt64()
+		n, err := rc.Do(ctx, rc.B().Hlen().Key(w).Build()).AsInt64()
 		require.NoError(t, err)
 		wait += n
 	}

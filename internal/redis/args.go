@@ -57,9 +57,9 @@ func saleSeed(s *ticketrush.Sale) string {
 // queueJoin is queue_join's call: the user's join with what it carries past the gates (powid "" none,
 // '-' a proof that failed the check; powexp 0 without one), under the rate l.
 func (c ConcertKeys) queueJoin(userID string, pass ticketrush.JoinPass, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{c.Cfg(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
+	keys = []string{c.Cfg(), c.Seq(), c.Places(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
 		c.Prequeue(), c.Draw(), c.Inventory(), c.Holds(), c.Seen(), c.NoShow(), c.UserRate(userID), c.PowUsed(pass.PowID),
-		c.AccessCodes()}
+		c.AccessCodes(), c.Order()}
 	powID, powExp := powArgs(pass)
 	args = []string{userID, millis(now), itoa(l.Rate), itoa(l.Burst), powID, itoa(pass.PowBits), powExp, pass.CodeHash}
 	return keys, args
@@ -77,7 +77,7 @@ func (c ConcertKeys) lineArrive(userID, codeHash string, now time.Time) (keys, a
 // pre-queue), with what line_arrive said of the concert's gates (a) and what the join carries past
 // them, under the rate l.
 func (sh ShardKeys) lineEnter(userID string, a arrival, pass ticketrush.JoinPass, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{sh.Wait(), sh.Alive(), sh.Events(), sh.UserRate(userID), sh.PowUsed(pass.PowID), sh.Prequeue(), sh.Draw()}
+	keys = []string{sh.Places(), sh.Alive(), sh.Events(), sh.UserRate(userID), sh.PowUsed(pass.PowID), sh.Prequeue(), sh.Draw(), sh.Order()}
 	powID, powExp := powArgs(pass)
 	args = []string{userID, millis(now), utoa(a.seq), itoa(l.Rate), itoa(l.Burst), powID, itoa(pass.PowBits), powExp,
 		itoa(a.pow), flag(a.codeRequired), a.code}
@@ -86,7 +86,7 @@ func (sh ShardKeys) lineEnter(userID string, a arrival, pass ticketrush.JoinPass
 
 // lineHeads is line_heads's call: the first count fans of shard sh.
 func (sh ShardKeys) lineHeads(count int) (keys, args []string) {
-	return []string{sh.Wait(), sh.Alive()}, []string{itoa(count)}
+	return []string{sh.Places(), sh.Alive(), sh.Order(), sh.Drawn()}, []string{itoa(count)}
 }
 
 // lineAdmit is line_admit's call: one admission round of at most batch over the candidates merged from
@@ -110,7 +110,7 @@ func (sh ShardKeys) linePop(fans []lineFan) (keys, args []string) {
 	for _, f := range fans {
 		args = append(args, f.user, utoa(f.seq))
 	}
-	return []string{sh.Wait(), sh.Alive()}, args
+	return []string{sh.Places(), sh.Alive()}, args
 }
 
 // lineSeal is line_seal's call: shard sh's pre-queue closes.
@@ -122,7 +122,7 @@ func (sh ShardKeys) linePlace(fans []lineFan) (keys, args []string) {
 	for _, f := range fans {
 		args = append(args, f.user, utoa(f.seq))
 	}
-	return []string{sh.Wait(), sh.Prequeue()}, args
+	return []string{sh.Places(), sh.Prequeue(), sh.Drawn()}, args
 }
 
 // prequeueLeave is prequeue_leave's call on shard sh of a sharded line: the user leaves its pre-queue.
@@ -132,7 +132,7 @@ func (sh ShardKeys) prequeueLeave(userID string, now time.Time) (keys, args []st
 
 // lineLeave is line_leave's call: the user leaves shard sh's part of the line with the token of seq.
 func (sh ShardKeys) lineLeave(userID string, seq uint64) (keys, args []string) {
-	return []string{sh.Wait(), sh.Alive()}, []string{userID, utoa(seq)}
+	return []string{sh.Places(), sh.Alive()}, []string{userID, utoa(seq)}
 }
 
 // lineLeft is line_left's call: seq of the user is not in the line (from 'WAITING' or 'SKIP').
@@ -156,20 +156,20 @@ func powArgs(pass ticketrush.JoinPass) (id, expires string) {
 
 // queueLeave is queue_leave's call: the user gives back the token of arrival seq.
 func (c ConcertKeys) queueLeave(userID string, seq uint64, now time.Time) (keys, args []string) {
-	keys = []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Alive()}
+	keys = []string{c.Places(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Alive()}
 	return keys, []string{userID, utoa(seq), millis(now)}
 }
 
 // queueStatus is queue_status's call: the state of the token of claims.
 func (c ConcertKeys) queueStatus(claims ticketrush.QueueClaims, now time.Time) (keys, args []string) {
-	keys = []string{c.Wait(), c.Active(), c.ActiveSeq(), c.Done(), c.Inventory()}
+	keys = []string{c.Places(), c.Active(), c.ActiveSeq(), c.Done(), c.Inventory(), c.Head(), c.Left()}
 	return keys, []string{claims.UserID, utoa(claims.Seq), millis(now)}
 }
 
 // queueTick is queue_tick's call: one admission round of at most batch.
 func (c ConcertKeys) queueTick(now time.Time, batch int) (keys, args []string) {
-	keys = []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(),
-		c.Events(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.Abandoned(), c.NoShow(), c.Seen(), c.Seq()}
+	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(),
+		c.Events(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.Abandoned(), c.NoShow(), c.Seen(), c.Seq(), c.Order(), c.Drawn()}
 	return keys, []string{millis(now), itoa(batch)}
 }
 
@@ -185,7 +185,7 @@ func (c ConcertKeys) queueSeen(seqs []uint64, now time.Time) (keys, args []strin
 
 // queueSnapshot is queue_snapshot's call: the shared state and up to limit leaves after ordinal after.
 func (c ConcertKeys) queueSnapshot(after uint64, limit int, now time.Time) (keys, args []string) {
-	keys = []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Wait(), c.Active(), c.LeftLog(), c.Inventory(), c.Holds(),
+	keys = []string{c.Cfg(), c.Head(), c.Seq(), c.Admitted(), c.Places(), c.Active(), c.LeftLog(), c.Inventory(), c.Holds(),
 		c.Abandoned(), c.LineWaiting()}
 	return keys, []string{utoa(after), itoa(limit), millis(now)}
 }
@@ -211,7 +211,7 @@ func (c ConcertKeys) drawSeal(entrants int64, now time.Time) (keys, args []strin
 // drawPlace is draw_place's call: a batch of entrants starting after draw place from.
 // With inline false (a line spread over shards) the batch is in the shards already (line_place).
 func (c ConcertKeys) drawPlace(from int64, batch []draw.Entrant, digest string, inline bool, now time.Time) (keys, args []string) {
-	keys = []string{c.Wait(), c.Draw(), c.DrawKeys(), c.Events()}
+	keys = []string{c.Places(), c.Draw(), c.DrawKeys(), c.Events(), c.Drawn()}
 	args = make([]string, 0, 5+len(batch))
 	args = append(args, i64toa(from), drawKeysValue(batch), digest, millis(now), flag(inline))
 	for _, e := range batch {
@@ -222,7 +222,7 @@ func (c ConcertKeys) drawPlace(from int64, batch []draw.Entrant, digest string, 
 
 // drawStatus is draw_status's call: the state of the user's pre-queue token.
 func (c ConcertKeys) drawStatus(userID string, now time.Time) (keys, args []string) {
-	keys = []string{c.Prequeue(), c.Draw(), c.Wait(), c.Active(), c.ActiveSeq()}
+	keys = []string{c.Prequeue(), c.Draw(), c.Places(), c.Active(), c.ActiveSeq(), c.Head(), c.Left()}
 	return keys, []string{userID, millis(now)}
 }
 
@@ -234,7 +234,7 @@ func (c ConcertKeys) prequeueLeave(userID string, now time.Time) (keys, args []s
 // seatHold is seat_hold's call: the fan of claims holds seatID of scheduleID at price as reservation
 // resID, under the rate l.
 func (c ConcertKeys) seatHold(claims ticketrush.QueueClaims, scheduleID, seatID string, price int64, resID string, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(),
+	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(),
 		c.Events(), c.Paying(), c.Inventory(), c.NoShow(), c.UserRate(claims.UserID)}
 	args = []string{claims.UserID, utoa(claims.Seq), scheduleID, seatID, i64toa(price), resID, millis(now), itoa(l.Rate),
 		itoa(l.Burst)}

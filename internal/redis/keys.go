@@ -57,7 +57,10 @@ func (c ConcertKeys) LineWaiting() string { return c.base + "q:lw" }
 // ShardKeys names the keys of one shard of a concert's line; all share the hash tag {c:<id>:q<n>}.
 type ShardKeys struct{ base string }
 
-func (s ShardKeys) Wait() string   { return s.base + "wait" }
+// Places, Order and Drawn are the shard's part of the line, as the concert's keys of the same names.
+func (s ShardKeys) Places() string { return s.base + "places" }
+func (s ShardKeys) Order() string  { return s.base + "order" }
+func (s ShardKeys) Drawn() string  { return s.base + "drawn" }
 func (s ShardKeys) Alive() string  { return s.base + "alive" }
 func (s ShardKeys) Events() string { return s.base + "events" }
 
@@ -79,14 +82,13 @@ func (s ShardKeys) PowUsed(id string) string {
 
 // All returns the shard's keys but its rate buckets and proof marks (which expire on their own).
 func (s ShardKeys) All() []string {
-	return []string{s.Wait(), s.Alive(), s.Events(), s.DeadLetters(), s.Prequeue(), s.Draw()}
+	return []string{s.Places(), s.Order(), s.Drawn(), s.Alive(), s.Events(), s.DeadLetters(), s.Prequeue(), s.Draw()}
 }
 
 func (c ConcertKeys) Meta() string      { return c.base + "meta" }
 func (c ConcertKeys) Cfg() string       { return c.base + "cfg" }
 func (c ConcertKeys) Events() string    { return c.base + "events" }
 func (c ConcertKeys) Seq() string       { return c.base + "q:seq" }
-func (c ConcertKeys) Wait() string      { return c.base + "q:wait" }
 func (c ConcertKeys) Active() string    { return c.base + "q:active" }
 func (c ConcertKeys) ActiveSeq() string { return c.base + "q:aseq" }
 func (c ConcertKeys) Head() string      { return c.base + "q:head" }
@@ -96,6 +98,17 @@ func (c ConcertKeys) Done() string      { return c.base + "q:done" }
 func (c ConcertKeys) Left() string      { return c.base + "q:left" }
 func (c ConcertKeys) LeftLog() string   { return c.base + "q:leftlog" }
 func (c ConcertKeys) LeftN() string     { return c.base + "q:leftn" }
+
+// The line: Places is the hash user -> seq of every fan WAITING in it, the one answer to "is this fan
+// in line, and at which arrival"; Order is a list of "<seq>|<user>" in arrival order, from which the
+// tick takes the head; Drawn is the same of a sale's entrants as the draw placed them, whose seqs all
+// come before the arrivals', so the tick takes from it first. A fan who leaves is taken out of Places
+// only: their entry stays in its list until the head reaches it, and is skipped there (its user no
+// longer has that seq in Places). A hash and two lists cost about 86 bytes a fan at a million, where
+// the sorted set they replace cost 110 (docs/performance.md, "Bytes per waiting fan").
+func (c ConcertKeys) Places() string { return c.base + "q:places" }
+func (c ConcertKeys) Order() string  { return c.base + "q:order" }
+func (c ConcertKeys) Drawn() string  { return c.base + "q:drawn" }
 
 // PowUsed marks a proof-of-work challenge of id as used, until it expires; "" names the placeholder
 // key of a join without one (scripts must declare every key they may touch).
@@ -142,7 +155,7 @@ func (c ConcertKeys) NoShow() string { return c.base + "q:noshow" }
 
 // All returns every key of the concert, its seat maps of scheduleIDs included.
 func (c ConcertKeys) All(scheduleIDs []string) []string {
-	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Wait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
+	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Places(), c.Order(), c.Drawn(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
 		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(),
 		c.AccessCodes(), c.Inventory(), c.Seen(), c.Alive(), c.Abandoned(), c.NoShow(), c.LineWaiting()}
 	keys = append(keys, c.Prequeue(), c.Draw(), c.DrawKeys(), c.DrawLock())

@@ -80,7 +80,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 	assert.NotEqual(t, slot(k.Events()), slot(w.Events()), "concert and wallet live in their own slots")
 	shardSlots := map[int]bool{}
 	for n := range 8 {
-		shardSlots[slot(k.Shard(n).Wait())] = true
+		shardSlots[slot(k.Shard(n).Places())] = true
 	}
 	assert.Len(t, shardSlots, 8, "each line shard is a slot of its own")
 	assert.NotContains(t, shardSlots, slot(k.Events()), "and none is the concert's")
@@ -118,7 +118,8 @@ func TestKeyNames(t *testing.T) {
 	assert.Equal(t, "tr:state", k.State())
 	assert.Equal(t, "tr:{c:c1}:res", k.Concert("c1").Reservations())
 	assert.Equal(t, "tr:{c:c1}:seats:s1", k.Concert("c1").Seats("s1"))
-	assert.Equal(t, "tr:{c:c1}:q:wait", k.Concert("c1").Wait())
+	assert.Equal(t, "tr:{c:c1}:q:places", k.Concert("c1").Places())
+	assert.Equal(t, "tr:{c:c1}:q:order", k.Concert("c1").Order())
 	assert.Equal(t, "tr:{c:c1}:q:pre", k.Concert("c1").Prequeue())
 	assert.Equal(t, "tr:{c:c1}:draw", k.Concert("c1").Draw())
 	assert.Equal(t, "tr:{c:c1}:dkeys", k.Concert("c1").DrawKeys())

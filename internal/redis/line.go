@@ -394,7 +394,7 @@ func (s *Store) statusLine(ctx context.Context, claims ticketrush.QueueClaims, n
 	}
 	seq := utoa(claims.Seq)
 	res := s.client.DoMulti(ctx,
-		s.client.B().Zscore().Key(c.Shard(LineShard(claims.UserID, n)).Wait()).Member(claims.UserID).Build(),
+		s.client.B().Hget().Key(c.Shard(LineShard(claims.UserID, n)).Places()).Field(claims.UserID).Build(),
 		s.client.B().Get().Key(c.Head()).Build(),
 		s.client.B().Zcount().Key(c.Left()).Min("-inf").Max(seq).Build(),
 		s.client.B().Hget().Key(c.Inventory()).Field("soldout").Build())

@@ -126,7 +126,7 @@ func (s *Store) prequeueStatusLine(ctx context.Context, concertID, userID string
 	sh := c.Shard(LineShard(userID, n))
 	res := s.client.DoMulti(ctx,
 		s.client.B().Zscore().Key(sh.Prequeue()).Member(userID).Build(),
-		s.client.B().Zscore().Key(sh.Wait()).Member(userID).Build(),
+		s.client.B().Hget().Key(sh.Places()).Field(userID).Build(),
 		s.client.B().Hget().Key(c.ActiveSeq()).Field(userID).Build(),
 		s.client.B().Zscore().Key(c.Active()).Member(userID).Build(),
 		s.client.B().Hexists().Key(c.Draw()).Field("drawnAt").Build(),

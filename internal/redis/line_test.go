@@ -87,7 +87,7 @@ func TestShardedLine(t *testing.T) {
 			shardsUsed[LineShard(f.UserID, 4)] = true
 		}
 		require.Greater(t, len(shardsUsed), 1, "the fans spread over several shards")
-		wait, err := c.Do(ctx, c.B().Zcard().Key(s.keys.Concert("sh").Wait()).Build()).AsInt64()
+		wait, err := c.Do(ctx, c.B().Hlen().Key(s.keys.Concert("sh").Places()).Build()).AsInt64()
 		require.NoError(t, err)
 		assert.Zero(t, wait, "nobody waits in the concert's slot")
 
@@ -294,7 +294,7 @@ func TestRestoreShardedLine(t *testing.T) {
 		_, err := RestoreConcert(ctx, c, s.keys.Concert("rs"), con, nil, ticketrush.QueueMark{ConcertID: "rs", MaxSeq: 12})
 		require.NoError(t, err)
 		for n := range 4 {
-			waiting, err := c.Do(ctx, c.B().Zcard().Key(s.keys.Concert("rs").Shard(n).Wait()).Build()).AsInt64()
+			waiting, err := c.Do(ctx, c.B().Hlen().Key(s.keys.Concert("rs").Shard(n).Places()).Build()).AsInt64()
 			require.NoError(t, err)
 			assert.Zero(t, waiting, "shard %d's line restarts empty", n)
 		}
@@ -329,7 +329,7 @@ func TestLinePlaceOncePerEntrant(t *testing.T) {
 		where := func() map[string]float64 { // each user's seq in their shard's line
 			out := map[string]float64{}
 			for _, u := range users {
-				seq, err := c.Do(ctx, c.B().Zscore().Key(k.Shard(LineShard(u, n)).Wait()).Member(u).Build()).AsFloat64()
+				seq, err := c.Do(ctx, c.B().Hget().Key(k.Shard(LineShard(u, n)).Places()).Field(u).Build()).AsFloat64()
 				if err == nil {
 					out[u] = seq
 				}
@@ -344,7 +344,7 @@ func TestLinePlaceOncePerEntrant(t *testing.T) {
 			assert.Equal(t, -where()[u], pre, "%s marked placed", u)
 		}
 		// ann is admitted (out of the line); the batch comes again, shifted as a wrong retry would be
-		require.NoError(t, c.Do(ctx, c.B().Zrem().Key(k.Shard(LineShard("ann", n)).Wait()).Member("ann").Build()).Error())
+		require.NoError(t, c.Do(ctx, c.B().Hdel().Key(k.Shard(LineShard("ann", n)).Places()).Field("ann").Build()).Error())
 		require.NoError(t, s.placeLine(ctx, "pl", n, 200, 0, batch))
 		assert.Equal(t, map[string]float64{"bob": 102, "cy": 103, "dee": 104, "eve": 105}, where(), "nobody placed twice")
 	})

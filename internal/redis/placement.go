@@ -133,7 +133,7 @@ func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert) []Seat
 	s := float64(len(c.Schedules))
 	load[owners[slot(k.Cfg())]] += ConcertSlotWeight * s
 	for n := range c.Queue.LineShards {
-		load[owners[slot(k.Shard(n).Wait())]] += LineWeight * s / float64(c.Queue.LineShards)
+		load[owners[slot(k.Shard(n).Places())]] += LineWeight * s / float64(c.Queue.LineShards)
 	}
 	for i, sc := range c.Schedules {
 		target := ""

@@ -204,7 +204,7 @@ func TestTickTrimsLeaves(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		mustLoad(t, s, concert("c1", func(q *ticketrush.QueueSettings) { q.Paused = true }))
-		for _, u := range []string{"u1", "u2", "u3", "u4"} {
+		for _, u := range []string{"u1", "u2", "u3", "u4", "u5"} {
 			s.Join(ctx, "c1", u, t0)
 		}
 		s.Leave(ctx, "c1", "u2", 2, t0)
@@ -218,9 +218,10 @@ func TestTickTrimsLeaves(t *testing.T) {
 
 		q := ticketrush.DefaultQueueSettings()
 		require.NoError(t, s.Configure(ctx, "c1", q, t0))
-		r, err := s.Tick(ctx, "c1", t0, 100)
+		r, err := s.Tick(ctx, "c1", t0, 2) // u1 and u3, passing u2's place
 		require.NoError(t, err)
 		assert.Equal(t, 2, r.Admitted)
+		assert.EqualValues(t, 1, r.Waiting, "u5")
 		snap, err = s.Snapshot(ctx, "c1", 0, 10, t0)
 		require.NoError(t, err)
 		assert.Equal(t, uint64(3), snap.Head)

@@ -52,7 +52,7 @@ func (s ScheduleKeys) All() []string {
 
 // gateHold is gate_hold's call: step 1 of the hold of reservation resID by the fan of claims.
 func (c ConcertKeys) gateHold(claims ticketrush.QueueClaims, resID string, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{c.Cfg(), c.Wait(), c.Active(), c.ActiveSeq(), c.Gate(), c.NoShow(), c.UserRate(claims.UserID)}
+	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Gate(), c.NoShow(), c.UserRate(claims.UserID)}
 	return keys, []string{claims.UserID, utoa(claims.Seq), resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
 }
 

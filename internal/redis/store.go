@@ -109,7 +109,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 	s.lines = lines{last: map[string]int{}}
 	s.lineArrive = s.newScript("line_arrive", false)
 	s.lineEnter = s.newScript("line_enter", false)
-	s.lineHeads = s.newScript("line_heads", true)
+	s.lineHeads = s.newScript("line_heads", false)
 	s.lineAdmit = s.newScript("line_admit", false)
 	s.linePop = s.newScript("line_pop", false)
 	s.lineLeave = s.newScript("line_leave", false)

@@ -143,11 +143,11 @@ func replyOf(ctx context.Context, c rueidis.Client, command []string) string {
 
 // memoryResult is Redis memory per waiting fan.
 type memoryResult struct {
-	fans                           int
-	idLen                          int
-	perFan, lineOnly               float64 // bytes per fan with the event stream as the joins left it, and trimmed
-	streamLen                      int64
-	waitBytes, aliveBytes, evBytes int64
+	fans                                         int
+	idLen                                        int
+	perFan, lineOnly                             float64 // bytes per fan with the event stream as the joins left it, and trimmed
+	streamLen                                    int64
+	placesBytes, orderBytes, aliveBytes, evBytes int64
 }
 
 // measureMemory joins fans to one paused concert's line on a private Redis with the service's own
@@ -191,7 +191,7 @@ func measureMemory(ctx context.Context, r *privateRedis, fans int) (memoryResult
 	k := store.Keys().Concert(c.ID)
 	do := func(cmd rueidis.Completed) (int64, error) { return r.client.Do(ctx, cmd).AsInt64() }
 	res := memoryResult{fans: fans, idLen: len(user(0))}
-	if n, err := do(r.client.B().Zcard().Key(k.Wait()).Build()); err != nil || int(n) != fans {
+	if n, err := do(r.client.B().Hlen().Key(k.Places()).Build()); err != nil || int(n) != fans {
 		return res, fmt.Errorf("the line holds %d fans after %d joins (err %v)", n, fans, err)
 	}
 	after, err := r.usedMemory(ctx)
@@ -199,7 +199,8 @@ func measureMemory(ctx context.Context, r *privateRedis, fans int) (memoryResult
 		return res, err
 	}
 	res.streamLen, _ = do(r.client.B().Xlen().Key(k.Events()).Build())
-	res.waitBytes, _ = do(r.client.B().MemoryUsage().Key(k.Wait()).Samples(0).Build())
+	res.placesBytes, _ = do(r.client.B().MemoryUsage().Key(k.Places()).Samples(0).Build())
+	res.orderBytes, _ = do(r.client.B().MemoryUsage().Key(k.Order()).Samples(0).Build())
 	res.aliveBytes, _ = do(r.client.B().MemoryUsage().Key(k.Seen()).Samples(0).Build())
 	res.evBytes, _ = do(r.client.B().MemoryUsage().Key(k.Events()).Samples(0).Build())
 	if _, err := do(r.client.B().Xtrim().Key(k.Events()).Maxlen().Threshold("0").Build()); err != nil {

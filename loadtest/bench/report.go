@@ -81,8 +81,8 @@ func (b *bench) print(w io.Writer, r report) {
 			line += fmt.Sprintf(", %.0f B the line alone (stream trimmed)", mem.lineOnly)
 		}
 		fmt.Fprintf(w, "%s  %s\n", line, verdict(mem.lineOnly <= 100, "≤ 100 B"))
-		fmt.Fprintf(w, "  MEMORY USAGE: line zset %s B, liveness (6 B an arrival) %s B, event stream %s B (%d entries)\n",
-			thousands(float64(mem.waitBytes)), thousands(float64(mem.aliveBytes)), thousands(float64(mem.evBytes)), mem.streamLen)
+		fmt.Fprintf(w, "  MEMORY USAGE: line's places (hash) %s B and order (list) %s B, liveness (6 B an arrival) %s B, event stream %s B (%d entries)\n",
+			thousands(float64(mem.placesBytes)), thousands(float64(mem.orderBytes)), thousands(float64(mem.aliveBytes)), thousands(float64(mem.evBytes)), mem.streamLen)
 	} else {
 		fmt.Fprintf(w, "Redis bytes per waiting fan: n/a, %s\n", r.memNA)
 	}

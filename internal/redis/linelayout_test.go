@@ -1,0 +1,151 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// The line is a hash of places and lists in seq order whose entries go stale when a fan leaves
+// (ConcertKeys.Places). A fan who leaves and joins again waits at their new place: their old entry,
+// ahead in the list, is skipped, not taken as theirs. Positions count from the head and the leaves.
+// Each case runs on a line of one slot and on a line of four shards.
+func TestRejoinWaitsAtTheNewPlace(t *testing.T) {
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+				ctx := context.Background()
+				mustLoad(t, s, shardedConcert("rj", shards, func(q *ticketrush.QueueSettings) { q.Paused = true }))
+				seqs := map[string]uint64{}
+				for _, u := range []string{"u1", "u2", "u3"} {
+					r, err := s.Join(ctx, "rj", u, t0)
+					require.NoError(t, err)
+					seqs[u] = r.Seq
+				}
+				from, err := s.Leave(ctx, "rj", "u1", seqs["u1"], t0)
+				require.NoError(t, err)
+				require.Equal(t, ticketrush.StatusWaiting, from)
+				r, err := s.Join(ctx, "rj", "u1", t0)
+				require.NoError(t, err)
+				require.Equal(t, ticketrush.StatusWaiting, r.Status)
+				require.Greater(t, r.Seq, seqs["u3"], "a new arrival")
+				seqs["u1"] = r.Seq
+				for want, u := range []string{"u2", "u3", "u1"} {
+					st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "rj", UserID: u, Seq: seqs[u]}, t0)
+					require.NoError(t, err)
+					assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: int64(want + 1)}, st, u)
+				}
+				require.NoError(t, s.Configure(ctx, "rj", ticketrush.DefaultQueueSettings(), t0))
+				for i := range 3 { // one a round
+					res, err := s.Tick(ctx, "rj", t0.Add(time.Duration(i+1)*time.Second), 1)
+					require.NoError(t, err)
+					require.Equal(t, 1, res.Admitted, "round %d", i)
+				}
+				fans := admissions(t, events(t, c, s.keys.Concert("rj").Events()))
+				assert.Equal(t, []EventFan{{User: "u2", Seq: seqs["u2"]}, {User: "u3", Seq: seqs["u3"]}, {User: "u1", Seq: seqs["u1"]}},
+					fans, "admitted at their places; u1 at the new one")
+			})
+		})
+	}
+}
+
+// A line whose front is thousands of leavers still admits the fan behind them within a few rounds, and
+// the stale entries go from the lists: they do not stay in Redis once the head has passed them.
+func TestLinePassesLeaversAtItsFront(t *testing.T) {
+	for _, shards := range []int{1, 2} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+				ctx := context.Background()
+				mustLoad(t, s, shardedConcert("lv", shards, func(q *ticketrush.QueueSettings) { q.Paused = true }))
+				const leavers = 2000
+				for i := range leavers {
+					u := fmt.Sprintf("gone-%04d", i)
+					r, err := s.Join(ctx, "lv", u, t0)
+					require.NoError(t, err)
+					_, err = s.Leave(ctx, "lv", u, r.Seq, t0)
+					require.NoError(t, err)
+				}
+				last, err := s.Join(ctx, "lv", "stays", t0)
+				require.NoError(t, err)
+				require.Equal(t, ticketrush.StatusWaiting, last.Status)
+				require.NoError(t, s.Configure(ctx, "lv", ticketrush.DefaultQueueSettings(), t0))
+				rounds := 0
+				for ; rounds < 100; rounds++ {
+					res, err := s.Tick(ctx, "lv", t0.Add(time.Second), 5)
+					require.NoError(t, err)
+					if res.Admitted == 1 {
+						break
+					}
+				}
+				require.Less(t, rounds, 100, "the fan behind %d leavers was never admitted", leavers)
+				assertActive(t, s, "lv", "stays", last.Seq)
+				_, err = s.Tick(ctx, "lv", t0.Add(2*time.Second), 5) // a round of an empty line
+				require.NoError(t, err)
+				k := s.keys.Concert("lv")
+				lists := []string{k.Order(), k.Drawn()}
+				for n := range shards {
+					if shards > 1 {
+						lists = append(lists, k.Shard(n).Order(), k.Shard(n).Drawn())
+					}
+				}
+				for _, l := range lists {
+					n, err := c.Do(ctx, c.B().Llen().Key(l).Build()).AsInt64()
+					require.NoError(t, err)
+					assert.Zero(t, n, "%s still holds entries of fans who are gone", l)
+				}
+				t.Logf("%d rounds of 5 to pass %d leavers", rounds+1, leavers)
+			})
+		})
+	}
+}
+
+// A join to a sharded line takes its seq on the concert's slot (line_arrive) and its place on its
+// shard (line_enter), so two joins of one shard may enter in the other order than their seqs: the
+// shard's list still holds them in seq order, and the tick admits the lower seq first.
+func TestShardEntersInSeqOrder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		const n = 4
+		mustLoad(t, s, shardedConcert("eo", n, nil))
+		var users []string // four users of shard 0
+		for i := 0; len(users) < 4; i++ {
+			if u := fmt.Sprintf("fan-%d", i); LineShard(u, n) == 0 {
+				users = append(users, u)
+			}
+		}
+		sh := s.keys.Concert("eo").Shard(0)
+		for _, e := range []struct {
+			user string
+			seq  uint64
+		}{{users[0], 10}, {users[1], 13}, {users[2], 11}, {users[3], 12}} { // 11 and 12 enter after 13
+			keys, args := sh.lineEnter(e.user, arrival{status: "ARRIVE", seq: e.seq}, ticketrush.JoinPass{}, UserLimit{}, t0)
+			_, err := s.exec(ctx, s.lineEnter, keys, args)
+			require.NoError(t, err)
+		}
+		entries, err := c.Do(ctx, c.B().Lrange().Key(sh.Order()).Start(0).Stop(-1).Build()).AsStrSlice()
+		require.NoError(t, err)
+		assert.Equal(t, []string{"10|" + users[0], "11|" + users[2], "12|" + users[3], "13|" + users[1]}, entries)
+		keys, args := sh.lineHeads(2)
+		msg, err := s.exec(ctx, s.lineHeads, keys, args)
+		require.NoError(t, err)
+		heads, err := headsReply(msg, 0)
+		require.NoError(t, err)
+		require.Len(t, heads.fans, 2)
+		assert.Equal(t, []string{users[0], users[2]}, []string{heads.fans[0].user, heads.fans[1].user}, "the two lowest seqs")
+	})
+}
+
+// events reads a whole stream.
+func events(t *testing.T, c rueidis.Client, stream string) []rueidis.XRangeEntry {
+	t.Helper()
+	entries, err := c.Do(context.Background(), c.B().Xrange().Key(stream).Start("-").End("+").Build()).AsXRange()
+	require.NoError(t, err)
+	return entries
+}

@@ -1,0 +1,63 @@
+-- The line of one slot or of one shard: places, the hash user -> seq of every fan WAITING in it, and
+-- the lists drawn and order of '<seq>|<user>', a sale's entrants as the draw placed them and then the
+-- arrivals, each in seq order (every entrant's seq comes before every arrival's). A fan who leaves is
+-- taken out of places only; their entry stays in its list, stale, until the head reaches it.
+-- position(head, left, n): the 1-based place of the WAITING arrival n, as the instances count it: the
+-- seqs after the head up to n, less those of the leavers between (every other seq there waits).
+local function position(head, left, n)
+  local top = tonumber(redis.call('GET', head) or '0')
+  return math.max(1, n - top - redis.call('ZCOUNT', left, '(' .. top, '(' .. n))
+end
+
+-- entry(seq, user) is a list entry; split(entries) the users and seqs of a list's entries.
+local function entry(seq, user)
+  return seq .. '|' .. user
+end
+
+local function split(entries)
+  local users, seqs = {}, {}
+  for i, e in ipairs(entries) do
+    local bar = string.find(e, '|', 1, true)
+    seqs[i], users[i] = string.sub(e, 1, bar - 1), string.sub(e, bar + 1)
+  end
+  return users, seqs
+end
+
+-- take(places, drawn, order, k, most): takes the line's first k fans still WAITING (drawn's while it has
+-- any, then order's) out of places and off the lists, passing the stale entries before and between them,
+-- reading at most most entries. Returns their users and seqs in order, the last seq taken (nil when
+-- nothing was) and how many entries it took, the stale ones included.
+local function take(places, drawn, order, k, most)
+  local users, seqs, last, read = {}, {}, nil, 0
+  for _, list in ipairs({drawn, order}) do
+    local window = k
+    while #users < k and read < most do
+      local got = redis.call('LRANGE', list, 0, math.min(window, most - read) - 1)
+      if #got == 0 then
+        break -- this list is empty: the next one
+      end
+      local us, ss = split(got)
+      local now = redis.call('HMGET', places, unpack(us))
+      local used = 0
+      for i = 1, #got do
+        if now[i] == ss[i] then
+          users[#users + 1], seqs[#seqs + 1] = us[i], ss[i]
+        end
+        used, last = i, ss[i]
+        if #users == k then
+          break
+        end
+      end
+      read = read + used
+      redis.call('LTRIM', list, used, -1)
+      window = math.min(2 * window + 16, 1024) -- stale entries: read further ahead
+    end
+    if #users == k or read >= most then
+      break
+    end
+  end
+  if #users > 0 then
+    redis.call('HDEL', places, unpack(users))
+  end
+  return users, seqs, last, read
+end
