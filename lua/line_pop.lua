@@ -1,15 +1,18 @@
 -- line_pop: the last step of a sharded tick, on one shard: the fans line_admit admitted or dropped leave
 -- this shard's part of the line (a fan whose seq is no longer theirs here is left alone), so a pop sent
 -- twice changes nothing the second time. Until it runs the fans stay at the head, and the next tick
--- finds them admitted already (line_admit skips them) and pops them then.
--- KEYS[1] places hash: user -> seq of each fan WAITING in this shard (their list entries go stale:
---                 line_heads trims them)
+-- finds them admitted already (line_admit skips them) and pops them then. Their entries leave the front
+-- of the shard's lists too, so that the next line_heads does not read them again.
+-- KEYS[1] places hash: user -> seq of each fan WAITING in this shard
 -- KEYS[2] alive  hash: seq -> when its fan was last seen (ms)
+-- KEYS[3] order  list: '<seq>|<user>' of this shard's arrivals in seq order
+-- KEYS[4] drawn  list: '<seq>|<user>' of this shard's entrants placed, in draw order
 -- ARGV[1..] user: the fans that left the line, each as user, seq
 -- Reply: the number of fans taken out of this shard
 -- Errors: none.
-local places, alive = KEYS[1], KEYS[2]
-local n = 0
+local places, alive, order, drawn = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+--#include line
+local n, popped = 0, {}
 for i = 1, #ARGV, 2 do
   local user, seq = ARGV[i], ARGV[i + 1]
   if tonumber(redis.call('HGET', places, user)) == tonumber(seq) then
@@ -17,5 +20,21 @@ for i = 1, #ARGV, 2 do
     n = n + 1
   end
   redis.call('HDEL', alive, seq)
+  popped[entry(seq, user)] = true
+end
+-- The popped fans are the first still waiting in this shard: their entries lead its lists, after any
+-- stale ones line_heads trims.
+for _, list in ipairs({drawn, order}) do
+  local front = redis.call('LRANGE', list, 0, #ARGV / 2 - 1)
+  local c = 0
+  while c < #front and popped[front[c + 1]] do
+    c = c + 1
+  end
+  if c > 0 then
+    redis.call('LTRIM', list, c, -1)
+  end
+  if #front > 0 and c < #front then
+    break -- the list goes on with a fan not popped here: the arrivals come after
+  end
 end
 return n

@@ -110,7 +110,7 @@ func (sh ShardKeys) linePop(fans []lineFan) (keys, args []string) {
 	for _, f := range fans {
 		args = append(args, f.user, utoa(f.seq))
 	}
-	return []string{sh.Places(), sh.Alive()}, args
+	return []string{sh.Places(), sh.Alive(), sh.Order(), sh.Drawn()}, args
 }
 
 // lineSeal is line_seal's call: shard sh's pre-queue closes.

@@ -149,3 +149,35 @@ func events(t *testing.T, c rueidis.Client, stream string) []rueidis.XRangeEntry
 	require.NoError(t, err)
 	return entries
 }
+
+// The tick of a sharded line takes the fans it admitted off the front of their shards' lists in the
+// same round (line_pop), so the next round's read of the heads does not read them again.
+func TestShardedTickTakesItsFansOffTheLists(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		const n = 2
+		mustLoad(t, s, shardedConcert("tf", n, func(q *ticketrush.QueueSettings) { q.Paused = true }))
+		for i := range 10 {
+			_, err := s.Join(ctx, "tf", fmt.Sprintf("fan-%d", i), t0)
+			require.NoError(t, err)
+		}
+		require.NoError(t, s.Configure(ctx, "tf", ticketrush.DefaultQueueSettings(), t0))
+		res, err := s.Tick(ctx, "tf", t0.Add(time.Second), 4)
+		require.NoError(t, err)
+		require.Equal(t, 4, res.Admitted)
+		admitted := map[string]bool{}
+		for _, f := range admissions(t, events(t, c, s.keys.Concert("tf").Events())) {
+			admitted[fmt.Sprintf("%d|%s", f.Seq, f.User)] = true
+		}
+		left := 0
+		for sh := range n {
+			entries, err := c.Do(ctx, c.B().Lrange().Key(s.keys.Concert("tf").Shard(sh).Order()).Start(0).Stop(-1).Build()).AsStrSlice()
+			require.NoError(t, err)
+			for _, e := range entries {
+				assert.False(t, admitted[e], "shard %d still lists %s, admitted", sh, e)
+			}
+			left += len(entries)
+		}
+		assert.Equal(t, 6, left, "the six still waiting")
+	})
+}

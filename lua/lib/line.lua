@@ -25,14 +25,20 @@ end
 
 -- take(places, drawn, order, k, most): takes the line's first k fans still WAITING (drawn's while it has
 -- any, then order's) out of places and off the lists, passing the stale entries before and between them,
--- reading at most most entries. Returns their users and seqs in order, the last seq taken (nil when
+-- reading at most most entries: first an LPOP of k (each entry one it must take, live or stale), then,
+-- when stale entries were among them, growing reads ahead (LRANGE, LTRIM of what it took). Returns their users and seqs in order, the last seq taken (nil when
 -- nothing was) and how many entries it took, the stale ones included.
 local function take(places, drawn, order, k, most)
   local users, seqs, last, read = {}, {}, nil, 0
   for _, list in ipairs({drawn, order}) do
-    local window = k
+    local window = 0 -- 0: pop as many as are still wanted, every one of them taken whatever it is
     while #users < k and read < most do
-      local got = redis.call('LRANGE', list, 0, math.min(window, most - read) - 1)
+      local got
+      if window == 0 then
+        got = redis.call('LPOP', list, math.min(k - #users, most - read)) or {}
+      else
+        got = redis.call('LRANGE', list, 0, math.min(window, most - read) - 1)
+      end
       if #got == 0 then
         break -- this list is empty: the next one
       end
@@ -49,8 +55,10 @@ local function take(places, drawn, order, k, most)
         end
       end
       read = read + used
-      redis.call('LTRIM', list, used, -1)
-      window = math.min(2 * window + 16, 1024) -- stale entries: read further ahead
+      if window > 0 then
+        redis.call('LTRIM', list, used, -1)
+      end
+      window = math.min(2 * window + k, 1024) -- stale entries were among them: read further ahead
     end
     if #users == k or read >= most then
       break
