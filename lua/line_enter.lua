@@ -76,10 +76,12 @@ if seq == '0' then
 end
 redis.call('HSET', places, user, seq)
 -- In seq order: a join that took a lower seq (line_arrive) may enter after one that took a higher; the
--- entries past this one's seq (a few, in that race) move behind it.
+-- entries past this one's seq (a few, in that race) move behind it, at most 64 of them: a join that
+-- stalled longer between its two steps enters behind the rest, which passes it as joins answered while
+-- it was in flight (the bound of docs/scaleout.md, "Arrival order across shards").
 --#include line
 local past = {}
-while true do
+while #past < 64 do
   local last = redis.call('LINDEX', order, -1)
   if not last or tonumber(string.sub(last, 1, string.find(last, '|', 1, true) - 1)) < tonumber(seq) then
     break

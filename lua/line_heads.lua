@@ -7,13 +7,16 @@
 -- KEYS[3] order  list: '<seq>|<user>' of this shard's arrivals in seq order
 -- KEYS[4] drawn  list: '<seq>|<user>' of this shard's entrants placed, in draw order
 -- ARGV[1] count: most fans to return
--- Reply: {waiting, user, seq, seen (ms, 0 never), user, seq, seen, ...}
+-- Reply: {waiting, bound, user, seq, seen (ms, 0 never), user, seq, seen, ...}: bound is 0, or the seq
+--        of the last entry read when the read stopped on its budget (stale entries count) before count
+--        fans: the shard may hold fans past it that it did not return
 -- Errors: none.
 local places, alive, order, drawn = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local count = tonumber(ARGV[1])
 --#include line
-local out = {redis.call('HLEN', places)}
+local out = {redis.call('HLEN', places), 0}
 local found, read, most = 0, 0, 4 * count + 64 -- most entries read, the stale ones included
+local last -- the seq of the last entry read
 for _, list in ipairs({drawn, order}) do
   local from, front, stale, ended = 0, true, 0, false
   while found < count and read < most do
@@ -24,6 +27,7 @@ for _, list in ipairs({drawn, order}) do
     end
     read, from = read + #got, from + #got
     local users, seqs = split(got)
+    last = seqs[#seqs]
     local now = redis.call('HMGET', places, unpack(users))
     for i = 1, #users do
       if now[i] == seqs[i] then
@@ -42,6 +46,9 @@ for _, list in ipairs({drawn, order}) do
     redis.call('LTRIM', list, stale, -1)
   end
   if not ended then
+    if found < count then
+      out[2] = tonumber(last) -- stopped on the budget
+    end
     break -- the arrivals come after every entrant still in drawn
   end
 end

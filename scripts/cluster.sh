@@ -72,6 +72,9 @@ for p in $PORTS; do
   answers "$p" || { say "node $p did not start; see $DIR/$p/redis.log"; exit 1; }
 done
 [ "$started" -gt 0 ] && say "started $started node(s) under $DIR"
+for p in $PORTS; do # a node started again answers LOADING until it has read its append-only file
+  for _ in $(seq 1 600); do [ "$(cli "$p" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
+done
 
 if ! grep -q '^cluster_known_nodes:6' <<<"$(cli "$BASE" cluster info)"; then
   nodes=()

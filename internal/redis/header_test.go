@@ -50,7 +50,7 @@ func parseHeader(t *testing.T, name, src string) header {
 	return h
 }
 
-// keyName is the layout name of a key Go builds: tr:{c:x}:q:wait is wait, tr:{c:x}:seats:s1 is seats,
+// keyName is the layout name of a key Go builds: tr:{c:x}:q:places is places, tr:{c:x}:seats:s1 is seats,
 // tr:{w:3}:idem:u:k is idem.
 func keyName(key string) string {
 	_, rest, _ := strings.Cut(key, "}:")

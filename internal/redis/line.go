@@ -321,6 +321,9 @@ func (s *Store) tickLine(ctx context.Context, concertID string, n int, now time.
 		if len(shard.fans) == k && shard.fans[k-1].seq < cut {
 			cut = shard.fans[k-1].seq
 		}
+		if shard.bound > 0 && shard.bound < cut { // a read that stopped among stale entries
+			cut = shard.bound
+		}
 		fans = append(fans, shard.fans...)
 	}
 	slices.SortFunc(fans, func(a, b lineFan) int { return cmp.Compare(a.seq, b.seq) })
@@ -335,21 +338,23 @@ func (s *Store) tickLine(ctx context.Context, concertID string, n int, now time.
 	return a.res, err
 }
 
-// shardHeads is line_heads's reply.
+// shardHeads is line_heads's reply: bound, when not 0, is the last seq the read reached before it
+// stopped on its budget, past which the shard may hold fans it did not return.
 type shardHeads struct {
 	waiting int64
+	bound   uint64
 	fans    []lineFan
 }
 
-// headsReply reads line_heads's {waiting, user, seq, seen, ...} of shard.
+// headsReply reads line_heads's {waiting, bound, user, seq, seen, ...} of shard.
 func headsReply(msg rueidis.RedisMessage, shard int) (shardHeads, error) {
 	items, err := msg.ToArray()
-	if err != nil || len(items)%3 != 1 {
+	if err != nil || len(items)%3 != 2 {
 		return shardHeads{}, fmt.Errorf("line_heads reply of shard %d: %v (%d items)", shard, err, len(items))
 	}
 	r := &replyArray{items: items}
-	h := shardHeads{waiting: r.int(0)}
-	for i := 1; i < len(items); i += 3 {
+	h := shardHeads{waiting: r.int(0), bound: uint64(r.int(1))}
+	for i := 2; i < len(items); i += 3 {
 		h.fans = append(h.fans, lineFan{user: r.str(i), seq: uint64(r.int(i + 1)), seen: r.int(i + 2), shard: shard})
 	}
 	return h, r.err

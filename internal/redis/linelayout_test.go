@@ -181,3 +181,47 @@ func TestShardedTickTakesItsFansOffTheLists(t *testing.T) {
 		assert.Equal(t, 6, left, "the six still waiting")
 	})
 }
+
+// A shard whose read of its head stops among stale entries (its budget counts them) says how far it
+// read, and the tick admits nobody of another shard past that seq: the fan waiting behind a hundred
+// leavers is admitted before the fans of the other shard who came after them.
+func TestShardedTickWaitsForAShardReadAmongLeavers(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		const n = 2
+		mustLoad(t, s, shardedConcert("sr", n, func(q *ticketrush.QueueSettings) { q.Paused = true }))
+		of := func(shard, count int, prefix string) []string {
+			var users []string
+			for i := 0; len(users) < count; i++ {
+				if u := fmt.Sprintf("%s-%d", prefix, i); LineShard(u, n) == shard {
+					users = append(users, u)
+				}
+			}
+			return users
+		}
+		for _, u := range of(0, 100, "gone") {
+			r, err := s.Join(ctx, "sr", u, t0)
+			require.NoError(t, err)
+			_, err = s.Leave(ctx, "sr", u, r.Seq, t0)
+			require.NoError(t, err)
+		}
+		ann := of(0, 1, "ann")[0]
+		first, err := s.Join(ctx, "sr", ann, t0)
+		require.NoError(t, err)
+		for _, u := range of(1, 8, "later") {
+			_, err := s.Join(ctx, "sr", u, t0)
+			require.NoError(t, err)
+		}
+		require.NoError(t, s.Configure(ctx, "sr", ticketrush.DefaultQueueSettings(), t0))
+		for round := 0; round < 10; round++ {
+			res, err := s.Tick(ctx, "sr", t0.Add(time.Second), 100)
+			require.NoError(t, err)
+			if res.Admitted > 0 {
+				break
+			}
+		}
+		admitted := admittedSeqs(t, c, s.keys.Concert("sr").Events())
+		require.NotEmpty(t, admitted)
+		assert.Equal(t, first.Seq, admitted[0], "%s, behind the leavers of shard 0, first", ann)
+	})
+}
