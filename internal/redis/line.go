@@ -416,6 +416,13 @@ func (s *Store) statusLine(ctx context.Context, claims ticketrush.QueueClaims, n
 	}
 	head, _ := res[1].AsInt64()
 	gone, _ := res[2].AsInt64()
+	if gone > 0 && head > 0 { // a round trims at most its batch of the leaves the head passed
+		below, err := s.client.Do(ctx, s.client.B().Zcount().Key(c.Left()).Min("-inf").Max(i64toa(head)).Build()).AsInt64()
+		if err != nil {
+			return ticketrush.TokenState{}, fmt.Errorf("token status: %w", unavailable(err))
+		}
+		gone -= below
+	}
 	return ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: max(1, int64(claims.Seq)-head-gone)}, nil
 }
 

@@ -142,7 +142,7 @@ func (s *Store) prequeueStatusLine(ctx context.Context, concertID, userID string
 	}
 	if waiting, err := res[1].AsInt64(); err == nil {
 		head, _ := res[5].AsInt64()
-		gone, err := s.client.Do(ctx, s.client.B().Zcount().Key(c.Left()).Min("-inf").Max(i64toa(waiting)).Build()).AsInt64()
+		gone, err := s.client.Do(ctx, s.client.B().Zcount().Key(c.Left()).Min("("+i64toa(head)).Max(i64toa(waiting)).Build()).AsInt64()
 		if err != nil {
 			return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, unavailable(err))
 		}

@@ -225,3 +225,32 @@ func TestShardedTickWaitsForAShardReadAmongLeavers(t *testing.T) {
 		assert.Equal(t, first.Seq, admitted[0], "%s, behind the leavers of shard 0, first", ann)
 	})
 }
+
+// A round trims at most its batch of the leaves its head passed; the position of a token of a sharded
+// line read from Redis counts only the leaves between the head and its seq, not those left behind it.
+func TestShardedPositionSkipsLeavesBehindTheHead(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, shardedConcert("ph", 2, func(q *ticketrush.QueueSettings) { q.Paused = true }))
+		var claims []ticketrush.QueueClaims
+		for i := range 10 {
+			u := fmt.Sprintf("u%d", i)
+			r, err := s.Join(ctx, "ph", u, t0)
+			require.NoError(t, err)
+			claims = append(claims, ticketrush.QueueClaims{ConcertID: "ph", UserID: u, Seq: r.Seq})
+		}
+		for _, f := range claims[:6] {
+			_, err := s.Leave(ctx, "ph", f.UserID, f.Seq, t0)
+			require.NoError(t, err)
+		}
+		require.NoError(t, s.Configure(ctx, "ph", ticketrush.DefaultQueueSettings(), t0))
+		res, err := s.Tick(ctx, "ph", t0.Add(time.Second), 2) // u6 and u7; two of the six leaves trimmed
+		require.NoError(t, err)
+		require.Equal(t, 2, res.Admitted)
+		for want, f := range claims[8:] {
+			st, err := s.TokenStatus(ctx, f, t0.Add(time.Second))
+			require.NoError(t, err)
+			assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: int64(want + 1)}, st, f.UserID)
+		}
+	})
+}
