@@ -113,6 +113,12 @@ func (sh ShardKeys) linePop(fans []lineFan) (keys, args []string) {
 	return []string{sh.Places(), sh.Alive(), sh.Order(), sh.Drawn()}, args
 }
 
+// lineMigrate is line_migrate's call: at most batch fans of the old layout's line wait move into
+// places and order (a line of one slot's keys, or a shard's).
+func lineMigrate(wait, places, order string, batch int) (keys, args []string) {
+	return []string{wait, places, order}, []string{itoa(batch)}
+}
+
 // lineSeal is line_seal's call: shard sh's pre-queue closes.
 func (sh ShardKeys) lineSeal() (keys, args []string) { return []string{sh.Draw(), sh.Prequeue()}, nil }
 

@@ -30,7 +30,45 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 	if err := s.loadSchedules(ctx, c, now); err != nil { // each time: a crash may have left one out
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 	}
+	if !loaded {
+		if err := s.migrateLine(ctx, k, c.Queue.LineShards); err != nil {
+			return false, fmt.Errorf("load concert %s: %w", c.ID, err)
+		}
+	}
 	return loaded, nil
+}
+
+// migrateBatch is how many fans one line_migrate call moves.
+const migrateBatch = 1000
+
+// migrateLine moves a line a build before the hash and lists kept as a sorted set (q:wait, or each
+// shard's wait) into the new layout, a batch a call, all the lines' calls in one round trip, until
+// none is left: a concert loaded already is checked once by each instance at its start.
+func (s *Store) migrateLine(ctx context.Context, k ConcertKeys, shards int) error {
+	calls := []call{built(lineMigrate(k.LegacyWait(), k.Places(), k.Order(), migrateBatch))}
+	if shards > 1 {
+		calls = calls[:0]
+		for n := range shards {
+			sh := k.Shard(n)
+			calls = append(calls, built(lineMigrate(sh.LegacyWait(), sh.Places(), sh.Order(), migrateBatch)))
+		}
+	}
+	for len(calls) > 0 {
+		msgs, err := s.execMulti(ctx, s.lineMigrate, calls)
+		if err != nil {
+			return fmt.Errorf("move the line to places and order: %w", err)
+		}
+		left := calls[:0]
+		for i, msg := range msgs {
+			if n, err := msg.AsInt64(); err != nil {
+				return fmt.Errorf("move the line to places and order: %w", err)
+			} else if n > 0 {
+				left = append(left, calls[i])
+			}
+		}
+		calls = left
+	}
+	return nil
 }
 
 // seatSlotsToLoad is the cfg sched value concert_load writes for c: the placement its settings already

@@ -154,6 +154,7 @@ func scriptCalls() []scriptCall {
 			map[string]string{"from": "3", "keys": string(bytes.Repeat([]byte{9}, 32)) + string(bytes.Repeat([]byte{8}, 32)),
 				"digest": "d1", "now": at, "inline": "0", "user": "fan-1,fan-2"}},
 		{"line_seal", built(k.Shard(3).lineSeal()), map[string]string{}},
+		{"line_migrate", built(lineMigrate(k.LegacyWait(), k.Places(), k.Order(), 1000)), map[string]string{"batch": "1000"}},
 		{"line_place", built(k.Shard(3).linePlace([]lineFan{{user: "fan-1", seq: 7}, {user: "fan-2", seq: 8}})),
 			map[string]string{"user": "fan-1,7,fan-2,8"}},
 		{"prequeue_leave", built(k.prequeueLeave("fan-1", now)), map[string]string{"user": "fan-1", "now": at}},

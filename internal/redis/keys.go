@@ -61,8 +61,11 @@ type ShardKeys struct{ base string }
 func (s ShardKeys) Places() string { return s.base + "places" }
 func (s ShardKeys) Order() string  { return s.base + "order" }
 func (s ShardKeys) Drawn() string  { return s.base + "drawn" }
-func (s ShardKeys) Alive() string  { return s.base + "alive" }
-func (s ShardKeys) Events() string { return s.base + "events" }
+
+// LegacyWait is the shard's line as a build before the hash and lists kept it (line_migrate moves it).
+func (s ShardKeys) LegacyWait() string { return s.base + "wait" }
+func (s ShardKeys) Alive() string      { return s.base + "alive" }
+func (s ShardKeys) Events() string     { return s.base + "events" }
 
 // Prequeue is the shard's part of a sale's pre-queue: entrant -> entry time (ms), or -seq once the draw
 // placed them; Draw holds sealed ('1' once the shard's pre-queue is closed).
@@ -82,7 +85,7 @@ func (s ShardKeys) PowUsed(id string) string {
 
 // All returns the shard's keys but its rate buckets and proof marks (which expire on their own).
 func (s ShardKeys) All() []string {
-	return []string{s.Places(), s.Order(), s.Drawn(), s.Alive(), s.Events(), s.DeadLetters(), s.Prequeue(), s.Draw()}
+	return []string{s.Places(), s.Order(), s.Drawn(), s.LegacyWait(), s.Alive(), s.Events(), s.DeadLetters(), s.Prequeue(), s.Draw()}
 }
 
 func (c ConcertKeys) Meta() string      { return c.base + "meta" }
@@ -109,6 +112,10 @@ func (c ConcertKeys) LeftN() string     { return c.base + "q:leftn" }
 func (c ConcertKeys) Places() string { return c.base + "q:places" }
 func (c ConcertKeys) Order() string  { return c.base + "q:order" }
 func (c ConcertKeys) Drawn() string  { return c.base + "q:drawn" }
+
+// LegacyWait is the line as a build before the hash and lists kept it: a sorted set user -> seq, which
+// LoadConcert moves into Places and Order (line_migrate) when it finds one.
+func (c ConcertKeys) LegacyWait() string { return c.base + "q:wait" }
 
 // PowUsed marks a proof-of-work challenge of id as used, until it expires; "" names the placeholder
 // key of a join without one (scripts must declare every key they may touch).
@@ -155,7 +162,7 @@ func (c ConcertKeys) NoShow() string { return c.base + "q:noshow" }
 
 // All returns every key of the concert, its seat maps of scheduleIDs included.
 func (c ConcertKeys) All(scheduleIDs []string) []string {
-	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Places(), c.Order(), c.Drawn(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
+	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Places(), c.Order(), c.Drawn(), c.LegacyWait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
 		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(),
 		c.AccessCodes(), c.Inventory(), c.Seen(), c.Alive(), c.Abandoned(), c.NoShow(), c.LineWaiting()}
 	keys = append(keys, c.Prequeue(), c.Draw(), c.DrawKeys(), c.DrawLock())

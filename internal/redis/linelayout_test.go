@@ -254,3 +254,48 @@ func TestShardedPositionSkipsLeavesBehindTheHead(t *testing.T) {
 		}
 	})
 }
+
+// A line a build before the hash and lists left in Redis as a sorted set (an upgrade with fans
+// waiting) is moved when an instance loads the concert: every fan waits at their seq, ahead of those
+// who joined since, and is admitted in that order.
+func TestLoadMovesALineOfTheOldLayout(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+				ctx := context.Background()
+				con := shardedConcert("mg", shards, func(q *ticketrush.QueueSettings) { q.Paused = true })
+				mustLoad(t, s, con)
+				k := s.keys.Concert("mg")
+				old := []string{"a", "b", "c"}
+				for i, u := range old { // what the old build wrote: the line and the arrival counter
+					key := k.LegacyWait()
+					if shards > 1 {
+						key = k.Shard(LineShard(u, shards)).LegacyWait()
+					}
+					require.NoError(t, c.Do(ctx, c.B().Zadd().Key(key).ScoreMember().ScoreMember(float64(i+1), u).Build()).Error())
+				}
+				require.NoError(t, c.Do(ctx, c.B().Set().Key(k.Seq()).Value("3").Build()).Error())
+				d, err := s.Join(ctx, "mg", "d", t0) // joined after the upgrade, before the concert was loaded again
+				require.NoError(t, err)
+				require.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: 4, Created: true}, d)
+
+				loaded, err := s.LoadConcert(ctx, con, t0)
+				require.NoError(t, err)
+				require.False(t, loaded)
+				for i, u := range append(old, "d") {
+					st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "mg", UserID: u, Seq: uint64(i + 1)}, t0)
+					require.NoError(t, err)
+					assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: int64(i + 1)}, st, u)
+				}
+				q := ticketrush.DefaultQueueSettings()
+				q.AbandonAfter = 0 // the old line's fans were never seen by this test
+				require.NoError(t, s.Configure(ctx, "mg", q, t0))
+				for round := 1; round <= 10 && len(admittedSeqs(t, c, k.Events())) < 4; round++ {
+					_, err := s.Tick(ctx, "mg", t0.Add(time.Duration(round)*time.Second), 10)
+					require.NoError(t, err)
+				}
+				assert.Equal(t, []uint64{1, 2, 3, 4}, admittedSeqs(t, c, k.Events()), "the old line first, in its order")
+			})
+		})
+	}
+}
