@@ -61,11 +61,11 @@ type ShardKeys struct{ base string }
 func (s ShardKeys) Places() string { return s.base + "places" }
 func (s ShardKeys) Order() string  { return s.base + "order" }
 func (s ShardKeys) Drawn() string  { return s.base + "drawn" }
+func (s ShardKeys) Alive() string  { return s.base + "alive" }
+func (s ShardKeys) Events() string { return s.base + "events" }
 
 // LegacyWait is the shard's line as a build before the hash and lists kept it (line_migrate moves it).
 func (s ShardKeys) LegacyWait() string { return s.base + "wait" }
-func (s ShardKeys) Alive() string      { return s.base + "alive" }
-func (s ShardKeys) Events() string     { return s.base + "events" }
 
 // Prequeue is the shard's part of a sale's pre-queue: entrant -> entry time (ms), or -seq once the draw
 // placed them; Draw holds sealed ('1' once the shard's pre-queue is closed).
