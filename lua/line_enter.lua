@@ -83,7 +83,7 @@ redis.call('HSET', places, user, seq)
 local past = {}
 while #past < 64 do
   local last = redis.call('LINDEX', order, -1)
-  if not last or tonumber(string.sub(last, 1, string.find(last, '|', 1, true) - 1)) < tonumber(seq) then
+  if not last or tonumber(seq_of(last)) < tonumber(seq) then
     break
   end
   past[#past + 1] = redis.call('RPOP', order)

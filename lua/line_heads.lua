@@ -28,9 +28,9 @@ for _, list in ipairs({drawn, order}) do
     read, from = read + #got, from + #got
     local users, seqs = split(got)
     last = seqs[#seqs]
-    local now = redis.call('HMGET', places, unpack(users))
+    local ok = live(places, users, seqs)
     for i = 1, #users do
-      if now[i] == seqs[i] then
+      if ok[i] then
         front = false
         if found < count then
           found = found + 1

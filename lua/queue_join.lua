@@ -176,7 +176,8 @@ if room and conf[4] ~= '1' and not gated and redis.call('HLEN', places) == 0 and
   end
 end
 redis.call('HSET', places, user, arr)
-redis.call('RPUSH', order, arr .. '|' .. user)
+--#include line_entry
+redis.call('RPUSH', order, entry(arr, user))
 saw(arrival)
 redis.call('XADD', events, '*', 'type', 'queue.join', 'user', user, 'seq', arr, 'at', nows)
 return {'WAITING', arrival, 0, 1}

@@ -416,14 +416,22 @@ func (s *Store) statusLine(ctx context.Context, claims ticketrush.QueueClaims, n
 	}
 	head, _ := res[1].AsInt64()
 	gone, _ := res[2].AsInt64()
-	if gone > 0 && head > 0 { // a round trims at most its batch of the leaves the head passed
-		below, err := s.client.Do(ctx, s.client.B().Zcount().Key(c.Left()).Min("-inf").Max(i64toa(head)).Build()).AsInt64()
-		if err != nil {
-			return ticketrush.TokenState{}, fmt.Errorf("token status: %w", unavailable(err))
+	if gone > 0 && head > 0 { // some may be at or behind the head
+		if gone, err = s.leavesBetween(ctx, c, head, int64(claims.Seq)); err != nil {
+			return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 		}
-		gone -= below
 	}
 	return ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: max(1, int64(claims.Seq)-head-gone)}, nil
+}
+
+// leavesBetween counts the leaves logged on concert c's slot between the head and seq: a round trims at
+// most its batch of the leaves its head passed, so those at or behind it may still be there.
+func (s *Store) leavesBetween(ctx context.Context, c ConcertKeys, head, seq int64) (int64, error) {
+	n, err := s.client.Do(ctx, s.client.B().Zcount().Key(c.Left()).Min("("+i64toa(head)).Max(i64toa(seq)).Build()).AsInt64()
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return n, nil
 }
 
 // markAliveLine writes the liveness of a line of n shards: an HSET per shard the fans are in and

@@ -142,9 +142,9 @@ func (s *Store) prequeueStatusLine(ctx context.Context, concertID, userID string
 	}
 	if waiting, err := res[1].AsInt64(); err == nil {
 		head, _ := res[5].AsInt64()
-		gone, err := s.client.Do(ctx, s.client.B().Zcount().Key(c.Left()).Min("("+i64toa(head)).Max(i64toa(waiting)).Build()).AsInt64()
+		gone, err := s.leavesBetween(ctx, c, head, waiting)
 		if err != nil {
-			return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, unavailable(err))
+			return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, err)
 		}
 		return ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: max(1, waiting-head-gone)}, uint64(waiting), nil
 	}

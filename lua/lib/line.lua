@@ -9,25 +9,24 @@ local function position(head, left, n)
   return math.max(1, n - top - redis.call('ZCOUNT', left, '(' .. top, '(' .. n))
 end
 
--- entry(seq, user) is a list entry; split(entries) the users and seqs of a list's entries.
-local function entry(seq, user)
-  return seq .. '|' .. user
-end
+--#include line_entry
 
-local function split(entries)
-  local users, seqs = {}, {}
-  for i, e in ipairs(entries) do
-    local bar = string.find(e, '|', 1, true)
-    seqs[i], users[i] = string.sub(e, 1, bar - 1), string.sub(e, bar + 1)
+-- live(places, users, seqs): for each entry, whether its user still waits at its seq (one HMGET): an
+-- entry is stale once its fan left, or left and joined again at another seq.
+local function live(places, users, seqs)
+  local now, out = redis.call('HMGET', places, unpack(users)), {}
+  for i = 1, #users do
+    out[i] = now[i] == seqs[i]
   end
-  return users, seqs
+  return out
 end
 
 -- take(places, drawn, order, k, most): takes the line's first k fans still WAITING (drawn's while it has
 -- any, then order's) out of places and off the lists, passing the stale entries before and between them,
 -- reading at most most entries: first an LPOP of k (each entry one it must take, live or stale), then,
--- when stale entries were among them, growing reads ahead (LRANGE, LTRIM of what it took). Returns their users and seqs in order, the last seq taken (nil when
--- nothing was) and how many entries it took, the stale ones included.
+-- when stale entries were among them, growing reads ahead (LRANGE, LTRIM of what it took). Returns
+-- their users and seqs in order, the last seq taken (nil when nothing was) and how many entries it
+-- took, the stale ones included.
 local function take(places, drawn, order, k, most)
   local users, seqs, last, read = {}, {}, nil, 0
   for _, list in ipairs({drawn, order}) do
@@ -43,10 +42,10 @@ local function take(places, drawn, order, k, most)
         break -- this list is empty: the next one
       end
       local us, ss = split(got)
-      local now = redis.call('HMGET', places, unpack(us))
+      local ok = live(places, us, ss)
       local used = 0
       for i = 1, #got do
-        if now[i] == ss[i] then
+        if ok[i] then
           users[#users + 1], seqs[#seqs + 1] = us[i], ss[i]
         end
         used, last = i, ss[i]
