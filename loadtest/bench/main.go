@@ -80,6 +80,9 @@ type bench struct {
 	storm     *stormResult      // Redis time per call under the HTTP storm
 	stormNA   string            // why there is no storm
 	pipelined []concertCapacity // the capacity runs on one Redis: Redis time per call pipelined
+	cpu       *cpuMeter         // the CPU per request of each timed run (nil: not read)
+	// the servers of the timed runs: the service's and hello-world's processes
+	servicePID, helloPID int
 }
 
 // report is everything the table shows besides the rows.
@@ -186,6 +189,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer hw.stop()
+	b.servicePID, b.helloPID = svc.cmd.Process.Pid, hw.cmd.Process.Pid
+	b.cpu = &cpuMeter{proc: "/proc", hz: clockTicks(), self: os.Getpid(), redis: b.redis.cmd.Process.Pid}
 	b.helloBase = "http://" + helloAddress
 	b.helloURL = b.helloBase + "/"
 	b.api = a

@@ -72,6 +72,7 @@ func (b *bench) print(w io.Writer, r report) {
 		b.commit, b.cfg.reps, b.cfg.duration, b.cfg.workers, host, runtime.NumCPU(), runtime.Version(), r.took.Round(time.Second))
 	notes := b.table(w, rows)
 	fmt.Fprintln(w, "÷ ceiling: of hello-world in the same repetition; a seat map's, of the same bytes from memory just above it")
+	b.printCPU(w, rows)
 	b.printRedisTime(w, true)
 	fmt.Fprintln(w)
 	if mem := r.mem; mem != nil {

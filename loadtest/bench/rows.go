@@ -23,6 +23,9 @@ type measure struct {
 	note     string
 	// usPerCall is Redis's own time per call (INFO commandstats), where the row measures Redis.
 	usPerCall float64
+	// cpu is the run's CPU per request by process (cpu.go), where it was read (hasCPU).
+	cpu    cpuSplit
+	hasCPU bool
 }
 
 func fromResult(r result) measure {
@@ -83,8 +86,17 @@ func (b *bench) rep(ctx context.Context, rep int) error {
 	d := b.cfg.duration
 	timed := func(name string, j job, warmURL string) result {
 		warm(ctx, c, warmURL, j.workers)
+		before, cpuErr := b.cpuReading(name)
 		r := j.run(ctx, c)
-		b.results[name] = append(b.results[name], fromResult(r))
+		m := fromResult(r)
+		if cpuErr == nil {
+			after, err := b.cpuReading(name)
+			if err == nil {
+				m.cpu, err = b.cpu.split(before, after, r.answered+r.failed)
+			}
+			m.hasCPU = err == nil
+		}
+		b.results[name] = append(b.results[name], m)
 		if r.failed > 0 {
 			fmt.Fprintf(os.Stderr, "bench: %s: %d of %d failed, first: %v\n", strings.Join(strings.Fields(name), " "), r.failed, r.answered+r.failed, r.firstErr)
 		}
@@ -271,9 +283,10 @@ func (b *bench) payJob(count int, hold func(k int) (*fan, string)) job {
 	}
 }
 
-// median returns the median of each field of ms, taken on its own.
+// median returns the median of each field of ms, taken on its own; the CPU figures over the runs
+// that read them.
 func median(ms []measure) measure {
-	pick := func(f func(measure) float64) float64 {
+	pick := func(ms []measure, f func(measure) float64) float64 {
 		v := make([]float64, len(ms))
 		for i, m := range ms {
 			v[i] = f(m)
@@ -285,11 +298,27 @@ func median(ms []measure) measure {
 		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
 	out := measure{
-		rate:      pick(func(m measure) float64 { return m.rate }),
-		p50:       time.Duration(pick(func(m measure) float64 { return float64(m.p50) })),
-		p99:       time.Duration(pick(func(m measure) float64 { return float64(m.p99) })),
-		failed:    pick(func(m measure) float64 { return m.failed }),
-		usPerCall: pick(func(m measure) float64 { return m.usPerCall }),
+		rate:      pick(ms, func(m measure) float64 { return m.rate }),
+		p50:       time.Duration(pick(ms, func(m measure) float64 { return float64(m.p50) })),
+		p99:       time.Duration(pick(ms, func(m measure) float64 { return float64(m.p99) })),
+		failed:    pick(ms, func(m measure) float64 { return m.failed }),
+		usPerCall: pick(ms, func(m measure) float64 { return m.usPerCall }),
+	}
+	var withCPU []measure
+	for _, m := range ms {
+		if m.hasCPU {
+			withCPU = append(withCPU, m)
+		}
+	}
+	if len(withCPU) > 0 {
+		out.hasCPU = true
+		out.cpu = cpuSplit{
+			generator: pick(withCPU, func(m measure) float64 { return m.cpu.generator }),
+			server:    pick(withCPU, func(m measure) float64 { return m.cpu.server }),
+			redis:     pick(withCPU, func(m measure) float64 { return m.cpu.redis }),
+			postgres:  pick(withCPU, func(m measure) float64 { return m.cpu.postgres }),
+			other:     pick(withCPU, func(m measure) float64 { return m.cpu.other }),
+		}
 	}
 	var notes []string
 	for _, m := range ms {

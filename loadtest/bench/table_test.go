@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -286,4 +290,82 @@ func TestBlobServerSendsTheSameBytesAndHeaders(t *testing.T) {
 	assert.Zero(t, len(got), "a 304 has no body")
 	resp, _ = get(`"v0"`)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// fakeProc writes a /proc of stat files: pid -> "name utime stime", and the machine's first line.
+func fakeProc(t *testing.T, procs map[int]string, machine string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for pid, p := range procs {
+		f := strings.Fields(p)
+		line := fmt.Sprintf("%d (%s) S 1 1 1 0 -1 0 0 0 0 0 %s %s 0 0 20 0 1 0 1 1 1\n", pid, f[0], f[1], f[2])
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, strconv.Itoa(pid)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, strconv.Itoa(pid), "stat"), []byte(line), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(machine+"\ncpu0 1 2 3 4 5 6 7 8 0 0\n"), 0o644))
+	return dir
+}
+
+func TestCPUPerRequestByProcess(t *testing.T) {
+	// The generator (pid 10), the service (20), hello-world (21), Redis (30), two Postgres processes
+	// (40, 41) and a process of someone else (50), whose ticks only the machine's busy time counts.
+	before := fakeProc(t, map[int]string{10: "bench 100 0", 20: "ticketrush 200 0", 21: "bench 5 0", 30: "redis-server 300 0",
+		40: "postgres 10 0", 41: "postgres 20 0", 50: "other 7 0"}, "cpu  1000 0 500 9000 100 10 20 30 0 0")
+	after := fakeProc(t, map[int]string{10: "bench 150 10", 20: "ticketrush 300 20", 21: "bench 5 0", 30: "redis-server 330 10",
+		40: "postgres 30 0", 41: "postgres 25 5", 50: "other 27 0"}, "cpu  1200 0 555 9500 400 15 30 500 0 0")
+	m := cpuMeter{proc: before, hz: 100, self: 10, redis: 30}
+	r0, err := m.read(20)
+	require.NoError(t, err)
+	assert.Equal(t, cpuReading{generator: 100, server: 200, redis: 300, postgres: 30, busy: 1530}, r0)
+	m.proc = after
+	r1, err := m.read(20)
+	require.NoError(t, err)
+	assert.Equal(t, cpuReading{generator: 160, server: 320, redis: 340, postgres: 60, busy: 1800}, r1)
+
+	// 270 busy ticks of 10 ms over 1,000 requests: 60 generator, 120 service, 40 Redis, 30 Postgres
+	// and 20 beyond them (the other process; not the steal of 470 ticks, nor idle or iowait).
+	c, err := m.split(r0, r1, 1000)
+	require.NoError(t, err)
+	assert.InDeltaMapValues(t, map[string]float64{"generator": 600, "server": 1200, "redis": 400, "postgres": 300, "other": 200},
+		map[string]float64{"generator": c.generator, "server": c.server, "redis": c.redis, "postgres": c.postgres, "other": c.other}, 1e-9)
+	assert.InDelta(t, 2700, c.total(), 1e-9)
+
+	// hello-world's rows read its process as the server, the others the service's.
+	b := &bench{cpu: &m, servicePID: 20, helloPID: 21}
+	for row, want := range map[string]uint64{rowHello: 5, rowSeatMapBare: 5, rowSeatMapGzBare: 5, rowJoins: 320, rowSeatMap: 320} {
+		r, err := b.cpuReading(row)
+		require.NoError(t, err)
+		assert.Equal(t, want, r.server, row)
+	}
+	_, err = (&bench{}).cpuReading(rowJoins)
+	assert.Error(t, err, "no meter")
+
+	_, err = m.split(r0, r1, 0)
+	assert.Error(t, err, "no requests")
+	_, err = m.read(99) // no such process
+	assert.Error(t, err)
+	_, err = parseBusy([]byte("intr 1 2 3\n"))
+	assert.Error(t, err)
+	assert.Equal(t, "ticket (rush) x", statName([]byte("4242 (ticket (rush) x) S 1")))
+}
+
+func TestCPUTableBoundsEachRowByHello(t *testing.T) {
+	b := &bench{cfg: config{reps: 3, duration: 5 * time.Second, workers: 64}, results: map[string][]measure{}}
+	cpu := func(gen, srv, redis, pg, other float64) measure {
+		return measure{rate: 1, hasCPU: true, cpu: cpuSplit{generator: gen, server: srv, redis: redis, postgres: pg, other: other}}
+	}
+	b.results[rowHello] = []measure{cpu(70, 50, 0, 0, 0), cpu(60, 40, 0, 0, 0), cpu(80, 60, 0, 0, 100)} // medians: 70 50 0 0 0
+	b.results[rowJoins] = []measure{cpu(100, 150, 100, 20, 30), {rate: 1}}                              // a run without /proc
+	b.results[rowPolls] = []measure{{rate: 1}}
+	var buf bytes.Buffer
+	b.printCPU(&buf, rows)
+	out := buf.String()
+	assert.Regexp(t, `hello-world \(net/http\) +70\.0 +50\.0 +0\.0 +0\.0 +0\.0 +120\.0 *\n`, out)
+	assert.Regexp(t, `joins .* +100\.0 +150\.0 +100\.0 +20\.0 +30\.0 +400\.0 +30% *\n`, out) // 120 ÷ 400
+	assert.NotContains(t, out, "polls", "a row no run read /proc for has no line")
+
+	b.results = map[string][]measure{rowHello: {{rate: 1}}}
+	buf.Reset()
+	b.printCPU(&buf, rows)
+	assert.Contains(t, buf.String(), "CPU per request: n/a")
 }
