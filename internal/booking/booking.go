@@ -351,10 +351,15 @@ func (s *Service) PayOnce(ctx context.Context, userID, resID, idemKey string) (t
 	if err != nil {
 		return ticketrush.Payment{}, false, err // paid; the retry with the key finds it and records the answer
 	}
-	if a.Refused == nil && a.Ref != p.ID {
+	if a.Refused != nil {
+		return ticketrush.Payment{}, false, a.Refused
+	}
+	if a.Ref != p.ID {
 		return ticketrush.Payment{}, false, fmt.Errorf("idempotency key recorded payment %s, not %s", a.Ref, p.ID)
 	}
-	return s.keyAnswer(ctx, userID, a)
+	// The key's answer is this payment, as the first request to record it said (created): the payment
+	// is the one Pay has just read back from Redis, without reading it a second time.
+	return p, a.Created, nil
 }
 
 // keyAnswer is the reply of the answer an Idempotency-Key recorded: its payment, or its refusal.

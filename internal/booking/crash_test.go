@@ -383,3 +383,45 @@ func TestOneKeyChargesOnce(t *testing.T) {
 		require.Greater(t, balance-100, int64(0), "round %d: one charge per key", round)
 	}
 }
+
+// TestPaymentWithKeyReadsNothingTwice: a payment under an Idempotency-Key is five script calls (the
+// key's reserve, the claim, the debit, the completion, the key's answer) and answers with the payment
+// the completion returned, without reading the reservation again.
+func TestPaymentWithKeyReadsNothingTwice(t *testing.T) {
+	e := newEnv(t, 5, time.Minute)
+	ctx := context.Background()
+	alice := e.fan(t, "alice")
+	_, _, err := e.svc.Charge(ctx, alice, 5000, "")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var sent []string
+	e.watch(func(w []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, w[0])
+	})
+	var held []string
+	for _, seat := range []string{"R-1", "R-2"} {
+		r, err := e.svc.Hold(ctx, alice, alice, e.schedule(), seat)
+		require.NoError(t, err)
+		held = append(held, r.ID)
+	}
+	var paid []ticketrush.Payment
+	for i, id := range held { // the first warms the store's caches and Redis's scripts
+		mu.Lock()
+		sent = nil
+		mu.Unlock()
+		p, created, err := e.svc.PayOnce(ctx, alice, id, fmt.Sprintf("pay-%d", i))
+		require.NoError(t, err)
+		assert.True(t, created)
+		paid = append(paid, p)
+	}
+	mu.Lock()
+	assert.Equal(t, []string{"EVALSHA", "EVALSHA", "EVALSHA", "EVALSHA", "EVALSHA"}, sent)
+	mu.Unlock()
+
+	again, created, err := e.svc.PayOnce(ctx, alice, paid[1].ReservationID, "pay-1")
+	require.NoError(t, err)
+	assert.True(t, created, "a retry with the key: the first answer again")
+	assert.Equal(t, paid[1], again, "the same payment, read back from Redis")
+}
