@@ -168,9 +168,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	return err
 }
 
-// serverTimeouts are the HTTP server's deadlines. An event stream outlives all of them: its request has
-// no deadline, and it extends the connection's write deadline at every event (internal/http events.go;
-// TestEventStreamOutlivesEveryDeadline holds one past the longest).
+// serverTimeouts are the HTTP server's deadlines. An event stream and the draw's keys file outlive all
+// of them: their requests have no deadline, and they extend the connection's write deadline at every
+// write (internal/http events.go; TestEventStreamOutlivesEveryDeadline holds a stream past the longest,
+// TestDrawKeysOutliveTheRequestTimeout a keys file past the request's).
 var serverTimeouts = struct{ readHeader, read, write, idle time.Duration }{
 	readHeader: 5 * time.Second, read: 10 * time.Second, write: 15 * time.Second, idle: 60 * time.Second,
 }

@@ -3,6 +3,8 @@ package http
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // deadlineServer is a server whose routes are the test's: /bounded under the request timeout, /stream
@@ -149,4 +153,60 @@ func TestAccessCodesHaveACreatesBound(t *testing.T) {
 	s.ServeHTTP(w, r)
 	require.Equal(t, http.StatusCreated, w.Code, "%s", w.Body)
 	assert.Greater(t, cat.left, 5*time.Second, "the issue's context has the create's 10 s, not the 2 s of a call")
+}
+
+// oneSale is a catalog of one concert with a sale; nothing else of it is called here.
+type oneSale struct {
+	Catalog
+	c ticketrush.Concert
+}
+
+func (o oneSale) Concert(id string) (ticketrush.Concert, bool) { return o.c, id == o.c.ID }
+
+// slowDraws is a drawn sale whose keys file takes as long as hold to write: a big file to a slow reader.
+type slowDraws struct {
+	hold time.Duration
+	got  chan error // what WriteDrawKeys found of its context and its bound
+}
+
+func (slowDraws) DrawState(ctx context.Context, _ string) (ticketrush.DrawState, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		return ticketrush.DrawState{}, errors.New("the draw's state read has no bound")
+	}
+	return ticketrush.DrawState{Sealed: true, Entrants: 2, Digest: "d", DrawnAt: time.Now()}, nil
+}
+
+func (d slowDraws) WriteDrawKeys(ctx context.Context, _ string, n int64, call time.Duration, w io.Writer) error {
+	first := strings.Repeat("a", 64) + "\n"
+	if _, err := io.WriteString(w, first); err != nil {
+		return err
+	}
+	time.Sleep(d.hold) // the reader takes the first part this long: the next read of Redis comes after
+	switch _, bounded := ctx.Deadline(); {
+	case ctx.Err() != nil:
+		d.got <- fmt.Errorf("the context ended %v into the file: %w", d.hold, ctx.Err())
+	case bounded:
+		d.got <- errors.New("the file has a deadline of the request")
+	case call <= 0:
+		d.got <- errors.New("no bound on each read of Redis")
+	default:
+		d.got <- nil
+	}
+	_, err := io.WriteString(w, strings.Repeat("b", 64)+"\n")
+	return err
+}
+
+// TestDrawKeysOutliveTheRequestTimeout: the draw's keys file (65 MB for a million entrants) is a long
+// answer: its request has no deadline, so a file still being read past the request timeout is
+// written whole; the draw state it starts from and each read of Redis are bounded by the timeout.
+func TestDrawKeysOutliveTheRequestTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	c := ticketrush.Concert{ID: "c0000000001", Sale: &ticketrush.Sale{}}
+	d := slowDraws{hold: 3 * timeout, got: make(chan error, 1)}
+	s := NewServer(Deps{API: true, Catalog: oneSale{c: c}, Draws: d, Timeout: timeout, Registry: prometheus.NewRegistry(),
+		Log: slog.New(slog.DiscardHandler)})
+	w := serve(t, s, "/v1/concerts/"+c.ID+"/draw/keys")
+	require.Equal(t, http.StatusOK, w.Code, "%s", w.Body)
+	require.NoError(t, <-d.got)
+	assert.Equal(t, strings.Repeat("a", 64)+"\n"+strings.Repeat("b", 64)+"\n", w.Body.String())
 }

@@ -17,7 +17,8 @@ import (
 // Draws reads a concert's draw for the public endpoints.
 type Draws interface {
 	DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error)
-	WriteDrawKeys(ctx context.Context, concertID string, n int64, w io.Writer) error
+	// WriteDrawKeys writes the keys file to w, each of its reads of Redis bounded by call.
+	WriteDrawKeys(ctx context.Context, concertID string, n int64, call time.Duration, w io.Writer) error
 }
 
 // drawJSON is the public draw of docs/api.md's On-sale; fields not yet known are null. seed is set only
@@ -76,13 +77,18 @@ func (s *Server) getDraw(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 }
 
 // getDrawKeys streams the keys file: every entrant's key in draw order, one hex line each. It never
-// changes once drawn, so it is cacheable for good, with the digest as its ETag.
+// changes once drawn, so it is cacheable for good, with the digest as its ETag. The request has no
+// deadline of its own (handleStream): a million entrants' file is 65 MB, which a fan's connection may
+// take minutes to carry. Each read of Redis is bounded by the request timeout, each write by
+// streamWriteTimeout.
 func (s *Server) getDrawKeys(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	id, _, err := s.saleOf(p)
 	if err != nil {
 		return err
 	}
-	st, err := s.Draws.DrawState(r.Context(), id)
+	ctx, cancel := context.WithTimeout(r.Context(), s.Timeout)
+	st, err := s.Draws.DrawState(ctx, id)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -99,7 +105,8 @@ func (s *Server) getDrawKeys(w http.ResponseWriter, r *http.Request, p httproute
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.FormatInt(st.Entrants*(2*draw.KeySize+1), 10))
 	w.WriteHeader(http.StatusOK)
-	if err := s.Draws.WriteDrawKeys(r.Context(), id, st.Entrants, w); err != nil {
+	out := extendingWriter{w: w, rc: http.NewResponseController(w)}
+	if err := s.Draws.WriteDrawKeys(r.Context(), id, st.Entrants, s.Timeout, out); err != nil {
 		// The status is sent: all that is left is to cut the body short, which the client sees.
 		s.Log.Error("draw keys cut short", "concert", id, "err", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -13,10 +14,24 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// eventWriteTimeout bounds each write of an event stream: a reader too slow to take one event in that
-// time is cut off, so a stalled client pins neither a goroutine nor buffers for long. Each write
-// extends the connection's deadline by this much, so a stream outlives the server's WriteTimeout.
-const eventWriteTimeout = 10 * time.Second
+// streamWriteTimeout bounds each write of a long answer (an event stream's event, a chunk of the draw's
+// keys file): a reader too slow to take one in that time is cut off, so a stalled client pins neither
+// a goroutine nor buffers for long. Each write extends the connection's deadline by this much, so a
+// long answer outlives the server's WriteTimeout while it keeps moving.
+const streamWriteTimeout = 10 * time.Second
+
+// extendingWriter writes to w, first moving the connection's write deadline streamWriteTimeout ahead.
+type extendingWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (e extendingWriter) Write(b []byte) (int, error) {
+	if err := e.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return 0, err
+	}
+	return e.w.Write(b)
+}
 
 // StopStreams ends every event stream, so that a graceful shutdown need not wait for them (register
 // it with http.Server.RegisterOnShutdown).
@@ -51,10 +66,7 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, _ httproute
 			return err
 		}
 		buf.WriteString("\n")
-		if err := rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-		if _, err := w.Write(buf.Bytes()); err != nil {
+		if _, err := (extendingWriter{w: w, rc: rc}).Write(buf.Bytes()); err != nil {
 			return err
 		}
 		return rc.Flush()

@@ -134,7 +134,7 @@ func NewServer(d Deps) *Server {
 	s.bookingRoutes()
 	s.handle("GET", "/v1/points/history", s.pointsHistory)
 	s.handle("GET", "/v1/concerts/:concertId/draw", s.getDraw)
-	s.handle("GET", "/v1/concerts/:concertId/draw/keys", s.getDrawKeys)
+	s.handleStream("GET", "/v1/concerts/:concertId/draw/keys", s.getDrawKeys) // up to 65 MB: a long answer
 
 	s.router.Handle("POST", "/admin/v1/concerts", s.instrument("/admin/v1/concerts", s.CreateTimeout, s.admin(s.createConcert)))
 	s.handle("GET", "/admin/v1/concerts/:concertId/queue", s.admin(s.getQueue))
@@ -168,10 +168,11 @@ func (s *Server) handle(method, pattern string, h handlerFunc) {
 }
 
 // handleStream adds a long-lived route: instrumented and rate limited like handle, but with no deadline
-// on the request itself (a stream lasts as long as its fan waits); the handler bounds each of its own
-// calls to Redis and Postgres by s.Timeout.
+// on the request itself (an event stream lasts as long as its fan waits, the draw's keys file of a
+// million entrants is 65 MB); the handler bounds each of its own calls to Redis and Postgres by
+// s.Timeout, and each write by streamWriteTimeout.
 func (s *Server) handleStream(method, pattern string, h handlerFunc) {
-	s.router.Handle(method, pattern, s.instrument(pattern, 0, s.limited(h, false)))
+	s.router.Handle(method, pattern, s.instrument(pattern, 0, s.limited(h, publicRoutes[method+" "+pattern])))
 }
 
 // instrument runs h with a deadline of timeout on the request's context (none when timeout is 0) (every Redis and Postgres call

@@ -410,7 +410,9 @@ type brokenDraws struct{}
 func (brokenDraws) DrawState(context.Context, string) (ticketrush.DrawState, error) {
 	return ticketrush.DrawState{}, errDown
 }
-func (brokenDraws) WriteDrawKeys(context.Context, string, int64, io.Writer) error { return errDown }
+func (brokenDraws) WriteDrawKeys(context.Context, string, int64, time.Duration, io.Writer) error {
+	return errDown
+}
 
 type brokenBooking struct{ Booking }
 

@@ -93,7 +93,7 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 	assert.EqualValues(t, n+1, st.Entrants)
 	assert.Equal(t, draw.DigestOf(order), st.Digest, "the draw is that of the committed seed and every entrant")
 	var before bytes.Buffer
-	require.NoError(t, s.store.WriteDrawKeys(ctx, c.ID, st.Entrants, &before))
+	require.NoError(t, s.store.WriteDrawKeys(ctx, c.ID, st.Entrants, time.Second, &before))
 
 	// The record has the draw and every place, and agrees with Redis.
 	drainConcert(t, s, c.ID)
@@ -120,7 +120,7 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 	assert.True(t, restored.Drawn())
 	assert.Equal(t, st.Digest, restored.Digest)
 	var after bytes.Buffer
-	require.NoError(t, s.store.WriteDrawKeys(ctx, c.ID, restored.Entrants, &after))
+	require.NoError(t, s.store.WriteDrawKeys(ctx, c.ID, restored.Entrants, time.Second, &after))
 	assert.Equal(t, before.String(), after.String())
 }
 
