@@ -371,7 +371,7 @@ func (s *Service) QueueState(ctx context.Context, concertID string) (ticketrush.
 	}
 	// The settings the line's scripts read (capacity, rate, pause, activePerSeat, abandonment) as Redis
 	// has them; the others as this instance's catalog has them, which follows a PATCH made through
-	// another instance within the catalog's refresh (CatalogRefresh, 2 s).
+	// another instance within the catalog's refresh (CatalogRefresh, 0.5 s).
 	settings := c.Queue
 	settings.ActiveCapacity, settings.AdmitPerSecond, settings.Paused = snap.ActiveCapacity, snap.AdmitPerSecond, snap.Paused
 	settings.ActivePerSeat, settings.AbandonAfter = snap.ActivePerSeat, snap.AbandonAfter

@@ -54,7 +54,11 @@ type Config struct {
 	AdmitTick       time.Duration // how often the scheduler runs the admission tick
 	SnapshotRefresh time.Duration // how often an api instance refreshes its per-concert queue view
 	LivenessFlush   time.Duration // how often an api instance writes which WAITING fans it saw (per concert)
-	CatalogRefresh  time.Duration // how often an instance re-reads the concert list from Postgres
+	// CatalogRefresh is how often an instance reads the catalog's version from Postgres (and the concerts
+	// when it moved). API.md: a PATCH of a concert's queue is in force within a second on every instance;
+	// what an instance serves from its catalog (a challenge's joinPowBits, the admin view's settings, a
+	// concert just created on another instance) follows within this and one read.
+	CatalogRefresh  time.Duration
 	SweepInterval   time.Duration // how often the scheduler lapses expired holds and recovers stuck payments
 	ShutdownTimeout time.Duration
 
@@ -76,7 +80,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AdmitTick:       100 * time.Millisecond,
 		SnapshotRefresh: 200 * time.Millisecond,
 		LivenessFlush:   time.Second,
-		CatalogRefresh:  2 * time.Second,
+		CatalogRefresh:  500 * time.Millisecond,
 		SweepInterval:   250 * time.Millisecond,
 		ShutdownTimeout: 10 * time.Second,
 	}

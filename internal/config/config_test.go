@@ -28,6 +28,8 @@ func TestLoadDefaults(t *testing.T) {
 	assert.Equal(t, "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable", c.DatabaseURL)
 	assert.Equal(t, []string{"api", "scheduler", "writebehind"}, c.Roles)
 	assert.Equal(t, 100*time.Millisecond, c.AdmitTick)
+	assert.LessOrEqual(t, c.CatalogRefresh, 500*time.Millisecond,
+		"a PATCH is in force within a second on every instance: the refresh and its read must fit in it")
 	assert.Equal(t, "tr", c.RedisKeyPrefix)
 	assert.True(t, c.Has(RoleScheduler))
 }
