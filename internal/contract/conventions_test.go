@@ -174,6 +174,8 @@ func conventions(t *testing.T, s *server) {
 			string(spaced.body) == string(spacedAgain.body), "a key with spaces: %s; again: %s", spaced, spacedAgain)
 		r = s.charge(t, g, 100, "Idempotency-Key", "tab\tinside")
 		expectProblem(t, "Conventions: Idempotency-Key (1-64 printable chars): a tab is not one", r, 400, "INVALID_REQUEST")
+		r = s.charge(t, g, 100, "Idempotency-Key", "")
+		expectProblem(t, "Conventions: Idempotency-Key (1-64 printable chars): an empty one is not a key", r, 400, "INVALID_REQUEST")
 	})
 
 	t.Run("AdminBearer", func(t *testing.T) {

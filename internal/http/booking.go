@@ -331,10 +331,11 @@ func (s *Server) moneyRequest(w http.ResponseWriter, r *http.Request, v any) (us
 }
 
 // idempotencyKey reads the optional Idempotency-Key: absent, or 1-64 printable ASCII characters
-// (0x20-0x7e, the space included; net/http has trimmed the value's ends).
+// (0x20-0x7e, the space included; net/http has trimmed the value's ends). A header sent empty is
+// refused, not read as no key: its retry would act again, where the client meant it not to.
 func idempotencyKey(r *http.Request) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
-	if len(key) > 64 {
+	if key == "" && len(r.Header.Values("Idempotency-Key")) > 0 || len(key) > 64 {
 		return "", ticketrush.Invalidf("Idempotency-Key must be 1-64 printable characters")
 	}
 	for i := 0; i < len(key); i++ {
