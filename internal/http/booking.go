@@ -335,7 +335,7 @@ func (s *Server) moneyRequest(w http.ResponseWriter, r *http.Request, v any) (us
 // refused, not read as no key: its retry would act again, where the client meant it not to.
 func idempotencyKey(r *http.Request) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
-	if key == "" && len(r.Header.Values("Idempotency-Key")) > 0 || len(key) > 64 {
+	if (key == "" && len(r.Header.Values("Idempotency-Key")) > 0) || len(key) > 64 {
 		return "", ticketrush.Invalidf("Idempotency-Key must be 1-64 printable characters")
 	}
 	for i := 0; i < len(key); i++ {

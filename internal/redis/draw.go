@@ -320,16 +320,13 @@ const drawKeysChunk = 2048
 
 // WriteDrawKeys writes the first n keys of a concert's draw to w as hex lines, in draw order, reading
 // them from Redis a chunk at a time (a million keys are 32 MB in Redis, 65 MB as text), each read
-// bounded by call (0: by ctx alone): the whole may take as long as w takes the text.
+// bounded by call: the whole may take as long as w takes the text.
 func (s *Store) WriteDrawKeys(ctx context.Context, concertID string, n int64, call time.Duration, w io.Writer) error {
 	key := s.keys.Concert(concertID).DrawKeys()
 	line := make([]byte, 0, drawKeysChunk*(2*draw.KeySize+1))
 	for from := int64(0); from < n; from += drawKeysChunk {
 		to := min(from+drawKeysChunk, n)
-		rctx, cancel := ctx, context.CancelFunc(func() {})
-		if call > 0 {
-			rctx, cancel = context.WithTimeout(ctx, call)
-		}
+		rctx, cancel := context.WithTimeout(ctx, call)
 		raw, err := s.client.Do(rctx, s.client.B().Getrange().Key(key).Start(from*draw.KeySize).End(to*draw.KeySize-1).Build()).AsBytes()
 		cancel()
 		if err != nil {

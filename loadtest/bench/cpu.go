@@ -43,17 +43,14 @@ type cpuMeter struct {
 func (m cpuMeter) read(server int) (cpuReading, error) {
 	var r cpuReading
 	var err error
-	for _, p := range []struct {
-		pid int
-		to  *uint64
-	}{{m.self, &r.generator}, {server, &r.server}, {m.redis, &r.redis}} {
-		data, rerr := os.ReadFile(filepath.Join(m.proc, strconv.Itoa(p.pid), "stat"))
-		if rerr != nil {
-			return r, rerr
-		}
-		if *p.to, err = parseStat(data); err != nil {
-			return r, err
-		}
+	if r.generator, err = procTicks(m.proc, m.self); err != nil {
+		return r, err
+	}
+	if r.server, err = procTicks(m.proc, server); err != nil {
+		return r, err
+	}
+	if r.redis, err = procTicks(m.proc, m.redis); err != nil {
+		return r, err
 	}
 	if r.postgres, err = m.postgres(); err != nil {
 		return r, err

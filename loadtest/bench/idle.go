@@ -120,11 +120,11 @@ func (b *bench) idle(ctx context.Context, base string) (*idleResult, error) {
 		if err != nil {
 			return idleReading{}, fmt.Errorf("INFO total_commands_processed: %w", err)
 		}
-		st, err := procTicks(svc.cmd.Process.Pid)
+		st, err := procTicks("/proc", svc.cmd.Process.Pid)
 		if err != nil {
 			return idleReading{}, err
 		}
-		rt, err := procTicks(r.cmd.Process.Pid)
+		rt, err := procTicks("/proc", r.cmd.Process.Pid)
 		if err != nil {
 			return idleReading{}, err
 		}
@@ -230,9 +230,10 @@ func infoField(info, name string) (string, bool) {
 	return "", false
 }
 
-// procTicks reads utime+stime (clock ticks, every thread) of a process from /proc/<pid>/stat.
-func procTicks(pid int) (uint64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// procTicks reads utime+stime (clock ticks, every thread) of a process from <proc>/<pid>/stat (proc is
+// /proc, or a test's copy).
+func procTicks(proc string, pid int) (uint64, error) {
+	data, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0, err
 	}
