@@ -1,6 +1,7 @@
 -- line_admit: one admission round of a concert whose line is spread over shards, on the concert's slot.
 -- The scheduler read the heads of every shard (line_heads) and merged them in seq order: those are the
--- candidates here. As queue_tick: lapses ACTIVE tokens past their activeUntil and expires no-shows, then,
+-- candidates here. A candidate whose seq is quit (its fan left: line_left) is not admitted, only taken
+-- out of its shard, so that a leave is final whatever heads a round read before it. As queue_tick: lapses ACTIVE tokens past their activeUntil and expires no-shows, then,
 -- unless paused, admits min(free slots, rate budget, batch) of the candidates in seq order (activePerSeat
 -- and sold-out as queue_tick), dropping a candidate not seen for abandonAfter (EXPIRED) and going on with
 -- the next. The active set, the rate budget and the capacity live here, so any number of schedulers may
@@ -23,12 +24,17 @@
 -- KEYS[14] lw        string: fans waiting in every shard after this tick (what line_arrive and the
 --                    snapshot read)
 -- KEYS[15] draw      hash: a sale's draw: nobody is admitted before its drawnAt
+-- KEYS[16] quit      zset: member seq, score when its fan left (ms): never admitted (line_left)
+-- KEYS[17] owed      zset: member seq, score when a round passed it (ms): seqs a round moved the head past
+--                    that were neither its candidates nor logged leaves: joins between their two steps
+--                    (line_arrive done, line_enter not yet) when the shards were read
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- ARGV[3] waiting: fans waiting in every shard, as the scheduler read them
 -- ARGV[4] mode: 'tick', or 'first': a join to an empty line, admitted only if nobody is ahead of it (no
---         seq between the head and its own but the logged leaves); nobody is lapsed and the waiting count
---         is left as it is (as queue_join's admission at once)
+--         seq between the head and its own but the logged leaves, and no seq owed: a fan a round passed
+--         while their join was between its steps is ahead of every later join); nobody is lapsed and the
+--         waiting count is left as it is (as queue_join's admission at once)
 -- ARGV[5..] user: the candidates, in seq order, each as user, seq, seen (ms; a sale's entrants count as
 --           seen at its opening at the latest)
 -- Events: one for each kind of fan the round took, naming the users and their seqs as comma lists in
@@ -39,9 +45,13 @@
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, active, aseq, head, bucket, admitted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local left, leftlog, events, inv, holds, abandoned = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local noshow, lw, draw = KEYS[13], KEYS[14], KEYS[15]
+local noshow, lw, draw, quit, owed = KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
 local now, batch, waiting, mode = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local nows = string.format('%d', now) -- printed once for the writes
+-- How long a quit or owed seq is kept (ms): longer than any join's two steps and any round's read of
+-- the heads take (each bounded by a request deadline of seconds), so that no round still holds a read
+-- from before the leave, and an owed seq's join has entered its shard (or failed) by then.
+local linger = 10000
 local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow', 'opens')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
@@ -56,10 +66,38 @@ end
 local lapsed, noshows = 0, 0 -- a join to an empty line lapses nobody, as queue_join does not: the tick does
 if mode == 'tick' then
   lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch)
+  redis.call('ZREMRANGEBYSCORE', quit, '-inf', now - linger)
+  redis.call('ZREMRANGEBYSCORE', owed, '-inf', now - linger)
 end
 
 --#include budget
 --#include admit
+
+-- owe(owed, left, top, last, out, nows): the seqs between the head top and last (its new place) that
+-- this round did not take and that are not logged leaves are owed: joins that took their seq before the
+-- shards were read and entered their shard after. They wait behind the head, and no join is admitted at
+-- once ('first') ahead of them while they are owed. A round passes at most a batch of fans and the
+-- leaves between, plus the joins in flight: the walk stops after that many seqs and 1,024 more.
+local function owe(owed, left, top, last, out, nows)
+  local seen = {}
+  for i = 2, #out, 2 do
+    seen[tonumber(out[i])] = true
+  end
+  local logged = redis.call('ZRANGEBYSCORE', left, '(' .. top, last, 'LIMIT', 0, 4 * batch)
+  for _, s in ipairs(logged) do
+    seen[tonumber(s)] = true
+  end
+  local args, most = {}, #out / 2 + #logged + 1024
+  for s = top + 1, math.min(last, top + most) do
+    if not seen[s] then
+      args[#args + 1] = nows
+      args[#args + 1] = s
+    end
+  end
+  for i = 1, #args, 1000 do
+    redis.call('ZADD', owed, unpack(args, i, math.min(i + 999, #args)))
+  end
+end
 local tok, ts = budget(bucket, rate, now)
 local n = 0
 local want = math.min(cap - redis.call('ZCARD', active), math.floor(tok), batch)
@@ -71,7 +109,8 @@ if stock[2] == '1' or (conf[8] and redis.call('HEXISTS', draw, 'drawnAt') == 0) 
 elseif mode == 'first' and #cands > 0 then
   local top = tonumber(redis.call('GET', head) or '0')
   local seq = tonumber(cands[1][2])
-  if seq - top - 1 - redis.call('ZCOUNT', left, '(' .. top, '(' .. seq) > 0 then
+  if seq - top - 1 - redis.call('ZCOUNT', left, '(' .. top, '(' .. seq) > 0 or
+      redis.call('ZCOUNT', owed, now - linger, '+inf') > 0 then
     want = 0 -- someone is ahead: the tick admits in order
   end
 end
@@ -87,10 +126,13 @@ if conf[4] ~= '1' then
   local tills, shows = string.format('%d', till), string.format('%d', now + show)
   local last
   local adm = new_round()
+  local quitting = redis.call('EXISTS', quit) == 1
   for _, cand in ipairs(cands) do
     local user, seq, seen = cand[1], cand[2], math.max(cand[3], opens)
     if redis.call('HGET', aseq, user) == seq then
       -- admitted by a tick whose pop did not run: only pop it
+    elseif quitting and redis.call('ZSCORE', quit, seq) then
+      -- left after the heads were read: only pop it
     elseif abandon > 0 and seen + abandon <= now then
       if n >= want or n + dropped >= batch then break end
       dropped = dropped + 1
@@ -106,7 +148,16 @@ if conf[4] ~= '1' then
   end
   write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, tills, nows)
   tok = tok - n
-  if last and tonumber(last) > tonumber(redis.call('GET', head) or '0') then
+  local top = tonumber(redis.call('GET', head) or '0')
+  if #out > 0 and redis.call('EXISTS', owed) == 1 then
+    local seqs = {}
+    for i = 2, #out, 2 do
+      seqs[#seqs + 1] = out[i]
+    end
+    redis.call('ZREM', owed, unpack(seqs)) -- a passed fan, now taken
+  end
+  if last and tonumber(last) > top then
+    owe(owed, left, top, tonumber(last), out, nows)
     redis.call('SET', head, last) -- the head moves past every fan who left the line here
     local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)
     if #gone > 0 then

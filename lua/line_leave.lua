@@ -1,7 +1,6 @@
--- line_leave: a WAITING fan of a sharded line leaves it, on their shard. The leave is then logged on the
--- concert's slot (line_left), where every instance reads the leaves to close the gap in the positions
--- behind them. A fan no longer waiting here (ACTIVE, or gone) changes nothing: their ACTIVE slot is given
--- back on the concert's slot (queue_leave).
+-- line_leave: the second step of a leave from a sharded line, on the fan's shard: a fan WAITING here at
+-- seq is taken out of it. The first step (line_left, on the concert's slot) has decided the leave already:
+-- given back the ACTIVE slot, or marked the seq quit and logged it, so no tick admits the fan meanwhile.
 -- KEYS[1] places hash: user -> seq of each fan WAITING in this shard (a leaver's list entry stays, stale)
 -- KEYS[2] alive  hash: seq -> when its fan was last seen (ms)
 -- ARGV[1] user id

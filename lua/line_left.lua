@@ -1,26 +1,47 @@
--- line_left: logs, on the concert's slot, an arrival seq of a sharded line that is not in the line: a fan
--- who left it from their shard (line_leave: from 'WAITING'), or a seq line_arrive gave to a join that
--- did not take it (a rejoin, or a join refused in its shard: from 'SKIP'), so that every instance closes
--- the gap in the positions behind it as it does for a leave. Logged once per seq.
+-- line_left: on the concert's slot, where admission is decided, an arrival seq of a sharded line that is
+-- not, or no longer, in the line: a fan's leave (from 'LEAVE'), or a seq line_arrive gave to a join that
+-- did not take it (a rejoin, or a join refused in its shard: from 'SKIP').
+-- A leave is decided here, before the fan's shard forgets them (line_leave), so that it is final whatever
+-- a tick is doing (docs/scaleout.md, "A leave"): the fan's ACTIVE slot is given back when seq is their
+-- ACTIVE token; otherwise the seq is marked quit, and no line_admit admits a quit seq, whatever heads it
+-- read before. Either way a seq above the head is logged once (left, leftlog), so that every instance
+-- closes the gap in the positions behind it, and the seq is no longer owed (line_admit).
 -- KEYS[1] left     zset: member seq, score seq (leavers still above head)
 -- KEYS[2] leftlog  zset: member seq, score leave ordinal (what instances read incrementally)
 -- KEYS[3] leftn    string: leave ordinal counter
 -- KEYS[4] events   stream: the concert's outbox
 -- KEYS[5] head     string: highest seq that left the line by admission
+-- KEYS[6] active   zset: member user, score activeUntil (ms)
+-- KEYS[7] aseq     hash: user -> seq of the ACTIVE token
+-- KEYS[8] quit     zset: member seq, score when it left (ms): seqs no tick may admit
+-- KEYS[9] owed     zset: member seq, score when a tick passed it (ms): seqs a tick passed unread
 -- ARGV[1] user id
 -- ARGV[2] seq
--- ARGV[3] from ('WAITING' | 'SKIP')
+-- ARGV[3] from ('LEAVE' | 'SKIP')
 -- ARGV[4] now (ms)
--- Reply: the leave ordinal (0 when the seq was logged already or is behind the head)
--- Event: queue.leave user seq from ord at
+-- Reply: 'ACTIVE' (a leave that gave back the ACTIVE slot), 'LOGGED' (the seq logged as out of the line),
+--        'NONE' (logged already, or at or behind the head)
+-- Events: queue.leave user seq from ('ACTIVE', or 'WAITING' for a leave, 'SKIP') ord (not for ACTIVE) at
 -- Errors: none.
 local left, leftlog, leftn, events, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local active, aseq, quit, owed = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local user, seq, from, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+redis.call('ZREM', owed, seq)
+if from == 'LEAVE' then
+  redis.call('ZADD', quit, now, seq)
+  if redis.call('HGET', aseq, user) == seq then
+    redis.call('ZREM', active, user)
+    redis.call('HDEL', aseq, user)
+    redis.call('XADD', events, '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', 'ACTIVE', 'at', now)
+    return 'ACTIVE'
+  end
+  from = 'WAITING'
+end
 if redis.call('ZSCORE', leftlog, seq) or tonumber(seq) <= tonumber(redis.call('GET', head) or '0') then
-  return 0
+  return 'NONE'
 end
 redis.call('ZADD', left, seq, seq)
 local ord = redis.call('INCR', leftn)
 redis.call('ZADD', leftlog, ord, seq)
 redis.call('XADD', events, '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', from, 'ord', ord, 'at', now)
-return ord
+return 'LOGGED'

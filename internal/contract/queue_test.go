@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"net/http"
+	"sync"
 	"testing"
 	"time"
 )
@@ -63,6 +65,11 @@ func queueSection(t *testing.T, s *server) {
 		s.waitPlace(t, "Queue: after EXPIRED/DONE a new one goes to the back (behind nobody: the line is empty, the slot taken)", a, back.Token, "WAITING", 1)
 	})
 
+	t.Run("LeaveIsFinalAcrossShards", func(t *testing.T) {
+		t.Parallel()
+		leaveIsFinalAcrossShards(t, s)
+	})
+
 	t.Run("ActiveLapses", func(t *testing.T) {
 		t.Parallel()
 		c := s.createConcert(t, concertSpec{Queue: map[string]any{"activeCapacity": 1, "activeTtlSeconds": 2}})
@@ -88,4 +95,66 @@ func queueSection(t *testing.T, s *server) {
 		r = s.join(t, f, "no-such-concert", nil)
 		expectProblem(t, "Queue: a join of an unknown concert: 404 NOT_FOUND", r, 404, "NOT_FOUND")
 	})
+}
+
+// leaveIsFinalAcrossShards checks, on a line of 8 shards, that positions count the fans ahead across
+// every shard after leaves, and that a leave answered 204 is final when it lands as the fan reaches the
+// head: each round, the ACTIVE fan gives back the one slot while the fan first in line leaves at the
+// same moment, racing the tick that would admit them.
+func leaveIsFinalAcrossShards(t *testing.T, s *server) {
+	const (
+		positions = "Queue (v3): with lineShards > 1, position counts the fans ahead across every shard (after leaves)"
+		final     = "Queue (v4): DELETE /v1/queue → 204 is final: the token is never ACTIVE again and does not count against activeCapacity, whatever the line was doing"
+	)
+	c := s.createConcert(t, concertSpec{Queue: map[string]any{"lineShards": 8, "activeCapacity": 1, "admitPerSecond": 1000}})
+	cur := s.newFan(t)
+	curToken := s.admitted(t, cur, c.ID)
+	type waiter struct {
+		f     fan
+		token string
+	}
+	var line []waiter
+	for i := range 24 {
+		f := s.newFan(t)
+		tk := s.mustJoin(t, f, c.ID)
+		promise(t, positions+" (at the join)", tk.Status == "WAITING" && tk.Position == int64(i+1), "fan %d: %+v", i, tk)
+		line = append(line, waiter{f, tk.Token})
+	}
+	kept := line[:0:0]
+	for i, w := range line {
+		if i%5 == 4 { // four leavers spread over the line, and so over its shards
+			expectStatus(t, "Queue: DELETE /v1/queue → 204", s.do(t, "DELETE", "/v1/queue", nil, w.f.h(w.token)...), 204)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	for i, w := range kept {
+		if !s.waitPlace(t, positions, w.f, w.token, "WAITING", int64(i+1)) {
+			return
+		}
+	}
+
+	for len(kept) >= 2 {
+		head, next := kept[0], kept[1]
+		var wg sync.WaitGroup
+		var gave, left reply
+		wg.Add(2)
+		go func() { defer wg.Done(); gave = s.do(t, "DELETE", "/v1/queue", nil, cur.h(curToken)...) }()
+		go func() { defer wg.Done(); left = s.do(t, "DELETE", "/v1/queue", nil, head.f.h(head.token)...) }()
+		wg.Wait()
+		expectStatus(t, "Queue: DELETE /v1/queue → 204: gives back the active slot", gave, http.StatusNoContent)
+		if !expectStatus(t, "Queue: DELETE /v1/queue → 204: leaves the line", left, http.StatusNoContent) {
+			return
+		}
+		tk := s.mustPoll(t, head.f, head.token)
+		promise(t, final, tk.Status != "ACTIVE", "the fan first in line left (204) and then read %+v", tk)
+		if _, ok := s.waitStatus(t, "Queue: the next in line is admitted once the slot is given back", next.f, next.token, 20*time.Second, "ACTIVE"); !ok {
+			return
+		}
+		tk = s.mustPoll(t, head.f, head.token)
+		promise(t, final, tk.Status != "ACTIVE", "the fan who left (204) read %+v after the next fan was admitted", tk)
+		q, qr := s.queueState(t, c.ID)
+		promise(t, final+" (the ACTIVE count)", q.Active <= 1, "activeCapacity 1: %s", qr)
+		cur, curToken, kept = next.f, next.token, kept[2:]
+	}
 }

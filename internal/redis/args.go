@@ -95,7 +95,7 @@ func (sh ShardKeys) lineHeads(count int) (keys, args []string) {
 // it is (a join to an empty line).
 func (c ConcertKeys) lineAdmit(now time.Time, batch int, waiting int64, mode string, candidates []lineFan) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(),
-		c.Events(), c.Inventory(), c.Holds(), c.Abandoned(), c.NoShow(), c.LineWaiting(), c.Draw()}
+		c.Events(), c.Inventory(), c.Holds(), c.Abandoned(), c.NoShow(), c.LineWaiting(), c.Draw(), c.Quit(), c.Owed()}
 	args = make([]string, 0, 4+3*len(candidates))
 	args = append(args, millis(now), itoa(batch), i64toa(waiting), mode)
 	for _, f := range candidates {
@@ -141,9 +141,10 @@ func (sh ShardKeys) lineLeave(userID string, seq uint64) (keys, args []string) {
 	return []string{sh.Places(), sh.Alive()}, []string{userID, utoa(seq)}
 }
 
-// lineLeft is line_left's call: seq of the user is not in the line (from 'WAITING' or 'SKIP').
+// lineLeft is line_left's call: seq of the user is not, or no longer, in the line (from 'LEAVE', the
+// fan's leave, or 'SKIP').
 func (c ConcertKeys) lineLeft(userID string, seq uint64, from string, now time.Time) (keys, args []string) {
-	keys = []string{c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Head()}
+	keys = []string{c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Head(), c.Active(), c.ActiveSeq(), c.Quit(), c.Owed()}
 	return keys, []string{userID, utoa(seq), from, millis(now)}
 }
 

@@ -102,6 +102,12 @@ func (c ConcertKeys) Left() string      { return c.base + "q:left" }
 func (c ConcertKeys) LeftLog() string   { return c.base + "q:leftlog" }
 func (c ConcertKeys) LeftN() string     { return c.base + "q:leftn" }
 
+// Quit and Owed are a sharded line's seqs that admission must treat apart for a few seconds
+// (line_left, line_admit): Quit those whose fan left (never admitted), Owed those a round passed while
+// their join was between its two steps (no join is admitted at once ahead of them).
+func (c ConcertKeys) Quit() string { return c.base + "q:quit" }
+func (c ConcertKeys) Owed() string { return c.base + "q:owed" }
+
 // The line: Places is the hash user -> seq of every fan WAITING in it, the one answer to "is this fan
 // in line, and at which arrival"; Order is a list of "<seq>|<user>" in arrival order, from which the
 // tick takes the head; Drawn is the same of a sale's entrants as the draw placed them, whose seqs all
@@ -164,7 +170,7 @@ func (c ConcertKeys) NoShow() string { return c.base + "q:noshow" }
 func (c ConcertKeys) All(scheduleIDs []string) []string {
 	keys := []string{c.Meta(), c.Cfg(), c.Events(), c.Seq(), c.Places(), c.Order(), c.Drawn(), c.LegacyWait(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(),
 		c.Admitted(), c.Done(), c.Left(), c.LeftLog(), c.LeftN(), c.Holds(), c.Reservations(), c.UserHolds(), c.Paying(), c.Sold(),
-		c.AccessCodes(), c.Inventory(), c.Seen(), c.Alive(), c.Abandoned(), c.NoShow(), c.LineWaiting()}
+		c.AccessCodes(), c.Inventory(), c.Seen(), c.Alive(), c.Abandoned(), c.NoShow(), c.LineWaiting(), c.Quit(), c.Owed()}
 	keys = append(keys, c.Prequeue(), c.Draw(), c.DrawKeys(), c.DrawLock())
 	for _, s := range scheduleIDs {
 		keys = append(keys, c.Seats(s))

@@ -154,7 +154,7 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 		// may have taken it) is left alone: the fan behind it reads one place too many until the head
 		// passes it, where logging it would make a fan in line read EXPIRED.
 		if a.seq > 0 && !lost(err) && (err != nil || res.Status != ticketrush.StatusWaiting || !res.Created) {
-			if gapErr := s.lineLeft(ctx, c, userID, a.seq, "SKIP", now); gapErr != nil && err == nil {
+			if _, gapErr := s.lineLeft(ctx, c, userID, a.seq, "SKIP", now); gapErr != nil && err == nil {
 				err = gapErr
 			}
 			res.Skipped = a.seq
@@ -206,11 +206,15 @@ func arrivalReply(msg rueidis.RedisMessage) (arrival, error) {
 	return a, r.err
 }
 
-// lineLeft logs seq of userID as not in the line (from 'WAITING' or 'SKIP') on the concert's slot.
-func (s *Store) lineLeft(ctx context.Context, c ConcertKeys, userID string, seq uint64, from string, now time.Time) error {
+// lineLeft logs seq of userID as not, or no longer, in the line (from 'LEAVE' or 'SKIP') on the
+// concert's slot, and returns line_left's 'ACTIVE', 'LOGGED' or 'NONE'.
+func (s *Store) lineLeft(ctx context.Context, c ConcertKeys, userID string, seq uint64, from string, now time.Time) (string, error) {
 	keys, args := c.lineLeft(userID, seq, from, now)
-	_, err := s.exec(ctx, s.lineLeftSc, keys, args)
-	return err
+	msg, err := s.exec(ctx, s.lineLeftSc, keys, args)
+	if err != nil {
+		return "", err
+	}
+	return msg.ToString()
 }
 
 // admitted is what line_admit did.
@@ -360,27 +364,26 @@ func headsReply(msg rueidis.RedisMessage, shard int) (shardHeads, error) {
 	return h, r.err
 }
 
-// leaveLine is a leave from a line of n shards: out of the fan's shard (logged on the concert's slot) if
-// they wait there, else their ACTIVE slot given back on the concert's slot.
+// leaveLine is a leave from a line of n shards, decided on the concert's slot where admission is
+// (line_left: the ACTIVE slot given back, or the seq quit so that no round admits it, whatever heads
+// it read before), then taken out of the fan's shard (line_leave). A leave answered is final; one that
+// fails after its first step was not answered, and a retry completes it.
 func (s *Store) leaveLine(ctx context.Context, concertID, userID string, seq uint64, n int, now time.Time) (ticketrush.QueueStatus, error) {
 	c := s.keys.Concert(concertID)
+	decided, err := s.lineLeft(ctx, c, userID, seq, "LEAVE", now)
+	if err != nil {
+		return "", err
+	}
 	keys, args := c.Shard(LineShard(userID, n)).lineLeave(userID, seq)
 	msg, err := s.exec(ctx, s.lineLeave, keys, args)
 	if err != nil {
 		return "", err
 	}
 	from, err := leaveReply(msg)
-	if err != nil {
-		return "", err
+	if err != nil || decided != string(ticketrush.StatusActive) {
+		return from, err
 	}
-	if from == ticketrush.StatusWaiting {
-		return from, s.lineLeft(ctx, c, userID, seq, "WAITING", now)
-	}
-	keys, args = c.queueLeave(userID, seq, now)
-	if msg, err = s.exec(ctx, s.leave, keys, args); err != nil {
-		return "", err
-	}
-	return leaveReply(msg)
+	return ticketrush.StatusActive, nil // admitted by a round whose pop had not run yet
 }
 
 // statusLine is the exact state of a token of a line of n shards: ACTIVE, DONE or gone on the
