@@ -17,15 +17,13 @@ local opens = tonumber(redis.call('HGET', cfg, 'opens'))
 if not opens then
   return redis.error_reply('NOT_FOUND')
 end
+--#include seal
 if redis.call('HGET', draw, 'sealed') ~= '1' then
   if now < opens and given == '' then
     return {0, 0, 0, 0, 0}
   end
   local n = tonumber(given) or redis.call('ZCARD', pre)
-  local base = tonumber(redis.call('GET', seq) or '0')
-  redis.call('INCRBY', seq, n)
-  redis.call('HSET', draw, 'sealed', '1', 'base', base, 'n', n, 'placed', 0)
-  redis.call('XADD', events, '*', 'type', 'draw.seal', 'n', n, 'base', base, 'seq', base + n, 'at', now)
+  seal(seq, draw, events, n, now)
 end
 local d = redis.call('HMGET', draw, 'base', 'n', 'placed', 'drawnAt')
 return {1, tonumber(d[1]), tonumber(d[2]), tonumber(d[3]), tonumber(d[4] or '0')}

@@ -18,16 +18,14 @@ if not redis.call('ZSCORE', pre, user) then
   return {'EXPIRED', 0, 0, 0}
 end
 --#include line
+--#include active_until
 local waiting = tonumber(redis.call('HGET', places, user))
 if waiting then
   return {'WAITING', waiting, position(head, left, waiting), 0}
 end
-local live = redis.call('HGET', aseq, user)
-if live then
-  local till = tonumber(redis.call('ZSCORE', active, user))
-  if till and till > now then
-    return {'ACTIVE', tonumber(live), 0, till}
-  end
+local live, till = active_until(aseq, active, user, now)
+if till then
+  return {'ACTIVE', tonumber(live), 0, till}
 end
 if redis.call('HEXISTS', draw, 'drawnAt') == 0 then
   return {'PREQUEUE', 0, 0, 0}

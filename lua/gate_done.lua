@@ -14,22 +14,13 @@
 local ugate, active, aseq, done, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local user, seq, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local t = tonumber(now)
-local live = {}
-for rid, u in string.gmatch(redis.call('HGET', ugate, user) or '', '([^,:]+):(%d+)') do
-  if rid ~= id and tonumber(u) > t then
-    live[#live + 1] = rid .. ':' .. u
-  end
-end
-if #live == 0 then
-  redis.call('HDEL', ugate, user)
-else
-  redis.call('HSET', ugate, user, table.concat(live, ','))
-end
+--#include gate_entries
+--#include end_token
+local live = gate_live(ugate, user, t, id)
+gate_write(ugate, user, live)
 if #live == 0 and redis.call('HGET', aseq, user) == seq then
-  redis.call('ZREM', active, user)
-  redis.call('HDEL', aseq, user)
+  end_token(active, aseq, events, user, seq, 'done', now)
   redis.call('SADD', done, seq)
-  redis.call('XADD', events, '*', 'type', 'queue.done', 'user', user, 'seq', seq, 'at', now)
   return 1
 end
 return 0

@@ -22,21 +22,11 @@ local rl = KEYS[7]
 local user, seq, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ulimit, uburst = tonumber(ARGV[5]), tonumber(ARGV[6])
 local t = tonumber(now)
-local conf = redis.call('HMGET', cfg, 'hold', 'maxholds')
-if not conf[1] then
-  return redis.error_reply('NOT_FOUND')
-end
---#include rate_limit
-if limited(rl, t, ulimit, uburst) then
-  return redis.error_reply('RATE_LIMITED')
-end
---#include active_token
-local refused = token_refusal(aseq, active, places, user, seq, t)
-if refused then
+--#include gated
+local conf, refused = gated(cfg, rl, aseq, active, places, noshow, user, seq, t, ulimit, uburst)
+if not conf then
   return refused
 end
-
-redis.call('ZREM', noshow, user) -- a gated call: the fan showed up, whatever the seat's answer
 
 -- The fan's entries still counting; one for id already is this call again.
 local live = {}

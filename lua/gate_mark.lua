@@ -9,18 +9,10 @@
 local ugate = KEYS[1]
 local user, id, till, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local t = tonumber(now)
-local live = {}
-for rid, u in string.gmatch(redis.call('HGET', ugate, user) or '', '([^,:]+):(%d+)') do
-  if rid ~= id and tonumber(u) > t then
-    live[#live + 1] = rid .. ':' .. u
-  end
-end
+--#include gate_entries
+local live = gate_live(ugate, user, t, id)
 if till ~= '' and tonumber(till) > t then
   live[#live + 1] = id .. ':' .. till
 end
-if #live == 0 then
-  redis.call('HDEL', ugate, user)
-else
-  redis.call('HSET', ugate, user, table.concat(live, ','))
-end
+gate_write(ugate, user, live)
 return #live

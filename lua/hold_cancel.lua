@@ -18,19 +18,16 @@ local rl, ulimit, uburst = KEYS[7], tonumber(ARGV[4]), tonumber(ARGV[5])
 if limited(rl, tonumber(now), ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
-local raw = redis.call('HGET', res, id)
-if not raw then
-  return redis.error_reply('NOT_FOUND')
-end
-local rec = cjson.decode(raw)
-if rec.user ~= user then
+--#include reservation
+local rec = own_reservation(res, id, user)
+if not rec then
   return redis.error_reply('NOT_FOUND')
 end
 if rec.status ~= 'HELD' or rec.expiresAt <= tonumber(now) then
   return redis.error_reply('RESERVATION_NOT_HELD')
 end
 rec.status = 'CANCELLED'
-raw = cjson.encode(rec)
+local raw = cjson.encode(rec)
 redis.call('HSET', res, id, raw)
 redis.call('HDEL', seats, rec.seat)
 redis.call('HINCRBY', inv, 'avail', 1)

@@ -1,13 +1,13 @@
 -- line_admit: one admission round of a concert whose line is spread over shards, on the concert's slot.
 -- The scheduler read the heads of every shard (line_heads) and merged them in seq order: those are the
--- candidates here. A candidate whose seq is quit (its fan left: line_left) is not admitted, only taken
--- out of its shard, so that a leave is final whatever heads a round read before it. As queue_tick: lapses ACTIVE tokens past their activeUntil and expires no-shows, then,
--- unless paused, admits min(free slots, rate budget, batch) of the candidates in seq order (activePerSeat
--- and sold-out as queue_tick), dropping a candidate not seen for abandonAfter (EXPIRED) and going on with
--- the next. The active set, the rate budget and the capacity live here, so any number of schedulers may
--- run it at once without admitting past capacity or rate. A candidate already ACTIVE with the same seq (a
--- tick whose line_pop did not run) is reported again and not admitted twice. The admitted and dropped
--- fans then leave their shards (line_pop).
+-- candidates here. A candidate whose seq is quit (its fan left: line_left) is not admitted, only taken out
+-- of its shard, so that a leave is final whatever heads a round read before it. As queue_tick: lapses
+-- ACTIVE tokens past their activeUntil and expires no-shows, then, unless paused, admits min(free slots,
+-- rate budget, batch) of the candidates in seq order (activePerSeat and sold-out as queue_tick), dropping a
+-- candidate not seen for abandonAfter (EXPIRED) and going on with the next. The active set, the rate budget
+-- and the capacity live here, so any number of schedulers may run it at once without admitting past
+-- capacity or rate. A candidate already ACTIVE with the same seq (a tick whose line_pop did not run) is
+-- reported again and not admitted twice. The admitted and dropped fans then leave their shards (line_pop).
 -- KEYS[1]  cfg       hash: cap, rate, ttl (ms), paused, aps, abandon, noshow
 -- KEYS[2]  active    zset: member user, score activeUntil (ms)
 -- KEYS[3]  aseq      hash: user -> seq of the ACTIVE token
@@ -72,6 +72,7 @@ end
 
 --#include budget
 --#include admit
+--#include leaves
 
 -- owe(owed, left, top, last, out, nows): the seqs between the head top and last (its new place) that
 -- this round did not take and that are not logged leaves are owed: joins that took their seq before the
@@ -158,13 +159,8 @@ if conf[4] ~= '1' then
   end
   if last and tonumber(last) > top then
     owe(owed, left, top, tonumber(last), out, nows)
-    redis.call('SET', head, last) -- the head moves past every fan who left the line here
-    local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)
-    if #gone > 0 then
-      redis.call('ZREM', left, unpack(gone))
-      redis.call('ZREM', leftlog, unpack(gone))
-    end
   end
+  pass_head(head, left, leftlog, last, batch) -- past every fan who left the line here
 end
 if mode == 'tick' then
   waiting = math.max(0, waiting - #out / 2)

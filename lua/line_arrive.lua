@@ -32,15 +32,13 @@ local conf = redis.call('HMGET', cfg, 'cap', 'paused', 'pow', 'codereq', 'opens'
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
-local live = redis.call('HGET', aseq, user)
-if live then
-  local till = tonumber(redis.call('ZSCORE', active, user))
-  if till and till > now then
-    return {'ACTIVE', tonumber(live), till, '', 0, 0, 0}
-  end
-  redis.call('ZREM', active, user)
-  redis.call('HDEL', aseq, user)
-  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', live, 'at', now)
+--#include active_until
+--#include end_token
+local live, till = active_until(aseq, active, user, now)
+if till then
+  return {'ACTIVE', tonumber(live), till, '', 0, 0, 0}
+elseif live then
+  end_token(active, aseq, events, user, live, 'lapse', now)
 end
 if redis.call('HGET', inv, 'soldout') == '1' then
   return redis.error_reply('SOLD_OUT')

@@ -55,19 +55,10 @@ if entered >= 0 then
   return {'PREQUEUE', 0, 0, 0} -- an entrant the draw has not placed yet
 end
 -- Gates, asked of a fan without a live token (an ACTIVE one got theirs back at line_arrive).
-if codereq == '1' then
-  if code == '' then
-    return redis.error_reply('ACCESS_CODE_REQUIRED')
-  end
-  if code ~= '1' then
-    return redis.error_reply('ACCESS_CODE_INVALID')
-  end
-end
-if need > 0 then
-  local refused = pow_refusal(pow, powid, powbits, powexp, need, now)
-  if refused then
-    return refused
-  end
+local refused = code_refusal(codereq == '1', code, code == '1') or
+  pow_refusal(pow, powid, powbits, powexp, need, now)
+if refused then
+  return refused
 end
 if seq == '0' then
   redis.call('ZADD', pre, now, user)

@@ -26,13 +26,13 @@
 local left, leftlog, leftn, events, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local active, aseq, quit, owed = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local user, seq, from, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+--#include leaves
+--#include end_token
 redis.call('ZREM', owed, seq)
 if from == 'LEAVE' then
   redis.call('ZADD', quit, now, seq)
   if redis.call('HGET', aseq, user) == seq then
-    redis.call('ZREM', active, user)
-    redis.call('HDEL', aseq, user)
-    redis.call('XADD', events, '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', 'ACTIVE', 'at', now)
+    end_token(active, aseq, events, user, seq, 'leave', now)
     return 'ACTIVE'
   end
   from = 'WAITING'
@@ -40,8 +40,5 @@ end
 if redis.call('ZSCORE', leftlog, seq) or tonumber(seq) <= tonumber(redis.call('GET', head) or '0') then
   return 'NONE'
 end
-redis.call('ZADD', left, seq, seq)
-local ord = redis.call('INCR', leftn)
-redis.call('ZADD', leftlog, ord, seq)
-redis.call('XADD', events, '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', from, 'ord', ord, 'at', now)
+log_leave(left, leftlog, leftn, events, user, seq, from, now)
 return 'LOGGED'

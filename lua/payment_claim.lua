@@ -19,12 +19,9 @@ local rl, ulimit, uburst = KEYS[6], tonumber(ARGV[4]), tonumber(ARGV[5])
 if limited(rl, tonumber(now), ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
-local raw = redis.call('HGET', res, id)
-if not raw then
-  return redis.error_reply('NOT_FOUND')
-end
-local rec = cjson.decode(raw)
-if rec.user ~= user then
+--#include reservation
+local rec, raw = own_reservation(res, id, user)
+if not rec then
   return redis.error_reply('NOT_FOUND')
 end
 if rec.status == 'PAID' or rec.status == 'PAYING' then

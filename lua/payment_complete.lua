@@ -19,37 +19,21 @@
 local seats, res, paying, uholds, sold = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local active, aseq, done, events, inv, holds = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local id, payment, balance, paid, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local raw = redis.call('HGET', res, id)
-if not raw then
-  return redis.error_reply('NOT_FOUND')
-end
-local rec = cjson.decode(raw)
-if rec.status == 'PAID' then
-  return raw
-end
-if rec.status ~= 'PAYING' then
-  return redis.error_reply('RESERVATION_NOT_HELD')
-end
-rec.status, rec.payment, rec.balance, rec.paidAt = 'PAID', payment, tonumber(balance), tonumber(paid)
-raw = cjson.encode(rec)
-redis.call('HSET', res, id, raw)
-redis.call('ZREM', paying, id)
-redis.call('HSET', seats, rec.seat, 'S|' .. id)
-redis.call('HINCRBY', sold, rec.schedule, 1)
-local total = redis.call('HINCRBY', inv, 'sold', 1)
+--#include sell
 --#include open
+--#include end_token
+local raw, rec, total = sell(seats, res, paying, sold, inv, events, id, payment, balance, paid)
+if not rec then
+  return raw -- PAID already, or refused
+end
 local open = open_holds(uholds, holds, paying, rec.user, tonumber(now)) -- id is out of paying already
 redis.call('HSET', uholds, rec.user, table.concat(open, ','))
-redis.call('XADD', events, '*', 'type', 'sale', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
-  'seat', rec.seat, 'price', rec.price, 'payment', payment, 'at', paid)
 if total >= tonumber(redis.call('HGET', inv, 'seats') or '0') and redis.call('HGET', inv, 'soldout') ~= '1' then
   redis.call('HSET', inv, 'soldout', 1)
   redis.call('XADD', events, '*', 'type', 'concert.soldout', 'sold', total, 'at', now)
 end
 if #open == 0 and tonumber(redis.call('HGET', aseq, rec.user)) == rec.seq then
-  redis.call('ZREM', active, rec.user)
-  redis.call('HDEL', aseq, rec.user)
+  end_token(active, aseq, events, rec.user, rec.seq, 'done', now)
   redis.call('SADD', done, rec.seq)
-  redis.call('XADD', events, '*', 'type', 'queue.done', 'user', rec.user, 'seq', rec.seq, 'at', now)
 end
 return raw

@@ -15,11 +15,11 @@ local seats, holds, res, paying, uholds, events = KEYS[1], KEYS[2], KEYS[3], KEY
 local inv = KEYS[7]
 local id, now = ARGV[1], ARGV[2]
 --#include open
-local raw = redis.call('HGET', res, id)
-if not raw then
+--#include reservation
+local rec, raw = reservation(res, id)
+if not rec then
   return redis.error_reply('NOT_FOUND')
 end
-local rec = cjson.decode(raw)
 if rec.status ~= 'PAYING' then
   return raw
 end

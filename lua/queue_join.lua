@@ -53,6 +53,9 @@ end
 --#include rate_limit
 --#include budget
 --#include pow
+--#include active_until
+--#include end_token
+--#include seal
 if limited(rl, now, ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
@@ -80,21 +83,11 @@ if need > 0 or codereq then
     live = tonumber(redis.call('ZSCORE', active, user) or 0) > now
   end
   if not live then
-    local owner
-    if codereq then
-      if code == '' then
-        return redis.error_reply('ACCESS_CODE_REQUIRED')
-      end
-      owner = redis.call('HGET', codes, code)
-      if not owner or (owner ~= '' and owner ~= user) then
-        return redis.error_reply('ACCESS_CODE_INVALID')
-      end
-    end
-    if need > 0 then
-      local refused = pow_refusal(pow, powid, powbits, powexp, need, now)
-      if refused then
-        return refused
-      end
+    local owner = codereq and code ~= '' and redis.call('HGET', codes, code)
+    local refused = code_refusal(codereq, code, owner == '' or owner == user) or
+      pow_refusal(pow, powid, powbits, powexp, need, now)
+    if refused then
+      return refused
     end
     if owner == '' then
       redis.call('HSET', codes, code, user)
@@ -115,11 +108,7 @@ if opens then
       return {'PREQUEUE', 0, 0, 1}
     end
     -- The opening has passed and no scheduler sealed yet: this join seals, so it is an arrival.
-    local n = redis.call('ZCARD', pre)
-    local base = tonumber(redis.call('GET', seq) or '0')
-    redis.call('INCRBY', seq, n)
-    redis.call('HSET', draw, 'sealed', '1', 'base', base, 'n', n, 'placed', 0)
-    redis.call('XADD', events, '*', 'type', 'draw.seal', 'n', n, 'base', base, 'seq', base + n, 'at', now)
+    seal(seq, draw, events, redis.call('ZCARD', pre), now)
   end
   gated = redis.call('HEXISTS', draw, 'drawnAt') == 0
 end
@@ -139,15 +128,11 @@ if waiting then
   saw(tonumber(waiting))
   return {'WAITING', tonumber(waiting), 0, 0}
 end
-local live = redis.call('HGET', aseq, user)
-if live then
-  local till = tonumber(redis.call('ZSCORE', active, user))
-  if till and till > now then
-    return {'ACTIVE', tonumber(live), till, 0}
-  end
-  redis.call('ZREM', active, user)
-  redis.call('HDEL', aseq, user)
-  redis.call('XADD', events, '*', 'type', 'queue.lapse', 'user', user, 'seq', live, 'at', now)
+local live, till = active_until(aseq, active, user, now)
+if till then
+  return {'ACTIVE', tonumber(live), till, 0}
+elseif live then
+  end_token(active, aseq, events, user, live, 'lapse', now)
 end
 
 if gated and redis.call('ZSCORE', pre, user) then

@@ -18,21 +18,17 @@
 local places, active, aseq, left, leftlog, leftn, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local alive = KEYS[8]
 local user, seq, now = ARGV[1], ARGV[2], ARGV[3]
+--#include leaves
+--#include end_token
 local waiting = redis.call('HGET', places, user)
 if waiting and tonumber(waiting) == tonumber(seq) then
   redis.call('HDEL', places, user)
   redis.call('HDEL', alive, seq)
-  redis.call('ZADD', left, seq, seq)
-  local ord = redis.call('INCR', leftn)
-  redis.call('ZADD', leftlog, ord, seq)
-  redis.call('XADD', events, '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', 'WAITING', 'ord', ord,
-    'at', now)
+  log_leave(left, leftlog, leftn, events, user, seq, 'WAITING', now)
   return 'WAITING'
 end
 if redis.call('HGET', aseq, user) == seq then
-  redis.call('ZREM', active, user)
-  redis.call('HDEL', aseq, user)
-  redis.call('XADD', events, '*', 'type', 'queue.leave', 'user', user, 'seq', seq, 'from', 'ACTIVE', 'at', now)
+  end_token(active, aseq, events, user, seq, 'leave', now)
   return 'ACTIVE'
 end
 return 'NONE'

@@ -61,6 +61,7 @@ local lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, no
 --#include admit
 --#include seen
 --#include line
+--#include leaves
 local tok, ts = budget(bucket, rate, now)
 local n = 0
 local free = cap - redis.call('ZCARD', active)
@@ -127,14 +128,7 @@ if conf[4] ~= '1' and not gated and want > 0 then
   tok = tok - n
   -- the head moves past every fan who left the line here, admitted, dropped or gone before (a stale
   -- entry may be behind the head: one left before the line emptied and a join was admitted at once)
-  if last and tonumber(last) > tonumber(redis.call('GET', head) or '0') then
-    redis.call('SET', head, last)
-    local gone = redis.call('ZRANGEBYSCORE', left, '-inf', last, 'LIMIT', 0, batch)
-    if #gone > 0 then
-      redis.call('ZREM', left, unpack(gone))
-      redis.call('ZREM', leftlog, unpack(gone))
-    end
-  end
+  pass_head(head, left, leftlog, last, batch)
 end
 redis.call('HSET', bucket, 'tok', string.format('%.6f', tok), 'ts', ts)
 local waiting = redis.call('HLEN', places)

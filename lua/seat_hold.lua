@@ -25,31 +25,16 @@ local inv, noshow = KEYS[11], KEYS[12]
 local user, seq, schedule, seat, price, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local rl, ulimit, uburst = KEYS[13], tonumber(ARGV[8]), tonumber(ARGV[9])
 local t = tonumber(now)
-local conf = redis.call('HMGET', cfg, 'hold', 'maxholds')
-if not conf[1] then
-  return redis.error_reply('NOT_FOUND')
-end
---#include rate_limit
-if limited(rl, t, ulimit, uburst) then
-  return redis.error_reply('RATE_LIMITED')
-end
---#include active_token
-local refused = token_refusal(aseq, active, places, user, seq, t)
-if refused then
+--#include gated
+local conf, refused = gated(cfg, rl, aseq, active, places, noshow, user, seq, t, ulimit, uburst)
+if not conf then
   return refused
 end
 
-redis.call('ZREM', noshow, user) -- a gated call: the fan showed up, whatever the seat's answer
-
--- The seat: free, or held past its expiry.
-local state = redis.call('HGET', seats, seat)
-local stale
-if state then
-  local kind, rid, exp = string.match(state, '^(%a)|([^|]+)|?(%d*)$')
-  if kind ~= 'H' or tonumber(exp) > t then
-    return redis.error_reply('SEAT_UNAVAILABLE')
-  end
-  stale = cjson.decode(redis.call('HGET', res, rid))
+--#include hold
+local free, stale = seat_free(seats, res, seat, t)
+if not free then
+  return redis.error_reply('SEAT_UNAVAILABLE')
 end
 
 -- The fan's open holds: HELD and unexpired, or being paid (lib/open.lua: the zsets tell, no record read).
@@ -59,21 +44,10 @@ if #open >= tonumber(conf[2]) then
   return redis.error_reply('HOLD_LIMIT_REACHED')
 end
 
---#include hold
-if stale then -- lapse the previous holder's expired hold of this seat
-  lapse_stale(res, holds, uholds, events, stale, now)
-else -- a free seat: one fewer available (a lapsed hold's seat was counted taken already)
-  redis.call('HINCRBY', inv, 'avail', -1)
-end
-
 local expires = t + tonumber(conf[1])
 local exp = string.format('%d', expires) -- formatted once: a number in a string costs a %.14g each time
-local rec = hold_record(id, user, seq, schedule, seat, price, exp, t)
-redis.call('HSET', res, id, rec)
-redis.call('HSET', seats, seat, 'H|' .. id .. '|' .. exp)
-redis.call('ZADD', holds, exp, id)
+take_seat(seats, holds, res, uholds, events, inv, stale,
+  {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, exp, t, now)
 open[#open + 1] = id
 redis.call('HSET', uholds, user, table.concat(open, ','))
-redis.call('XADD', events, '*', 'type', 'hold.create', 'res', id, 'user', user, 'schedule', schedule, 'seat', seat,
-  'price', price, 'expires', exp, 'seq', seq, 'at', now)
 return {id, expires, t, stale and 1 or 0}

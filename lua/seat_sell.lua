@@ -15,29 +15,14 @@
 local seats, res, paying, uholds, sold = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local events, inv = KEYS[6], KEYS[7]
 local id, payment, balance, paid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local raw = redis.call('HGET', res, id)
-if not raw then
-  return redis.error_reply('NOT_FOUND')
+--#include sell
+--#include open
+local raw, rec, total = sell(seats, res, paying, sold, inv, events, id, payment, balance, paid)
+if not rec then
+  return raw -- PAID already, or refused
 end
-local rec = cjson.decode(raw)
-if rec.status == 'PAID' then
-  return raw
-end
-if rec.status ~= 'PAYING' then
-  return redis.error_reply('RESERVATION_NOT_HELD')
-end
-rec.status, rec.payment, rec.balance, rec.paidAt = 'PAID', payment, tonumber(balance), tonumber(paid)
-raw = cjson.encode(rec)
-redis.call('HSET', res, id, raw)
-redis.call('ZREM', paying, id)
-redis.call('HSET', seats, rec.seat, 'S|' .. id)
-redis.call('HINCRBY', sold, rec.schedule, 1)
-local total = redis.call('HINCRBY', inv, 'sold', 1)
 if total >= tonumber(redis.call('HGET', inv, 'seats') or '0') then
   redis.call('HSET', inv, 'soldout', 1)
 end
---#include open
 drop_open(uholds, rec.user, id)
-redis.call('XADD', events, '*', 'type', 'sale', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
-  'seat', rec.seat, 'price', rec.price, 'payment', payment, 'at', paid)
 return raw

@@ -25,32 +25,17 @@ if done then -- this step again
   return {id, rec.expiresAt, rec.createdAt, 0}
 end
 
-local state = redis.call('HGET', seats, seat)
-local stale
-if state then
-  local kind, rid, due = string.match(state, '^(%a)|([^|]+)|?(%d*)$')
-  if kind ~= 'H' or tonumber(due) > t then
-    return redis.error_reply('SEAT_UNAVAILABLE')
-  end
-  stale = cjson.decode(redis.call('HGET', res, rid))
-end
-
 --#include hold
-if stale then -- lapse the previous holder's expired hold of this seat (their gate entry ran out with it)
-  lapse_stale(res, holds, uholds, events, stale, now)
-else
-  redis.call('HINCRBY', inv, 'avail', -1)
+local free, stale = seat_free(seats, res, seat, t)
+if not free then
+  return redis.error_reply('SEAT_UNAVAILABLE')
 end
-
-local rec = hold_record(id, user, seq, schedule, seat, price, expires, t)
-redis.call('HSET', res, id, rec)
-redis.call('HSET', seats, seat, 'H|' .. id .. '|' .. expires)
-redis.call('ZADD', holds, expires, id)
+-- a stale hold's gate entry ran out with it
+take_seat(seats, holds, res, uholds, events, inv, stale,
+  {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, expires, t, now)
 local open = {id}
 for rid in string.gmatch(redis.call('HGET', uholds, user) or '', '[^,]+') do
   if redis.call('ZSCORE', holds, rid) then open[#open + 1] = rid end
 end
 redis.call('HSET', uholds, user, table.concat(open, ','))
-redis.call('XADD', events, '*', 'type', 'hold.create', 'res', id, 'user', user, 'schedule', schedule, 'seat', seat,
-  'price', price, 'expires', expires, 'seq', seq, 'at', now)
 return {id, tonumber(expires), t, stale and 1 or 0}

@@ -1,16 +1,32 @@
--- pow_refusal(pow, powid, powbits, powexp, need, now): nil when a join that must carry a proof of work of
--- need bits (need > 0) carries a good one, which is then marked used until it expires (pow: the
--- challenge's key; a challenge works once); else the error reply. powid is the checked challenge's id
--- ('' none, '-' a proof that failed the check), powbits its difficulty, powexp its expiry (ms).
+-- pow_refusal(pow, powid, powbits, powexp, need, now): nil when a join need not carry a proof of work
+-- (need 0), or must carry one of need bits and carries a good one, which is then marked used until it
+-- expires (pow: the challenge's key; a challenge works once); else the error reply. powid is the checked
+-- challenge's id ('' none, '-' a proof that failed the check), powbits its difficulty, powexp its expiry
+-- (ms).
 local function pow_refusal(pow, powid, powbits, powexp, need, now)
-  if powid == '' then
+  if need <= 0 then
+    return nil
+  elseif powid == '' then
     return redis.error_reply('POW_REQUIRED')
-  end
-  if powid == '-' or powbits < need or powexp <= now then
+  elseif powid == '-' or powbits < need or powexp <= now then
     return redis.error_reply('POW_INVALID')
   end
   if not redis.call('SET', pow, '1', 'NX', 'PX', powexp - now) then
     return redis.error_reply('POW_INVALID')
+  end
+  return nil
+end
+
+-- code_refusal(required, code, valid): nil unless the concert asks for an access code (required) and the
+-- join carries none (code '': ACCESS_CODE_REQUIRED) or one that is not valid for the fan (valid false:
+-- ACCESS_CODE_INVALID). A join asks it before pow_refusal, which marks a good proof used.
+local function code_refusal(required, code, valid)
+  if not required then
+    return nil
+  elseif code == '' then
+    return redis.error_reply('ACCESS_CODE_REQUIRED')
+  elseif not valid then
+    return redis.error_reply('ACCESS_CODE_INVALID')
   end
   return nil
 end
