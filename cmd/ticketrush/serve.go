@@ -124,6 +124,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		AdminToken: cfg.AdminToken,
 		Ledger:     db,
 		Ready:      ready,
+		Degraded:   unreplicated(store),
 		Registry:   reg,
 		Log:        log,
 
@@ -224,4 +225,15 @@ func newRegistry() *prometheus.Registry {
 	build.Set(1)
 	reg.MustRegister(build)
 	return reg
+}
+
+// unreplicated is readyz's "degraded" line while some master takes the replicated steps without a
+// replica in sync (docs/durability.md, "A master without a replica").
+func unreplicated(store *redis.Store) func() []string {
+	return func() []string {
+		if n := store.UnreplicatedSlots(); n > 0 {
+			return []string{fmt.Sprintf("redis: %d slot(s) whose master has no replica in sync: their money and hold writes are taken without a replica's copy", n)}
+		}
+		return nil
+	}
 }

@@ -139,6 +139,7 @@ var apiCases = []apiCase{
 	{name: "readyz", method: "GET", path: "/readyz", status: 200},
 	{name: "readyz redis down", method: "GET", path: "/readyz", status: 503,
 		setup: redisDownAtReady},
+	{name: "readyz degraded", method: "GET", path: "/readyz", status: 200, setup: replicaSyncing},
 	{name: "metrics", method: "GET", path: "/metrics", status: 200},
 	{name: "fan page", method: "GET", path: "/", status: 200},
 	{name: "fan concert page", method: "GET", path: "/concerts/c1", status: 200},

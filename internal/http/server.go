@@ -65,6 +65,7 @@ type Deps struct {
 	AdminToken string
 	Ledger     Ledger // the durable point ledger, for GET /v1/points/history
 	Ready      map[string]Check
+	Degraded   func() []string // what the service cannot promise while ready (readyz's "degraded")
 	Registry   *prometheus.Registry
 	Log        *slog.Logger
 	// Timeout bounds every request's calls to Redis and Postgres (DefaultTimeout when 0), CreateTimeout
@@ -453,6 +454,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		}{problem{Type: "about:blank", Title: "Not ready", Status: 503, Code: "UNAVAILABLE",
 			Detail: "a dependency does not answer"}, failing})
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	var degraded []string
+	if s.Degraded != nil {
+		degraded = s.Degraded()
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Status   string   `json:"status"`
+		Degraded []string `json:"degraded,omitempty"`
+	}{"ready", degraded})
 	return nil
 }

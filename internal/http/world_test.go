@@ -340,6 +340,11 @@ func alicePaidHeldWithKey(w *world) {
 // ledgerDown makes the ledger's Postgres unreachable.
 func ledgerDown(w *world) { w.deps.Ledger = &downLedger{err: ticketrush.ErrUnavailable} }
 
+// replicaSyncing makes readyz say what the service cannot promise while a master has no replica in sync.
+func replicaSyncing(w *world) {
+	w.deps.Degraded = func() []string { return []string{"redis: 1 slot(s) whose master has no replica in sync"} }
+}
+
 // redisDownAtReady makes readyz's Redis check fail.
 func redisDownAtReady(w *world) {
 	w.deps.Ready["redis"] = func(context.Context) error { return errDown }

@@ -144,6 +144,10 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	s.WaitForReplica(ReplicaWait)
 	ctx := context.Background()
 	fans := sale(t, s, nil, "alice", "bob")
+	// a concert whose seats live in slots of their own: the hold's seat step (seat_take) waits too
+	spread := NewStore(c, dbtest.Name("t"), prometheus.NewRegistry())
+	spread.WaitForReplica(ReplicaWait)
+	spreadFans := spreadSale(t, spread, nil, "erin")
 	replicas := pc.Replicas(t)
 	require.Len(t, replicas, 3)
 
@@ -168,6 +172,8 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	assert.ErrorIs(t, err, ticketrush.ErrUnavailable)
 	_, _, err = s.Charge(ctx, "bob", 500, "", "", t0)
 	assert.ErrorIs(t, err, ErrNotReplicated, "a charge acknowledged while no replica has it")
+	_, _, err = spread.Hold(ctx, spreadFans["erin"], sA, "VIP-1", 100, t0)
+	assert.ErrorIs(t, err, ErrNotReplicated, "a hold of a seat in its own slot acknowledged while no replica has it")
 	_, err = s.Join(ctx, cid, "carol", t0)
 	assert.NoError(t, err, "a join does not wait")
 

@@ -19,18 +19,20 @@ import (
 // replica before it answers (docs/durability.md): the script and WAIT 1 <ms> go in one pipeline on
 // one connection to the slot's master, so WAIT covers that write.
 //
-//   - seat_hold: a fan told "held" keeps the seat (no money moves, but it is what the fan was told).
+//   - seat_hold, seat_take (a hold's seat, in the seat's own slot): a fan told "held" keeps the seat (no
+//     money moves, but it is what the fan was told).
 //   - payment_claim: replicated before the debit, or a lost claim leaves a debit without a seat once
 //     the hold lapses.
 //   - wallet_debit: replicated before the sale completes, or a lost debit leaves a seat without a debit.
-//   - payment_complete: the "paid" answer survives (a lost one would also be redone by the sweeper).
+//   - payment_complete, seat_sell (a sale in the seat's own slot): the "paid" answer survives (a lost one
+//     would also be redone by the sweeper).
 //   - points_charge, wallet_refund, payment_release, payment_remember: points and their records.
 //
 // Joins, leaves, ticks and reads do not wait: a lost join or admission is redone by the fan, and costs
 // no money.
 var replicatedScripts = map[string]bool{
-	"seat_hold": true, "payment_claim": true, "wallet_debit": true, "payment_complete": true,
-	"points_charge": true, "wallet_refund": true, "payment_release": true, "payment_remember": true,
+	"seat_hold": true, "seat_take": true, "payment_claim": true, "wallet_debit": true, "payment_complete": true,
+	"seat_sell": true, "points_charge": true, "wallet_refund": true, "payment_release": true, "payment_remember": true,
 }
 
 // ErrNotReplicated is a write the master took but no replica confirmed in time: the caller answers 503
@@ -41,10 +43,11 @@ var ErrNotReplicated = errors.New("no replica confirmed the write in time")
 // on for a Redis Cluster; a single Redis has no replica to wait for.
 func (s *Store) WaitForReplica(timeout time.Duration) { s.replicaWait = timeout }
 
-// execReplicated runs sc and WAIT 1 in one round trip on the connection of sc's slot. A master that
-// has no replica at all (its replica was elected away and none has come back) cannot lose the write
-// to a failover: the write is taken, counted as unreplicated. One that has a replica which did not
-// confirm in time fails with ErrNotReplicated.
+// execReplicated runs sc and WAIT 1 in one round trip on the connection of sc's slot. A master with no
+// replica in sync (its replica was elected away and none has come back, or the one it has is still in
+// its full sync: a cluster just formed, a replica restarted) has nobody to wait for: the write is taken,
+// counted as unreplicated, as docs/durability.md states the exposure. One whose replica is in sync but
+// did not confirm in time fails with ErrNotReplicated.
 func (s *Store) execReplicated(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
 	wait := func() rueidis.Completed {
 		return s.client.B().Wait().Numreplicas(1).Timeout(max(1, s.replicaWait.Milliseconds())).Build()
@@ -73,7 +76,7 @@ func (s *Store) execReplicated(ctx context.Context, sc *script, keys, args []str
 		return msg, nil
 	}
 	if err == nil {
-		if alone, ierr := s.noReplica(ctx, keys[0]); ierr == nil && alone {
+		if alone, ierr := s.noReplicaInSync(ctx, keys[0]); ierr == nil && alone {
 			s.alone.note(slot, time.Now())
 			s.metrics.unreplicated.WithLabelValues(sc.name).Inc()
 			return msg, nil
@@ -106,6 +109,24 @@ func (a *aloneSlots) known(slot uint16, now time.Time) bool {
 	return ok
 }
 
+// count is how many slots had no replica in sync within aloneFor of now.
+func (a *aloneSlots) count(now time.Time) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, at := range a.since {
+		if now.Sub(at) < aloneFor {
+			n++
+		}
+	}
+	return n
+}
+
+// UnreplicatedSlots is how many slots' masters had no replica in sync when a replicated step asked in
+// the last aloneFor: their writes are taken without a replica's copy (readyz's degraded, and the gauge
+// ticketrush_redis_unreplicated_slots).
+func (s *Store) UnreplicatedSlots() int { return s.alone.count(time.Now()) }
+
 func (a *aloneSlots) note(slot uint16, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -115,20 +136,38 @@ func (a *aloneSlots) note(slot uint16, now time.Time) {
 	a.since[slot] = now
 }
 
-// noReplica reports whether the master of key's slot has no replica connected (INFO replication, run
-// in a script so that it goes to that master).
-func (s *Store) noReplica(ctx context.Context, key string) (bool, error) {
+// noReplicaInSync reports whether the master of key's slot has no replica in sync (INFO replication,
+// run in a script so that it goes to that master).
+func (s *Store) noReplicaInSync(ctx context.Context, key string) (bool, error) {
 	info, err := s.client.Do(ctx, s.client.B().Eval().Script("return redis.call('INFO','replication')").Numkeys(1).Key(key).Build()).ToString()
 	if err != nil {
 		return false, err
 	}
+	n, err := replicasInSync(info)
+	return n == 0, err
+}
+
+// replicasInSync counts the replicas of a master's INFO replication whose state is online: a replica
+// connected and still in its full sync (wait_bgsave, send_bulk) has none of the master's data yet, and
+// WAIT counts it only once it is online.
+func replicasInSync(info string) (int, error) {
+	connected, online := -1, 0
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "connected_slaves:"); ok {
 			n, err := strconv.Atoi(v)
-			return n == 0, err
+			if err != nil {
+				return 0, fmt.Errorf("INFO replication: connected_slaves %q", v)
+			}
+			connected = n
+		} else if strings.HasPrefix(line, "slave") && strings.Contains(line, ",state=online,") {
+			online++
 		}
 	}
-	return false, fmt.Errorf("INFO replication without connected_slaves")
+	if connected < 0 {
+		return 0, fmt.Errorf("INFO replication without connected_slaves")
+	}
+	return online, nil
 }
 
 // ReplicaWait is how long a replicated step waits for a replica on a cluster: a replica on the same

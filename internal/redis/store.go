@@ -108,6 +108,12 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 		o(s)
 	}
 	s.lines = lines{last: map[string]int{}}
+	if reg != nil { // a second store on one registry (tests, tools) reads the first one's gauge
+		_ = reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ticketrush_redis_unreplicated_slots",
+			Help: "Slots whose master had no replica in sync in the last second: their replicated steps' writes are taken without waiting.",
+		}, func() float64 { return float64(s.UnreplicatedSlots()) }))
+	}
 	s.lineArrive = s.newScript("line_arrive", false)
 	s.lineEnter = s.newScript("line_enter", false)
 	s.lineHeads = s.newScript("line_heads", false)
