@@ -35,6 +35,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/linearize"
 	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 const (
@@ -51,6 +52,14 @@ const (
 	// every SEAT_UNAVAILABLE by it towards the past.
 	staleRefusal = 5 * 200 * time.Millisecond
 )
+
+// scaleQueue is the queue settings of the sale's concerts, for the models: the capacity set at the
+// create, the defaults (docs/api.md, Admin) for the rest.
+func scaleQueue() linearize.Queue {
+	d := ticketrush.DefaultQueueSettings()
+	return linearize.Queue{Capacity: activeCapacity, ActiveTTL: d.ActiveTTL, NoShow: d.NoShow,
+		MaxHolds: d.MaxHoldsPerUser, HoldTTL: d.HoldTTL}
+}
 
 // node is one `ticketrush serve` process.
 type node struct {
@@ -274,12 +283,13 @@ func (f *scaleFan) run() {
 			return
 		case <-time.After(time.Duration(min(max(tk.PollAfterSeconds, 0)*1000, 200)+20) * time.Millisecond):
 		}
+		asked := time.Now() // the answer read the line after this
 		res, ok = f.send(req{method: "GET", path: "/v1/queue", headers: f.auth(tk.Token)}, false)
 		if !ok || res.status != http.StatusOK || json.Unmarshal(res.body, &tk) != nil {
 			return
 		}
 		if tk.Status == "ACTIVE" { // admitted between the join's call and this answer
-			f.seenActive = f.rec.Admitted(f.id, f.fan.id, joinCall)
+			f.seenActive = f.rec.Admitted(f.id, f.fan.id, joinCall, asked)
 		}
 	}
 	if tk.Status != "ACTIVE" {
@@ -297,7 +307,9 @@ func (f *scaleFan) run() {
 					c.Held(r.ID)
 				case problemCode(res) == "SEAT_UNAVAILABLE":
 					c.End(linearize.Refused)
-				default: // HOLD_LIMIT_REACHED, RATE_LIMITED, a token refused: nothing about the seat
+				case problemCode(res) == "HOLD_LIMIT_REACHED":
+					c.End(linearize.Limited)
+				default: // RATE_LIMITED, a token refused: nothing about the seat
 					c.Drop()
 				}
 			},
@@ -480,7 +492,7 @@ func TestScaleOut(t *testing.T) {
 	history := linearize.NewRecorder()
 	history.StaleRefusals(staleRefusal)
 	for _, c := range concerts {
-		history.Line(c.id, activeCapacity)
+		history.Line(c.id, scaleQueue())
 	}
 	stop := make(chan struct{})
 	var stopOnce sync.Once
