@@ -302,6 +302,15 @@ func (r *Recorder) Check(o Options) (porcupine.CheckResult, string) {
 	r.mu.Lock()
 	holds := fanHolds(seats, r.queues)
 	rules := lineRules(lines, r.stalePoll.Nanoseconds(), r.failovers)
+	waits, late := 0, 0 // WAITING answers, and those given after a failover's kill
+	for _, op := range lines {
+		if in := op.Input.(lineInput); in.op == opWait || in.op == opJoin && op.Output == Waiting {
+			waits++
+			if slices.ContainsFunc(r.failovers, func(f failover) bool { return f.from <= op.Return }) {
+				late++
+			}
+		}
+	}
 	r.mu.Unlock()
 	var b strings.Builder
 	result := porcupine.Ok
@@ -336,6 +345,9 @@ func (r *Recorder) Check(o Options) (porcupine.CheckResult, string) {
 		}
 		fmt.Fprintf(&b, "%s model: %s, %d operations (%d without an answer) over %d %s, checked in %s\n",
 			c.name, verdict, len(c.ops), unanswered(c.ops), len(parts), plural(len(parts), c.unit), time.Since(start).Round(time.Millisecond))
+		if c.name == "line" && waits > 0 {
+			fmt.Fprintf(&b, "  and %d WAITING answers for its rules (%d given after a failover's kill set aside)\n", waits, late)
+		}
 		for i, why := range c.rules {
 			if i == explainOps {
 				fmt.Fprintf(&b, "  … %d more\n", len(c.rules)-i)
