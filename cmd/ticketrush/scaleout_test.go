@@ -35,6 +35,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/linearize"
 	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 const (
@@ -50,7 +51,18 @@ const (
 	// A seat freed through another instance may be refused that long after: the checker widens
 	// every SEAT_UNAVAILABLE by it towards the past.
 	staleRefusal = 5 * 200 * time.Millisecond
+	// stalePoll is how old an api instance's view of a line may be when it answers a poll WAITING: 5
+	// refreshes of 200 ms (docs/design.md, "How the waiting room works").
+	stalePoll = 5 * 200 * time.Millisecond
 )
+
+// scaleQueue is the queue settings of the sale's concerts, for the models: the capacity set at the
+// create, the defaults (docs/api.md, Admin) for the rest.
+func scaleQueue() linearize.Queue {
+	d := ticketrush.DefaultQueueSettings()
+	return linearize.Queue{Capacity: activeCapacity, ActiveTTL: d.ActiveTTL, NoShow: d.NoShow,
+		MaxHolds: d.MaxHoldsPerUser, HoldTTL: d.HoldTTL}
+}
 
 // node is one `ticketrush serve` process.
 type node struct {
@@ -250,7 +262,7 @@ func (f *scaleFan) run() {
 				c.End(linearize.Active)
 				f.seenActive = c.Returned()
 			case tk.Status == "WAITING":
-				c.End(linearize.Waiting)
+				c.Waiting(tk.Position)
 			default:
 				c.Drop()
 			}
@@ -265,7 +277,7 @@ func (f *scaleFan) run() {
 	}
 	defer f.send(req{method: "DELETE", path: "/v1/queue", headers: f.auth(tk.Token)}, false, op{
 		once:  true,
-		begin: func() *linearize.Call { return f.rec.Out(f.id, f.fan.id, "leave", time.Now()) },
+		begin: func() *linearize.Call { return f.rec.Leave(f.id, f.fan.id) },
 		end:   func(c *linearize.Call, res response) { endIf(c, res.status == http.StatusNoContent, linearize.Ok) },
 	})
 	for tk.Status == "WAITING" {
@@ -274,12 +286,16 @@ func (f *scaleFan) run() {
 			return
 		case <-time.After(time.Duration(min(max(tk.PollAfterSeconds, 0)*1000, 200)+20) * time.Millisecond):
 		}
+		asked := time.Now() // the answer read the line after this
 		res, ok = f.send(req{method: "GET", path: "/v1/queue", headers: f.auth(tk.Token)}, false)
 		if !ok || res.status != http.StatusOK || json.Unmarshal(res.body, &tk) != nil {
 			return
 		}
-		if tk.Status == "ACTIVE" { // admitted between the join's call and this answer
-			f.seenActive = f.rec.Admitted(f.id, f.fan.id, joinCall)
+		switch tk.Status {
+		case "WAITING":
+			f.rec.Waited(f.id, f.fan.id, tk.Position, asked)
+		case "ACTIVE": // admitted between the join's call and this answer
+			f.seenActive = f.rec.Admitted(f.id, f.fan.id, joinCall, asked)
 		}
 	}
 	if tk.Status != "ACTIVE" {
@@ -297,7 +313,9 @@ func (f *scaleFan) run() {
 					c.Held(r.ID)
 				case problemCode(res) == "SEAT_UNAVAILABLE":
 					c.End(linearize.Refused)
-				default: // HOLD_LIMIT_REACHED, RATE_LIMITED, a token refused: nothing about the seat
+				case problemCode(res) == "HOLD_LIMIT_REACHED":
+					c.End(linearize.Limited)
+				default: // RATE_LIMITED, a token refused: nothing about the seat
 					c.Drop()
 				}
 			},
@@ -307,12 +325,11 @@ func (f *scaleFan) run() {
 			return
 		}
 		if code := problemCode(res); code == "QUEUE_NOT_ACTIVE" || code == "QUEUE_TOKEN_EXPIRED" {
-			// The fan seen ACTIVE is not any more: out some time after they saw it. During a failover
-			// this is how an admission the dead master took with it shows (docs/durability.md: joins
-			// and admissions of the last moment before the kill may be lost); the master dies at least
-			// the cluster's node timeout (2 s) before its replica takes over, long after its last answer
-			// reached the fan.
-			f.rec.Out(f.id, f.fan.id, "told "+code, f.seenActive).End(linearize.Ok)
+			// The fan seen ACTIVE is not any more. During a failover this is how an admission the dead
+			// master took with it shows (docs/durability.md: joins and admissions of the last moment
+			// before the kill may be lost); the recorder counts the fan ACTIVE until the earliest event
+			// that could have freed the slot unseen (the failover, the active time, a no-show drop).
+			f.rec.Expired(f.id, f.fan.id, joinCall, f.seenActive)
 			return
 		}
 		if res.status != http.StatusCreated {
@@ -479,8 +496,9 @@ func TestScaleOut(t *testing.T) {
 	l := &ledger{charges: map[string]int64{}, holds: map[string]string{}, payments: map[string]string{}, users: map[string]bool{}}
 	history := linearize.NewRecorder()
 	history.StaleRefusals(staleRefusal)
+	history.StalePolls(stalePoll)
 	for _, c := range concerts {
-		history.Line(c.id, activeCapacity)
+		history.Line(c.id, scaleQueue())
 	}
 	stop := make(chan struct{})
 	var stopOnce sync.Once

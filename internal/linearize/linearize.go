@@ -4,7 +4,9 @@
 //   - a seat (docs/api.md, Reservations and Payments): AVAILABLE, HELD by one fan under one
 //     reservation, or SOLD; a hold succeeds only on an AVAILABLE seat, a cancel or a payment only on
 //     the fan's own hold. Every seat's history is checked alone (porcupine's partitions).
-//   - a concert's line (docs/api.md, Queue): never more than activeCapacity fans ACTIVE at once.
+//   - a concert's line (docs/api.md, Waiting room): never more than activeCapacity fans ACTIVE at
+//     once; admission in arrival order; a leave is final; a WAITING fan's position never grows.
+//   - a fan's holds in a concert: never more than maxHoldsPerUser open at once.
 //
 // Load drivers log every operation in a Recorder as they make it, with its call and return times: what
 // the client saw, not what the server says happened (STYLE.md, "Histories and models"). An operation
@@ -46,10 +48,12 @@ const (
 	Waiting
 	// Active: a join answered ACTIVE (admitted at once).
 	Active
+	// Limited: a hold refused HOLD_LIMIT_REACHED: nothing changed.
+	Limited
 )
 
 func (r Result) String() string {
-	return [...]string{"unknown", "ok", "refused", "refused, hold kept", "WAITING", "ACTIVE"}[r]
+	return [...]string{"unknown", "ok", "refused", "refused, hold kept", "WAITING", "ACTIVE", "refused, hold limit reached"}[r]
 }
 
 // Recorder logs operations from any number of goroutines. Times are read from the monotonic clock
@@ -60,9 +64,10 @@ type Recorder struct {
 	mu        sync.Mutex
 	seats     []porcupine.Operation
 	lines     []porcupine.Operation
-	capacity  map[string]int
+	queues    map[string]Queue
 	clients   map[string]int // fan -> porcupine client id (for the visualization)
 	stale     time.Duration
+	stalePoll time.Duration
 	failovers []failover
 }
 
@@ -74,7 +79,7 @@ type failover struct {
 
 // NewRecorder returns an empty recorder whose clock starts now.
 func NewRecorder() *Recorder {
-	return &Recorder{start: time.Now(), capacity: map[string]int{}, clients: map[string]int{}}
+	return &Recorder{start: time.Now(), queues: map[string]Queue{}, clients: map[string]int{}}
 }
 
 // since is t on the recorder's clock.
@@ -100,21 +105,41 @@ func (r *Recorder) StaleRefusals(d time.Duration) {
 	r.stale = d
 }
 
+// StalePolls says that a poll answered WAITING may have read the line as it was up to d before its
+// call: an api instance answers it from its view of the line, refreshed every 200 ms (docs/design.md,
+// "How the waiting room works"). The line's rules widen each such answer by d towards the past.
+func (r *Recorder) StalePolls(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stalePoll = d
+}
+
 // Failover records that the master holding the seats for which on is true died between from and to
 // (a SIGKILL sent, then seen to have killed) and that a replica took over: each of those seats gets a
 // failover operation then, which leaves the seat as the replica had last copied it (see seatState:
-// what no replica confirmed may be lost).
+// what no replica confirmed may be lost). A concert's line is spread over every master (or lives on
+// one the recorder cannot tell), so every line may lose its joins, leaves and admissions of before the
+// kill (docs/durability.md): the line's rules excuse what a failover could explain.
 func (r *Recorder) Failover(from, to time.Time, on func(Seat) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.failovers = append(r.failovers, failover{r.since(from), r.since(to), on})
 }
 
-// Line declares a concert's line and its activeCapacity, before any operation on it.
-func (r *Recorder) Line(concert string, capacity int) {
+// Queue is what the models need of a concert's queue settings (docs/api.md, Admin).
+type Queue struct {
+	Capacity  int           // activeCapacity
+	ActiveTTL time.Duration // activeTtlSeconds: an ACTIVE token lapses this long after its admission (0: not within the history)
+	NoShow    time.Duration // noShowSeconds: an ACTIVE fan may be dropped this long after admission (0: off)
+	MaxHolds  int           // maxHoldsPerUser (0: not checked)
+	HoldTTL   time.Duration // holdTtlSeconds: a hold lapses this long after it was taken (0: not within the history)
+}
+
+// Line declares a concert's line and its queue settings, before any operation on it.
+func (r *Recorder) Line(concert string, q Queue) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.capacity[concert] = capacity
+	r.queues[concert] = q
 }
 
 // Call is one operation in flight: End it (or Held, or Drop) once the client has its answer.
@@ -152,23 +177,62 @@ func (r *Recorder) Pay(seat Seat, fan, res string) *Call {
 	return r.begin(seatInput{seat: seat, op: opPay, fan: fan, res: res}, false, time.Now())
 }
 
-// Join starts fan's join of concert's line; End it Waiting, Active or Unknown.
+// Join starts fan's join of concert's line; end it Waiting (with the position it was told), End it
+// Active or Unknown. A join answered PREQUEUE is not one: a sale's draw orders its entrants.
 func (r *Recorder) Join(concert, fan string) *Call {
 	return r.begin(r.lineInput(concert, opJoin, fan, ""), true, time.Now())
 }
 
-// Admitted records that fan was seen ACTIVE just now, by an answer to a poll (or the event stream):
-// the admission happened between since (the call of the fan's first join) and now, which it returns.
-func (r *Recorder) Admitted(concert, fan string, since time.Time) time.Time {
-	c := r.begin(r.lineInput(concert, opAdmit, fan, ""), true, since)
+// Waiting ends a join answered WAITING at position.
+func (c *Call) Waiting(position int64) {
+	in := c.input.(lineInput)
+	in.position = position
+	c.input = in
+	c.End(Waiting)
+}
+
+// Waited records that a poll of fan's token (or the event stream) sent at call was answered just now
+// WAITING at position.
+func (r *Recorder) Waited(concert, fan string, position int64, call time.Time) {
+	in := r.lineInput(concert, opWait, fan, "")
+	in.position = position
+	r.begin(in, true, call).End(Ok)
+}
+
+// Admitted records that fan was seen ACTIVE just now, by an answer to a request sent at call (a poll,
+// or the event stream): the admission happened between since (the call of the fan's first join) and
+// now, which it returns.
+func (r *Recorder) Admitted(concert, fan string, since, call time.Time) time.Time {
+	in := r.lineInput(concert, opAdmit, fan, "")
+	in.asked = r.since(call)
+	c := r.begin(in, true, since)
 	c.End(Ok)
 	return c.ret
 }
 
-// Out starts fan's giving back of their ACTIVE slot, for the reason why, as of since: a leave (since
-// is its call), the payment of their last hold (since is the call of the payment's first try), or an
-// answer that told them their token is no longer ACTIVE (since is when they saw it ACTIVE: the slot was
-// given back after that). End it Ok when it is known to have happened by now, Unknown when not.
+// Leave starts fan's leave (DELETE /v1/queue): End it Ok on 204, Unknown without an answer. It gives
+// the fan's slot back, and once answered the fan is never WAITING or ACTIVE again.
+func (r *Recorder) Leave(concert, fan string) *Call {
+	in := r.lineInput(concert, opOut, fan, "leave")
+	in.leave = true
+	return r.begin(in, true, time.Now())
+}
+
+// Expired records that fan, seen ACTIVE at seen (admitted after since, the call of their join), was
+// told just now that their token is not ACTIVE any more (QUEUE_TOKEN_EXPIRED, QUEUE_NOT_ACTIVE). What
+// gave the slot back is nothing the fan saw: their active time lapsing (activeTtlSeconds), a no-show
+// drop (noShowSeconds), or a failover that lost their admission. Check counts the fan ACTIVE until the
+// earliest of these that could have happened, never only until seen: an over-admission whose extra
+// fans are told EXPIRED later is still one.
+func (r *Recorder) Expired(concert, fan string, since, seen time.Time) {
+	in := r.lineInput(concert, opOut, fan, "told not ACTIVE")
+	in.told, in.asked = true, r.since(since)
+	r.begin(in, true, seen).End(Ok)
+}
+
+// Out starts fan's giving back of their ACTIVE slot, for the reason why, as of since: the payment of
+// their last hold (since is the call of the payment's first try). End it Ok when it is known to have
+// happened by now, Unknown when not. A leave is Leave; being told the token is not ACTIVE, Expired.
 func (r *Recorder) Out(concert, fan, why string, since time.Time) *Call {
 	return r.begin(r.lineInput(concert, opOut, fan, why), true, since)
 }
@@ -176,11 +240,11 @@ func (r *Recorder) Out(concert, fan, why string, since time.Time) *Call {
 func (r *Recorder) lineInput(concert string, op lineOp, fan, why string) lineInput {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	capacity, ok := r.capacity[concert]
+	q, ok := r.queues[concert]
 	if !ok {
 		panic("linearize: no Line for concert " + concert)
 	}
-	return lineInput{concert: concert, op: op, fan: fan, capacity: capacity, why: why}
+	return lineInput{concert: concert, op: op, fan: fan, capacity: q.Capacity, why: why}
 }
 
 // Held ends a hold that succeeded with the reservation res.
@@ -235,35 +299,68 @@ type Options struct {
 // no order that fits, the longest order that does, and the operations left out of it.
 func (r *Recorder) Check(o Options) (porcupine.CheckResult, string) {
 	seats, lines := r.history()
+	r.mu.Lock()
+	holds := fanHolds(seats, r.queues)
+	rules := lineRules(lines, r.stalePoll.Nanoseconds(), r.failovers)
+	waits, late := 0, 0 // WAITING answers, and those given after a failover's kill
+	for _, op := range lines {
+		if in := op.Input.(lineInput); in.op == opWait || in.op == opJoin && op.Output == Waiting {
+			waits++
+			if slices.ContainsFunc(r.failovers, func(f failover) bool { return f.from <= op.Return }) {
+				late++
+			}
+		}
+	}
+	r.mu.Unlock()
 	var b strings.Builder
 	result := porcupine.Ok
 	recorded := len(seats)
 	if seats = dropRepeats(seats); len(seats) < recorded {
 		fmt.Fprintf(&b, "(%d repeats of unanswered requests set aside: see dropRepeats)\n", recorded-len(seats))
 	}
+	// A WAITING answer changes nothing of the ACTIVE set: lineRules alone reads it.
+	lines = slices.DeleteFunc(lines, func(op porcupine.Operation) bool { return op.Input.(lineInput).op == opWait })
 	lines, canonical := canonicalLine(lines)
 	if !canonical {
 		fmt.Fprintf(&b, "(a fan with two admissions, or an out called before the fan was seen ACTIVE: "+
 			"the line is checked on its recorded intervals, which may not finish)\n")
 	}
 	for _, c := range []struct {
-		name, file string
-		model      porcupine.Model
-		ops        []porcupine.Operation
+		name, unit, file string // unit: what one partition is
+		model            porcupine.Model
+		ops              []porcupine.Operation
+		rules            []string // breaches found on the recorded intervals
 	}{
-		{"seat", "seats.html", seatModel, seats},
-		{"line", "lines.html", lineModel, lines},
+		{"seat", "seat", "seats.html", seatModel, seats, nil},
+		{"line", "line", "lines.html", lineModel, lines, rules},
+		{"hold limit", "fan", "holds.html", holdModel, holds, nil},
 	} {
 		start := time.Now()
 		// Not verbose: the check stops at the first partition that does not fit.
 		res := porcupine.CheckOperationsTimeout(c.model, c.ops, o.Timeout)
 		parts := c.model.Partition(c.ops)
+		verdict := res
+		if len(c.rules) > 0 {
+			verdict = porcupine.Illegal
+		}
 		fmt.Fprintf(&b, "%s model: %s, %d operations (%d without an answer) over %d %s, checked in %s\n",
-			c.name, res, len(c.ops), unanswered(c.ops), len(parts), plural(len(parts), c.name), time.Since(start).Round(time.Millisecond))
+			c.name, verdict, len(c.ops), unanswered(c.ops), len(parts), plural(len(parts), c.unit), time.Since(start).Round(time.Millisecond))
+		if c.name == "line" && waits > 0 {
+			fmt.Fprintf(&b, "  and %d WAITING answers for its rules (%d given after a failover's kill set aside)\n", waits, late)
+		}
+		for i, why := range c.rules {
+			if i == explainOps {
+				fmt.Fprintf(&b, "  … %d more\n", len(c.rules)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %s\n", why)
+		}
+		if verdict == porcupine.Illegal {
+			result = porcupine.Illegal
+		}
 		switch res {
 		case porcupine.Illegal:
-			result = porcupine.Illegal
-			explainIllegal(&b, c.name, c.file, c.model, parts, o)
+			explainIllegal(&b, c.unit, c.file, c.model, parts, o)
 		case porcupine.Unknown:
 			if result == porcupine.Ok {
 				result = porcupine.Unknown
@@ -351,7 +448,7 @@ func (r *Recorder) history() (seats, lines []porcupine.Operation) {
 			}
 		}
 	}
-	return seats, slices.Clone(r.lines)
+	return seats, placeTold(r.lines, r.queues, r.failovers)
 }
 
 func plural(n int, noun string) string {
@@ -456,6 +553,8 @@ func partitionName(op porcupine.Operation) string {
 		return in.seat.String()
 	case lineInput:
 		return fmt.Sprintf("%s (capacity %d)", in.concert, in.capacity)
+	case holdInput:
+		return fmt.Sprintf("%s in concert %s (maxHoldsPerUser %d)", in.fan, in.concert, in.limit)
 	}
 	return "?"
 }

@@ -60,10 +60,78 @@ func out(fan string, call, ret int64, result Result) op {
 	}, result, ""}
 }
 
+func holdOf(id, fan string, call, ret int64, result Result, res string) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call {
+		return r.begin(seatInput{seat: Seat{Concert: "c", Schedule: "s", ID: id}, op: opHold, fan: fan}, false, at)
+	}, result, res}
+}
+
+func cancelOf(id, fan, res string, call, ret int64, result Result) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call {
+		return r.begin(seatInput{seat: Seat{Concert: "c", Schedule: "s", ID: id}, op: opCancel, fan: fan, res: res}, false, at)
+	}, result, ""}
+}
+
+func payOf(id, fan, res string, call, ret int64, result Result) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call {
+		return r.begin(seatInput{seat: Seat{Concert: "c", Schedule: "s", ID: id}, op: opPay, fan: fan, res: res}, false, at)
+	}, result, ""}
+}
+
+// waits is a join answered WAITING at position.
+func waits(fan string, call, ret, position int64) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call {
+		in := r.lineInput("c", opJoin, fan, "")
+		in.position = position
+		return r.begin(in, true, at)
+	}, Waiting, ""}
+}
+
+// polled is a poll sent at call and answered WAITING at position at ret.
+func polled(fan string, call, ret, position int64) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call {
+		in := r.lineInput("c", opWait, fan, "")
+		in.position = position
+		return r.begin(in, true, at)
+	}, Ok, ""}
+}
+
+// seenActive is an answer ACTIVE to a poll sent at asked and answered at ret, the fan's join called at since.
+func seenActive(fan string, since, asked, ret int64) op {
+	return op{since, ret, func(r *Recorder, at time.Time) *Call {
+		in := r.lineInput("c", opAdmit, fan, "")
+		in.asked = (time.Duration(asked) * time.Millisecond).Nanoseconds()
+		return r.begin(in, true, at)
+	}, Ok, ""}
+}
+
+func leaves(fan string, call, ret int64, result Result) op {
+	return op{call, ret, func(r *Recorder, at time.Time) *Call {
+		in := r.lineInput("c", opOut, fan, "leave")
+		in.leave = true
+		return r.begin(in, true, at)
+	}, result, ""}
+}
+
+// expired is a fan seen ACTIVE at seen (their join called at since) and told at told that their token
+// is not ACTIVE any more.
+func expired(fan string, since, seen, told int64) op {
+	return op{seen, told, func(r *Recorder, at time.Time) *Call {
+		in := r.lineInput("c", opOut, fan, "told not ACTIVE")
+		in.told, in.asked = true, (time.Duration(since) * time.Millisecond).Nanoseconds()
+		return r.begin(in, true, at)
+	}, Ok, ""}
+}
+
 // record makes a recorder holding ops, concert c's line at capacity.
 func record(capacity int, ops ...op) *Recorder {
+	return recordQueue(Queue{Capacity: capacity}, ops...)
+}
+
+// recordQueue makes a recorder holding ops, concert c's queue settings q.
+func recordQueue(q Queue, ops ...op) *Recorder {
 	r := NewRecorder()
-	r.Line("c", capacity)
+	r.Line("c", q)
 	ms := func(v int64) time.Time { return r.start.Add(time.Duration(v) * time.Millisecond) }
 	for _, o := range ops {
 		c := o.do(r, ms(o.call))
@@ -209,6 +277,143 @@ func TestLineModel(t *testing.T) {
 			assert.Equal(t, tt.want, got, why)
 			if tt.want == porcupine.Illegal {
 				assert.Contains(t, why, "line c (capacity 2): no order of its")
+			}
+		})
+	}
+}
+
+// TestLineRules: each rule of the line a fan can see breached (lineRules, placeTold), each breach next
+// to the legal history closest to it.
+func TestLineRules(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		name     string
+		q        Queue
+		give     []op
+		stale    time.Duration
+		failover int64 // > 0: a master fails over at this millisecond
+		want     porcupine.CheckResult
+		because  string // in the explanation of an Illegal verdict
+	}{
+		{name: "a leave undone by a tick: left (204), then ACTIVE", give: []op{
+			waits("f1", 0, 1, 1), leaves("f1", 5, 6, Ok), seenActive("f1", 0, 10, 11),
+		}, want: porcupine.Illegal, because: "f1 left (204 at 6.000 ms) and was seen ACTIVE after it [10.000 ms, 11.000 ms]"},
+		{name: "admitted while the leave was in flight", give: []op{
+			waits("f1", 0, 1, 1), leaves("f1", 5, 6, Ok), seenActive("f1", 0, 4, 11),
+		}, want: porcupine.Ok},
+		{name: "a leave a failover took back", give: []op{
+			waits("f1", 0, 1, 1), leaves("f1", 5, 6, Ok), seenActive("f1", 0, 10, 11),
+		}, failover: 8, want: porcupine.Ok},
+		{name: "a leave without an answer need not have happened", give: []op{
+			waits("f1", 0, 1, 1), leaves("f1", 5, never, Unknown), seenActive("f1", 0, 10, 11),
+		}, want: porcupine.Ok},
+		{name: "a later joiner admitted first", give: []op{
+			waits("f1", 0, 1, 1), waits("f2", 2, 3, 2), seenActive("f2", 2, 10, 11), polled("f1", 20, 21, 1),
+		}, want: porcupine.Illegal, because: "f1, whose join was answered at 1.000 ms before f2's was sent at 2.000 ms, was still WAITING after f2 was seen ACTIVE at 11.000 ms"},
+		{name: "two joins in flight at once: either may be first", give: []op{
+			waits("f1", 0, 3, 1), waits("f2", 2, 4, 1), seenActive("f2", 2, 10, 11), polled("f1", 20, 21, 1),
+		}, want: porcupine.Ok},
+		{name: "a poll answered from a view as stale as allowed", give: []op{
+			waits("f1", 0, 1, 1), waits("f2", 2, 3, 2), seenActive("f2", 2, 10, 11), polled("f1", 20, 21, 1),
+		}, stale: 15 * ms, want: porcupine.Ok},
+		{name: "the earlier joiner may have been admitted first, unseen", give: []op{
+			waits("f1", 0, 1, 1), waits("f2", 2, 3, 2), polled("f1", 5, 6, 1), seenActive("f2", 2, 10, 11),
+			seenActive("f1", 0, 20, 21),
+		}, want: porcupine.Ok},
+		{name: "a join sent again after no answer keeps the first one's place", give: []op{
+			join("f2", 0, never, Unknown), waits("f1", 1, 2, 2), waits("f2", 3, 4, 1), seenActive("f2", 0, 10, 11),
+			polled("f1", 20, 21, 1),
+		}, want: porcupine.Ok},
+		{name: "a join a failover lost", give: []op{
+			waits("f1", 0, 1, 1), waits("f2", 2, 3, 2), seenActive("f2", 2, 10, 11), polled("f1", 20, 21, 1),
+		}, failover: 5, want: porcupine.Ok},
+		{name: "an over-admission whose extra fan is told EXPIRED later", q: Queue{ActiveTTL: time.Hour}, give: []op{
+			waits("f3", 0, 1, 1), waits("f1", 0, 1, 2), waits("f2", 0, 1, 3),
+			seenActive("f3", 0, 4, 5), seenActive("f1", 0, 5, 6), seenActive("f2", 0, 6, 7), expired("f3", 0, 5, 20),
+		}, want: porcupine.Illegal, because: "line c (capacity 2): no order of its"},
+		{name: "the extra fan's active time lapsed before the third admission", q: Queue{ActiveTTL: 3 * ms}, give: []op{
+			waits("f3", 0, 1, 1), waits("f1", 0, 1, 2), waits("f2", 0, 1, 3),
+			seenActive("f3", 0, 4, 5), seenActive("f1", 0, 5, 6), seenActive("f2", 0, 6, 7), expired("f3", 0, 5, 20),
+		}, want: porcupine.Ok},
+		{name: "a failover lost the extra fan's admission", q: Queue{ActiveTTL: time.Hour}, give: []op{
+			waits("f3", 0, 1, 1), waits("f1", 0, 1, 2), waits("f2", 0, 1, 3),
+			seenActive("f3", 0, 4, 5), seenActive("f1", 0, 5, 6), seenActive("f2", 0, 6, 7), expired("f3", 0, 5, 20),
+		}, failover: 6, want: porcupine.Ok},
+		{name: "a position that grows", give: []op{
+			waits("f1", 0, 1, 5), polled("f1", 10, 11, 3), polled("f1", 20, 21, 4),
+		}, want: porcupine.Illegal, because: "f1 WAITING at position 3 [10.000 ms, 11.000 ms], then at position 4 [20.000 ms, 21.000 ms]"},
+		{name: "a position that shrinks", give: []op{
+			waits("f1", 0, 1, 5), polled("f1", 10, 11, 4), polled("f1", 20, 21, 4), polled("f1", 30, 31, 1),
+		}, want: porcupine.Ok},
+		{name: "a position read from a view as stale as allowed", give: []op{
+			waits("f1", 0, 1, 5), polled("f1", 10, 11, 3), polled("f1", 20, 21, 4),
+		}, stale: 15 * ms, want: porcupine.Ok},
+		{name: "a position read after a failover", give: []op{
+			waits("f1", 0, 1, 5), polled("f1", 10, 11, 3), polled("f1", 20, 21, 4),
+		}, failover: 15, want: porcupine.Ok},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.q.Capacity = 2
+			r := recordQueue(tt.q, tt.give...)
+			r.StalePolls(tt.stale)
+			if tt.failover > 0 {
+				at := r.start.Add(time.Duration(tt.failover) * ms)
+				r.Failover(at, at.Add(ms), func(Seat) bool { return false })
+			}
+			got, why := r.Check(Options{Timeout: 10 * time.Second})
+			assert.Equal(t, tt.want, got, why)
+			if tt.want == porcupine.Illegal {
+				assert.Contains(t, why, "line model: Illegal")
+				assert.Contains(t, why, tt.because)
+			}
+		})
+	}
+}
+
+// TestHoldLimit: a fan never holds more than maxHoldsPerUser seats of a concert at once.
+func TestHoldLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		holdTTL time.Duration
+		give    []op
+		want    porcupine.CheckResult
+	}{
+		{name: "a hold past the limit", give: []op{
+			holdOf("R-1", "f1", 0, 1, Ok, "r1"), holdOf("R-2", "f1", 2, 3, Ok, "r2"), holdOf("R-3", "f1", 4, 5, Ok, "r3"),
+		}, want: porcupine.Illegal},
+		{name: "HOLD_LIMIT_REACHED at the limit, then a hold once one was cancelled", give: []op{
+			holdOf("R-1", "f1", 0, 1, Ok, "r1"), holdOf("R-2", "f1", 2, 3, Ok, "r2"), holdOf("R-3", "f1", 4, 5, Limited, ""),
+			cancelOf("R-1", "f1", "r1", 6, 7, Ok), holdOf("R-3", "f1", 8, 9, Ok, "r3"),
+		}, want: porcupine.Ok},
+		{name: "a hold while a cancel was in flight", give: []op{
+			holdOf("R-1", "f1", 0, 1, Ok, "r1"), holdOf("R-2", "f1", 2, 3, Ok, "r2"),
+			cancelOf("R-1", "f1", "r1", 4, 9, Ok), holdOf("R-3", "f1", 5, 6, Ok, "r3"),
+		}, want: porcupine.Ok},
+		{name: "a hold after a payment without an answer", give: []op{
+			holdOf("R-1", "f1", 0, 1, Ok, "r1"), holdOf("R-2", "f1", 2, 3, Ok, "r2"),
+			payOf("R-1", "f1", "r1", 4, never, Unknown), holdOf("R-3", "f1", 5, 6, Ok, "r3"),
+		}, want: porcupine.Ok},
+		{name: "a payment refused for points keeps the hold", give: []op{
+			holdOf("R-1", "f1", 0, 1, Ok, "r1"), holdOf("R-2", "f1", 2, 3, Ok, "r2"),
+			payOf("R-1", "f1", "r1", 4, 5, Kept), holdOf("R-3", "f1", 6, 7, Ok, "r3"),
+		}, want: porcupine.Illegal},
+		{name: "a hold once the first lapsed", holdTTL: 15 * time.Millisecond, give: []op{
+			holdOf("R-1", "f1", 0, 1, Ok, "r1"), holdOf("R-2", "f1", 2, 3, Ok, "r2"), holdOf("R-3", "f1", 20, 21, Ok, "r3"),
+		}, want: porcupine.Ok},
+		{name: "two fans, each at the limit", give: []op{
+			holdOf("R-1", "f1", 0, 1, Ok, "r1"), holdOf("R-2", "f1", 2, 3, Ok, "r2"),
+			holdOf("R-3", "f2", 0, 1, Ok, "r3"), holdOf("R-4", "f2", 2, 3, Ok, "r4"),
+		}, want: porcupine.Ok},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := recordQueue(Queue{Capacity: 1, MaxHolds: 2, HoldTTL: tt.holdTTL}, tt.give...).Check(Options{Timeout: 10 * time.Second})
+			assert.Equal(t, tt.want, got, why)
+			assert.Contains(t, why, "seat model: Ok", "every seat's own history is legal")
+			if tt.want == porcupine.Illegal {
+				assert.Contains(t, why, "hold limit model: Illegal")
+				assert.Contains(t, why, "fan f1 in concert c (maxHoldsPerUser 2): no order of its")
 			}
 		})
 	}

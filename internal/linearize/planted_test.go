@@ -84,7 +84,8 @@ func storm(t *testing.T, opts ...redis.Option) (porcupine.CheckResult, string) {
 	require.NoError(t, sale.Catalog.Refresh(ctx))
 
 	rec := linearize.NewRecorder()
-	rec.Line(concert.ID, q.ActiveCapacity)
+	rec.Line(concert.ID, linearize.Queue{Capacity: q.ActiveCapacity, ActiveTTL: q.ActiveTTL, NoShow: q.NoShow,
+		MaxHolds: q.MaxHoldsPerUser, HoldTTL: q.HoldTTL})
 	var fans sync.WaitGroup
 	for i := range stormFans {
 		f := &stormFan{t: t, sale: sale, rec: rec, concert: concert, id: fmt.Sprintf("fan-%02d", i),

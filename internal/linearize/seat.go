@@ -119,6 +119,8 @@ func seatStep(state, input, output any) []any {
 			if now.status != available {
 				return next(st)
 			}
+		case Limited: // 409 HOLD_LIMIT_REACHED: the fan's holds, not the seat, said no (holdModel)
+			return next(st)
 		case Unknown: // it may have happened, under a reservation the fan never learnt
 			if now.status == available {
 				return next(st.unconfirmed(seatIs{held, in.fan, ""}))
