@@ -4,8 +4,9 @@ package main
 
 // The scale-out test (`make scaleout`, which `make test` runs): the real binary as 3 api, 2 scheduler
 // and 2 writebehind processes on a Redis Cluster of the test's own (ports 7100-7105, bus 17100-17105,
-// so that killing one of its masters disturbs no other test), three concerts on three different
-// masters, fans spread over the api instances, and the master of one concert SIGKILLed mid-sale.
+// so that killing one of its masters disturbs no other test), three concerts whose seats live on three
+// different masters, fans spread over the api instances, and the master of one concert's seats
+// SIGKILLed mid-sale.
 // What the fans were told (the client ledger) is checked against Redis and Postgres at the end.
 
 import (
@@ -29,6 +30,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -453,18 +455,18 @@ func TestScaleOut(t *testing.T) {
 		pids[n] = n.cmd.Process.Pid
 	}
 
-	// Concerts on three different masters: create until each master has one.
+	// Three concerts whose seats live on three different masters. A concert's line is spread over the
+	// cluster (lineShards: 8 per master) and so are its seats: its schedule's seats, holds and
+	// reservations live in a seat slot of their own, placed off the concert's own master
+	// (docs/scaleout.md, "Seat slots"). Where each lives is read as the service reads it: the layout in
+	// the concert's settings (ReadLayout), the schedule's seat slot in it (Layout.Slot), that slot's
+	// keys. The master killed below serves the seats of concerts[0] and the own slot (the line's
+	// admissions, the holds' gate) of concerts[1]; the seats of concerts[1] and [2] live elsewhere.
 	rc := dbtest.Client(t, pc.URL)
 	keys := redis.NewKeys("tr")
-	type concertRef struct {
-		id, sched string
-		master    int
-		seats     int // the master of the schedule's seats
-	}
-	var concerts []concertRef
-	byMaster := map[int]bool{}
-	for i := 0; len(concerts) < scaleoutConcerts; i++ {
-		require.Less(t, i, 60, "no three concerts on three masters")
+	var created, concerts []concertRef
+	for i := 0; concerts == nil; i++ {
+		require.Less(t, i, 60, "no three concerts whose seats live on three masters, one with its own slot where another's seats are")
 		res := apis[0].api.do(t, req{method: "POST", path: "/admin/v1/concerts", headers: admin(), body: map[string]any{
 			"title": "Scale-out " + strconv.Itoa(i), "venue": "Cluster Hall",
 			"schedules": []string{"2026-12-24T10:00:00Z"},
@@ -477,11 +479,12 @@ func TestScaleOut(t *testing.T) {
 			Schedules []struct{ ID string } `json:"schedules"`
 		}
 		require.NoError(t, json.Unmarshal(res.body, &c))
-		m := pc.MasterOf(t, rc, keys.Concert(c.ID).Cfg())
-		if !byMaster[m] {
-			byMaster[m] = true
-			concerts = append(concerts, concertRef{c.ID, c.Schedules[0].ID, m,
-				pc.MasterOf(t, rc, keys.Concert(c.ID).Seats(c.Schedules[0].ID))})
+		created = append(created, placeConcert(t, pc, rc, keys, c.ID, c.Schedules[0].ID))
+		concerts = pickConcerts(created)
+	}
+	for i, c := range concerts { // the master of each line shard, as the service names the shard's keys
+		for n := range c.layout.Shards {
+			concerts[i].shards = append(concerts[i].shards, pc.MasterOf(t, rc, keys.Concert(c.id).Shard(n).Places()))
 		}
 	}
 	for _, c := range concerts { // every api instance knows the concerts (catalog refresh)
@@ -540,20 +543,30 @@ func TestScaleOut(t *testing.T) {
 		}
 	}
 
-	// Mid-sale, the master of concert 0 is SIGKILLed; its replica is elected and the sale goes on.
+	// Mid-sale, the master of concerts[0]'s seats is SIGKILLed; its replica is elected and the sale goes
+	// on. Just before, that master itself (not the cluster's routing) must serve the seat slot of
+	// concerts[0] and hold seats of the sale in it: the kill lands on the seats it means to. The
+	// checker's failover is for the seats of the seat slots that lived there, and only those.
 	require.Eventually(t, func() bool { return l.paid.Load() >= killAfterPaid }, 2*time.Minute, 10*time.Millisecond,
 		"%d payments acknowledged before the kill", l.paid.Load())
-	killed := concerts[0].master
+	killed := concerts[0].seats
+	taken := seatsOnNode(t, killed, concerts[0].seatsKey)
+	require.Positive(t, taken, "master %d holds no seat of concert %s (%s): the kill would miss the sale's seats",
+		killed, concerts[0].id, concerts[0].seatsKey)
 	killing := time.Now()
 	pc.Kill(t, killed)
 	killedAt := time.Now()
-	seatsOn := map[string]int{}
+	failedOver := map[linearize.Seat]bool{} // a seat of each schedule whose seat slot lived on the killed master
 	for _, c := range concerts {
-		seatsOn[c.id+"/"+c.sched] = c.seats
+		failedOver[linearize.Seat{Concert: c.id, Schedule: c.sched}] = c.seats == killed
 	}
-	history.Failover(killing, killedAt, func(s linearize.Seat) bool { return seatsOn[s.Concert+"/"+s.Schedule] == killed })
-	t.Logf("SIGKILLed master %d (concert %s) at %s into the sale, after %d payments",
-		killed, concerts[0].id, killedAt.Sub(saleStart).Round(time.Millisecond), l.paid.Load())
+	history.Failover(killing, killedAt, func(s linearize.Seat) bool {
+		return failedOver[linearize.Seat{Concert: s.Concert, Schedule: s.Schedule}]
+	})
+	t.Logf("SIGKILLed master %d at %s into the sale, after %d payments: the seat slot of concert %s (%d seats taken), "+
+		"the own slot of concert %s, and %s of the concerts' line shards",
+		killed, killedAt.Sub(saleStart).Round(time.Millisecond), l.paid.Load(), concerts[0].id, taken, concerts[1].id,
+		shardsOn(concerts, killed))
 
 	sold := make(chan struct{})
 	go func() { fans.Wait(); close(sold) }()
@@ -568,8 +581,8 @@ func TestScaleOut(t *testing.T) {
 	sampler.Wait()
 
 	// The error window: from the kill to the end of the last request that failed (5xx, no answer) or
-	// waited a second or more; the recovery: from the kill to the first hold or payment of the killed
-	// master's concert sent after the kill that succeeded.
+	// waited a second or more; the recovery: from the kill to the first hold or payment of concerts[0]
+	// (whose seats were on the killed master) sent after the kill that succeeded.
 	var lastFail, firstWrite time.Time
 	failures, slow := 0, 0
 	var slowest time.Duration
@@ -597,7 +610,7 @@ func TestScaleOut(t *testing.T) {
 		window = lastFail.Sub(killedAt)
 	}
 	t.Logf("scaleout: %d fans, %d charges, %d holds, %d payments acknowledged; after the kill %d requests failed and "+
-		"%d took 1 s or more (slowest %s); error window %s; first write of the killed master's concert succeeded %s "+
+		"%d took 1 s or more (slowest %s); error window %s; first write to the failed-over seats succeeded %s "+
 		"after the kill; %d over-admission samples of %d",
 		scaleoutConcerts*fansPerConcert, len(l.charges), len(l.holds), len(l.payments), failures, slow,
 		slowest.Round(time.Millisecond), window.Round(time.Millisecond), firstWrite.Sub(killedAt).Round(time.Millisecond),
@@ -620,7 +633,7 @@ func TestScaleOut(t *testing.T) {
 		}
 		t.Errorf("what the fans saw is not linearizable (%s):\n%s", verdict, why)
 	}
-	assert.False(t, firstWrite.IsZero(), "no hold or payment of the killed master's concert succeeded after the kill")
+	assert.False(t, firstWrite.IsZero(), "no hold or payment of the failed-over seats succeeded after the kill")
 
 	// No process restarted; each is ready on every probe (readiness follows the election).
 	for _, n := range nodes {
@@ -631,6 +644,16 @@ func TestScaleOut(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, res.status, "%s process, readyz probe %d after the failover: %s", n.roles, i, res.body)
 		}
+	}
+
+	// The seats the checker failed over are those that did: a seat slot is served by another master now
+	// (the killed one's replica, elected) exactly when the checker was told its seats failed over.
+	for _, c := range concerts {
+		now := pc.MasterOf(t, rc, c.seatsKey)
+		told := failedOver[linearize.Seat{Concert: c.id, Schedule: c.sched}]
+		assert.NotEqual(t, killed, now, "the seats of concert %s are still on the killed master", c.id)
+		assert.Equal(t, now != c.seats, told, "concert %s: seats on master %d before the kill and %d after, "+
+			"failed over for the checker: %v", c.id, c.seats, now, told)
 	}
 
 	// The write-behind caught up, and reconcile (the command) finds Redis and Postgres in agreement.
@@ -727,6 +750,82 @@ func TestScaleOut(t *testing.T) {
 	assert.Zero(t, lost, "acknowledged writes lost")
 	t.Logf("scaleout: Postgres holds %d payments, %d ledger entries",
 		count(`SELECT count(*) FROM payments`), count(`SELECT count(*) FROM ledger`))
+}
+
+// concertRef is one concert of the sale and where its state lives: the masters of its own slot, of its
+// schedule's seat slot and of each line shard.
+type concertRef struct {
+	id, sched string
+	layout    redis.Layout
+	seatsKey  string // the schedule's seats hash, in its seat slot
+	own       int    // the master of the concert's own slot (line_arrive, line_admit, gate_hold)
+	seats     int    // the master of the schedule's seat slot (seat_take, hold_cancel, payment_claim, seat_sell)
+	shards    []int  // the master of each line shard
+}
+
+// placeConcert reads where concert id's state lives as the service does: its layout from its settings
+// (Keys.ReadLayout, as Store.layout), the seat slot of schedule sched in it (Layout.Slot) and that slot's
+// seats key (ConcertKeys.Schedule, as seat_take's call). The test is of the spread layout: a concert whose
+// seats live in its own slot fails it.
+func placeConcert(t *testing.T, pc *dbtest.PrivateCluster, rc rueidis.Client, keys redis.Keys, id, sched string) concertRef {
+	t.Helper()
+	l, found, err := keys.ReadLayout(context.Background(), rc, id)
+	require.NoError(t, err)
+	require.True(t, found, "concert %s is not in Redis", id)
+	require.Greater(t, l.Shards, 1, "concert %s has a line of one slot", id)
+	require.NotEmpty(t, l.Schedules, "concert %s keeps its seats in its own slot", id)
+	k := keys.Concert(id)
+	c := concertRef{id: id, sched: sched, layout: l, seatsKey: k.Schedule(l.Slot(sched)).Seats(), own: pc.MasterOf(t, rc, k.Cfg())}
+	c.seats = pc.MasterOf(t, rc, c.seatsKey)
+	return c
+}
+
+// pickConcerts returns three of created whose seats live on three different masters, the second with
+// its own slot on the master of the first one's seats (nil when there are none yet): killing that master
+// fails over the seats of the first and the admissions and hold gates of the second, and the seats of
+// the second and third stay where they are.
+func pickConcerts(created []concertRef) []concertRef {
+	for _, a := range created {
+		for _, b := range created {
+			if b.own != a.seats || b.seats == a.seats {
+				continue
+			}
+			for _, c := range created {
+				if c.seats != a.seats && c.seats != b.seats {
+					return []concertRef{a, b, c}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// seatsOnNode counts the seats taken (held, being paid, sold) in the seats hash key on the node on port
+// itself, not through the cluster's routing: a node that does not serve the key's slot answers MOVED.
+func seatsOnNode(t *testing.T, port int, key string) int64 {
+	t.Helper()
+	node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + strconv.Itoa(port)},
+		ForceSingleClient: true, DisableCache: true})
+	require.NoError(t, err)
+	defer node.Close()
+	n, err := node.Do(context.Background(), node.B().Hlen().Key(key).Build()).AsInt64()
+	require.NoError(t, err, "the seats of %s on master %d", key, port)
+	return n
+}
+
+// shardsOn says how many of each concert's line shards lived on master port.
+func shardsOn(concerts []concertRef, port int) string {
+	out := make([]string, len(concerts))
+	for i, c := range concerts {
+		n := 0
+		for _, m := range c.shards {
+			if m == port {
+				n++
+			}
+		}
+		out[i] = fmt.Sprintf("%d/%d", n, len(c.shards))
+	}
+	return strings.Join(out, ", ")
 }
 
 // sum adds the samples of a labelled counter of the process (-1 when it cannot read them).
