@@ -27,7 +27,7 @@ import (
 var visualize = flag.String("visualize", "", "a directory to keep the visualizations of rejected histories in")
 
 // seatCheck is the line of seat_hold that refuses a seat someone holds (until its expiry) or bought.
-const seatCheck = "if kind ~= 'H' or tonumber(exp) > t then"
+const seatCheck = "if kind ~= 'H' or tonumber(due) > t then"
 
 // TestCheckerRejectsAPlantedBug: fans hold, cancel and pay a few seats at once on the real Redis,
 // through the service graph that ships (internal/app), every operation recorded as the fan saw it.
