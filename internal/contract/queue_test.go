@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"testing"
@@ -99,8 +100,7 @@ func queueSection(t *testing.T, s *server) {
 
 // leaveIsFinalAcrossShards checks, on a line of 8 shards, that positions count the fans ahead across
 // every shard after leaves, and that a leave answered 204 is final when it lands as the fan reaches the
-// head: each round, the ACTIVE fan gives back the one slot while the fan first in line leaves at the
-// same moment, racing the tick that would admit them.
+// head, racing the tick that admits them.
 func leaveIsFinalAcrossShards(t *testing.T, s *server) {
 	const (
 		positions = "Queue (v3): with lineShards > 1, position counts the fans ahead across every shard (after leaves)"
@@ -134,27 +134,46 @@ func leaveIsFinalAcrossShards(t *testing.T, s *server) {
 		}
 	}
 
-	for len(kept) >= 2 {
-		head, next := kept[0], kept[1]
-		var wg sync.WaitGroup
-		var gave, left reply
-		wg.Add(2)
-		go func() { defer wg.Done(); gave = s.do(t, "DELETE", "/v1/queue", nil, cur.h(curToken)...) }()
-		go func() { defer wg.Done(); left = s.do(t, "DELETE", "/v1/queue", nil, head.f.h(head.token)...) }()
-		wg.Wait()
-		expectStatus(t, "Queue: DELETE /v1/queue → 204: gives back the active slot", gave, http.StatusNoContent)
-		if !expectStatus(t, "Queue: DELETE /v1/queue → 204: leaves the line", left, http.StatusNoContent) {
-			return
-		}
-		tk := s.mustPoll(t, head.f, head.token)
-		promise(t, final, tk.Status != "ACTIVE", "the fan first in line left (204) and then read %+v", tk)
-		if _, ok := s.waitStatus(t, "Queue: the next in line is admitted once the slot is given back", next.f, next.token, 20*time.Second, "ACTIVE"); !ok {
-			return
-		}
-		tk = s.mustPoll(t, head.f, head.token)
-		promise(t, final, tk.Status != "ACTIVE", "the fan who left (204) read %+v after the next fan was admitted", tk)
-		q, qr := s.queueState(t, c.ID)
-		promise(t, final+" (the ACTIVE count)", q.Active <= 1, "activeCapacity 1: %s", qr)
-		cur, curToken, kept = next.f, next.token, kept[2:]
+	// A storm of leaves at the head: the line admits two fans a tick, and every fan leaves once they reach
+	// the first two places, at a random moment of the tick that admits them (or gives back the slot if
+	// admitted first). When every fan has left, nobody counts against the capacity.
+	r := s.do(t, "PATCH", "/admin/v1/concerts/"+c.ID+"/queue", map[string]any{"activeCapacity": 1000, "admitPerSecond": 20}, s.admin()...)
+	expectStatus(t, "Admin: PATCH /admin/v1/concerts/{concertId}/queue → 200", r, http.StatusOK)
+	expectStatus(t, "Queue: DELETE /v1/queue → 204: gives back the active slot", s.do(t, "DELETE", "/v1/queue", nil, cur.h(curToken)...), http.StatusNoContent)
+	for range 40 {
+		f := s.newFan(t)
+		kept = append(kept, waiter{f, s.mustJoin(t, f, c.ID).Token})
 	}
+	var wg sync.WaitGroup
+	for _, w := range kept {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(75 * time.Millisecond) {
+				r, err := s.try("GET", "/v1/queue", nil, w.f.h(w.token)...)
+				if err != nil || r.status != http.StatusOK {
+					continue
+				}
+				tk := asTicket(t, r)
+				if tk.Status == "WAITING" && tk.Position > 2 {
+					continue
+				}
+				// at some moment of the tick that is admitting the first places (10 a second: 100 ms apart)
+				time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+				left := s.do(t, "DELETE", "/v1/queue", nil, w.f.h(w.token)...)
+				if !expectStatus(t, "Queue: DELETE /v1/queue → 204", left, http.StatusNoContent) {
+					return
+				}
+				after := s.mustPoll(t, w.f, w.token)
+				promise(t, final, after.Status != "ACTIVE", "a fan who left at %s position %d (204) then read %+v", tk.Status, tk.Position, after)
+				return
+			}
+			promise(t, "Queue: the line admits its head (every fan reaches the first places within 30 s)", false, "fan never near the head")
+		}()
+	}
+	wg.Wait()
+	eventually(t, final+" (the ACTIVE count once every fan left)", 5*time.Second, 250*time.Millisecond, func() (bool, string) {
+		q, qr := s.queueState(t, c.ID)
+		return q.Active == 0, qr.String()
+	})
 }
