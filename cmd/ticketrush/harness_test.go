@@ -298,6 +298,7 @@ type ticket struct {
 	OpensAt              *time.Time `json:"opensAt"`
 	DrawKey              *string    `json:"drawKey"`
 	SeatsAvailable       int64      `json:"seatsAvailable"`
+	Pass                 *string    `json:"pass"` // the admission pass while ACTIVE (docs/pass.md)
 }
 
 func decodeTicket(t testing.TB, res response) ticket {

@@ -20,6 +20,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/catalog"
 	"github.com/ticketrush/ticketrush/internal/config"
 	httpapi "github.com/ticketrush/ticketrush/internal/http"
+	"github.com/ticketrush/ticketrush/internal/pass"
 	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/queue"
@@ -83,7 +84,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	wg.Go(func() {
 		periodic.RunPaced(loops, saleLogEvery, saleLogQuiet, saleLog.hadNews, r.activity.Woken, saleLog.report, log, "sale log")
 	})
+	var passes httpapi.Passes // nil without the api role: nothing to sign, no key set to serve
 	if cfg.Has(config.RoleAPI) {
+		issuer := pass.NewIssuer(db, cfg.PassIssuer, pass.Schedule{TTL: cfg.PassTTL, Skew: config.PassClockSkew,
+			KeySetMaxAge: config.PassKeySetAge}, time.Now, log)
+		if err := issuer.Start(ctx); err != nil {
+			return fmt.Errorf("load pass keys: %w", err)
+		}
+		passes = issuer
+		every(config.PassKeyReload, issuer.Refresh, "pass key reload")
 		every(cfg.SnapshotRefresh, waitingRoom.Refresh, "queue view refresh")
 		every(cfg.LivenessFlush, waitingRoom.FlushLiveness, "queue liveness flush")
 		wg.Go(func() { purchases.RunSeatView(loops, cfg.SnapshotRefresh) }) // as often as the queue view
@@ -132,6 +141,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Challenges:     auth.NewChallenges(cfg.QueueTokenSecret),
 		TrustedProxies: cfg.TrustedProxyCIDRs,
 		Draws:          store,
+		Passes:         passes,
 	})
 	srv := &http.Server{
 		Handler:           api,

@@ -50,6 +50,10 @@ type Config struct {
 	JWTIssuer         string
 	JWTAudience       string
 
+	// The admission pass (docs/pass.md): PASS_ISSUER is its iss, PASS_TTL_SECONDS its longest life.
+	PassIssuer string
+	PassTTL    time.Duration
+
 	// Timings that are not in the environment: fixed here so that every instance agrees.
 	AdmitTick       time.Duration // how often the scheduler runs the admission tick
 	SnapshotRefresh time.Duration // how often an api instance refreshes its per-concert queue view
@@ -130,6 +134,13 @@ func Load(getenv func(string) string) (Config, error) {
 		bad("TRUSTED_PROXY_CIDRS", "%v", err)
 	}
 	c.JWTIssuer, c.JWTAudience = getenv("JWT_ISSUER"), getenv("JWT_AUDIENCE")
+	c.PassIssuer = or(getenv("PASS_ISSUER"), "ticketrush")
+	if len(c.PassIssuer) > 256 {
+		bad("PASS_ISSUER", "want at most 256 bytes, got %d", len(c.PassIssuer))
+	}
+	if c.PassTTL, err = passTTL(getenv("PASS_TTL_SECONDS")); err != nil {
+		bad("PASS_TTL_SECONDS", "%v", err)
+	}
 	roles, err2 := parseRoles(or(getenv("ROLES"), strings.Join(allRoles, ",")))
 	if err2 != nil {
 		bad("ROLES", "%v", err2)
@@ -139,6 +150,31 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("configuration:\n%w", errors.Join(errs...))
 	}
 	return c, nil
+}
+
+// The pass keys' schedule (docs/pass.md, "Rotation"). A rotated key is published PassPublishLead before
+// it signs: every instance has loaded it (PassKeyReload) and every key set a verifier caches
+// (PassKeySetAge) lists it by then. A key stays published PassTTL+PassClockSkew after it stops signing;
+// `ticketrush pass rotate` deletes keys that stopped signing MaxPassTTL+PassClockSkew ago.
+const (
+	PassKeyReload   = 10 * time.Second
+	PassKeySetAge   = 60 * time.Second
+	PassPublishLead = 5 * time.Minute
+	PassClockSkew   = 30 * time.Second
+	MinPassTTL      = 10 * time.Second
+	MaxPassTTL      = time.Hour
+)
+
+// passTTL parses PASS_TTL_SECONDS: 300 when unset.
+func passTTL(s string) (time.Duration, error) {
+	if s == "" {
+		return 300 * time.Second, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < int(MinPassTTL/time.Second) || n > int(MaxPassTTL/time.Second) {
+		return 0, fmt.Errorf("want whole seconds %d-%d, got %q", int(MinPassTTL/time.Second), int(MaxPassTTL/time.Second), s)
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 func parseRoles(s string) ([]string, error) {

@@ -32,6 +32,24 @@ func TestLoadDefaults(t *testing.T) {
 		"a PATCH is in force within a second on every instance: the refresh and its read must fit in it")
 	assert.Equal(t, "tr", c.RedisKeyPrefix)
 	assert.True(t, c.Has(RoleScheduler))
+	assert.Equal(t, "ticketrush", c.PassIssuer)
+	assert.Equal(t, 300*time.Second, c.PassTTL)
+}
+
+func TestLoadPass(t *testing.T) {
+	give := valid()
+	give["PASS_ISSUER"], give["PASS_TTL_SECONDS"] = "https://tickets.example", "3600"
+	c, err := Load(env(give))
+	require.NoError(t, err)
+	assert.Equal(t, "https://tickets.example", c.PassIssuer)
+	assert.Equal(t, time.Hour, c.PassTTL)
+}
+
+// TestPassKeySchedule holds the pass keys' schedule to docs/pass.md "Rotation": a rotated key is
+// loaded by every instance, and listed by every key set a verifier may still cache, before it signs.
+func TestPassKeySchedule(t *testing.T) {
+	assert.Greater(t, PassPublishLead, PassKeyReload+PassKeySetAge+PassClockSkew)
+	assert.Less(t, MinPassTTL, MaxPassTTL)
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -49,6 +67,9 @@ func TestLoadErrors(t *testing.T) {
 		{"bad rate", map[string]string{"USER_RATE_LIMIT": "-1"}, []string{"USER_RATE_LIMIT: want an integer"}},
 		{"bad cidr", map[string]string{"TRUSTED_PROXY_CIDRS": "10.0.0.0/8, nope"}, []string{`TRUSTED_PROXY_CIDRS: want CIDRs such as 10.0.0.0/8, got "nope"`}},
 		{"redis password masked", map[string]string{"REDIS_URL": "http://user:hunter2@x"}, []string{"REDIS_URL: want redis://", "xxxxx"}},
+		{"pass ttl too short", map[string]string{"PASS_TTL_SECONDS": "9"}, []string{`PASS_TTL_SECONDS: want whole seconds 10-3600, got "9"`}},
+		{"pass ttl too long", map[string]string{"PASS_TTL_SECONDS": "3601"}, []string{`PASS_TTL_SECONDS: want whole seconds 10-3600, got "3601"`}},
+		{"pass ttl not a number", map[string]string{"PASS_TTL_SECONDS": "5m"}, []string{`PASS_TTL_SECONDS: want whole seconds 10-3600, got "5m"`}},
 		{"bad key prefix", map[string]string{"REDIS_KEY_PREFIX": "a{b}"}, []string{"REDIS_KEY_PREFIX: want 1-32 chars"}},
 	}
 	for _, tt := range tests {

@@ -28,6 +28,7 @@ func TestContract(t *testing.T) {
 			{"Abandonment", abandonment},
 			{"Abuse", abuse},
 			{"Operations", operations},
+			{"AdmissionPass", admissionPass},
 		} {
 			t.Run(sec.name, func(t *testing.T) {
 				t.Parallel()

@@ -52,6 +52,10 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, _ httproute
 	started := false
 	var buf bytes.Buffer
 	err = s.Queue.Watch(ctx, s.Timeout, user, r.Header.Get("X-Queue-Token"), func(t ticketrush.Ticket) error {
+		body, err := s.ticketJSON(user, t)
+		if err != nil {
+			return err
+		}
 		if !started {
 			h := w.Header()
 			h.Set("Content-Type", "text/event-stream")
@@ -62,7 +66,7 @@ func (s *Server) queueEvents(w http.ResponseWriter, r *http.Request, _ httproute
 		}
 		buf.Reset()
 		buf.WriteString("event: status\ndata: ")
-		if err := json.NewEncoder(&buf).Encode(toTicketJSON(t)); err != nil { // Encode ends the line
+		if err := json.NewEncoder(&buf).Encode(body); err != nil { // Encode ends the line
 			return err
 		}
 		buf.WriteString("\n")

@@ -141,6 +141,7 @@ var apiCases = []apiCase{
 		setup: redisDownAtReady},
 	{name: "readyz degraded", method: "GET", path: "/readyz", status: 200, setup: replicaSyncing},
 	{name: "metrics", method: "GET", path: "/metrics", status: 200},
+	{name: "pass key set", method: "GET", path: "/.well-known/jwks.json", status: 200},
 	{name: "fan page", method: "GET", path: "/", status: 200},
 	{name: "fan concert page", method: "GET", path: "/concerts/c1", status: 200},
 	{name: "admin console", method: "GET", path: "/admin", status: 200},

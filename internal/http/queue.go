@@ -2,7 +2,9 @@ package http
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -38,6 +40,7 @@ type ticketJSON struct {
 	OpensAt              *time.Time `json:"opensAt"`
 	DrawKey              *string    `json:"drawKey"`
 	SeatsAvailable       int64      `json:"seatsAvailable"`
+	Pass                 *string    `json:"pass"`
 }
 
 func toTicketJSON(t ticketrush.Ticket) ticketJSON {
@@ -52,6 +55,36 @@ func toTicketJSON(t ticketrush.Ticket) ticketJSON {
 		out.DrawKey = &k
 	}
 	return out
+}
+
+// ticketJSON is t's queue body for user: with an admission pass while t is ACTIVE, signed afresh on
+// each answer (docs/pass.md, "Cost"); no other status signs anything.
+func (s *Server) ticketJSON(user string, t ticketrush.Ticket) (ticketJSON, error) {
+	out := toTicketJSON(t)
+	if t.Status != ticketrush.StatusActive || s.Passes == nil {
+		return out, nil
+	}
+	p, err := s.Passes.Sign(user, t.ConcertID, t.ActiveUntil)
+	if err != nil {
+		return ticketJSON{}, fmt.Errorf("sign pass: %w", err)
+	}
+	out.Pass = &p
+	return out, nil
+}
+
+// keySet is GET /.well-known/jwks.json: the public keys that verify every admission pass not yet
+// expired, cacheable for as long as docs/pass.md's schedule allows.
+func (s *Server) keySet(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	if s.Passes == nil {
+		return ticketrush.ErrNotFound
+	}
+	jwks, maxAge := s.Passes.KeySet()
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(maxAge/time.Second)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(jwks)
+	return err
 }
 
 // utcOrNil is an optional time of a reply: nil (null) when unset, else in UTC.
@@ -87,7 +120,11 @@ func (s *Server) joinQueue(w http.ResponseWriter, r *http.Request, p httprouter.
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, toTicketJSON(t))
+	body, err := s.ticketJSON(user, t)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, status, body)
 	return nil
 }
 
@@ -100,7 +137,11 @@ func (s *Server) queueStatus(w http.ResponseWriter, r *http.Request, _ httproute
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toTicketJSON(t))
+	body, err := s.ticketJSON(user, t)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, body)
 	return nil
 }
 

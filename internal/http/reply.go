@@ -164,6 +164,11 @@ func (t ticketJSON) appendJSON(b []byte) ([]byte, bool) {
 	}
 	b = append(b, `,"seatsAvailable":`...)
 	b = strconv.AppendInt(b, t.SeatsAvailable, 10)
+	if t.Pass == nil {
+		b = append(b, `,"pass":null`...)
+	} else {
+		field(`,"pass":`, *t.Pass)
+	}
 	return append(b, '}'), ok
 }
 

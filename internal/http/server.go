@@ -47,6 +47,12 @@ type Challenges interface {
 	Pass(challenge, nonce, userID, concertID string, now time.Time) ticketrush.JoinPass
 }
 
+// Passes signs admission passes and serves the key set that verifies them (docs/pass.md).
+type Passes interface {
+	Sign(userID, concertID string, activeUntil time.Time) (string, error)
+	KeySet() (jwks []byte, maxAge time.Duration)
+}
+
 // Users verifies user JWTs.
 type Users interface {
 	Verify(token string) (string, error)
@@ -76,7 +82,8 @@ type Deps struct {
 	Limiter        *Limiter       // the per-instance request limit of every /v1 route; nil: off
 	TrustedProxies []netip.Prefix // TRUSTED_PROXY_CIDRS: whose X-Forwarded-For names the client
 	Challenges     Challenges
-	Draws          Draws // the on-sale's public draw
+	Draws          Draws  // the on-sale's public draw
+	Passes         Passes // the admission pass of an ACTIVE queue body; nil: pass is always null, no key set
 }
 
 // The default request bounds: both well inside the server's 15 s write timeout.
@@ -126,6 +133,7 @@ func NewServer(d Deps) *Server {
 	if !d.API {
 		return s
 	}
+	s.handle("GET", "/.well-known/jwks.json", s.keySet)
 	s.handle("GET", "/v1/concerts", s.listConcerts)
 	s.handle("POST", "/v1/concerts/:concertId/queue", s.joinQueue)
 	s.handle("POST", "/v1/concerts/:concertId/queue/challenge", s.queueChallenge)

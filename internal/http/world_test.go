@@ -21,6 +21,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/booking"
 	"github.com/ticketrush/ticketrush/internal/catalog"
 	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/pass"
 	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
@@ -42,6 +43,8 @@ const (
 	testAdminToken = "test-admin-token-0123456789abcdefghij"
 	testJWTSecret  = "contract-test-jwt-secret-0123456789abcdef"
 	testQueueKey   = "contract-test-queue-secret-0123456789abc"
+	testPassIssuer = "https://tickets.test"
+	testPassTTL    = 300 * time.Second
 
 	userAlice = "alice"
 	userBob   = "bob"
@@ -161,6 +164,10 @@ func (c *contract) newWorld(t testing.TB, rc rueidis.Client, prefix string) *wor
 		Registry:   prometheus.NewRegistry(),
 		Log:        log,
 	}
+	issuer := pass.NewIssuer(c.db, testPassIssuer, pass.Schedule{TTL: testPassTTL, Skew: 30 * time.Second,
+		KeySetMaxAge: time.Minute}, w.now, log)
+	require.NoError(t, issuer.Start(context.Background()))
+	w.deps.Passes = issuer
 	w.fixtures()
 	return w
 }
