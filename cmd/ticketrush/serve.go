@@ -24,6 +24,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
@@ -48,6 +49,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	} else if len(applied) > 0 {
 		log.Info("migrated", "applied", applied)
+	}
+
+	if err := repair.RecordPlacements(ctx, rc, db, cfg.RedisKeyPrefix); err != nil {
+		return fmt.Errorf("record placements: %w", err)
 	}
 
 	state := writebehind.NewState(rc, cfg.RedisKeyPrefix)
