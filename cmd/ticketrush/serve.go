@@ -116,6 +116,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			wcfg.ReplicaWait = redis.ReplicaWait // an event reaches Postgres once a replica has it
 		}
 		worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.streams, wcfg, time.Now, log, reg)
+		worker.FollowPlacements(cat.Placement)
 		wg.Go(func() { worker.Run(loops) })
 		ready["writebehind"] = worker.Check
 	}
