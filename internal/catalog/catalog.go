@@ -77,9 +77,10 @@ const CreateBound = 5 * time.Minute
 const pingBound = 2 * time.Second
 
 // Create validates a concert, gives it and its schedules ids, places its seats (Live.PlaceSeats), writes
-// it with its placement to Postgres in one transaction and loads it into Redis. With an idempotency key the ids come from the key, so that a retry of the
-// same create finds the concert the first made (and answers with it) instead of making a second; the
-// same key with another concert is ErrIdempotencyConflict.
+// it with its placement to Postgres in one transaction and loads it into Redis. With an idempotency key
+// the ids come from the key, so that a retry of the same create finds the concert the first made (and
+// answers with it) instead of making a second; the same key with another concert is
+// ErrIdempotencyConflict.
 //
 // The write runs on past ctx's deadline (up to CreateBound): when ctx ends first, Create returns the
 // concert with its ids and done false, and the concert appears once the write commits; a retry with

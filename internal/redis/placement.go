@@ -162,9 +162,10 @@ func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert) []Seat
 	return slots
 }
 
-// SeatPlacement is the placement to record for concert c, created before placements were recorded (a
-// cfg sched value): the seat slots its settings in Redis name when Redis holds c (those every running
-// process reads; none when its seats live in its own slot), else a new placement (PlaceSeatSlots).
+// SeatPlacement is the placement to record for concert c (a cfg sched value): the seat slots its
+// settings in Redis name when Redis holds c (a concert created before placements were recorded: the
+// slots every running process reads, none when its seats live in its own slot), else a new placement
+// (PlaceSeatSlots: a concert being created, or one Redis lost).
 func SeatPlacement(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert) (string, error) {
 	if c.Queue.LineShards <= 1 {
 		return "", nil
