@@ -25,6 +25,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
+	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
@@ -49,6 +50,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	} else if len(applied) > 0 {
 		log.Info("migrated", "applied", applied)
+	}
+
+	if err := repair.RecordPlacements(ctx, rc, db, cfg.RedisKeyPrefix); err != nil {
+		return fmt.Errorf("record placements: %w", err)
 	}
 
 	state := writebehind.NewState(rc, cfg.RedisKeyPrefix)
@@ -120,6 +125,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			wcfg.ReplicaWait = redis.ReplicaWait // an event reaches Postgres once a replica has it
 		}
 		worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.streams, wcfg, time.Now, log, reg)
+		worker.FollowPlacements(cat.Placement)
 		wg.Go(func() { worker.Run(loops) })
 		ready["writebehind"] = worker.Check
 	}

@@ -28,6 +28,7 @@ type Sale struct {
 // every service takes now, logs to log and registers its metrics with reg.
 func New(store *redis.Store, record catalog.Record, queueSecret []byte, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) Sale {
 	cat := catalog.NewService(record, store, now, log)
+	store.FollowPlacements(cat.Placement)
 	waitingRoom := queue.NewService(store, auth.NewQueueTokens(queueSecret), now, log, reg)
 	waitingRoom.EnableOnSale(store, cat.Sale)
 	return Sale{Catalog: cat, Queue: waitingRoom, Booking: booking.NewService(store, cat, waitingRoom, now, log, reg)}

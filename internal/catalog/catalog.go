@@ -37,6 +37,7 @@ type Live interface {
 	PrequeueSize(ctx context.Context, concertID string) (int64, error)
 	DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error)
 	DefaultLineShards(ctx context.Context) (int, error)
+	PlaceSeats(ctx context.Context, c ticketrush.Concert) (string, error) // where a new concert's seats go
 }
 
 // Service is the catalog.
@@ -75,10 +76,11 @@ const CreateBound = 5 * time.Minute
 // pingBound bounds the check that Postgres answers before a create starts.
 const pingBound = 2 * time.Second
 
-// Create validates a concert, gives it and its schedules ids, writes it to Postgres in one transaction
-// and loads it into Redis. With an idempotency key the ids come from the key, so that a retry of the
-// same create finds the concert the first made (and answers with it) instead of making a second; the
-// same key with another concert is ErrIdempotencyConflict.
+// Create validates a concert, gives it and its schedules ids, places its seats (Live.PlaceSeats), writes
+// it with its placement to Postgres in one transaction and loads it into Redis. With an idempotency key
+// the ids come from the key, so that a retry of the same create finds the concert the first made (and
+// answers with it) instead of making a second; the same key with another concert is
+// ErrIdempotencyConflict.
 //
 // The write runs on past ctx's deadline (up to CreateBound): when ctx ends first, Create returns the
 // concert with its ids and done false, and the concert appears once the write commits; a retry with
@@ -110,9 +112,16 @@ func (s *Service) Create(ctx context.Context, c ticketrush.Concert, key string) 
 		c.Schedules[i].ID = newID(key, "schedule/"+strconv.Itoa(i))
 		c.Schedules[i].StartsAt = c.Schedules[i].StartsAt.UTC()
 	}
+	// The placement is recorded with the concert, so that restore puts its seats back where every
+	// process looks for them (docs/scaleout.md, "Placement").
+	slots, err := s.live.PlaceSeats(ctx, c)
+	if err != nil {
+		return c, false, fmt.Errorf("create concert: %w", err)
+	}
+	c.Placement = ticketrush.Placement{Slots: slots, Recorded: true}
 	// The write outlives the request; whether Postgres answers at all is known now (a 503, not a 202).
 	pctx, cancel := context.WithTimeout(ctx, pingBound)
-	err := s.record.Ping(pctx)
+	err = s.record.Ping(pctx)
 	cancel()
 	if err != nil {
 		return c, false, fmt.Errorf("create concert: postgres: %w", errors.Join(ticketrush.ErrUnavailable, err))
@@ -286,6 +295,15 @@ func (s *Service) put(c ticketrush.Concert) {
 	for _, sc := range c.Schedules {
 		s.schedules[sc.ID] = c.ID
 	}
+}
+
+// Placement returns a concert's placement as the record had it at the last refresh that read the
+// catalog (not recorded for a concert the catalog does not hold): the layout every process follows
+// (redis.Store.FollowPlacements).
+func (s *Service) Placement(concertID string) ticketrush.Placement {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.concerts[concertID].Placement
 }
 
 // ScheduleConcert returns the concert a schedule belongs to.

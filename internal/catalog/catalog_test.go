@@ -82,6 +82,8 @@ func (live) LoadConcert(context.Context, ticketrush.Concert, time.Time) (bool, e
 
 func (live) DefaultLineShards(context.Context) (int, error) { return 1, nil }
 
+func (live) PlaceSeats(context.Context, ticketrush.Concert) (string, error) { return "", nil }
+
 func concert(title string) ticketrush.Concert {
 	at := time.Date(2026, 12, 24, 10, 0, 0, 0, time.UTC)
 	return ticketrush.Concert{Title: title, Venue: "KSPO Dome", Queue: ticketrush.DefaultQueueSettings(),

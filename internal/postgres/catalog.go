@@ -16,8 +16,8 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// CreateConcert writes a concert, its sections, schedules and every seat of every schedule in one
-// transaction; the seats travel by COPY, generated as they are sent. It returns ticketrush.ErrExists, writing
+// CreateConcert writes a concert, its placement, sections, schedules and every seat of every schedule in
+// one transaction; the seats travel by COPY, generated as they are sent. It returns ticketrush.ErrExists, writing
 // nothing, when a concert with that id is there already (a retried create), and an error that is
 // ErrUnavailable when Postgres cannot be reached or does not answer in time.
 func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
@@ -25,11 +25,12 @@ func (db *DB) CreateConcert(ctx context.Context, c ticketrush.Concert) error {
 		q := c.Queue
 		tag, err := tx.Exec(ctx, `INSERT INTO concerts (id, title, venue, active_capacity, admit_per_second,
 			active_ttl_seconds, hold_ttl_seconds, max_holds_per_user, paused, join_pow_bits, access_code_required,
-			active_per_seat, abandon_after_seconds, no_show_seconds, line_shards)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT (id) DO NOTHING`,
+			active_per_seat, abandon_after_seconds, no_show_seconds, line_shards, seat_slots)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16) ON CONFLICT (id) DO NOTHING`,
 			c.ID, c.Title, c.Venue, q.ActiveCapacity, q.AdmitPerSecond, int(q.ActiveTTL/time.Second),
 			int(q.HoldTTL/time.Second), q.MaxHoldsPerUser, q.Paused, q.JoinPowBits, q.AccessCodeRequired,
-			q.ActivePerSeat, int(q.AbandonAfter/time.Second), int(q.NoShow/time.Second), max(1, q.LineShards))
+			q.ActivePerSeat, int(q.AbandonAfter/time.Second), int(q.NoShow/time.Second), max(1, q.LineShards),
+			placementValue(c.Placement))
 		if err != nil {
 			return fmt.Errorf("insert concert: %w", err)
 		}
@@ -117,7 +118,6 @@ func (r *seatRows) Next() bool {
 func (r *seatRows) Values() ([]any, error) { return r.row, nil }
 func (r *seatRows) Err() error             { return nil }
 
-// Concerts returns the whole catalog, oldest concert first.
 // CatalogVersion is the catalog's version (sql/0010_catalog_version.sql): it moves with every change of
 // what Concerts returns.
 func (db *DB) CatalogVersion(ctx context.Context) (int64, error) {
@@ -128,10 +128,11 @@ func (db *DB) CatalogVersion(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
+// Concerts returns the whole catalog, oldest concert first.
 func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	rows, err := db.pool.Query(ctx, `SELECT id, title, venue, active_capacity, admit_per_second, active_ttl_seconds,
 		hold_ttl_seconds, max_holds_per_user, paused, join_pow_bits, access_code_required, active_per_seat,
-		abandon_after_seconds, no_show_seconds, line_shards FROM concerts ORDER BY created_at, id`)
+		abandon_after_seconds, no_show_seconds, line_shards, seat_slots FROM concerts ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list concerts: %w", err)
 	}
@@ -140,11 +141,13 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 	for rows.Next() {
 		var c ticketrush.Concert
 		var ttl, hold, abandon, noShow int
+		var slots *string
 		if err := rows.Scan(&c.ID, &c.Title, &c.Venue, &c.Queue.ActiveCapacity, &c.Queue.AdmitPerSecond, &ttl, &hold,
 			&c.Queue.MaxHoldsPerUser, &c.Queue.Paused, &c.Queue.JoinPowBits, &c.Queue.AccessCodeRequired,
-			&c.Queue.ActivePerSeat, &abandon, &noShow, &c.Queue.LineShards); err != nil {
+			&c.Queue.ActivePerSeat, &abandon, &noShow, &c.Queue.LineShards, &slots); err != nil {
 			return nil, fmt.Errorf("list concerts: %w", err)
 		}
+		c.Placement = placementOf(slots)
 		c.Queue.AbandonAfter = time.Duration(abandon) * time.Second
 		c.Queue.NoShow = time.Duration(noShow) * time.Second
 		c.Queue.ActiveTTL = time.Duration(ttl) * time.Second
@@ -209,6 +212,41 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 		return nil, fmt.Errorf("list sales: %w", err)
 	}
 	return out, nil
+}
+
+// RecordPlacement records a concert's placement unless its record has one already, and returns the one
+// recorded: slots, or the earlier one (a placement is recorded once, and never written over). It moves
+// the catalog version (sql/0010_catalog_version.sql), so every instance's catalog reads it.
+func (db *DB) RecordPlacement(ctx context.Context, concertID, slots string) (ticketrush.Placement, error) {
+	if _, err := db.pool.Exec(ctx, `UPDATE concerts SET seat_slots = $2 WHERE id = $1 AND seat_slots IS NULL`,
+		concertID, slots); err != nil {
+		return ticketrush.Placement{}, unavailable(ctx, fmt.Errorf("record placement of %s: %w", concertID, err))
+	}
+	var got *string
+	err := db.pool.QueryRow(ctx, `SELECT seat_slots FROM concerts WHERE id = $1`, concertID).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ticketrush.Placement{}, fmt.Errorf("record placement of %s: %w", concertID, ticketrush.ErrNotFound)
+	}
+	if err != nil {
+		return ticketrush.Placement{}, unavailable(ctx, fmt.Errorf("record placement of %s: %w", concertID, err))
+	}
+	return placementOf(got), nil
+}
+
+// placementValue is the seat_slots value of p: SQL null while it is not recorded.
+func placementValue(p ticketrush.Placement) *string {
+	if !p.Recorded {
+		return nil
+	}
+	return &p.Slots
+}
+
+// placementOf reads a seat_slots value.
+func placementOf(slots *string) ticketrush.Placement {
+	if slots == nil {
+		return ticketrush.Placement{}
+	}
+	return ticketrush.Placement{Slots: *slots, Recorded: true}
 }
 
 // UpdateQueueSettings applies a patch to a concert's queue settings and returns the result.

@@ -75,3 +75,54 @@ func TestCatalogRoundTrip(t *testing.T) {
 	_, err = db.UpdateQueueSettings(ctx, "nope", ticketrush.QueuePatch{Paused: &paused})
 	assert.ErrorIs(t, err, ticketrush.ErrNotFound)
 }
+
+// TestPlacementIsRecordedOnce: a concert's placement is written with the concert and read back with
+// it; a concert created without one (before placements were recorded) gets the first one recorded, and
+// no later one is written over it. Each recording moves the catalog's version, so every instance reads it.
+func TestPlacementIsRecordedOnce(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 24, 10, 0, 0, 0, time.UTC)
+	placed := ticketrush.Concert{ID: "placed", Title: "T", Venue: "V", Queue: ticketrush.DefaultQueueSettings(),
+		Sections:  []ticketrush.Section{{Name: "VIP", Price: 100, Seats: 1}},
+		Schedules: []ticketrush.Schedule{{ID: "p1", StartsAt: at}, {ID: "p2", StartsAt: at}},
+		Placement: ticketrush.Placement{Slots: "p1@4,p2", Recorded: true}}
+	placed.Queue.LineShards = 3
+	legacy := placed
+	legacy.ID, legacy.Schedules = "legacy", []ticketrush.Schedule{{ID: "l1", StartsAt: at}}
+	legacy.Placement = ticketrush.Placement{}
+	require.NoError(t, db.CreateConcert(ctx, placed))
+	require.NoError(t, db.CreateConcert(ctx, legacy))
+	placement := func(id string) ticketrush.Placement {
+		all, err := db.Concerts(ctx)
+		require.NoError(t, err)
+		for _, c := range all {
+			if c.ID == id {
+				return c.Placement
+			}
+		}
+		t.Fatalf("no concert %s", id)
+		return ticketrush.Placement{}
+	}
+	assert.Equal(t, placed.Placement, placement("placed"), "written with the concert")
+	assert.Equal(t, ticketrush.Placement{}, placement("legacy"), "none recorded")
+
+	v0, err := db.CatalogVersion(ctx)
+	require.NoError(t, err)
+	got, err := db.RecordPlacement(ctx, "legacy", "l1@2")
+	require.NoError(t, err)
+	assert.Equal(t, ticketrush.Placement{Slots: "l1@2", Recorded: true}, got)
+	v1, err := db.CatalogVersion(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, v1, v0, "a recording moves the catalog's version")
+	got, err = db.RecordPlacement(ctx, "legacy", "l1@9")
+	require.NoError(t, err)
+	assert.Equal(t, ticketrush.Placement{Slots: "l1@2", Recorded: true}, got, "the first recording stands")
+	got, err = db.RecordPlacement(ctx, "placed", "p1,p2")
+	require.NoError(t, err)
+	assert.Equal(t, placed.Placement, got, "the create's placement stands")
+	assert.Equal(t, ticketrush.Placement{Slots: "l1@2", Recorded: true}, placement("legacy"))
+	assert.Equal(t, placed.Placement, placement("placed"))
+	_, err = db.RecordPlacement(ctx, "nope", "x")
+	assert.ErrorIs(t, err, ticketrush.ErrNotFound)
+}

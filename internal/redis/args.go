@@ -21,7 +21,7 @@ type call struct{ keys, args []string }
 func built(keys, args []string) call { return call{keys: keys, args: args} }
 
 // concertLoad is concert_load's call: con's catalog and settings.
-// sched is where its seat slots are (PlaceSeatSlots).
+// sched is where its seat slots are (its placement: PlaceSeatSlots, recorded with the concert).
 func (c ConcertKeys) concertLoad(con ticketrush.Concert, sched string, now time.Time) (keys, args []string) {
 	q := con.Queue
 	keys = []string{c.Meta(), c.Cfg(), c.Events(), c.Draw(), c.Inventory()}

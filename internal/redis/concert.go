@@ -11,12 +11,16 @@ import (
 )
 
 // LoadConcert writes a concert's catalog and settings unless Redis has them already; it reports
-// whether it wrote.
+// whether it wrote. Its seat slots are its recorded placement, or for a concert without one (the tools',
+// the tests') what SeatPlacement gives.
 func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.Time) (bool, error) {
 	k := s.keys.Concert(c.ID)
-	sched, err := s.seatSlotsToLoad(ctx, k, c)
-	if err != nil {
-		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
+	sched := c.Placement.Slots
+	if !c.Placement.Recorded {
+		var err error
+		if sched, err = SeatPlacement(ctx, s.client, k, c); err != nil {
+			return false, fmt.Errorf("load concert %s: %w", c.ID, err)
+		}
 	}
 	keys, args := k.concertLoad(c, sched, now)
 	msg, err := s.exec(ctx, s.load, keys, args)
@@ -71,18 +75,10 @@ func (s *Store) migrateLine(ctx context.Context, k ConcertKeys, shards int) erro
 	return nil
 }
 
-// seatSlotsToLoad is the cfg sched value concert_load writes for c: the placement its settings already
-// name (a concert loaded before: every instance loads each concert once at its start, and its layout is
-// read then anyway), else a new one (PlaceSeatSlots, which reads the cluster's slot map).
-func (s *Store) seatSlotsToLoad(ctx context.Context, k ConcertKeys, c ticketrush.Concert) (string, error) {
-	if c.Queue.LineShards <= 1 {
-		return "", nil
-	}
-	l, err := s.layout(ctx, c.ID)
-	if err != nil || l.Schedules != nil {
-		return joinSlots(l.Schedules), err
-	}
-	return PlaceSeatSlots(ctx, s.client, k, c)
+// PlaceSeats is the placement of a concert about to be created (PlaceSeatSlots), or of one created
+// before placements were recorded (SeatPlacement: the one Redis holds, else a new one).
+func (s *Store) PlaceSeats(ctx context.Context, c ticketrush.Concert) (string, error) {
+	return SeatPlacement(ctx, s.client, s.keys.Concert(c.ID), c)
 }
 
 // loadReply reads concert_load's 1 (loaded) or 0 (there already).

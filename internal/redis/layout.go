@@ -283,7 +283,7 @@ func parseSeatState(v string) (s SeatState, ok bool) {
 func openHolds(ids []string) string { return strings.Join(ids, ",") }
 
 // concertHashes returns a concert's meta and cfg hashes as concert_load writes them, with its seat slots
-// at sched (PlaceSeatSlots).
+// at sched (its placement: PlaceSeatSlots, recorded with the concert).
 func concertHashes(c ticketrush.Concert, sched string) (meta, cfg map[string]string) {
 	q := c.Queue
 	meta = map[string]string{"title": c.Title, "venue": c.Venue}

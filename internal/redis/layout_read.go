@@ -4,17 +4,44 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // Layout is where a concert's state lives, fixed when it is created and kept in its settings (cfg):
 // how many slots its line is spread over (shards, 1: the concert's slot), and the schedules whose seats
 // have a slot of their own, each named by its SeatSlot (sched, nil: the seats live in the concert's slot).
+// The record keeps the seat slots too (ticketrush.Placement), and restore writes them from there.
 type Layout struct {
 	Shards    int
 	Schedules []SeatSlot
+}
+
+// Follows reports whether l puts the seats where p, the concert's recorded placement, puts them (always,
+// while none is recorded).
+func (l Layout) Follows(p ticketrush.Placement) bool {
+	if !p.Recorded {
+		return true
+	}
+	rest := p.Slots
+	for i, s := range l.Schedules {
+		if i > 0 {
+			if !strings.HasPrefix(rest, ",") {
+				return false
+			}
+			rest = rest[1:]
+		}
+		if !strings.HasPrefix(rest, string(s)) {
+			return false
+		}
+		rest = rest[len(s):]
+	}
+	return rest == ""
 }
 
 // ReadLayout reads a concert's layout from its settings in one command; found is false for a concert
@@ -41,20 +68,33 @@ func (k Keys) ReadLayout(ctx context.Context, c rueidis.Client, concertID string
 	return l, true, nil
 }
 
-// layouts caches each concert's layout (fixed at creation), read once per concert and process.
+// layouts caches each concert's layout, read once per concert and process, and read again when it does
+// not follow the concert's recorded placement (follow, see FollowPlacements).
 type layouts struct {
-	mu sync.Mutex
-	of map[string]Layout
+	mu     sync.Mutex
+	of     map[string]Layout
+	follow atomic.Pointer[func(concertID string) ticketrush.Placement]
 }
 
-// layout returns concertID's layout, read from Redis the first time (a concert not in Redis yet is not
-// cached).
+// FollowPlacements makes the store check each concert's cached layout against recorded, the concert's
+// placement as the record has it now (the catalog's, which follows the record within its refresh), and
+// read the layout again from Redis when the two differ: restore writes the recorded placement, so a
+// cached layout that differs from it names seat slots Redis may no longer have (docs/scaleout.md,
+// "Placement"). Without it a cached layout is kept for the life of the process.
+func (s *Store) FollowPlacements(recorded func(concertID string) ticketrush.Placement) {
+	s.layouts.follow.Store(&recorded)
+}
+
+// layout returns concertID's layout, read from Redis the first time and whenever the cached one does not
+// follow the recorded placement (a concert not in Redis yet is not cached).
 func (s *Store) layout(ctx context.Context, concertID string) (Layout, error) {
 	s.layouts.mu.Lock()
 	l, ok := s.layouts.of[concertID]
 	s.layouts.mu.Unlock()
 	if ok {
-		return l, nil
+		if follow := s.layouts.follow.Load(); follow == nil || l.Follows((*follow)(concertID)) {
+			return l, nil
+		}
 	}
 	l, found, err := s.keys.ReadLayout(ctx, s.client, concertID)
 	if err != nil || !found {

@@ -160,3 +160,33 @@ func TestParseSeatState(t *testing.T) {
 		assert.Equal(t, tt.want, got, tt.give)
 	}
 }
+
+// TestLayoutFollows: a cached layout follows a recorded placement only when it names the same seat
+// slots in the same order (the cfg sched value), and any while none is recorded.
+func TestLayoutFollows(t *testing.T) {
+	recorded := func(slots string) ticketrush.Placement { return ticketrush.Placement{Slots: slots, Recorded: true} }
+	spread := Layout{Shards: 3, Schedules: []SeatSlot{"s1@2", "s2"}}
+	tests := []struct {
+		name string
+		give Layout
+		p    ticketrush.Placement
+		want bool
+	}{
+		{"the same slots", spread, recorded("s1@2,s2"), true},
+		{"none recorded", spread, ticketrush.Placement{}, true},
+		{"another suffix", spread, recorded("s1@3,s2"), false},
+		{"a suffix more", spread, recorded("s1@2,s2@1"), false},
+		{"a suffix less", spread, recorded("s1,s2"), false},
+		{"a slot more", spread, recorded("s1@2,s2,s3"), false},
+		{"a slot less", spread, recorded("s1@2"), false},
+		{"other order", spread, recorded("s2,s1@2"), false},
+		{"seats in the concert's slot", spread, recorded(""), false},
+		{"one slot, recorded so", Layout{Shards: 1}, recorded(""), true},
+		{"one slot, recorded spread", Layout{Shards: 3}, recorded("s1"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.give.Follows(tt.p))
+		})
+	}
+}

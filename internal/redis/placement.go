@@ -17,8 +17,10 @@ import (
 // share a master, often the concert's own, two times in three. So at creation the concert places them
 // (PlaceSeatSlots): each schedule goes to the master with the least expected load so far, each master
 // starting with the load of the concert's own slot and of the line shards it serves, and the slot's tag
-// gets the first suffix "@<n>" whose slot that master serves. The placement is kept in the concert's settings (cfg sched) and never
-// recomputed for a concert that has one: a reshard or a failover later moves slots, never keys.
+// gets the first suffix "@<n>" whose slot that master serves. The placement is recorded with the concert
+// in Postgres (ticketrush.Placement) and kept in its settings (cfg sched); restore writes the recorded
+// one, and it is never recomputed for a concert that has one: a reshard or a failover later moves slots,
+// never keys (docs/scaleout.md, "Placement").
 
 // ConcertSlotWeight is the Redis time of a concert's own slot per fan (line_arrive, line_admit and the
 // gate steps of a hold and a cancel), against a schedule slot's per fan holding there (seat_take,
@@ -96,7 +98,7 @@ func joinSlots(slots []SeatSlot) string {
 	return strings.Join(parts, ",")
 }
 
-// PlaceSeatSlots returns the cfg sched value of concert c as concert_load and restore write it: "" for a
+// PlaceSeatSlots returns a new placement of concert c's seat slots, the cfg sched value: "" for a
 // concert whose seats live in its own slot (a line of one shard), its schedule ids on a single Redis,
 // and on a Redis Cluster each schedule's slot placed on a master (see above).
 func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert) (string, error) {
@@ -160,23 +162,28 @@ func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert) []Seat
 	return slots
 }
 
-// keptSeatSlots is the cfg sched value for restoring concert c: the placement its settings in Redis
-// still name when it names c's schedules, else a new one (PlaceSeatSlots).
-func keptSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert) (string, error) {
+// SeatPlacement is the placement to record for concert c (a cfg sched value): the seat slots its
+// settings in Redis name when Redis holds c (a concert created before placements were recorded: the
+// slots every running process reads, none when its seats live in its own slot), else a new placement
+// (PlaceSeatSlots: a concert being created, or one Redis lost).
+func SeatPlacement(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert) (string, error) {
 	if c.Queue.LineShards <= 1 {
 		return "", nil
 	}
-	raw, err := rdb.Do(ctx, rdb.B().Hget().Key(k.Cfg()).Field("sched").Build()).ToString()
-	if err != nil && !rueidis.IsRedisNil(err) {
+	v, err := rdb.Do(ctx, rdb.B().Hmget().Key(k.Cfg()).Field("cap", "sched").Build()).ToArray()
+	if err != nil {
 		return "", fmt.Errorf("placement of %s: %w", c.ID, unavailable(err))
 	}
-	kept := ScheduleIDs(splitSchedules(raw))
-	same := len(kept) == len(c.Schedules)
-	for i := 0; same && i < len(kept); i++ {
-		same = kept[i] == c.Schedules[i].ID
-	}
-	if same {
-		return raw, nil
+	if !v[0].IsNil() {
+		raw, _ := v[1].ToString()
+		kept := ScheduleIDs(splitSchedules(raw))
+		same := kept == nil || len(kept) == len(c.Schedules)
+		for i := 0; same && i < len(kept); i++ {
+			same = kept[i] == c.Schedules[i].ID
+		}
+		if same {
+			return raw, nil
+		}
 	}
 	return PlaceSeatSlots(ctx, rdb, k, c)
 }

@@ -74,7 +74,8 @@ func TestPlaceSeatSlots(t *testing.T) {
 }
 
 // TestPlaceSeatSlotsOnCluster: on the local cluster, a concert loaded as the service loads it keeps the
-// placement in its settings, its seat slots off its own master, and keeps it when it is restored.
+// placement in its settings, its seat slots off its own master, and the placement recorded for it is
+// that one.
 func TestPlaceSeatSlotsOnCluster(t *testing.T) {
 	c, prefix := dbtest.Cluster(t)
 	ctx := context.Background()
@@ -96,7 +97,7 @@ func TestPlaceSeatSlotsOnCluster(t *testing.T) {
 	}
 	raw, err := c.Do(ctx, c.B().Hget().Key(k.Cfg()).Field("sched").Build()).ToString()
 	require.NoError(t, err)
-	kept, err := keptSeatSlots(ctx, c, k, con)
+	kept, err := SeatPlacement(ctx, c, k, con)
 	require.NoError(t, err)
-	assert.Equal(t, raw, kept, "restore keeps the placement the settings name")
+	assert.Equal(t, raw, kept, "the placement recorded for a concert Redis holds is the one its settings name")
 }

@@ -28,7 +28,8 @@ type RestoredConcert struct {
 // and leftn strings); and every reservation (the res hash) with its seat (a seats hash per schedule):
 // a held one in the holds zset (score: its expiry, Unix ms), one being paid in the paying zset (score:
 // when it was claimed, Unix ms), both in their user's open reservations (uholds); the sold seats
-// counted per schedule (the sold hash) and the concert's seat count (inv, inventoryOf).
+// counted per schedule (the sold hash) and the concert's seat count (inv, inventoryOf). The seats go to
+// the slots of c's recorded placement (SeatPlacement's for a concert without one).
 func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert,
 	res []ticketrush.ReservationRecord, mark ticketrush.QueueMark) (RestoredConcert, error) {
 	var rep RestoredConcert
@@ -37,9 +38,12 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 		scheduleIDs[i] = s.ID
 	}
 	gone := append(k.All(scheduleIDs), k.Gate())
-	sched, err := keptSeatSlots(ctx, rdb, k, c)
-	if err != nil {
-		return rep, err
+	sched := c.Placement.Slots
+	if !c.Placement.Recorded {
+		var err error
+		if sched, err = SeatPlacement(ctx, rdb, k, c); err != nil {
+			return rep, err
+		}
 	}
 	meta, cfg := concertHashes(c, sched)
 	if mark.MaxSeq > 0 {

@@ -17,9 +17,16 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// Source is the durable record as restore reads it.
-type Source interface {
+// Placements is the durable catalog as RecordPlacements reads and writes it.
+type Placements interface {
 	Concerts(ctx context.Context) ([]ticketrush.Concert, error)
+	// RecordPlacement records a concert's placement unless it has one; it returns the one recorded.
+	RecordPlacement(ctx context.Context, concertID, slots string) (ticketrush.Placement, error)
+}
+
+// Source is the durable record as restore reads it (and records the placements it lacks).
+type Source interface {
+	Placements
 	Reservations(ctx context.Context, concertID string) ([]ticketrush.ReservationRecord, error)
 	Balances(ctx context.Context) (map[string]int64, error)
 	Movements(ctx context.Context, typ ticketrush.LedgerType) ([]ticketrush.LedgerEntry, error)
@@ -43,6 +50,7 @@ type RestoreReport struct {
 }
 
 // Restore rebuilds the sale's state in Redis from the durable record: the catalog and queue settings,
+// each concert's seats in the slots of its recorded placement (RecordPlacements' first for one without),
 // every reservation with its seat (sold, held, being paid), every balance with the debits and refunds
 // that keep payments idempotent, the Idempotency-Key records still in their 24 h, and each queue's
 // arrival sequence above every token ever issued. Queue lines and active sets are not in the record:
@@ -69,6 +77,9 @@ func Restore(ctx context.Context, rdb rueidis.Client, src Source, prefix string,
 		return rep, err
 	}
 	for _, c := range concerts {
+		if c.Placement, err = recordPlacement(ctx, rdb, src, keys.Concert(c.ID), c); err != nil {
+			return rep, err
+		}
 		res, err := src.Reservations(ctx, c.ID)
 		if err != nil {
 			return rep, err
@@ -96,6 +107,37 @@ func Restore(ctx context.Context, rdb rueidis.Client, src Source, prefix string,
 		return rep, err
 	}
 	return rep, state.Write(ctx, "restore", now)
+}
+
+// RecordPlacements records the placement of every concert whose record has none (created before
+// placements were recorded): the seat slots Redis holds for it, else new ones (redis.SeatPlacement).
+// Each is recorded once: a recorded placement is never written over, so every process and restore
+// agree on it from then on. serve runs it at every start, after the migrations (docs/scaleout.md,
+// "Placement").
+func RecordPlacements(ctx context.Context, rdb rueidis.Client, rec Placements, prefix string) error {
+	concerts, err := rec.Concerts(ctx)
+	if err != nil {
+		return err
+	}
+	keys := redis.NewKeys(prefix)
+	for _, c := range concerts {
+		if _, err := recordPlacement(ctx, rdb, rec, keys.Concert(c.ID), c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordPlacement is c's recorded placement, recorded first when c has none.
+func recordPlacement(ctx context.Context, rdb rueidis.Client, rec Placements, k redis.ConcertKeys, c ticketrush.Concert) (ticketrush.Placement, error) {
+	if c.Placement.Recorded {
+		return c.Placement, nil
+	}
+	slots, err := redis.SeatPlacement(ctx, rdb, k, c)
+	if err != nil {
+		return c.Placement, fmt.Errorf("record placement of %s: %w", c.ID, err)
+	}
+	return rec.RecordPlacement(ctx, c.ID, slots)
 }
 
 // Print writes the report in words.

@@ -18,6 +18,17 @@ type Concert struct {
 	Sections  []Section
 	Queue     QueueSettings
 	Sale      *Sale // nil: the line is open at once (plain FIFO)
+	Placement Placement
+}
+
+// Placement is where the live store keeps a concert's seats, in the store's own terms (on Redis, the
+// seat slot of each schedule: docs/scaleout.md, "Seat slots"). The store chooses it when the concert is
+// created and the record keeps it with the concert, so that a store rebuilt from the record puts every
+// seat where every running process looks for it. Recorded is false for a concert whose record has none
+// yet (created before placements were recorded) until it is recorded, once.
+type Placement struct {
+	Slots    string
+	Recorded bool
 }
 
 // Schedule is one performance of a concert.

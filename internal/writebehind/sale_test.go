@@ -56,8 +56,9 @@ type sale struct {
 }
 
 // newSale sets up a sale on the Redis at redisURL under prefix and on dbURL (migrated), with one concert
-// of two schedules whose holds last holdTTL (short, so that holds lapse during a load).
-func newSale(t testing.TB, redisURL, prefix, dbURL string, holdTTL time.Duration) *sale {
+// of two schedules whose holds last holdTTL (short, so that holds lapse during a load), its queue
+// settings changed by mods.
+func newSale(t testing.TB, redisURL, prefix, dbURL string, holdTTL time.Duration, mods ...func(*ticketrush.QueueSettings)) *sale {
 	t.Helper()
 	ctx := context.Background()
 	s := &sale{t: t, redisURL: redisURL, dbURL: dbURL, prefix: prefix, log: dbtest.Log(t),
@@ -74,6 +75,9 @@ func newSale(t testing.TB, redisURL, prefix, dbURL string, holdTTL time.Duration
 	s.cat, s.queue, s.booking = graph.Catalog, graph.Queue, graph.Booking
 	q := ticketrush.DefaultQueueSettings()
 	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 100_000, 1_000_000, holdTTL, 3
+	for _, mod := range mods {
+		mod(&q)
+	}
 	at := time.Now().Add(30 * 24 * time.Hour).Truncate(time.Hour)
 	s.concert, _, err = s.cat.Create(ctx, ticketrush.Concert{Title: "write-behind", Venue: "test", Queue: q,
 		Schedules: []ticketrush.Schedule{{StartsAt: at}, {StartsAt: at.Add(24 * time.Hour)}},
@@ -92,7 +96,9 @@ func sharedSale(t testing.TB) *sale {
 
 // worker returns an in-process worker of the sale, with cfg's changes to the defaults.
 func (s *sale) worker(cfg Config, reg prometheus.Registerer) *Worker {
-	return New(s.rdb, s.db, s.prefix, s.cat.IDs, cfg, time.Now, s.log, reg)
+	w := New(s.rdb, s.db, s.prefix, s.cat.IDs, cfg, time.Now, s.log, reg)
+	w.FollowPlacements(s.cat.Placement) // as serve wires it
+	return w
 }
 
 // run runs w until the test ends.

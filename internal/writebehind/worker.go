@@ -40,9 +40,11 @@ type Worker struct {
 	grouped  map[string]bool    // streams whose group this worker has made sure of
 	order    []*source
 	writerOf map[string]int // stream -> its writer, kept when the stream is dropped and read again
-	// layouts is each listed concert's layout (fixed at creation): a line shard's joins, and a seat
-	// slot's holds and payments, are in a stream each.
+	// layouts is each listed concert's layout: a line shard's joins, and a seat slot's holds and
+	// payments, are in a stream each. One that does not follow its concert's recorded placement (follow)
+	// is read again.
 	layouts  map[string]redis.Layout
+	follow   func(concertID string) ticketrush.Placement
 	lastSync time.Time
 
 	// flight holds the entries taken for the writers and not yet acknowledged or dead-lettered, with
@@ -69,6 +71,14 @@ func New(rdb rueidis.Client, record Recorder, prefix string, concerts func() []s
 		sources: map[string]*source{}, grouped: map[string]bool{}, writerOf: map[string]int{},
 		layouts: map[string]redis.Layout{}, flight: map[flightKey]time.Time{},
 	}
+}
+
+// FollowPlacements makes the worker read a concert's layout again when the one it holds does not follow
+// recorded, the concert's placement as the record has it now (the catalog's), as the store does
+// (redis.Store.FollowPlacements): restore writes the recorded placement, so the seat slots' streams are
+// then other streams. Call it before Run.
+func (w *Worker) FollowPlacements(recorded func(concertID string) ticketrush.Placement) {
+	w.follow = recorded
 }
 
 // Run consumes until ctx ends. Entries it holds when it stops stay pending in the group; another
@@ -152,7 +162,8 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// syncStreams refreshes the list of streams (a new concert brings one) and makes sure the group
+// syncStreams refreshes the list of streams (a new concert brings some, a changed placement its seat
+// slots' new ones; the old ones are read while the concert is listed) and makes sure the group
 // exists on each, reading from the stream's first entry: no event is ever skipped. A new concert's
 // stream is taken at the next round (its first events are a sale opening: they should not wait);
 // groups are made again every 2 s, or at once where one is missing.
@@ -167,13 +178,16 @@ func (w *Worker) syncStreams(ctx context.Context) {
 	for _, id := range w.concerts() {
 		listed[id] = true
 		l, ok := w.layouts[id]
-		if !ok {
+		if !ok || w.follow != nil && !l.Follows(w.follow(id)) {
+			var found bool
 			var err error
-			if l, _, err = w.keys.ReadLayout(ctx, w.rdb, id); err != nil {
+			if l, found, err = w.keys.ReadLayout(ctx, w.rdb, id); err != nil {
 				w.warnings.warn(warnCreateGroup, "stream", id, "err", err)
 				continue // listed again next round
 			}
-			w.layouts[id] = l
+			if found { // a concert not in Redis yet is read again next round
+				w.layouts[id] = l
+			}
 		}
 		for _, src := range w.keys.ConcertSources(id, l.Shards, l.Schedules...) {
 			if w.sources[src.Stream] == nil {
