@@ -90,11 +90,14 @@ func serveGate(ctx context.Context, cfg config.Gate, log *slog.Logger) error {
 		SecureCookie: !gate.LoopbackOnly(cfg.Listen), FailOpen: cfg.FailOpen},
 		gate.NewVerifier(keys, cfg.Concert, cfg.Issuer), m)
 
+	// The first fetch is made before the gate listens, so that it opens with the key set in hand when
+	// the key set answers; when it does not, the gate opens all the same and fails as configured.
+	age, ferr := keys.Fetch(ctx)
 	var wg sync.WaitGroup
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	defer func() { stopLoops(); wg.Wait() }()
 	wg.Add(1)
-	go func() { defer wg.Done(); keys.Run(loopCtx) }()
+	go func() { defer wg.Done(); keys.Refresh(loopCtx, age, ferr) }()
 
 	servers := []*http.Server{{Handler: g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}}
 	addrs := []string{cfg.Listen}

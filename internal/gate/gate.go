@@ -53,8 +53,11 @@ func New(cfg Config, v *Verifier, m *Metrics) *Gate {
 			pr.SetURL(cfg.Upstream)
 			pr.SetXForwarded()
 			h := pr.Out.Header
-			delete(h, UserHeader) // never the client's own
-			delete(h, ConcertHeader)
+			for name := range h { // never the client's own
+				if admissionHeader(name) {
+					delete(h, name)
+				}
+			}
 			if c, ok := pr.In.Context().Value(ctxKey{}).(*Claims); ok {
 				h[UserHeader] = []string{c.User}
 				h[ConcertHeader] = []string{c.Concert}
@@ -176,6 +179,25 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, page bool, err err
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(info.status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// admissionHeader reports whether a header name is one the gate sets, spelled any way an origin may
+// read as it: in any case, with '_' for '-' (CGI and WSGI read X-Admission_User as X-Admission-User).
+func admissionHeader(name string) bool {
+	for _, own := range [...]string{UserHeader, ConcertHeader} {
+		if len(name) != len(own) {
+			continue
+		}
+		same := true
+		for i := 0; i < len(name) && same; i++ {
+			a, b := name[i]|0x20, own[i]|0x20 // ASCII lower case; '-'|0x20 is '-', '_'|0x20 is DEL
+			same = a == b || (b == '-' && name[i] == '_')
+		}
+		if same {
+			return true
+		}
+	}
+	return false
 }
 
 // acceptsHTML reports whether r is a page request: its Accept names text/html.

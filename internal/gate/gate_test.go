@@ -130,7 +130,7 @@ func TestGateLetsThroughHeaderCookieAndQuery(t *testing.T) {
 
 	t.Run("header", func(t *testing.T) {
 		res, body := g.get(t, "/api/seats", PassHeader, pass, UserHeader, "admin", ConcertHeader, "other",
-			"Accept", "application/json")
+			"X-Admission_User", "root", "x-admission_concert", "other", "Accept", "application/json")
 		require.Equal(t, http.StatusOK, res.StatusCode, body)
 		assert.Equal(t, "origin /api/seats", body)
 		assert.Equal(t, "fan-1", res.Header.Get("X-Saw-User"), "the origin sees the pass's user only")
@@ -365,7 +365,7 @@ func TestGateFailsClosedWithoutKeys(t *testing.T) {
 	requireProblem(t, res, body, http.StatusServiceUnavailable, PassKeysUnavailable) // not a loop through the waiting room
 
 	open := startGate(t, down(), Config{FailOpen: true})
-	res, body = open.get(t, "/api", PassHeader, pass, UserHeader, "admin")
+	res, body = open.get(t, "/api", PassHeader, pass, UserHeader, "admin", "X-ADMISSION_USER", "root")
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
 	assert.Empty(t, res.Header.Get("X-Saw-User"), "an unchecked pass names nobody to the origin")
 	assert.InDelta(t, 1, count(t, open.m.failOpen), 0)

@@ -154,8 +154,14 @@ func (ks *keyServer) url() string { return ks.URL + "/.well-known/jwks.json" }
 func newOrigin(t testing.TB) *httptest.Server {
 	t.Helper()
 	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Saw-User", strings.Join(r.Header.Values(UserHeader), ","))
-		w.Header().Set("X-Saw-Concert", strings.Join(r.Header.Values(ConcertHeader), ","))
+		// What an origin may read as the admission headers: any case, '_' for '-' (CGI, WSGI).
+		saw := map[string][]string{}
+		for name, vs := range r.Header {
+			n := strings.ReplaceAll(http.CanonicalHeaderKey(strings.ReplaceAll(name, "_", "-")), "_", "-")
+			saw[n] = append(saw[n], vs...)
+		}
+		w.Header().Set("X-Saw-User", strings.Join(saw[UserHeader], ","))
+		w.Header().Set("X-Saw-Concert", strings.Join(saw[ConcertHeader], ","))
 		w.Header().Set("X-Saw-Query", r.URL.RawQuery)
 		_, _ = w.Write([]byte("origin " + r.URL.Path))
 	}))

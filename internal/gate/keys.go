@@ -248,11 +248,11 @@ func (o KeysOptions) period(age time.Duration, err error) time.Duration {
 	return min(max(age, o.MinRefresh), o.MaxRefresh)
 }
 
-// Run fetches the key set now and then again at each period until ctx ends: max-age within
-// [MinRefresh, MaxRefresh] (MaxRefresh without one), or Retry after a failed fetch.
-func (k *Keys) Run(ctx context.Context) {
+// Refresh keeps the key set fresh until ctx ends, after a fetch (Fetch) that answered age or failed
+// with err: it fetches again at each period, max-age within [MinRefresh, MaxRefresh] (MaxRefresh without
+// one), or Retry after a failed fetch.
+func (k *Keys) Refresh(ctx context.Context, age time.Duration, err error) {
 	for {
-		age, err := k.Fetch(ctx)
 		t := time.NewTimer(k.opts.period(age, err))
 		select {
 		case <-ctx.Done():
@@ -260,5 +260,6 @@ func (k *Keys) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		age, err = k.Fetch(ctx)
 	}
 }
