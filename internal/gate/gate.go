@@ -28,7 +28,8 @@ const (
 type Config struct {
 	Upstream    *url.URL // the site behind the gate
 	WaitingRoom string   // where a page request without a valid pass is sent
-	// SecureCookie sets Secure on the pass cookie; off only when the gate listens on plain loopback.
+	// SecureCookie sets Secure on the pass cookie; off only when the gate listens on plain loopback, and
+	// then set all the same on a request that came over HTTPS (a TLS proxy in front on the same machine).
 	SecureCookie bool
 	// FailOpen lets through a well-formed, unexpired pass for the concert that cannot be checked because
 	// the key set cannot be fetched, without the admission headers; off, such a request is 503.
@@ -120,7 +121,7 @@ func (g *Gate) takeQueryPass(w http.ResponseWriter, r *http.Request, token strin
 	}
 	maxAge := int(time.Until(c.Expires) / time.Second)
 	http.SetCookie(w, &http.Cookie{Name: PassCookie, Value: token, Path: "/", Expires: c.Expires, MaxAge: max(maxAge, 1),
-		HttpOnly: true, Secure: g.cfg.SecureCookie, SameSite: http.SameSiteLaxMode})
+		HttpOnly: true, Secure: g.cfg.SecureCookie || overHTTPS(r), SameSite: http.SameSiteLaxMode})
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
@@ -234,6 +235,12 @@ func withoutPass(raw string) string {
 		}
 	}
 	return strings.Join(keep, "&")
+}
+
+// overHTTPS reports whether the fan reached the gate over HTTPS: its own TLS, or a proxy in front saying
+// so. Trusting anyone's X-Forwarded-Proto here is safe: the most a client gains is a Secure cookie.
+func overHTTPS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // LoopbackOnly reports whether a listen address is plain loopback (127.0.0.0/8, ::1, localhost), where

@@ -174,7 +174,7 @@ func TestGateLetsThroughHeaderCookieAndQuery(t *testing.T) {
 }
 
 // TestGateCookieNotSecureOnLoopbackOnly: the cookie drops Secure only where the gate listens on plain
-// loopback.
+// loopback and the fan did not come over HTTPS.
 func TestGateCookieNotSecureOnLoopbackOnly(t *testing.T) {
 	tests := []struct {
 		give string
@@ -192,6 +192,11 @@ func TestGateCookieNotSecureOnLoopbackOnly(t *testing.T) {
 	require.Len(t, res.Cookies(), 1)
 	assert.False(t, res.Cookies()[0].Secure)
 	assert.True(t, res.Cookies()[0].HttpOnly)
+
+	// Behind a TLS proxy on the same machine, the fan came over HTTPS.
+	res, _ = g.get(t, "/?pass="+s.valid(t, "fan-1"), "Accept", html, "X-Forwarded-Proto", "https")
+	require.Len(t, res.Cookies(), 1)
+	assert.True(t, res.Cookies()[0].Secure)
 }
 
 // TestGateRefusesBadPasses: every kind of bad pass is refused with its code, never a 5xx, never let

@@ -20,7 +20,7 @@ import (
 
 const testConcert = "c0ncert1"
 
-// signer mints passes the way the service does (API.md's header and claims), and any other way a test
+// signer mints passes the way the service does (docs/gate.md: header and claims), and any other way a test
 // asks for.
 type signer struct {
 	kid  string
