@@ -85,7 +85,8 @@ func cpuTime(b *testing.B) time.Duration {
 // BenchmarkGate runs the same requests through a bare httputil.ReverseProxy and through the gate, in
 // front of the same origin (another process), each with a pass in its header: cpu-µs/op is the CPU of
 // this process (handler and outbound connection; the inbound server's parsing, the same for both, is
-// not in it) per request, docs/gate.md "Cost" has the figures.
+// not in it) per request; gate-uncached verifies the pass on every request. docs/gate.md "Cost" has the
+// figures.
 func BenchmarkGate(b *testing.B) {
 	origin := startBenchOrigin(b)
 	s := newSigner(b, "k1")
@@ -93,14 +94,16 @@ func BenchmarkGate(b *testing.B) {
 	if _, err := keys.Fetch(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	gate := New(Config{Upstream: origin, WaitingRoom: "https://tickets.example/"}, NewVerifier(keys, testConcert, "ticketrush"),
-		NewMetrics(prometheus.NewRegistry()))
+	v := NewVerifier(keys, testConcert, "ticketrush")
+	gate := New(Config{Upstream: origin, WaitingRoom: "https://tickets.example/"}, v, NewMetrics(prometheus.NewRegistry()))
+	// fresh is the gate verifying the pass on every request, as it would without its cache.
+	fresh := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { v.cache.entries = nil; gate.ServeHTTP(w, r) })
 	bare := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(origin); pr.SetXForwarded() }}
 	pass := s.valid(b, "fan-1")
 	for _, tt := range []struct {
 		name string
 		h    http.Handler
-	}{{"bare", bare}, {"gate", gate}, {"bare", bare}, {"gate", gate}} {
+	}{{"bare", bare}, {"gate", gate}, {"bare", bare}, {"gate", gate}, {"gate-uncached", fresh}} {
 		b.Run(tt.name, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, "http://site.example/api/seats/VIP-1", nil)
 			req.Header.Set(PassHeader, pass)
