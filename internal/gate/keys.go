@@ -146,7 +146,9 @@ func (k *Keys) Key(ctx context.Context, kid string) (ed25519.PublicKey, error) {
 			return key, nil
 		}
 	}
-	fetchErr := k.fetchUnlessRecent(ctx, k.opts.UnknownKid)
+	// The fetch outlives the request that asked for it: a client that hangs up must not leave a failed
+	// fetch behind, which would make every unknown kid "keys unavailable" (let through, failing open).
+	fetchErr := k.fetchUnlessRecent(context.WithoutCancel(ctx), k.opts.UnknownKid)
 	s := k.set.Load()
 	if s != nil {
 		if key := s.keys[kid]; key != nil {

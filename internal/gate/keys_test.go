@@ -120,3 +120,19 @@ func TestGateKeyRefreshPeriod(t *testing.T) {
 		assert.Equal(t, tt.want, o.period(maxAge(tt.give), tt.err), "%q %v", tt.give, tt.err)
 	}
 }
+
+// TestGateUnknownKidFetchOutlivesItsRequest: a request that is gone before its unknown kid's fetch does
+// not fail the fetch, so the next forged kid is PASS_UNKNOWN_KEY, not PASS_KEYS_UNAVAILABLE (which a gate
+// failing open lets through).
+func TestGateUnknownKidFetchOutlivesItsRequest(t *testing.T) {
+	s := newSigner(t, "k1")
+	ks := newKeyServer(t, s)
+	g := startGate(t, ks, Config{FailOpen: true})
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := g.keys.Key(gone, "forged-1")
+	assert.ErrorIs(t, err, ErrUnknownKey)
+	res, body := g.get(t, "/", PassHeader, newSigner(t, "forged-2").valid(t, "fan-1"))
+	requireProblem(t, res, body, http.StatusForbidden, PassUnknownKey)
+	assert.EqualValues(t, 2, ks.fetches.Load())
+}
