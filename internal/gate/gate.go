@@ -125,7 +125,8 @@ func (g *Gate) takeQueryPass(w http.ResponseWriter, r *http.Request, token strin
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
-	loc := r.URL.EscapedPath()
+	// One leading slash: "//host/..." would send the fan to another site (an open redirect).
+	loc := "/" + strings.TrimLeft(r.URL.EscapedPath(), "/")
 	if q := withoutPass(r.URL.RawQuery); q != "" {
 		loc += "?" + q
 	}

@@ -162,6 +162,11 @@ func TestGateLetsThroughHeaderCookieAndQuery(t *testing.T) {
 		assert.Equal(t, cl.Expires.Unix(), c.Expires.Unix(), "the cookie expires with the pass")
 		assert.InDelta(t, time.Until(cl.Expires).Seconds(), c.MaxAge, 5)
 
+		// The redirect stays on the site, whatever the path.
+		res2, _ := g.get(t, "//evil.example/x?pass="+url.QueryEscape(pass), "Accept", html)
+		require.Equal(t, http.StatusFound, res2.StatusCode)
+		assert.Equal(t, "/evil.example/x", res2.Header.Get("Location"))
+
 		// The fan follows the redirect with the cookie.
 		res, body = g.get(t, res.Header.Get("Location"), "Cookie", c.Name+"="+c.Value, "Accept", html)
 		require.Equal(t, http.StatusOK, res.StatusCode, body)
@@ -170,7 +175,7 @@ func TestGateLetsThroughHeaderCookieAndQuery(t *testing.T) {
 	})
 	assert.InDelta(t, 1, count(t, g.m.admitted[sourceHeader]), 0)
 	assert.InDelta(t, 2, count(t, g.m.admitted[sourceCookie]), 0)
-	assert.InDelta(t, 1, count(t, g.m.admitted[sourceQuery]), 0)
+	assert.InDelta(t, 2, count(t, g.m.admitted[sourceQuery]), 0)
 }
 
 // TestGateCookieNotSecureOnLoopbackOnly: the cookie drops Secure only where the gate listens on plain
