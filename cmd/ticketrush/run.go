@@ -32,6 +32,8 @@ commands:
   restore [--force]           rebuild Redis from Postgres after Redis lost its state
   verify-draw --concert ID    check a concert's on-sale draw from its public endpoints ([--user U])
   pass rotate                 add a new admission-pass signing key (docs/pass.md)
+  gate -upstream URL ...      a reverse proxy that lets through only fans with an admission pass
+  pass verify PASS            print an admission pass's claims and check it against a key set
   version                     print the version, commit and Go version
 
 Configuration comes from the environment (README.md, "Configuration").
@@ -83,11 +85,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return restore(ctx, rest, getenv, stdout)
 	case "verify-draw":
 		return verifyDraw(ctx, rest, getenv, stdout)
+	case "gate":
+		return runGate(ctx, rest, getenv, stdout)
 	case "pass":
-		if len(rest) > 0 && rest[0] == "rotate" {
-			return passRotate(ctx, rest[1:], getenv, stdout)
+		if len(rest) > 0 {
+			switch rest[0] {
+			case "rotate":
+				return passRotate(ctx, rest[1:], getenv, stdout)
+			case "verify":
+				return passVerify(ctx, rest[1:], getenv, stdout)
+			}
 		}
-		return usageError{"pass: want a subcommand: rotate\n" + usage}
+		return usageError{"pass: want a subcommand: rotate or verify\n" + usage}
 	case "version", "--version", "-version":
 		if ok, err := parse(flag.NewFlagSet("version", flag.ContinueOnError), rest, stdout, versionHelp); !ok {
 			return err
