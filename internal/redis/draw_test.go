@@ -35,8 +35,9 @@ func TestEntrantsCursor(t *testing.T) {
 
 // TestEntrantsWhileAnotherPlaces reads a sealed pre-queue in small pages while, between every two pages,
 // a batch of entrants is placed as line_place places them (score -seq, in draw order, some read already
-// and some not), until half are: the pages hold every entrant, placed or not, whatever placing does to
-// their ranks, across runs of equal entry times longer than a page too.
+// and some not; every other batch with the last one read, where the next page starts), until half are:
+// the pages hold every entrant, placed or not, whatever placing does to their ranks, across runs of
+// equal entry times longer than a page too.
 func TestEntrantsWhileAnotherPlaces(t *testing.T) {
 	for _, shards := range []int{1, 3} {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
@@ -63,28 +64,38 @@ func TestEntrantsWhileAnotherPlaces(t *testing.T) {
 				order := slices.Clone(users) // the draw's order: any but the entry order
 				slices.SortFunc(order, func(a, b string) int { return strings.Compare(reverse(a), reverse(b)) })
 
-				seen, pages, placed := map[string]bool{}, 0, 0
-				for cursor := ""; ; {
-					page, next, err := s.Entrants(ctx, "en", cursor, 7)
+				seen, pages, placed := map[string]bool{}, 0, map[string]bool{}
+				place := func(u string) {
+					if !placed[u] && len(placed) < n/2 {
+						placed[u] = true
+						require.NoError(t, c.Do(ctx, c.B().Zadd().Key(pre(u)).Xx().ScoreMember().
+							ScoreMember(float64(-len(placed)), u).Build()).Error())
+					}
+				}
+				for cursor, next := "", 0; ; {
+					page, after, err := s.Entrants(ctx, "en", cursor, 7)
 					require.NoError(t, err)
 					for _, u := range page {
 						seen[u] = true
 					}
-					pages++
-					for range 5 { // a batch placed meanwhile, up to half the entrants
-						if placed < n/2 {
-							u := order[placed]
-							placed++
-							require.NoError(t, c.Do(ctx, c.B().Zadd().Key(pre(u)).Xx().ScoreMember().ScoreMember(float64(-placed), u).Build()).Error())
+					if pages++; pages%2 == 0 && len(page) > 0 {
+						place(page[len(page)-1]) // the last one read, where the next page starts
+					}
+					for range 4 { // a batch placed meanwhile, up to half the entrants
+						for next < n && placed[order[next]] {
+							next++
+						}
+						if next < n {
+							place(order[next])
 						}
 					}
-					if next == "" {
+					if after == "" {
 						break
 					}
-					cursor = next
+					cursor = after
 				}
 				assert.Greater(t, pages, 20, "read in many pages")
-				assert.Equal(t, n/2, placed, "half the entrants placed while they were read")
+				assert.Equal(t, n/2, len(placed), "half the entrants placed while they were read")
 				var missed []string
 				for _, u := range users {
 					if !seen[u] {
