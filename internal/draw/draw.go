@@ -81,7 +81,8 @@ type Entrant struct {
 }
 
 // Draw returns the entrants of users in draw order: ascending key, the smallest key first (place 1).
-// users may come in any order; the result does not depend on it.
+// users may come in any order and name a user more than once (a read of the pre-queue while entrants
+// are placed may repeat one): each user is one entrant, and the result depends on neither.
 func (s Seed) Draw(concertID string, users []string) []Entrant {
 	out := make([]Entrant, len(users))
 	for i, u := range users {
@@ -91,9 +92,10 @@ func (s Seed) Draw(concertID string, users []string) []Entrant {
 		if c := bytes.Compare(a.Key[:], b.Key[:]); c != 0 {
 			return c
 		}
-		return strings.Compare(a.User, b.User) // equal keys need equal users: a duplicate entrant
+		return strings.Compare(a.User, b.User)
 	})
-	return out
+	// A user's repeats sort next to each other (the same user, the same key).
+	return slices.CompactFunc(out, func(a, b Entrant) bool { return a.User == b.User })
 }
 
 // Digest hashes keys in the order given, each as hex followed by "\n": the entrantsDigest of docs/api.md,

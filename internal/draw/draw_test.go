@@ -46,6 +46,21 @@ func TestDrawIsPureAndSortedByKey(t *testing.T) {
 	assert.NotEqual(t, a, other.Draw("c1", users), "another seed draws other places")
 }
 
+// A user read more than once (a read of the pre-queue while entrants are placed may repeat one) is one
+// entrant, at one place.
+func TestDrawCountsAUserOnce(t *testing.T) {
+	seed, err := NewSeed()
+	require.NoError(t, err)
+	users := make([]string, 200)
+	for i := range users {
+		users[i] = fmt.Sprintf("u%d", i)
+	}
+	repeated := append(append([]string{}, users...), users[7], users[150], users[7])
+	got := seed.Draw("c1", repeated)
+	require.Equal(t, len(users), len(got), "entrants drawn")
+	assert.Equal(t, seed.Draw("c1", users), got)
+}
+
 func publish(seed Seed, concert string, entrants []Entrant) (Published, string) {
 	var file strings.Builder
 	for _, e := range entrants {

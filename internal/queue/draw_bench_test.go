@@ -206,10 +206,10 @@ type timedDrawStore struct {
 	read, place time.Duration
 }
 
-func (t *timedDrawStore) Entrants(ctx context.Context, concertID string, offset, limit int64) ([]string, error) {
+func (t *timedDrawStore) Entrants(ctx context.Context, concertID, cursor string, count int64) ([]string, string, error) {
 	start := time.Now()
 	defer func() { t.read += time.Since(start) }()
-	return t.DrawStore.Entrants(ctx, concertID, offset, limit)
+	return t.DrawStore.Entrants(ctx, concertID, cursor, count)
 }
 
 func (t *timedDrawStore) PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -507,4 +508,167 @@ func TestPrequeueTokenPollIsASignOfLife(t *testing.T) {
 		assert.Equal(t, clk.Now().UnixMilli(), lastSeen(seen, claims.Seq).UnixMilli(), "%s's poll with the pre-queue token marked them seen", u)
 	}
 	assert.Equal(t, 1, waiting)
+}
+
+// TestDrawReadWhileAnotherPlaces: two drawers at once on a pre-queue read in pages. The first draws,
+// places a batch and pauses; its lease lapses; the second takes the lease and pages through the
+// entrants, and between two of its pages the first wakes up and places its next batch (which, on a line
+// over shards, rewrites its entrants' scores in their shards' pre-queues), then pauses for good. The
+// second finishes the draw. Whoever placed what, the published keys are exactly the entrants' keys, each
+// once, in draw order, the digest is theirs, and every entrant waits at the place of their key.
+func TestDrawReadWhileAnotherPlaces(t *testing.T) { onLines(t, drawReadWhileAnotherPlaces) }
+
+// pausingDrawer is the first drawer's DrawStore: its first batch goes through; before its second it
+// says so on paused and waits for resume, then says placed once that batch is in; before its third it
+// waits for its context to end.
+type pausingDrawer struct {
+	queue.DrawStore
+	calls                   int
+	paused, resume, placed2 chan struct{}
+}
+
+func (p *pausingDrawer) PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error) {
+	p.calls++
+	switch p.calls {
+	case 1:
+		return p.DrawStore.PlaceDraw(ctx, concertID, from, batch, digest, now)
+	case 2:
+		close(p.paused)
+		<-p.resume
+		defer close(p.placed2)
+		return p.DrawStore.PlaceDraw(ctx, concertID, from, batch, digest, now)
+	}
+	<-ctx.Done()
+	return 0, false, ctx.Err()
+}
+
+// interruptedReader is the second drawer's DrawStore: after its first page of entrants it lets the
+// first drawer place its batch, and reads on once that batch is in.
+type interruptedReader struct {
+	queue.DrawStore
+	pages           int
+	resume, placed2 chan struct{}
+}
+
+func (r *interruptedReader) Entrants(ctx context.Context, concertID, cursor string, count int64) ([]string, string, error) {
+	users, next, err := r.DrawStore.Entrants(ctx, concertID, cursor, count)
+	if r.pages++; r.pages == 1 {
+		close(r.resume)
+		<-r.placed2
+	}
+	return users, next, err
+}
+
+func drawReadWhileAnotherPlaces(t *testing.T, s saleSetup) {
+	const n, page = 2500, 300 // three batches of 1,000 (the last short); pages smaller than a shard's pre-queue
+	rc, store, svc, clk, c, sales, sale, ctx := s.rc, s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
+	users := make([]string, n)
+	for i := range users {
+		if i%3 == 0 {
+			clk.Advance(time.Millisecond) // entry times in runs of three (a shard's runs shorter)
+		}
+		users[i] = fmt.Sprintf("u%04d", i)
+		tk, _, err := svc.Join(ctx, users[i], c.ID)
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.StatusPrequeue, tk.Status)
+	}
+	clk.Set(sale.OpensAt.Add(time.Second))
+	concerts := func() []string { return []string{c.ID} }
+
+	first := &pausingDrawer{DrawStore: store, paused: make(chan struct{}), resume: make(chan struct{}), placed2: make(chan struct{})}
+	d1 := svc.NewDrawer(first, concerts, sales, "drawer-1", prometheus.NewRegistry()).WithReadBatch(page)
+	running, stop := context.WithCancel(ctx)
+	defer stop()
+	done1 := make(chan error, 1)
+	go func() { done1 <- d1.Run(running, c.ID, *sale) }()
+	select {
+	case <-first.paused:
+	case err := <-done1:
+		t.Fatalf("the first drawer ended before its second batch: %v", err)
+	}
+	// The first drawer's lease lapses while it is paused.
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(store.Keys().Concert(c.ID).DrawLock()).Build()).Error())
+
+	second := &interruptedReader{DrawStore: store, resume: first.resume, placed2: first.placed2}
+	d2 := svc.NewDrawer(second, concerts, sales, "drawer-2", prometheus.NewRegistry()).WithReadBatch(page)
+	require.NoError(t, d2.Run(ctx, c.ID, *sale))
+	require.Greater(t, second.pages, 2, "the second drawer read the entrants in several pages")
+	stop()
+	require.ErrorIs(t, <-done1, context.Canceled)
+
+	order := draw.Seed(sale.Seed).Draw(c.ID, users)
+	st, err := store.DrawState(ctx, c.ID)
+	require.NoError(t, err)
+	require.True(t, st.Drawn())
+	require.EqualValues(t, n, st.Entrants)
+	var keys strings.Builder
+	require.NoError(t, store.WriteDrawKeys(ctx, c.ID, st.Entrants, time.Second, &keys))
+	lines := strings.Split(strings.TrimSuffix(keys.String(), "\n"), "\n")
+	require.Equal(t, n, len(lines), "the keys file's lines")
+	wrong, firstWrong := 0, 0
+	for i, e := range order {
+		if lines[i] != e.Key.Hex() {
+			if wrong++; wrong == 1 {
+				firstWrong = i + 1
+			}
+		}
+	}
+	assert.Zero(t, wrong, "keys in the file that are not the entrant's of their place (the first on line %d)", firstWrong)
+	assert.Equal(t, draw.DigestOf(order), st.Digest, "the published digest is the entrants'")
+
+	k := store.Keys().Concert(c.ID)
+	waits := []string{k.Places()}
+	if c.Queue.LineShards > 1 {
+		waits = waits[:0]
+		for i := range c.Queue.LineShards {
+			waits = append(waits, k.Shard(i).Places())
+		}
+	}
+	seqOf := map[string]string{}
+	for _, places := range waits {
+		places, err := rc.Do(ctx, rc.B().Hgetall().Key(places).Build()).AsStrMap()
+		require.NoError(t, err)
+		maps.Copy(seqOf, places)
+	}
+	require.Equal(t, n, len(seqOf), "every entrant waits, once")
+	misplaced := 0
+	for i, e := range order {
+		if seqOf[e.User] != strconv.FormatInt(st.Base+int64(i)+1, 10) {
+			misplaced++
+		}
+	}
+	assert.Zero(t, misplaced, "entrants not at the place of their key")
+}
+
+// TestDrawPlacesNoWrongRead: a drawer whose read of the entrants comes back with the right count but
+// one entrant twice and another missing places nothing (the next run reads again): it would publish
+// keys that are not the entrants'.
+func TestDrawPlacesNoWrongRead(t *testing.T) {
+	rc, prefix := dbtest.Redis(t)
+	s := newSale(t, rc, prefix)
+	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
+	for _, u := range []string{"ann", "bob", "cat", "dan", "eve"} {
+		_, _, err := svc.Join(ctx, u, c.ID)
+		require.NoError(t, err)
+	}
+	clk.Set(sale.OpensAt.Add(time.Second))
+	d := svc.NewDrawer(repeatingReader{store}, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	err := d.Run(ctx, c.ID, *sale)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "read 4 entrants, sealed with 5")
+	st, err := store.DrawState(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Zero(t, st.Placed, "nobody placed")
+	assert.False(t, st.Drawn())
+}
+
+// repeatingReader reads each page of entrants with its last one replaced by its first.
+type repeatingReader struct{ queue.DrawStore }
+
+func (r repeatingReader) Entrants(ctx context.Context, concertID, cursor string, count int64) ([]string, string, error) {
+	users, next, err := r.DrawStore.Entrants(ctx, concertID, cursor, count)
+	if len(users) > 1 {
+		users[len(users)-1] = users[0]
+	}
+	return users, next, err
 }

@@ -246,7 +246,7 @@ type DrawStore interface {
 	SealDraw(ctx context.Context, concertID string, now time.Time) (ticketrush.DrawState, error)
 	LeaseDraw(ctx context.Context, concertID, owner string, ttl time.Duration) (bool, error)
 	PrequeueSize(ctx context.Context, concertID string) (int64, error)
-	Entrants(ctx context.Context, concertID string, offset, limit int64) ([]string, error)
+	Entrants(ctx context.Context, concertID, cursor string, count int64) ([]string, string, error)
 	PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error)
 }
 
@@ -271,6 +271,7 @@ type Drawer struct {
 	metrics  *drawMetrics
 	done     map[string]bool // concerts drawn, as far as this drawer knows
 	lease    time.Duration
+	read     int64                       // entrants asked for per page (drawReadBatch by default)
 	awake    func(concertID string) bool // every concert is, unless Track
 	busy     func(concertID string)      // a no-op unless Track
 }
@@ -287,6 +288,13 @@ func (d *Drawer) Track(awake func(concertID string) bool, busy func(concertID st
 // the others back (drawLease by default).
 func (d *Drawer) WithLease(ttl time.Duration) *Drawer {
 	d.lease = ttl
+	return d
+}
+
+// WithReadBatch sets how many entrants the drawer reads per page of the pre-queue (drawReadBatch by
+// default).
+func (d *Drawer) WithReadBatch(n int64) *Drawer {
+	d.read = n
 	return d
 }
 
@@ -313,7 +321,7 @@ func newDrawMetrics(reg prometheus.Registerer) *drawMetrics {
 // owner names this drawer in the lease (unique per process).
 func (s *Service) NewDrawer(store DrawStore, concerts func() []string, sales Sales, owner string, reg prometheus.Registerer) *Drawer {
 	return &Drawer{store: store, concerts: concerts, sales: sales, owner: owner, now: s.now, log: s.log,
-		metrics: newDrawMetrics(reg), done: map[string]bool{}, lease: drawLease,
+		metrics: newDrawMetrics(reg), done: map[string]bool{}, lease: drawLease, read: drawReadBatch,
 		awake: func(string) bool { return true }, busy: func(string) {}}
 }
 
@@ -372,18 +380,25 @@ func (d *Drawer) Run(ctx context.Context, concertID string, sale ticketrush.Sale
 		return err
 	}
 	start := time.Now()
+	// The pages may repeat an entrant (see the store's Entrants), never skip one; the draw counts each
+	// user once. Distinct users other than the sealed count would publish keys that are not the
+	// entrants': the run stops before placing anything (its next run reads again).
 	users := make([]string, 0, st.Entrants)
-	for off := int64(0); off < st.Entrants; off += drawReadBatch {
-		batch, err := d.store.Entrants(ctx, concertID, off, drawReadBatch)
+	for cursor := ""; ; {
+		page, next, err := d.store.Entrants(ctx, concertID, cursor, d.read)
 		if err != nil {
 			return err
 		}
-		users = append(users, batch...)
-	}
-	if int64(len(users)) != st.Entrants {
-		return fmt.Errorf("draw %s: read %d entrants, sealed with %d", concertID, len(users), st.Entrants)
+		users = append(users, page...)
+		if next == "" {
+			break
+		}
+		cursor = next
 	}
 	order := draw.Seed(sale.Seed).Draw(concertID, users)
+	if int64(len(order)) != st.Entrants {
+		return fmt.Errorf("draw %s: read %d entrants, sealed with %d", concertID, len(order), st.Entrants)
+	}
 	digest := draw.DigestOf(order)
 	d.log.Info("draw started", "concert", concertID, "entrants", len(order), "placed", st.Placed)
 	placed := st.Placed

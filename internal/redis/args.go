@@ -227,6 +227,12 @@ func (c ConcertKeys) drawPlace(from int64, batch []draw.Entrant, digest string, 
 	return keys, args
 }
 
+// drawRead is draw_read's call: a page of count entrants of the pre-queue pre in direction dir, after
+// the user last read and their score then ("" and "" for the first page of dir).
+func drawRead(pre, dir, score, last string, count int64) (keys, args []string) {
+	return []string{pre}, []string{dir, score, last, i64toa(count)}
+}
+
 // drawStatus is draw_status's call: the state of the user's pre-queue token.
 func (c ConcertKeys) drawStatus(userID string, now time.Time) (keys, args []string) {
 	keys = []string{c.Prequeue(), c.Draw(), c.Places(), c.Active(), c.ActiveSeq(), c.Head(), c.Left()}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -242,21 +244,118 @@ func (s *Store) PrequeueSize(ctx context.Context, concertID string) (int64, erro
 	return n, nil
 }
 
-// Entrants reads the pre-queue's entrants, up to limit from offset (in the order Redis keeps them; the
-// draw does not depend on it).
-func (s *Store) Entrants(ctx context.Context, concertID string, offset, limit int64) ([]string, error) {
-	if n, err := s.LineShards(ctx, concertID); err != nil || n > 1 {
-		if err != nil {
-			return nil, err
-		}
-		return s.entrantsOfLine(ctx, concertID, n, offset, limit)
+// Entrants reads a page of a sealed pre-queue's entrants, count of them (fewer on the last page) from
+// cursor ("" for the first page), and the cursor of the next page ("" after the last). The pages read
+// each shard's pre-queue (the line's, for a line of one slot) in two parts, the entrants not placed yet
+// then the ones placed (lua/draw_read.lua), each page from just after the last entrant read: placing
+// moves entrants from the first part to the second while another drawer reads, which shifts the ranks
+// of the others (a page by rank would skip some and repeat others), not the order within each part. An
+// entrant placed after the page that had them in the first part comes again in the second: the draw
+// counts each user once (draw.Seed.Draw).
+func (s *Store) Entrants(ctx context.Context, concertID, cursor string, count int64) ([]string, string, error) {
+	if count < 1 {
+		return nil, "", fmt.Errorf("entrants %s: a page of %d", concertID, count)
 	}
-	users, err := s.client.Do(ctx, s.client.B().Zrange().Key(s.keys.Concert(concertID).Prequeue()).
-		Min(i64toa(offset)).Max(i64toa(offset+limit-1)).Build()).AsStrSlice()
+	shards, err := s.LineShards(ctx, concertID)
 	if err != nil {
-		return nil, fmt.Errorf("entrants %s: %w", concertID, unavailable(err))
+		return nil, "", err
 	}
-	return users, nil
+	cur, err := parseEntrantsCursor(cursor)
+	if err != nil || cur.shard >= shards {
+		return nil, "", fmt.Errorf("entrants %s: cursor %q of a line of %d shards", concertID, cursor, shards)
+	}
+	c := s.keys.Concert(concertID)
+	pre := c.Prequeue()
+	if shards > 1 {
+		pre = c.Shard(cur.shard).Prequeue()
+	}
+	keys, args := drawRead(pre, cur.dir, cur.score, cur.last, count)
+	msg, err := s.exec(ctx, s.drawRead, keys, args)
+	if err != nil {
+		return nil, "", fmt.Errorf("entrants %s: %w", concertID, err)
+	}
+	users, score, last, err := drawReadReply(msg)
+	if err != nil {
+		return nil, "", fmt.Errorf("entrants %s: %w", concertID, err)
+	}
+	switch {
+	case last != "":
+		cur.score, cur.last = score, last
+	case cur.dir == readUp:
+		cur = entrantsCursor{shard: cur.shard, dir: readDown}
+	case cur.shard+1 < shards:
+		cur = entrantsCursor{shard: cur.shard + 1, dir: readUp}
+	default:
+		return users, "", nil
+	}
+	return users, cur.String(), nil
+}
+
+// drawReadReply reads draw_read's {users, score, last}: score a number when last is not "".
+func drawReadReply(msg rueidis.RedisMessage) (users []string, score, last string, err error) {
+	r, err := reply(msg, 3)
+	if err != nil {
+		return nil, "", "", err
+	}
+	items, err := r.items[0].ToArray()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("reply item 0: %w", err)
+	}
+	users = make([]string, len(items))
+	for i, item := range items {
+		if users[i], err = item.ToString(); err != nil {
+			return nil, "", "", fmt.Errorf("reply item 0, user %d: %w", i, err)
+		}
+	}
+	score, last = r.str(1), r.str(2)
+	if r.err != nil {
+		return nil, "", "", r.err
+	}
+	if (last == "") != (score == "") || (last != "" && !validScore(score)) {
+		return nil, "", "", fmt.Errorf("reply: score %q of user %q", score, last)
+	}
+	return users, score, last, nil
+}
+
+// The parts draw_read reads: the entrants not placed yet, and the ones placed.
+const (
+	readUp   = "up"
+	readDown = "down"
+)
+
+// entrantsCursor is where Entrants reads on: a shard, a part (dir), and the user last read there with
+// their score then ("" before the part's first page). It is written "<shard>:<dir>:<score>:<last>";
+// "" is shard 0's first page.
+type entrantsCursor struct {
+	shard            int
+	dir, score, last string
+}
+
+func (c entrantsCursor) String() string {
+	return strconv.Itoa(c.shard) + ":" + c.dir + ":" + c.score + ":" + c.last
+}
+
+func parseEntrantsCursor(cursor string) (entrantsCursor, error) {
+	if cursor == "" {
+		return entrantsCursor{dir: readUp}, nil
+	}
+	parts := strings.SplitN(cursor, ":", 4)
+	if len(parts) != 4 {
+		return entrantsCursor{}, fmt.Errorf("entrants cursor %q", cursor)
+	}
+	shard, err := strconv.Atoi(parts[0])
+	c := entrantsCursor{shard: shard, dir: parts[1], score: parts[2], last: parts[3]}
+	if err != nil || shard < 0 || (c.dir != readUp && c.dir != readDown) || (c.last == "") != (c.score == "") ||
+		(c.last != "" && !validScore(c.score)) {
+		return entrantsCursor{}, fmt.Errorf("entrants cursor %q", cursor)
+	}
+	return c, nil
+}
+
+// validScore reports whether v is a finite number, as ZSCORE writes a score.
+func validScore(v string) bool {
+	f, err := strconv.ParseFloat(v, 64)
+	return err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
 }
 
 // LeaseDraw takes or renews the lease on computing a concert's draw for owner; it reports whether

@@ -159,6 +159,8 @@ func scriptCalls() []scriptCall {
 			map[string]string{"user": "fan-1,7,fan-2,8"}},
 		{"prequeue_leave", built(k.prequeueLeave("fan-1", now)), map[string]string{"user": "fan-1", "now": at}},
 		{"draw_status", built(k.drawStatus("fan-1", now)), map[string]string{"user": "fan-1", "now": at}},
+		{"draw_read", built(drawRead(k.Shard(3).Prequeue(), "down", "-12", "fan-1", 500)),
+			map[string]string{"dir": "down", "score": "-12", "last": "fan-1", "count": "500"}},
 		{"queue_leave", built(k.queueLeave("fan-1", 7, now)), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_status", built(k.queueStatus(claims, now)), map[string]string{"user": "fan-1", "seq": "7", "now": at}},
 		{"queue_tick", built(k.queueTick(now, 50)), map[string]string{"now": at, "batch": "50"}},

@@ -55,6 +55,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"line_migrate":     keysOf(lineMigrate(k.Shard(5).LegacyWait(), k.Shard(5).Places(), k.Shard(5).Order(), 10)),
 		"line_place":       keysOf(k.Shard(5).linePlace(nil)),
 		"draw_status":      keysOf(k.drawStatus("fan-42", t0)),
+		"draw_read":        keysOf(drawRead(k.Shard(5).Prequeue(), "up", "", "", 10)),
 		"prequeue_leave":   keysOf(k.prequeueLeave("fan-42", t0)),
 		"line_arrive":      keysOf(k.lineArrive("fan-42", "", t0)),
 		"line_enter":       keysOf(k.Shard(5).lineEnter("fan-42", arrival{seq: 3}, pass, lim, t0)),

@@ -14,10 +14,11 @@ import (
 // A sale on a line spread over shards: each entrant is in the pre-queue of their shard (line_enter
 // with seq 0), so pre-queue joins spread like the line's. At the opening the draw is sealed in two
 // steps, each shard's pre-queue closed and counted (line_seal), then the entrants' seqs reserved on the
-// concert's slot with the sum (draw_seal); the draw reads every shard's entrants (its result does not
-// depend on their order), and each batch is placed in the entrants' shards (line_place, which marks an
-// entrant placed so that a batch sent again places nobody twice) before the concert's cursor moves
-// (draw_place). Nobody is admitted before the draw's drawnAt, which the last batch writes.
+// concert's slot with the sum (draw_seal); the draw reads every shard's entrants (Entrants, whose pages
+// hold while placing rescores them; the draw's result does not depend on their order), and each batch
+// is placed in the entrants' shards (line_place, which marks an entrant placed so that a batch sent
+// again places nobody twice) before the concert's cursor moves (draw_place). Nobody is admitted before
+// the draw's drawnAt, which the last batch writes.
 
 // sealLine seals the draw of a line of n shards: every shard's pre-queue, then the concert's draw with
 // the sum of their entrants. The caller has seen the opening pass; a seal done already changes nothing.
@@ -75,30 +76,6 @@ func (s *Store) placeLine(ctx context.Context, concertID string, n int, base, fr
 	}
 	_, err := s.execMulti(ctx, s.linePlace, calls)
 	return err
-}
-
-// entrantsOfLine reads the entrants of every shard of a line of n shards, as one list (shard 0's, then
-// shard 1's, ...), from offset up to limit.
-func (s *Store) entrantsOfLine(ctx context.Context, concertID string, n int, offset, limit int64) ([]string, error) {
-	sizes, err := s.shardPrequeues(ctx, concertID, n)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	start := int64(0)
-	for sh, size := range sizes {
-		lo, hi := max(offset, start), min(offset+limit, start+size)
-		if lo < hi {
-			users, err := s.client.Do(ctx, s.client.B().Zrange().Key(s.keys.Concert(concertID).Shard(sh).Prequeue()).
-				Min(i64toa(lo-start)).Max(i64toa(hi-start-1)).Build()).AsStrSlice()
-			if err != nil {
-				return nil, fmt.Errorf("entrants %s: %w", concertID, unavailable(err))
-			}
-			out = append(out, users...)
-		}
-		start += size
-	}
-	return out, nil
 }
 
 // shardPrequeues is the size of each shard's pre-queue.

@@ -45,6 +45,7 @@ func TestReplyShapes(t *testing.T) {
 		"place":            func(m rueidis.RedisMessage) error { _, _, err := placeReply(m); return err },
 		"prequeue status":  func(m rueidis.RedisMessage) error { _, _, err := prequeueStatusReply(m); return err },
 		"prequeue leave":   func(m rueidis.RedisMessage) error { _, err := prequeueLeaveReply(m); return err },
+		"draw read":        func(m rueidis.RedisMessage) error { _, _, _, err := drawReadReply(m); return err },
 	}
 	const rec = `[[{"fingerprint":"fp","ref":"p1","created":true}]]` // an idempotency record, as a Lua string
 	tests := []struct {
@@ -103,6 +104,9 @@ func TestReplyShapes(t *testing.T) {
 			"{'DONE', 0, 0, 0}", "{'SOLD_OUT', 0, 0, 0}", "{'PREQUEUE', 0, 0}", "{'PREQUEUE', 0, 0, 0, 0}",
 			"{'WAITING', 'x', 1, 0}", "{7, 0, 0, 0}", "'PREQUEUE'"}},
 		{"prequeue leave", "'PREQUEUE'", []string{"'NONE'"}, []string{"'WAITING'", "''", "1", "{'PREQUEUE'}"}},
+		{"draw read", "{{'ann', 'bob'}, '1764326374000', 'bob'}", []string{"{{}, '', ''}", "{{'ann'}, '-12', 'ann'}"}, []string{
+			"{{'ann'}, '', '', 1}", "{{'ann'}, ''}", "{'ann', '', ''}", "{{'ann', 7}, '', ''}", "{{'ann'}, 'later', 'ann'}",
+			"{{'ann'}, '', 'ann'}", "{{'ann'}, '3', ''}", "{{'ann'}, 3, 'ann'}", "{}"}},
 	}
 	require.Len(t, tests, len(decoders), "a decoder without cases")
 	for _, tt := range tests {

@@ -78,7 +78,7 @@ type Store struct {
 	paymentClaim, paymentComplete, paymentRelease   *script
 	pointsCharge, walletDebit, walletRefund         *script
 	paymentRemember                                 *script
-	drawSeal, drawPlace, drawStatus                 *script
+	drawSeal, drawPlace, drawStatus, drawRead       *script
 	prequeueLeave                                   *script
 
 	lineArrive, lineEnter, lineHeads, lineAdmit, linePop, lineLeave, lineLeftSc *script
@@ -146,6 +146,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 	s.drawSeal = s.newScript("draw_seal", false)
 	s.drawPlace = s.newScript("draw_place", false)
 	s.drawStatus = s.newScript("draw_status", true)
+	s.drawRead = s.newScript("draw_read", true)
 	s.prequeueLeave = s.newScript("prequeue_leave", false)
 	s.newSeatSlotScripts()
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
