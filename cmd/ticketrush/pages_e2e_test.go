@@ -255,7 +255,9 @@ const (
 
 func TestPagesInABrowser(t *testing.T) {
 	br := newBrowser(t)
-	svc := startService(t, nil)
+	site := httptest.NewServer(http.NotFoundHandler()) // the site behind the gate an admitted fan goes on to
+	t.Cleanup(site.Close)
+	svc := startService(t, map[string]string{"PASS_SITE_URL": site.URL + "/tickets?lang=ko"})
 
 	t.Run("purchase", func(t *testing.T) {
 		// Capacity 1: fan A is admitted at once; x, a fan of the API, waits ahead of fan B.
@@ -271,6 +273,16 @@ func TestPagesInABrowser(t *testing.T) {
 		ta.wait(joinShown, "the join button")
 		ta.click("#join-button")
 		ta.wait(lineStatus+` === 'ACTIVE'`, "fan A admitted")
+		// The page sends an admitted fan on to the deployment's site with a pass that verifies there.
+		ta.wait(`!document.getElementById('pass-site').hidden`, "the link on to the site")
+		on, err := url.Parse(ta.eval(`document.getElementById('pass-site-link').href`))
+		require.NoError(t, err)
+		assert.Equal(t, site.URL+"/tickets", on.Scheme+"://"+on.Host+on.Path, "the link goes to PASS_SITE_URL")
+		assert.Equal(t, "ko", on.Query().Get("lang"), "the site's own parameters stay")
+		assert.Contains(t, ta.text("#pass-site-link"), on.Host, "the page says where it sends the fan")
+		var checked strings.Builder
+		assert.NoError(t, passVerify(context.Background(), []string{"--keys", svc.url + "/.well-known/jwks.json", "--concert", id,
+			on.Query().Get("pass")}, func(string) string { return "" }, &checked), "the pass the link carries: %s", checked.String())
 		ta.wait(`document.querySelectorAll('#seatmap [data-seat]').length === 8`, "the seat map of the first date")
 		assert.True(t, ta.fits(), "the seat map scrolls sideways at 360 px")
 

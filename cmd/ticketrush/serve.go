@@ -148,6 +148,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		TrustedProxies: cfg.TrustedProxyCIDRs,
 		Draws:          store,
 		Passes:         passes,
+		PassSite:       cfg.PassSiteURL,
 	})
 	srv := &http.Server{
 		Handler:           api,

@@ -53,6 +53,9 @@ type Config struct {
 	// The admission pass (docs/pass.md): PASS_ISSUER is its iss, PASS_TTL_SECONDS its longest life.
 	PassIssuer string
 	PassTTL    time.Duration
+	// PASS_SITE_URL: the site the fan page sends an admitted fan on to, with their pass as ?pass= (the
+	// site behind `ticketrush gate`, docs/gate.md); empty: the page sends nobody anywhere.
+	PassSiteURL string
 
 	// Timings that are not in the environment: fixed here so that every instance agrees.
 	AdmitTick       time.Duration // how often the scheduler runs the admission tick
@@ -140,6 +143,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.PassTTL, err = passTTL(getenv("PASS_TTL_SECONDS")); err != nil {
 		bad("PASS_TTL_SECONDS", "%v", err)
+	}
+	if c.PassSiteURL, err = siteURL(getenv("PASS_SITE_URL")); err != nil {
+		bad("PASS_SITE_URL", "%v", err)
 	}
 	roles, err2 := parseRoles(or(getenv("ROLES"), strings.Join(allRoles, ",")))
 	if err2 != nil {
@@ -280,4 +286,24 @@ func parseCIDRs(s string) ([]netip.Prefix, error) {
 		out = append(out, p.Masked())
 	}
 	return out, nil
+}
+
+// siteURL checks PASS_SITE_URL: empty, or an absolute http or https URL without a fragment or a pass
+// parameter of its own (the page adds the fan's).
+func siteURL(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("want an absolute http or https URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
+		return "", fmt.Errorf("want an absolute http or https URL, got %q", v)
+	case u.Fragment != "" || strings.HasSuffix(v, "#"):
+		return "", fmt.Errorf("want a URL without a fragment, got %q", v)
+	case u.Query().Has("pass"):
+		return "", fmt.Errorf("want a URL without a pass parameter (the page adds the fan's), got %q", v)
+	}
+	return v, nil
 }

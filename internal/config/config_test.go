@@ -43,6 +43,11 @@ func TestLoadPass(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "https://tickets.example", c.PassIssuer)
 	assert.Equal(t, time.Hour, c.PassTTL)
+	assert.Empty(t, c.PassSiteURL, "no site unless one is set")
+	give["PASS_SITE_URL"] = "https://shop.example/tickets?lang=ko"
+	c, err = Load(env(give))
+	require.NoError(t, err)
+	assert.Equal(t, "https://shop.example/tickets?lang=ko", c.PassSiteURL)
 }
 
 // TestPassKeySchedule holds the pass keys' schedule to docs/pass.md "Rotation": a rotated key is
@@ -71,6 +76,10 @@ func TestLoadErrors(t *testing.T) {
 		{"pass ttl too long", map[string]string{"PASS_TTL_SECONDS": "3601"}, []string{`PASS_TTL_SECONDS: want whole seconds 10-3600, got "3601"`}},
 		{"pass ttl not a number", map[string]string{"PASS_TTL_SECONDS": "5m"}, []string{`PASS_TTL_SECONDS: want whole seconds 10-3600, got "5m"`}},
 		{"bad key prefix", map[string]string{"REDIS_KEY_PREFIX": "a{b}"}, []string{"REDIS_KEY_PREFIX: want 1-32 chars"}},
+		{"pass site not absolute", map[string]string{"PASS_SITE_URL": "/shop"}, []string{`PASS_SITE_URL: want an absolute http or https URL, got "/shop"`}},
+		{"pass site not http", map[string]string{"PASS_SITE_URL": "javascript:alert(1)"}, []string{`PASS_SITE_URL: want an absolute http or https URL, got "javascript:alert(1)"`}},
+		{"pass site with a fragment", map[string]string{"PASS_SITE_URL": "https://shop.example/#x"}, []string{"PASS_SITE_URL: want a URL without a fragment"}},
+		{"pass site with a pass", map[string]string{"PASS_SITE_URL": "https://shop.example/?pass=x"}, []string{"PASS_SITE_URL: want a URL without a pass parameter"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

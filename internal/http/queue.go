@@ -87,6 +87,20 @@ func (s *Server) keySet(w http.ResponseWriter, _ *http.Request, _ httprouter.Par
 	return err
 }
 
+// site is GET /site.json, what the fan page needs of the deployment: passSite, the site it sends an
+// admitted fan on to with their pass (docs/pass.md, "The fan page"), or null.
+func (s *Server) site(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	var site *string
+	if s.PassSite != "" {
+		site = &s.PassSite
+	}
+	w.Header().Set("Cache-Control", "public, max-age=60")
+	writeJSON(w, http.StatusOK, struct {
+		PassSite *string `json:"passSite"`
+	}{site})
+	return nil
+}
+
 // utcOrNil is an optional time of a reply: nil (null) when unset, else in UTC.
 func utcOrNil(t time.Time) *time.Time {
 	if t.IsZero() {

@@ -84,6 +84,7 @@ type Deps struct {
 	Challenges     Challenges
 	Draws          Draws  // the on-sale's public draw
 	Passes         Passes // the admission pass of an ACTIVE queue body; nil: pass is always null, no key set
+	PassSite       string // where the fan page sends an admitted fan with their pass (GET /site.json); "": nowhere
 }
 
 // The default request bounds: both well inside the server's 15 s write timeout.
@@ -134,6 +135,7 @@ func NewServer(d Deps) *Server {
 		return s
 	}
 	s.handle("GET", "/.well-known/jwks.json", s.keySet)
+	s.handle("GET", "/site.json", s.site)
 	s.handle("GET", "/v1/concerts", s.listConcerts)
 	s.handle("POST", "/v1/concerts/:concertId/queue", s.joinQueue)
 	s.handle("POST", "/v1/concerts/:concertId/queue/challenge", s.queueChallenge)

@@ -128,6 +128,7 @@
   let pollTimer = null;
   let updates = 0;
   let ticket = null;
+  let passSite = null; // GET /site.json's passSite: null, or the URL an admitted fan goes on to (renderSite)
   let lastStatus = null; // the status shown before the current one
   let shopTimer = null;
   let tick = null;
@@ -599,6 +600,21 @@
     return secs < 60 ? t('wait.soon') : t('wait.about', { d: duration(Math.ceil(secs / 60) * 60) });
   }
 
+  // ---- the protected site: where the deployment sends an admitted fan with their pass --------------
+
+  // renderSite shows, while the fan is ACTIVE with a pass, the link on to the deployment's site, which
+  // carries the newest pass (every poll may bring a fresh one) and names the site it goes to.
+  function renderSite() {
+    const ok = Boolean(passSite && ticket && ticket.status === 'ACTIVE' && ticket.pass);
+    show($('pass-site'), ok);
+    if (!ok) return;
+    const u = new URL(passSite);
+    u.searchParams.set('pass', ticket.pass);
+    const a = $('pass-site-link');
+    a.href = u.toString();
+    a.textContent = t('turn.site', { site: u.host });
+  }
+
   // render shows one queue status. Unknown statuses read "please wait" and are polled again.
   function render(tk) {
     const before = ticket ? ticket.status : lastStatus;
@@ -663,6 +679,7 @@
     if ($('status').textContent !== text) $('status').textContent = text;
     $('status').dataset.key = key;
     lastStatus = tk.status;
+    renderSite();
     // The live region hears a change of status, and of place at most every 20 s (not every poll).
     const now = Date.now();
     if (key !== 'status.active' && (before !== tk.status || key === 'status.paused' || now - (render.saidAt || 0) >= 20000)) {
@@ -1103,6 +1120,7 @@
   }
 
   setLang(chooseLang());
+  api('GET', '/site.json').then((d) => { passSite = (d && d.passSite) || null; renderSite(); }).catch(() => {});
   takeFragmentToken();
   if (signedIn()) route();
   else askSignIn(null);
