@@ -77,7 +77,7 @@ func verifyPass(jwks []byte, pass string) (passClaims, string) {
 	return c, ""
 }
 
-// admissionPass checks API.md "Admission pass (v4)".
+// admissionPass checks docs/api.md "Admission pass".
 func admissionPass(t *testing.T, s *server) {
 	keys := s.do(t, "GET", "/.well-known/jwks.json", nil)
 	expectStatus(t, "Admission pass: GET /.well-known/jwks.json (no auth)", keys, 200)
