@@ -215,6 +215,18 @@ type PrivateCluster struct {
 // the calling package owns, since test packages run in parallel. It is stopped at the end of the test.
 func StartPrivateCluster(t testing.TB, base int) *PrivateCluster {
 	t.Helper()
+	return startPrivateCluster(t, base, true)
+}
+
+// StartFormingCluster is StartPrivateCluster returning as soon as every slot is served, while the
+// replicas may still be in their first full sync (which Redis starts 5 s after a replica asks).
+func StartFormingCluster(t testing.TB, base int) *PrivateCluster {
+	t.Helper()
+	return startPrivateCluster(t, base, false)
+}
+
+func startPrivateCluster(t testing.TB, base int, synced bool) *PrivateCluster {
+	t.Helper()
 	root, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +242,9 @@ func StartPrivateCluster(t testing.TB, base int) *PrivateCluster {
 	pc := &PrivateCluster{Base: base, Dir: t.TempDir()}
 	script := filepath.Join(root, "scripts", "cluster.sh")
 	env := append(os.Environ(), "CLUSTER_PORT="+strconv.Itoa(base), "CLUSTER_DIR="+pc.Dir)
+	if !synced {
+		env = append(env, "CLUSTER_SYNCED=0")
+	}
 	t.Cleanup(func() {
 		stop := exec.Command(script, "stop")
 		stop.Env = env

@@ -2,8 +2,10 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -231,4 +233,51 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// On a cluster just formed every replica is still in its first full sync, which Redis starts 5 s after
+// the replica asks: the money steps of its master are answered, taken unreplicated and counted, not
+// refused for as long as the sync takes; meanwhile the store says how many slots are in that state.
+func TestJustFormedClusterTakesChargesOnCluster(t *testing.T) {
+	pc := dbtest.StartFormingCluster(t, clusterPorts)
+	c := dbtest.Client(t, pc.URL)
+	ctx := context.Background()
+	syncing := 0
+	for port := pc.Base; port < pc.Base+6; port++ {
+		node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + strconv.Itoa(port)},
+			ForceSingleClient: true, DisableCache: true})
+		require.NoError(t, err)
+		info, err := node.Do(ctx, node.B().Info().Section("replication").Build()).ToString()
+		node.Close()
+		require.NoError(t, err)
+		if strings.Contains(info, "role:master") && !strings.Contains(info, "state=online") {
+			syncing++
+		}
+	}
+	require.Positive(t, syncing, "the test needs a master whose replica is still in its first sync")
+
+	reg := prometheus.NewRegistry()
+	s := NewStore(c, dbtest.Name("t"), reg)
+	s.WaitForReplica(ReplicaWait)
+	const fans = 60 // over the 64 wallet shards: every master's
+	errs := make(chan error, fans)
+	var wg sync.WaitGroup
+	for i := range fans {
+		wg.Go(func() {
+			_, _, err := s.Charge(ctx, fmt.Sprintf("fresh-%d", i), 500, "", "", t0)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	refused := 0
+	for err := range errs {
+		if err != nil {
+			refused++
+			assert.ErrorIs(t, err, ErrNotReplicated)
+		}
+	}
+	assert.Zero(t, refused, "charges refused while the replicas were in their first sync, of %d", fans)
+	assert.Positive(t, counter(t, reg, "ticketrush_redis_unreplicated_writes_total"))
+	assert.Positive(t, s.UnreplicatedSlots(), "the store says its writes are taken unreplicated")
 }
