@@ -1,13 +1,14 @@
 -- line_admit: one admission round of a concert whose line is spread over shards, on the concert's slot.
 -- The scheduler read the heads of every shard (line_heads) and merged them in seq order: those are the
--- candidates here. A candidate whose seq is quit (its fan left: line_left) is not admitted, only taken out
--- of its shard, so that a leave is final whatever heads a round read before it. As queue_tick: lapses
--- ACTIVE tokens past their activeUntil and expires no-shows, then, unless paused, admits min(free slots,
--- rate budget, batch) of the candidates in seq order (activePerSeat and sold-out as queue_tick), dropping a
--- candidate not seen for abandonAfter (EXPIRED) and going on with the next. The active set, the rate budget
--- and the capacity live here, so any number of schedulers may run it at once without admitting past
--- capacity or rate. A candidate already ACTIVE with the same seq (a tick whose line_pop did not run) is
--- reported again and not admitted twice. The admitted and dropped fans then leave their shards (line_pop).
+-- candidates here. A candidate whose seq is quit or logged as left (its fan left: line_left) is not
+-- admitted, only taken out of its shard, so that a leave is final whatever heads a round read before it and
+-- whether or not its shard's step ran. As queue_tick: lapses ACTIVE tokens past their activeUntil and
+-- expires no-shows, then, unless paused, admits min(free slots, rate budget, batch) of the candidates in
+-- seq order (activePerSeat and sold-out as queue_tick), dropping a candidate not seen for abandonAfter
+-- (EXPIRED) and going on with the next. The active set, the rate budget and the capacity live here, so any
+-- number of schedulers may run it at once without admitting past capacity or rate. A candidate already
+-- ACTIVE with the same seq (a tick whose line_pop did not run) is reported again and not admitted twice.
+-- The admitted and dropped fans then leave their shards (line_pop).
 -- KEYS[1]  cfg       hash: cap, rate, ttl (ms), paused, aps, abandon, noshow
 -- KEYS[2]  active    zset: member user, score activeUntil (ms)
 -- KEYS[3]  aseq      hash: user -> seq of the ACTIVE token
@@ -127,13 +128,14 @@ if conf[4] ~= '1' then
   local tills, shows = string.format('%d', till), string.format('%d', now + show)
   local last
   local adm = new_round()
-  local quitting = redis.call('EXISTS', quit) == 1
+  local quitting, leaving = redis.call('EXISTS', quit) == 1, redis.call('EXISTS', left) == 1
   for _, cand in ipairs(cands) do
     local user, seq, seen = cand[1], cand[2], math.max(cand[3], opens)
     if redis.call('HGET', aseq, user) == seq then
       -- admitted by a tick whose pop did not run: only pop it
-    elseif quitting and redis.call('ZSCORE', quit, seq) then
-      -- left after the heads were read: only pop it
+    elseif (quitting and redis.call('ZSCORE', quit, seq)) or (leaving and redis.call('ZSCORE', left, seq)) then
+      -- left (after the heads were read, or without the shard's step: a logged leave above the head,
+      -- which is never a seq a fan waits at): only pop it
     elseif abandon > 0 and seen + abandon <= now then
       if n >= want or n + dropped >= batch then break end
       dropped = dropped + 1

@@ -51,7 +51,8 @@ func passVerify(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		return fmt.Errorf("pass verify: %w", err)
 	}
-	h, c, _, _, err := gate.Decode(strings.TrimSpace(token))
+	token = strings.TrimSpace(token)
+	h, c, _, _, err := gate.Decode(token)
 	if err != nil {
 		return fail(err)
 	}

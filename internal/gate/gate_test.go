@@ -279,6 +279,9 @@ func TestGateRefusesBadPasses(t *testing.T) {
 	assert.EqualValues(t, 2, ks.fetches.Load(), "fetches of the key set")
 	res, body := g.get(t, "/api/seats", PassHeader, valid)
 	assert.Equal(t, http.StatusOK, res.StatusCode, body)
+	// An instance whose clock runs ahead, within the service's 30 s of skew, issues passes the gate takes.
+	res, body = g.get(t, "/api/seats", PassHeader, s.pass(t, s.header(), with("iat", now.Add(20*time.Second).Unix())))
+	assert.Equal(t, http.StatusOK, res.StatusCode, "a pass issued 20 s ahead: %s", body)
 }
 
 // TestGateVerifierPinsEdDSA: the verifier alone refuses the key confusion (an HS256 pass whose secret is

@@ -113,7 +113,9 @@ func NewKeys(url string, opts KeysOptions) *Keys {
 	def(&opts.Retry, 10*time.Second)
 	def(&opts.UnknownKid, 5*time.Second)
 	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: opts.FetchTimeout}
+		// No redirect is followed: one from https to http would let a path in between serve its own keys.
+		opts.Client = &http.Client{Timeout: opts.FetchTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	if opts.Fetched == nil {
 		opts.Fetched = func(string) {}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +136,15 @@ func TestGateUnknownKidFetchOutlivesItsRequest(t *testing.T) {
 	res, body := g.get(t, "/", PassHeader, newSigner(t, "forged-2").valid(t, "fan-1"))
 	requireProblem(t, res, body, http.StatusForbidden, PassUnknownKey)
 	assert.EqualValues(t, 2, ks.fetches.Load())
+}
+
+// A key set URL that answers a redirect is not followed: a redirect from https to http would let a
+// path in between serve keys of its own.
+func TestGateKeySetRedirectNotFollowed(t *testing.T) {
+	elsewhere := newKeyServer(t, newSigner(t, "k1"))
+	moved := httptest.NewServer(http.RedirectHandler(elsewhere.url(), http.StatusFound))
+	t.Cleanup(moved.Close)
+	keys := NewKeys(moved.URL, KeysOptions{})
+	_, err := keys.Fetch(context.Background())
+	assert.Error(t, err, "a key set fetched through a redirect")
 }

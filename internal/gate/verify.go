@@ -20,8 +20,13 @@ import (
 // decoded.
 const MaxPassBytes = 4096
 
-// Leeway is the clock skew allowed on exp, nbf and iat (docs/gate.md).
-const Leeway = 5 * time.Second
+// Leeway is the clock skew allowed on exp and nbf (docs/gate.md). IssuedAt gets IssuedLeeway: the
+// service's instances may sign with clocks up to 30 s apart (docs/pass.md, "Rotation"), and a pass issued
+// by one running ahead must not send its fan back to the waiting room.
+const (
+	Leeway       = 5 * time.Second
+	IssuedLeeway = 30 * time.Second
+)
 
 // Claims are what a verified pass says: the fan (sub), the concert (aud), and when it was issued and
 // ends.
@@ -108,7 +113,7 @@ func (v *Verifier) Check(c Claims, now time.Time) error {
 	switch {
 	case !now.Before(c.Expires.Add(Leeway)):
 		return refuse(PassExpired, fmt.Sprintf("the pass expired at %s", c.Expires.UTC().Format(time.RFC3339)))
-	case c.IssuedAt.After(now.Add(Leeway)):
+	case c.IssuedAt.After(now.Add(IssuedLeeway)):
 		return refuse(PassNotYetValid, fmt.Sprintf("the pass is issued at %s, in the future", c.IssuedAt.UTC().Format(time.RFC3339)))
 	case !c.NotBefore.IsZero() && c.NotBefore.After(now.Add(Leeway)):
 		return refuse(PassNotYetValid, fmt.Sprintf("the pass is valid from %s", c.NotBefore.UTC().Format(time.RFC3339)))

@@ -72,8 +72,9 @@ func NewIssuer(store Store, issuer string, s Schedule, now func() time.Time, log
 	return i
 }
 
-// Start loads the keys, creating the first one when the store has none (it signs at once: no pass
-// exists that another key would have to verify).
+// Start loads the keys, creating the first one when the store has none. It signs at once (no pass exists
+// that another key would have to verify), on every instance whose clock trails by up to the schedule's
+// skew too.
 func (i *Issuer) Start(ctx context.Context) error {
 	keys, err := i.store.PassKeys(ctx)
 	if err != nil {
@@ -81,7 +82,7 @@ func (i *Issuer) Start(ctx context.Context) error {
 	}
 	if len(keys) == 0 {
 		now := i.now()
-		k, err := NewKey(now, now)
+		k, err := NewKey(now, now.Add(-i.schedule.Skew))
 		if err != nil {
 			return err
 		}
@@ -203,6 +204,13 @@ type Rotation struct {
 // by then), unless the last rotation's key does not sign yet (ErrKeyPending). It deletes the keys that
 // stopped signing more than retention ago.
 func Rotate(ctx context.Context, store Store, now time.Time, lead, retention time.Duration) (Rotation, error) {
+	keys, err := store.PassKeys(ctx)
+	if err != nil {
+		return Rotation{}, err
+	}
+	if len(keys) == 0 { // no pass exists yet: nothing to publish ahead of, so the key signs at once
+		lead = 0
+	}
 	k, err := NewKey(now, now.Add(lead))
 	if err != nil {
 		return Rotation{}, err

@@ -305,3 +305,24 @@ func TestKeyMaterialStaysInTheStore(t *testing.T) {
 		}
 	}
 }
+
+// The first key signs at once on every instance, one whose clock trails the creator's by up to the
+// schedule's skew too; a rotation of an empty store adds a key that signs at once.
+func TestFirstKeySignsOnATrailingClock(t *testing.T) {
+	url := dbtest.Postgres(t)
+	at := time.Date(2026, 12, 24, 10, 0, 0, 0, time.UTC)
+	ahead, behind := dbtest.NewClock(at), dbtest.NewClock(at.Add(-skew+time.Second))
+	started(t, openDB(t, url), ahead, dbtest.Log(t))
+	trailing := started(t, openDB(t, url), behind, dbtest.Log(t))
+	_, err := trailing.Sign("fan", "c1", behind.Now().Add(time.Hour))
+	assert.NoError(t, err, "an instance %s behind the key's creator signs", skew-time.Second)
+
+	empty := openDB(t, dbtest.Postgres(t))
+	r, err := pass.Rotate(context.Background(), empty, at, lead, time.Hour+skew)
+	require.NoError(t, err)
+	i := started(t, empty, ahead, dbtest.Log(t))
+	p, err := i.Sign("fan", "c1", at.Add(time.Hour))
+	require.NoError(t, err, "the key a rotation added to an empty store signs at once")
+	ks, _ := i.KeySet()
+	assert.Equal(t, r.Key.ID, verify(t, parseKeySet(t, ks), p).Kid)
+}

@@ -105,6 +105,18 @@ func TestShardedLeaveIsFinalWhateverTheRoundIsDoing(t *testing.T) {
 			require.NoError(t, err)
 			notActive(t, s, c, f, now.Add(time.Second))
 		})
+		t.Run("its shard's step lost, the quit mark lapsed", func(t *testing.T) {
+			f := setup(t, s, "lq")
+			k := s.keys.Concert("lq")
+			decided, err := s.lineLeft(ctx, k, f.UserID, f.Seq, "LEAVE", t0.Add(time.Second)) // line_leave never ran
+			require.NoError(t, err)
+			require.Equal(t, "LOGGED", decided)
+			later := t0.Add(time.Minute) // long past the quit mark's 10 s
+			res, err := s.Tick(ctx, "lq", later, 100)
+			require.NoError(t, err)
+			assert.Zero(t, res.Admitted)
+			notActive(t, s, c, f, later)
+		})
 		t.Run("between the admission and the pop", func(t *testing.T) {
 			f := setup(t, s, "lp")
 			now := t0.Add(time.Second)
