@@ -30,25 +30,32 @@ func TestPassRotateCommandLine(t *testing.T) {
 	s.requireUntouched(t, "pass rotate -h and bad command lines")
 }
 
-// TestPassRotate: a rotation adds a key that signs PassPublishLead later and prints its kid (never the
-// key); a second one while that key waits is refused.
+// TestPassRotate: a rotation adds a key that signs PassPublishLead later (at once into an empty store,
+// where no pass exists yet) and prints its kid (never the key); a second one while that key waits is
+// refused.
 func TestPassRotate(t *testing.T) {
 	s := freshStores(t)
 	ctx := context.Background()
 	var out bytes.Buffer
-	start := time.Now()
-	require.NoError(t, run(ctx, []string{"pass", "rotate"}, s.getenv, &out))
-	m := regexp.MustCompile(`^added pass key (\S+): published within 10s, signs from (\S+)\n$`).FindStringSubmatch(out.String())
-	require.NotNil(t, m, "got %q", out.String())
-
+	added := regexp.MustCompile(`^added pass key (\S+): published within 10s, signs from (\S+)\n$`)
 	db, err := postgres.Open(ctx, s.env["DATABASE_URL"])
 	require.NoError(t, err)
 	defer db.Close()
-	keys, err := db.PassKeys(ctx)
-	require.NoError(t, err)
-	require.Len(t, keys, 1)
-	assert.Equal(t, m[1], keys[0].ID)
-	assert.WithinDuration(t, start.Add(5*time.Minute), keys[0].SignsFrom, time.Minute, "signs PassPublishLead after the rotation")
+	rotate := func(sentence string, after time.Duration) {
+		t.Helper()
+		start := time.Now()
+		out.Reset()
+		require.NoError(t, run(ctx, []string{"pass", "rotate"}, s.getenv, &out))
+		m := added.FindStringSubmatch(out.String())
+		require.NotNil(t, m, "got %q", out.String())
+		keys, err := db.PassKeys(ctx)
+		require.NoError(t, err)
+		k := keys[len(keys)-1]
+		assert.Equal(t, m[1], k.ID)
+		assert.WithinDuration(t, start.Add(after), k.SignsFrom, time.Minute, sentence)
+	}
+	rotate("the first key, into an empty store, signs at once", 0)
+	rotate("signs PassPublishLead after the rotation", 5*time.Minute)
 
 	out.Reset()
 	err = run(ctx, []string{"pass", "rotate"}, s.getenv, &out)
