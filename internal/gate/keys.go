@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ticketrush/ticketrush/internal/pass"
 )
 
 // KeySet is a parsed RFC 7517 key set: the Ed25519 public keys by kid.
@@ -25,14 +27,7 @@ const MaxKeySetBytes = 64 << 10
 // such key, or that is not a key set at all, is an error.
 func ParseKeySet(body []byte) (KeySet, error) {
 	var doc struct {
-		Keys []struct {
-			Kty string `json:"kty"`
-			Crv string `json:"crv"`
-			X   string `json:"x"`
-			Kid string `json:"kid"`
-			Use string `json:"use"`
-			Alg string `json:"alg"`
-		} `json:"keys"`
+		Keys []pass.JWK `json:"keys"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("not a JSON key set: %w", err)

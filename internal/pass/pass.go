@@ -243,7 +243,9 @@ type ring struct {
 	jwks []byte
 }
 
-type jwk struct {
+// JWK is one public key of the key set (RFC 7517, an OKP key of RFC 8037), as the issuer publishes it and
+// the gate reads it.
+type JWK struct {
 	Kty string `json:"kty"`
 	Crv string `json:"crv"`
 	X   string `json:"x"`
@@ -257,8 +259,8 @@ type jwk struct {
 func newRing(keys []Key, s Schedule, now time.Time) (*ring, error) {
 	r := &ring{}
 	set := struct {
-		Keys []jwk `json:"keys"`
-	}{Keys: []jwk{}}
+		Keys []JWK `json:"keys"`
+	}{Keys: []JWK{}}
 	for i, k := range keys {
 		if len(k.Seed) != ed25519.SeedSize {
 			return nil, fmt.Errorf("pass key %s: seed of %d bytes", k.ID, len(k.Seed))
@@ -275,7 +277,7 @@ func newRing(keys []Key, s Schedule, now time.Time) (*ring, error) {
 		if i+1 < len(keys) && !now.Before(keys[i+1].SignsFrom.Add(s.TTL+s.Skew)) {
 			continue // every pass it signed has expired
 		}
-		set.Keys = append(set.Keys, jwk{Kty: "OKP", Crv: "Ed25519", X: base64.RawURLEncoding.EncodeToString(pub),
+		set.Keys = append(set.Keys, JWK{Kty: "OKP", Crv: "Ed25519", X: base64.RawURLEncoding.EncodeToString(pub),
 			Kid: k.ID, Use: "sig", Alg: "EdDSA"})
 	}
 	var err error
