@@ -388,18 +388,29 @@ func (s *Store) leaveLine(ctx context.Context, concertID, userID string, seq uin
 
 // statusLine is the exact state of a token of a line of n shards: ACTIVE, DONE or gone on the
 // concert's slot, else WAITING if the fan's shard has them, placed by the head and the leaves logged
-// on the concert's slot.
+// on the concert's slot, else what the concert's slot says when read again after the shard.
 func (s *Store) statusLine(ctx context.Context, claims ticketrush.QueueClaims, n int, now time.Time) (ticketrush.TokenState, error) {
-	c := s.keys.Concert(claims.ConcertID)
-	keys, args := c.queueStatus(claims, now)
+	st, err := s.concertStatus(ctx, claims, now)
+	if err != nil || st.Status != ticketrush.StatusExpired {
+		return st, err
+	}
+	return s.shardStatus(ctx, claims, n, now)
+}
+
+// concertStatus is queue_status on the concert's slot.
+func (s *Store) concertStatus(ctx context.Context, claims ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+	keys, args := s.keys.Concert(claims.ConcertID).queueStatus(claims, now)
 	msg, err := s.exec(ctx, s.status, keys, args)
 	if err != nil {
 		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 	}
-	st, err := tokenState(msg)
-	if err != nil || st.Status != ticketrush.StatusExpired {
-		return st, err
-	}
+	return tokenState(msg)
+}
+
+// shardStatus is the state of a token that the concert's slot did not know as ACTIVE or DONE: WAITING
+// in the fan's shard, else what the concert's slot says when read again.
+func (s *Store) shardStatus(ctx context.Context, claims ticketrush.QueueClaims, n int, now time.Time) (ticketrush.TokenState, error) {
+	c := s.keys.Concert(claims.ConcertID)
 	seq := utoa(claims.Seq)
 	res := s.client.DoMulti(ctx,
 		s.client.B().Hget().Key(c.Shard(LineShard(claims.UserID, n)).Places()).Field(claims.UserID).Build(),
@@ -412,7 +423,11 @@ func (s *Store) statusLine(ctx context.Context, claims ticketrush.QueueClaims, n
 		}
 	}
 	if score, err := res[0].AsInt64(); err != nil || uint64(score) != claims.Seq {
-		return st, nil // EXPIRED
+		// Not in the shard. A round may have admitted the fan between the two reads: line_admit makes
+		// them ACTIVE on the concert's slot before line_pop takes them out of the shard, so the concert's
+		// slot, read again after the shard, has them ACTIVE. Read once, a fan admitted in that moment
+		// (as wide as a slow link to the shard's master) would read EXPIRED.
+		return s.concertStatus(ctx, claims, now)
 	}
 	if sold, _ := res[3].ToString(); sold == "1" {
 		return ticketrush.TokenState{Status: ticketrush.StatusSoldOut}, nil
@@ -420,6 +435,7 @@ func (s *Store) statusLine(ctx context.Context, claims ticketrush.QueueClaims, n
 	head, _ := res[1].AsInt64()
 	gone, _ := res[2].AsInt64()
 	if gone > 0 && head > 0 { // some may be at or behind the head
+		var err error
 		if gone, err = s.leavesBetween(ctx, c, head, int64(claims.Seq)); err != nil {
 			return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
 		}

@@ -176,3 +176,36 @@ func TestShardedEmptyLineJoinWaitsBehindAPassedFan(t *testing.T) {
 		assert.Equal(t, []uint64{f.Seq, a.seq, l.Seq}, admittedSeqs(t, c, k.Events()), "slow before later")
 	})
 }
+
+// A poll's exact status of a sharded line reads the concert's slot, then the fan's shard. A round that
+// admits the fan between the two reads (ACTIVE on the concert's slot, then out of the shard) must not
+// make them read EXPIRED: the partition suite's slow link to a shard's master widened that moment to
+// 100 ms and more, and fans answered WAITING read EXPIRED a second later.
+func TestShardedStatusSeesAnAdmissionBetweenItsReads(t *testing.T) {
+	const n = 8
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, shardedConcert("sa", n, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1; q.AdmitPerSecond = 1000 }))
+		users := usersOfShards("fan", n, 0, 5)
+		first, err := s.Join(ctx, "sa", users[0], t0)
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.StatusActive, first.Status)
+		w, err := s.Join(ctx, "sa", users[1], t0.Add(time.Millisecond))
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.StatusWaiting, w.Status)
+		_, err = s.Leave(ctx, "sa", users[0], first.Seq, t0.Add(2*time.Millisecond)) // the slot frees
+		require.NoError(t, err)
+		f := ticketrush.QueueClaims{ConcertID: "sa", UserID: users[1], Seq: w.Seq}
+
+		now := t0.Add(time.Second)
+		st, err := s.concertStatus(ctx, f, now) // the poll's first read: not ACTIVE on the concert's slot
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.StatusExpired, st.Status)
+		res, err := s.Tick(ctx, "sa", now, 100) // the round admits the fan and takes them out of the shard
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Admitted)
+		st, err = s.shardStatus(ctx, f, n, now) // the poll's second read
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusActive, st.Status, "a fan admitted between the poll's reads")
+	})
+}
