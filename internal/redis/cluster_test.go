@@ -135,8 +135,8 @@ func redisUp(t *testing.T, reg *prometheus.Registry) float64 {
 
 // TestReplicatedStepsWaitForAReplicaOnCluster: with WaitForReplica a hold or a charge is answered only once a
 // replica has it. Replicas that are connected but stopped (SIGSTOP: they lag) make the steps fail with
-// ErrNotReplicated, 503, instead of acknowledging a write a failover would lose; a step that does not
-// wait (a join) goes on. Masters whose replicas are gone (SIGKILL) have nothing to wait for: the steps
+// ErrNotReplicated, 503, instead of acknowledging a write a failover would lose (a join too); a step
+// that does not wait (an admission round) goes on. Masters whose replicas are gone (SIGKILL) have nothing to wait for: the steps
 // go on, counted in ticketrush_redis_unreplicated_writes_total.
 func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	pc := dbtest.StartPrivateCluster(t, clusterPorts)
@@ -177,7 +177,9 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	_, _, err = spread.Hold(ctx, spreadFans["erin"], sA, "VIP-1", 100, t0)
 	assert.ErrorIs(t, err, ErrNotReplicated, "a hold of a seat in its own slot acknowledged while no replica has it")
 	_, err = s.Join(ctx, cid, "carol", t0)
-	assert.NoError(t, err, "a join does not wait")
+	assert.ErrorIs(t, err, ErrNotReplicated, "a join acknowledged while no replica has the fan's place")
+	_, err = s.Tick(ctx, cid, t0, 10)
+	assert.NoError(t, err, "an admission round does not wait")
 
 	for _, port := range replicas {
 		pc.Signal(t, port, syscall.SIGCONT)

@@ -27,12 +27,19 @@ import (
 //   - payment_complete, seat_sell (a sale in the seat's own slot): the "paid" answer survives (a lost one
 //     would also be redone by the sweeper).
 //   - points_charge, wallet_refund, payment_release, payment_remember: points and their records.
+//   - hold_cancel: a fan told "cancelled" does not find the seat held again.
+//   - line_enter, queue_join (the fan's place in the line) and line_left, queue_leave (a leave's
+//     decision): a fan told WAITING keeps their place, and a leave answered 204 stays final. A master
+//     cut off from its cluster takes writes until it notices (cluster-node-timeout); its replica,
+//     elected meanwhile, never had them. Without the wait, the partition suite's split brain lost
+//     joins that fans had been answered (docs/faults.md, "Partitions").
 //
-// Joins, leaves, ticks and reads do not wait: a lost join or admission is redone by the fan, and costs
-// no money.
+// Ticks and reads do not wait: an admission the dead master took with it shows as a fan told ACTIVE and
+// then not (docs/durability.md), and its slot is the next fan's.
 var replicatedScripts = map[string]bool{
 	"seat_hold": true, "seat_take": true, "payment_claim": true, "wallet_debit": true, "payment_complete": true,
 	"seat_sell": true, "points_charge": true, "wallet_refund": true, "payment_release": true, "payment_remember": true,
+	"hold_cancel": true, "line_enter": true, "queue_join": true, "line_left": true, "queue_leave": true,
 }
 
 // ErrNotReplicated is a write the master took but no replica confirmed in time: the caller answers 503

@@ -62,6 +62,27 @@ func BenchmarkReplicaWait(b *testing.B) {
 				}
 			}
 		})
+		b.Run("join/"+name, func(b *testing.B) {
+			s := newStore(b)
+			b.ResetTimer()
+			fans(b, s, b.N)
+		})
+		b.Run("cancel/"+name, func(b *testing.B) {
+			s := newStore(b)
+			claims := fans(b, s, b.N)
+			ids := make([]string, b.N)
+			for i, c := range claims {
+				r, _, err := s.Hold(ctx, c, sA, fmt.Sprintf("R-%d", i+1), 10, t0)
+				require.NoError(b, err)
+				ids[i] = r.ID
+			}
+			b.ResetTimer()
+			for i, id := range ids {
+				if _, err := s.Cancel(ctx, claims[i].UserID, id, t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run("charge/"+name, func(b *testing.B) {
 			s := newStore(b)
 			b.ResetTimer()
