@@ -9,7 +9,7 @@ export HTTP_ADDR ?= 127.0.0.1:8080
 ADDR := http://$(HTTP_ADDR)
 BIN := bin/ticketrush
 
-.PHONY: run stop help test services build vet demo clean faults cluster scaleout fuzz idlecost
+.PHONY: run stop help test services build vet demo clean faults cluster scaleout partition fuzz idlecost
 
 ## help: list the targets, one line each
 help:
@@ -35,15 +35,15 @@ stop:
 	@scripts/stop.sh
 
 ## test: set up Redis and Postgres, then every unit and integration test with the race detector, then
-## the Redis-touching packages again on a local Redis Cluster, the fault suite, the scale-out test, then
-## the observability checks: alert rules (promtool), the compose file, and every dashboard and alert
-## query against a real Prometheus scraping the service under load
+## the Redis-touching packages again on a local Redis Cluster, the fault suite, the scale-out test, the
+## partition suite, then the observability checks: alert rules (promtool), the compose file, and every
+## dashboard and alert query against a real Prometheus scraping the service under load
 test: services cluster
 	@scripts/chromium.sh
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m -p $(TEST_PACKAGES_AT_ONCE) ./...
 	TEST_REDIS_URL="$$(scripts/cluster.sh 2>/dev/null)" $(GO) test -race -count=1 -timeout 8m -p $(TEST_PACKAGES_AT_ONCE) -skip 'OnCluster$$' $(REDIS_PACKAGES)
-	$(MAKE) --no-print-directory faults scaleout fuzz
+	$(MAKE) --no-print-directory faults scaleout partition fuzz
 	$(MAKE) --no-print-directory rules-check compose-check promcheck
 
 # Test packages run at once in each pass. They spend most of their time waiting on timers, Redis,
@@ -74,6 +74,14 @@ cluster:
 ## times on each of 4 instances after a master's election (docs/faults.md, "Readiness")
 scaleout: services
 	$(GO) test -tags scaleout -count=1 -timeout 5m -v -run 'TestScaleOut' ./cmd/ticketrush/
+
+## partition: the partition suite (docs/faults.md, "Partitions"): 3 api, 1 scheduler and 2 writebehind
+## processes, each in a cgroup of its own, on a private cluster whose nodes each have a loopback address
+## (127.0.0.31-36, ports 7300-7305); links cut, lossy and slow mid-sale (iptables, as root). Each
+## scenario prints a PARTITION SUMMARY line
+partition: services
+	@command -v iptables >/dev/null || scripts/install.sh iptables
+	set -o pipefail; $(GO) test -tags partition -count=1 -timeout 6m -v -run 'TestPartition' ./cmd/ticketrush/ | grep -E '^(=== RUN|--- |FAIL|ok|PASS)|^PARTITION SUMMARY|(partition|sale)_test.go'
 
 # Go native fuzz targets, package:target[:executions], each run for that many executions (FUZZCOUNT when
 # not given; their seeds and testdata/fuzz corpus run in every go test too). A count, not a duration: a

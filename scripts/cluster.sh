@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # Makes a local Redis Cluster answer: 3 masters and 3 replicas on ports BASE..BASE+5 (CLUSTER_PORT,
-# default 7000), append-only, cluster-node-timeout 2000 ms, cluster-require-full-coverage no, data,
+# default 7000), append-only, cluster-node-timeout 2000 ms (CLUSTER_NODE_TIMEOUT), cluster-require-full-coverage no, data,
 # logs and pidfiles under .data/cluster/<port>/ (CLUSTER_DIR to put them elsewhere). Safe to run again:
 # a healthy cluster is reused, stopped nodes are started again and rejoin from their nodes.conf.
 # Prints the REDIS_URL of the cluster on stdout. CLUSTER_SYNCED=0 returns once every slot is served,
-# without waiting for the replicas' first sync (a cluster just formed, as a test of that moment needs it). Used by `make cluster`, `make test` and
-# `scripts/services.sh` when REDIS_CLUSTER=1.
+# without waiting for the replicas' first sync (a cluster just formed, as a test of that moment needs it).
+# CLUSTER_HOSTS="127.0.0.31 ... 127.0.0.36" puts each node on a loopback address of its own, which it also
+# sends from (bind-source-addr), so that a test can cut the links between nodes (docs/faults.md,
+# "Partitions"). Used by `make cluster`, `make test` and `scripts/services.sh` when REDIS_CLUSTER=1.
 #   scripts/cluster.sh          start or reuse
 #   scripts/cluster.sh stop     stop the nodes this script started (by their pidfiles)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE=${CLUSTER_PORT:-7000}
-HOST=127.0.0.1
+read -r -a HOSTS <<<"${CLUSTER_HOSTS:-127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1}"
+[ "${#HOSTS[@]}" = 6 ] || { printf 'cluster: CLUSTER_HOSTS needs 6 addresses\n' >&2; exit 2; }
 DIR=${CLUSTER_DIR:-$PWD/.data/cluster}
 PORTS=$(seq "$BASE" $((BASE + 5)))
 
 say() { printf 'cluster: %s\n' "$*" >&2; }
-answers() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
-cli() { redis-cli -h "$HOST" -p "$1" "${@:2}"; }
+host() { echo "${HOSTS[$(($1 - BASE))]}"; } # port -> the node's address
+answers() { (exec 3<>"/dev/tcp/$(host "$1")/$1") 2>/dev/null; }
+cli() { redis-cli -h "$(host "$1")" -p "$1" "${@:2}"; }
 
 if [ "${1:-}" = stop ]; then
   for p in $PORTS; do
@@ -39,8 +43,8 @@ command -v redis-server >/dev/null || install redis-server
 command -v redis-cli >/dev/null || install redis-tools
 
 url() {
-  local u="redis://$HOST:$BASE" sep="?"
-  for p in $PORTS; do [ "$p" = "$BASE" ] && continue; u="$u${sep}addr=$HOST:$p"; sep="&"; done
+  local u="redis://$(host "$BASE"):$BASE" sep="?"
+  for p in $PORTS; do [ "$p" = "$BASE" ] && continue; u="$u${sep}addr=$(host "$p"):$p"; sep="&"; done
   echo "$u"
 }
 
@@ -61,8 +65,8 @@ started=0
 for p in $PORTS; do
   answers "$p" && continue
   mkdir -p "$DIR/$p"
-  redis-server --daemonize yes --bind "$HOST" --port "$p" --dir "$DIR/$p" \
-    --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
+  redis-server --daemonize yes --bind "$(host "$p")" --bind-source-addr "$(host "$p")" --protected-mode no --port "$p" --dir "$DIR/$p" \
+    --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}" \
     --cluster-require-full-coverage no --cluster-replica-validity-factor 0 \
     --appendonly yes --appendfsync everysec --maxmemory-policy noeviction --save "" \
     --hash-max-listpack-entries 32 --zset-max-listpack-entries 32 \
@@ -80,7 +84,7 @@ done
 
 if ! grep -q '^cluster_known_nodes:6' <<<"$(cli "$BASE" cluster info)"; then
   nodes=()
-  for p in $PORTS; do nodes+=("$HOST:$p"); done
+  for p in $PORTS; do nodes+=("$(host "$p"):$p"); done
   # A node that is not empty (left over from a half-made cluster) would make --cluster create refuse.
   for p in $PORTS; do
     if [ "$(cli "$p" cluster info | grep -c '^cluster_known_nodes:1')" = 1 ] && [ "$(cli "$p" dbsize)" != 0 ]; then
@@ -92,6 +96,6 @@ if ! grep -q '^cluster_known_nodes:6' <<<"$(cli "$BASE" cluster info)"; then
     { cat "$DIR/create.log" >&2; exit 1; }
 fi
 for _ in $(seq 1 300); do healthy && break; sleep 0.1; done
-healthy || { say "cluster on $HOST:$BASE is not healthy:"; cli "$BASE" cluster info >&2; cli "$BASE" cluster nodes >&2; exit 1; }
-say "cluster answers on $HOST:$BASE-$((BASE + 5))"
+healthy || { say "cluster on $(host "$BASE"):$BASE is not healthy:"; cli "$BASE" cluster info >&2; cli "$BASE" cluster nodes >&2; exit 1; }
+say "cluster answers on ${HOSTS[0]}:$BASE-$((BASE + 5))"
 url

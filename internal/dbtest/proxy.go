@@ -5,14 +5,18 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Proxy is a TCP proxy to a service that a fault test cuts (every connection dropped, new ones
-// refused) and heals: Postgres cut off from the service, as the write-behind's process test does it.
+// refused) and heals, or slows: Postgres cut off from the service, as the write-behind's process test
+// does it, or a slow link of the partition suite.
 type Proxy struct {
 	ln     net.Listener
 	target string
+	delay  atomic.Int64 // ns each chunk waits in each direction
 	mu     sync.Mutex
 	down   bool
 	conns  map[net.Conn]bool
@@ -21,7 +25,13 @@ type Proxy struct {
 // NewProxy starts a proxy to target (host:port), stopped at the end of the test.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return NewProxyOn(t, "127.0.0.1:0", target)
+}
+
+// NewProxyOn is NewProxy listening on addr.
+func NewProxyOn(t testing.TB, addr, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +73,50 @@ func (p *Proxy) serve(c net.Conn) {
 		return
 	}
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	go func() { p.copy(up, c); done <- struct{}{} }()
+	go func() { p.copy(c, up); done <- struct{}{} }()
 	<-done
 }
+
+// chunk is what one read took from a connection, and when.
+type chunk struct {
+	b  []byte
+	at time.Time
+}
+
+// copy is io.Copy from src to dst, each chunk written no sooner than the delay after it was read (the
+// delay in force when it was read), in order: a link with that latency.
+func (p *Proxy) copy(dst io.WriteCloser, src io.Reader) {
+	chunks := make(chan chunk, 1024)
+	go func() {
+		defer close(chunks)
+		for {
+			b := make([]byte, 32<<10)
+			n, err := src.Read(b)
+			if n > 0 {
+				chunks <- chunk{b: b[:n], at: time.Now().Add(time.Duration(p.delay.Load()))}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range chunks {
+		time.Sleep(time.Until(c.at)) // the link's latency, not synchronisation
+		if _, err := dst.Write(c.b); err != nil {
+			dst.Close()
+			for range chunks {
+			}
+			return
+		}
+	}
+}
+
+// Slow gives every chunk of every connection, in each direction, a latency of d from now on (0: none).
+func (p *Proxy) Slow(d time.Duration) { p.delay.Store(int64(d)) }
+
+// Addr is the proxy's address.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Cut drops every connection and refuses new ones until Heal.
 func (p *Proxy) Cut() {
