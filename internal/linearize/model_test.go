@@ -206,15 +206,18 @@ func TestSeatModel(t *testing.T) {
 			hold("f1", 0, 10, Ok, "r1"), pay("f1", "r1", 20, never, Unknown), pay("f1", "r1", 30, 40, Ok),
 			hold("f2", 50, 60, Refused, ""),
 		}, want: porcupine.Ok},
-		{name: "a cancel the failover took back (cancels do not wait for a replica)", give: []op{
+		{name: "a failover cannot take back a cancel (cancels wait for a replica)", give: []op{
 			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, 30, Ok), hold("f2", 50, 60, Refused, ""),
+		}, failover: 40, want: porcupine.Illegal},
+		{name: "a cancel without an answer, taken back by the failover", give: []op{
+			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, never, Unknown), hold("f2", 50, 60, Refused, ""),
 		}, failover: 40, want: porcupine.Ok},
 		{name: "a failover cannot take back a hold a replica confirmed", give: []op{
 			hold("f1", 0, 10, Ok, "r1"), hold("f2", 30, 40, Ok, "r2"),
 		}, failover: 20, want: porcupine.Illegal},
-		{name: "a cancel the failover took back, and the hold paid after it", give: []op{
+		{name: "not a hold paid after its cancel, across a failover", give: []op{
 			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, 30, Ok), pay("f1", "r1", 50, 60, Ok),
-		}, failover: 40, want: porcupine.Ok},
+		}, failover: 40, want: porcupine.Illegal},
 		{name: "not a cancel before a hold a replica confirmed", give: []op{
 			hold("f1", 0, 10, Ok, "r1"), cancel("f1", "r1", 20, 30, Ok), hold("f2", 40, 50, Ok, "r2"),
 			cancel("f2", "r2", 60, 70, Ok), pay("f1", "r1", 90, 100, Ok),

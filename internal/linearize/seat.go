@@ -79,10 +79,10 @@ func orUnknown(res string) string {
 }
 
 // seatState is the seat now and what a failover of its master could still take back. A Redis
-// replica copies its master's writes in order and asynchronously; a hold and every step of a
-// payment answer only once a replica has them (WAIT, docs/durability.md), so everything the seat's
-// master did up to such an answer survives a failover. Writes after it may not: a cancel (which does
-// not wait for a replica) and a write whose answer never came. trail is the seat after the last write
+// replica copies its master's writes in order and asynchronously; a hold, a cancel and every step of
+// a payment answer only once a replica has them (WAIT, docs/durability.md), so everything the seat's
+// master did up to such an answer survives a failover. Writes after it may not: a write whose answer
+// never came. trail is the seat after the last write
 // a replica confirmed, then after each write since; the last entry is the seat now. A failover leaves
 // the seat as any entry of trail.
 type seatState struct{ trail []seatIs }
@@ -129,9 +129,9 @@ func seatStep(state, input, output any) []any {
 		}
 	case opCancel:
 		switch out.result {
-		case Ok: // 204: the fan's hold is gone, the seat AVAILABLE (a cancel does not wait for a replica)
+		case Ok: // 204: the fan's hold is gone, the seat AVAILABLE, and a replica has it
 			if now.status == held && mine {
-				return next(st.unconfirmed(seatIs{}))
+				return next(confirmed(seatIs{}))
 			}
 		case Refused: // 409 RESERVATION_NOT_HELD, 404: not the fan's hold (any more)
 			if now.status != held || !mine {
