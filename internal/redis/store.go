@@ -14,6 +14,9 @@ import (
 // MaxFlushDelay is how long the client's pipeline may wait to gather commands into one write (Open).
 const MaxFlushDelay = 20 * time.Microsecond
 
+// ReplicaConns is how many connections to each node the replicated steps' waits share (Open).
+const ReplicaConns = 64
+
 // Open connects to REDIS_URL: redis://host:port/db, or several addr= for a cluster (rueidis finds out
 // which it is talking to).
 func Open(ctx context.Context, url string) (rueidis.Client, error) {
@@ -39,6 +42,13 @@ func Open(ctx context.Context, url string) (rueidis.Client, error) {
 	// which share the machine's cores with every request. 20 µs is what rueidis suggests; a round trip
 	// takes hundreds.
 	opt.MaxFlushDelay = MaxFlushDelay
+	// A replicated step's pipeline ends in WAIT, a blocking command, which rueidis sends on a connection
+	// of its own from a pool per node, not on the shared pipeline. Unbounded, a burst of joins (each waits
+	// for a replica on a cluster) dialled a connection per join in flight: hundreds at once, and on a
+	// loaded machine some dials timed out (a 503 for a join that TestConcurrentJoins sent at once with
+	// 999 others). ReplicaConns of them per node, kept open, serve the waits in turn; a caller waits for
+	// one within its own deadline.
+	opt.BlockingPoolSize = ReplicaConns
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, fmt.Errorf("connect redis: %w", err)
