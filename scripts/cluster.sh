@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes a local Redis Cluster answer: 3 masters and 3 replicas on ports BASE..BASE+5 (CLUSTER_PORT,
-# default 7000), append-only, cluster-node-timeout 2000 ms (CLUSTER_NODE_TIMEOUT), cluster-require-full-coverage no, data,
+# default 7000), append-only, cluster-node-timeout 2000 ms (CLUSTER_NODE_TIMEOUT), a replica's full sync
+# held back 5 s (CLUSTER_SYNC_DELAY, repl-diskless-sync-delay), cluster-require-full-coverage no, data,
 # logs and pidfiles under .data/cluster/<port>/ (CLUSTER_DIR to put them elsewhere). Safe to run again:
 # a healthy cluster is reused, stopped nodes are started again and rejoin from their nodes.conf.
 # Prints the REDIS_URL of the cluster on stdout. CLUSTER_SYNCED=0 returns once every slot is served,
@@ -69,6 +70,7 @@ for p in $PORTS; do
     --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}" \
     --cluster-require-full-coverage no --cluster-replica-validity-factor 0 \
     --appendonly yes --appendfsync everysec --maxmemory-policy noeviction --save "" \
+    --repl-diskless-sync-delay "${CLUSTER_SYNC_DELAY:-5}" \
     --hash-max-listpack-entries 32 --zset-max-listpack-entries 32 \
     --logfile "$DIR/$p/redis.log" --pidfile "$DIR/$p/redis.pid"
   started=$((started + 1))

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +43,10 @@ const (
 	// partitionCut is how long a cut lasts: past the node timeout, so that the majority elects a
 	// replica and a master alone notices it is in the minority.
 	partitionCut = 10 * time.Second
+	// partitionSyncDelay holds back the replicas' first full sync after the cluster forms
+	// (repl-diskless-sync-delay; Redis's default is 5 s, set back after the first scenario), so that
+	// the processes start and the first storm lands while every replica is still waiting for it.
+	partitionSyncDelay = 20 * time.Second
 	// requestBound is the longest a fan may wait for an answer: the service's request deadline (2 s,
 	// docs/faults.md) and the slow link's round trip on top.
 	requestBound = 3 * time.Second
@@ -70,12 +76,13 @@ type partitionRig struct {
 
 func TestPartition(t *testing.T) {
 	r := &partitionRig{net: dbtest.NewNet(t), keys: redis.NewKeys("tr"), proxies: map[int]*dbtest.Proxy{}}
-	r.pc = dbtest.StartSplittableCluster(t, partitionPorts, partitionHosts, partitionNodeTimeout)
+	r.dbURL = dbtest.Postgres(t)
+	r.bin, r.env = scaleoutBinary(t, "", r.dbURL) // built before the cluster forms: its first sync waits for nobody
+	r.pc = dbtest.StartSplittableCluster(t, partitionPorts, partitionHosts, partitionNodeTimeout, partitionSyncDelay)
+	r.env = append(r.env, "REDIS_URL="+r.pc.URL)
 	r.hostOf = func(port int) string { return partitionHosts[port-partitionPorts] }
 	r.via = func(port int) string { return fmt.Sprintf("127.0.0.%d", 41+port-partitionPorts) }
 	r.rc = dbtest.Client(t, r.pc.URL)
-	r.dbURL = dbtest.Postgres(t)
-	r.bin, r.env = scaleoutBinary(t, r.pc.URL, r.dbURL)
 	r.pg = dbtest.NewProxy(t, "127.0.0.1:5432")
 	wbEnv := append(append([]string(nil), r.env...), "DATABASE_URL="+r.pg.Through(t, r.dbURL))
 
@@ -101,11 +108,79 @@ func TestPartition(t *testing.T) {
 	}
 	r.apis, r.wbs = r.nodes[:3], r.nodes[4:]
 
+	t.Run("just-formed", func(t *testing.T) { r.justFormed(t) })
 	t.Run("split-brain", func(t *testing.T) { r.splitBrain(t) })
 	t.Run("api-cut-off", func(t *testing.T) { r.apiCutOff(t) })
 	t.Run("slow-lossy", func(t *testing.T) { r.slowLossy(t) })
 	t.Run("writebehind-cut-off", func(t *testing.T) { r.writebehindCutOff(t) })
 	t.Run("replica-resync", func(t *testing.T) { r.replicaResync(t) })
+}
+
+// 0. A cluster just formed: the service ready, every replica still waiting for its first full sync. A
+// storm of charges through every api process is answered, taken unreplicated and counted, not refused
+// 503 for want of a replica that has nothing yet.
+func (r *partitionRig) justFormed(t *testing.T) {
+	const charges, clients = 200, 32
+	for _, n := range r.nodes {
+		require.Eventually(t, func() bool {
+			res, err := n.api.send(req{method: "GET", path: "/readyz"})
+			return err == nil && res.status == http.StatusOK
+		}, 30*time.Second, 20*time.Millisecond, "%s process not ready on the cluster just formed", n.roles)
+	}
+	syncing, replicas := 0, r.pc.Replicas(t)
+	for _, port := range replicas {
+		if !r.pc.Synced(t, port) {
+			syncing++
+		}
+	}
+	began := time.Now()
+	var answered, refused, failed atomic.Int64
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for i := range jobs {
+				f := newFan(t, dbtest.Name("jf-"))
+				res, err := r.apis[i%len(r.apis)].api.send(req{method: "POST", path: "/v1/points/charges",
+					headers: append(f.auth(""), "Idempotency-Key", dbtest.Name("charge-")), body: map[string]any{"amount": 100}})
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case res.status >= 500:
+					refused.Add(1)
+				case res.status == http.StatusCreated:
+					answered.Add(1)
+				}
+			}
+		})
+	}
+	for i := range charges {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	unreplicated := 0.0
+	for _, n := range r.apis {
+		unreplicated += n.api.sum("ticketrush_redis_unreplicated_writes_total")
+	}
+	fmt.Printf("PARTITION SUMMARY just-formed: %d charges from %d clients in %s, %d of %d replicas not yet synced at the start; "+
+		"%d answered 201, %d refused, %d unanswered; %.0f taken unreplicated\n", charges, clients,
+		time.Since(began).Round(time.Millisecond), syncing, len(replicas), answered.Load(), refused.Load(), failed.Load(), unreplicated)
+	assert.Positive(t, syncing, "the replicas had synced before the storm: the scenario missed its window")
+	assert.Positive(t, unreplicated, "no charge was taken while a replica synced: the scenario missed its window")
+	assert.Equal(t, int64(charges), answered.Load(), "charges not answered 201 on the cluster just formed")
+
+	// The other scenarios run on a cluster in sync, whose full syncs wait Redis's default 5 s.
+	for port := partitionPorts; port < partitionPorts+6; port++ {
+		node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.pc.Addr(port)}, ForceSingleClient: true, DisableCache: true})
+		require.NoError(t, err)
+		require.NoError(t, node.Do(context.Background(), node.B().ConfigSet().ParameterValue().ParameterValue("repl-diskless-sync-delay", "5").Build()).Error())
+		node.Close()
+	}
+	for _, port := range r.pc.Replicas(t) {
+		require.Eventually(t, func() bool { return r.pc.Synced(t, port) }, time.Minute, 20*time.Millisecond,
+			"replica %d never finished its first sync", port)
+	}
 }
 
 // concert creates a concert for one scenario and returns where it lives.
@@ -334,9 +409,31 @@ func (r *partitionRig) splitBrain(t *testing.T) {
 func (r *partitionRig) apiCutOff(t *testing.T) {
 	c := r.concert(t, "api-cut-off")
 	m := c.seats
+	// Readiness tells the truth meanwhile: an api process that cannot reach a master of the slots it
+	// needs answers /readyz 503, naming redis, within the probe's 2 s deadline and a second more.
+	var unready time.Duration
+	var said string
 	r.run(t, "api-cut-off", c, fault{lasts: partitionCut, begin: func() func() {
-		return r.net.Cut(r.cutFromNode(r.serviceGroups(0), m)...).Heal
+		cut := r.net.Cut(r.cutFromNode(r.serviceGroups(0), m)...)
+		at := time.Now()
+		probed := make(chan struct{})
+		go func() {
+			defer close(probed)
+			for time.Since(at) < partitionCut {
+				res, err := r.apis[1].api.send(req{method: "GET", path: "/readyz"})
+				if err == nil && res.status == http.StatusServiceUnavailable {
+					unready, said = time.Since(at), string(res.body)
+					return
+				}
+				time.Sleep(20 * time.Millisecond) // the probe's pace, not synchronisation
+			}
+		}()
+		return func() { <-probed; cut.Heal() }
 	}})
+	t.Logf("api-cut-off: /readyz answered 503 %s after the cut: %s", unready.Round(time.Millisecond), said)
+	assert.NotZero(t, unready, "/readyz never said the api process could not reach a master")
+	assert.Less(t, unready, 4*time.Second, "/readyz said so late")
+	assert.Contains(t, said, "redis")
 	assert.Equal(t, "master", r.pc.Role(t, m), "the cluster elected a replica of %d, which it could see", m)
 }
 
@@ -377,7 +474,7 @@ func (r *partitionRig) writebehindCutOff(t *testing.T) {
 	}
 	// What the sale wrote meanwhile waits in the concert's outbox: its consumer group's lag (entries
 	// not read) and pending entries (read, not acknowledged), read at the heal.
-	var backlog int64
+	var backlog, claimed int64
 	r.run(t, "writebehind-cut-off", c, fault{lasts: partitionCut, begin: func() func() {
 		cut := r.net.Cut(links...)
 		return func() {
@@ -390,11 +487,13 @@ func (r *partitionRig) writebehindCutOff(t *testing.T) {
 				l, _ := lag.AsInt64()
 				p, _ := pending.AsInt64()
 				backlog += l + p
+				claimed += p
 			}
 			cut.Heal()
 		}
 	}})
-	t.Logf("writebehind-cut-off: %d events of the concert waited for the write-behind at the heal", backlog)
+	t.Logf("writebehind-cut-off: %d events of the concert waited for the write-behind at the heal, %d of them claimed "+
+		"(read, not yet acknowledged)", backlog, claimed)
 	assert.Positive(t, backlog, "the sale wrote nothing while the write-behind was cut off")
 }
 

@@ -226,12 +226,14 @@ func StartPrivateCluster(t testing.TB, base int) *PrivateCluster {
 	return startPrivateCluster(t, base, true, nil)
 }
 
-// StartSplittableCluster is StartPrivateCluster with each node on an address of its own (hosts, six
+// StartSplittableCluster is StartFormingCluster with each node on an address of its own (hosts, six
 // loopback addresses such as 127.0.0.31), which it also sends from, so that a Net can cut or slow the
-// link between two nodes, and with a cluster-node-timeout of nodeTimeout.
-func StartSplittableCluster(t testing.TB, base int, hosts []string, nodeTimeout time.Duration) *PrivateCluster {
+// link between two nodes, with a cluster-node-timeout of nodeTimeout, and with the replicas' first full
+// sync held back syncDelay (repl-diskless-sync-delay) after they ask.
+func StartSplittableCluster(t testing.TB, base int, hosts []string, nodeTimeout, syncDelay time.Duration) *PrivateCluster {
 	t.Helper()
-	return startPrivateCluster(t, base, true, hosts, "CLUSTER_NODE_TIMEOUT="+strconv.FormatInt(nodeTimeout.Milliseconds(), 10))
+	return startPrivateCluster(t, base, false, hosts, "CLUSTER_NODE_TIMEOUT="+strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
+		"CLUSTER_SYNC_DELAY="+strconv.Itoa(int(syncDelay.Seconds())))
 }
 
 // StartFormingCluster is StartPrivateCluster returning as soon as every slot is served, while the
