@@ -55,8 +55,7 @@ if entered >= 0 then
   return {'PREQUEUE', 0, 0, 0} -- an entrant the draw has not placed yet
 end
 -- Gates, asked of a fan without a live token (an ACTIVE one got theirs back at line_arrive).
-local refused = code_refusal(codereq == '1', code, code == '1') or
-  pow_refusal(pow, powid, powbits, powexp, need, now)
+local refused = join_refusal(codereq == '1', code, code == '1', pow, powid, powbits, powexp, need, now)
 if refused then
   return refused
 end

@@ -84,8 +84,7 @@ if need > 0 or codereq then
   end
   if not live then
     local owner = codereq and code ~= '' and redis.call('HGET', codes, code)
-    local refused = code_refusal(codereq, code, owner == '' or owner == user) or
-      pow_refusal(pow, powid, powbits, powexp, need, now)
+    local refused = join_refusal(codereq, code, owner == '' or owner == user, pow, powid, powbits, powexp, need, now)
     if refused then
       return refused
     end

@@ -19,7 +19,7 @@ end
 
 -- code_refusal(required, code, valid): nil unless the concert asks for an access code (required) and the
 -- join carries none (code '': ACCESS_CODE_REQUIRED) or one that is not valid for the fan (valid false:
--- ACCESS_CODE_INVALID). A join asks it before pow_refusal, which marks a good proof used.
+-- ACCESS_CODE_INVALID).
 local function code_refusal(required, code, valid)
   if not required then
     return nil
@@ -29,4 +29,12 @@ local function code_refusal(required, code, valid)
     return redis.error_reply('ACCESS_CODE_INVALID')
   end
   return nil
+end
+
+-- join_refusal(required, code, valid, pow, powid, powbits, powexp, need, now): the gates a join without a
+-- live token passes (queue_join, line_enter): nil, or the error reply of code_refusal, then of
+-- pow_refusal. The code is asked first: pow_refusal marks a good proof used, so a join refused for its
+-- code keeps its proof.
+local function join_refusal(required, code, valid, pow, powid, powbits, powexp, need, now)
+  return code_refusal(required, code, valid) or pow_refusal(pow, powid, powbits, powexp, need, now)
 end
