@@ -34,6 +34,7 @@ local powid, powbits, powexp = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local need, codereq, code = tonumber(ARGV[9]), ARGV[10], ARGV[11]
 --#include rate_limit
 --#include pow
+--#include prequeue
 if limited(rl, now, ulimit, uburst) then
   return redis.error_reply('RATE_LIMITED')
 end
@@ -60,8 +61,7 @@ if refused then
   return refused
 end
 if seq == '0' then
-  redis.call('ZADD', pre, now, user)
-  redis.call('XADD', events, '*', 'type', 'queue.prequeue', 'user', user, 'at', now)
+  enter_prequeue(pre, events, user, now)
   return {'PREQUEUE', 0, 0, 1}
 end
 redis.call('HSET', places, user, seq)

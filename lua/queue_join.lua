@@ -53,6 +53,7 @@ end
 --#include rate_limit
 --#include budget
 --#include pow
+--#include prequeue
 --#include active_until
 --#include end_token
 --#include seal
@@ -102,8 +103,7 @@ if opens then
       if redis.call('ZSCORE', pre, user) then
         return {'PREQUEUE', 0, 0, 0}
       end
-      redis.call('ZADD', pre, now, user)
-      redis.call('XADD', events, '*', 'type', 'queue.prequeue', 'user', user, 'at', now)
+      enter_prequeue(pre, events, user, now)
       return {'PREQUEUE', 0, 0, 1}
     end
     -- The opening has passed and no scheduler sealed yet: this join seals, so it is an arrival.
