@@ -1,3 +1,18 @@
+-- end_tokens(active, aseq, events, users, seqs, why, nows): the ACTIVE tokens of users (of arrival seqs
+-- seqs) end: out of the active set in one call of each command, with one event for them all, why
+-- 'lapse' (queue.lapses) or 'noshow' (queue.noshows).
+local function end_tokens(active, aseq, events, users, seqs, why, nows)
+  redis.call('ZREM', active, unpack(users))
+  redis.call('HDEL', aseq, unpack(users))
+  if why == 'lapse' then
+    redis.call('XADD', events, '*', 'type', 'queue.lapses', 'users', table.concat(users, ','),
+      'seqs', table.concat(seqs, ','), 'at', nows)
+  else
+    redis.call('XADD', events, '*', 'type', 'queue.noshows', 'users', table.concat(users, ','),
+      'seqs', table.concat(seqs, ','), 'at', nows)
+  end
+end
+
 -- end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch): what an admission round
 -- (queue_tick, line_admit) does first. At most batch ACTIVE tokens past their activeUntil lapse, then at
 -- most batch fans admitted but not shown up by their deadline (still in noshow, no gated call since)
@@ -12,10 +27,7 @@ local function end_sessions(active, aseq, noshow, abandoned, events, now, nows, 
     for i = 1, #lapsed do
       seqs[i] = seqs[i] or '0'
     end
-    redis.call('ZREM', active, unpack(lapsed))
-    redis.call('HDEL', aseq, unpack(lapsed))
-    redis.call('XADD', events, '*', 'type', 'queue.lapses', 'users', table.concat(lapsed, ','),
-      'seqs', table.concat(seqs, ','), 'at', nows)
+    end_tokens(active, aseq, events, lapsed, seqs, 'lapse', nows)
   end
   local due = redis.call('ZRANGEBYSCORE', noshow, '-inf', now, 'LIMIT', 0, batch)
   local users, seqs = {}, {}
@@ -29,10 +41,7 @@ local function end_sessions(active, aseq, noshow, abandoned, events, now, nows, 
     end
   end
   if #users > 0 then
-    redis.call('ZREM', active, unpack(users))
-    redis.call('HDEL', aseq, unpack(users))
-    redis.call('XADD', events, '*', 'type', 'queue.noshows', 'users', table.concat(users, ','),
-      'seqs', table.concat(seqs, ','), 'at', nows)
+    end_tokens(active, aseq, events, users, seqs, 'noshow', nows)
     redis.call('INCRBY', abandoned, #users)
   end
   return #lapsed, #users
