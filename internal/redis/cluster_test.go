@@ -133,11 +133,12 @@ func redisUp(t *testing.T, reg *prometheus.Registry) float64 {
 	return 0
 }
 
-// TestReplicatedStepsWaitForAReplicaOnCluster: with WaitForReplica a hold or a charge is answered only once a
-// replica has it. Replicas that are connected but stopped (SIGSTOP: they lag) make the steps fail with
-// ErrNotReplicated, 503, instead of acknowledging a write a failover would lose (a join too); a step
-// that does not wait (an admission round) goes on. Masters whose replicas are gone (SIGKILL) have nothing to wait for: the steps
-// go on, counted in ticketrush_redis_unreplicated_writes_total.
+// TestReplicatedStepsWaitForAReplicaOnCluster: with WaitForReplica a hold or a charge is answered only once
+// a replica has it. Replicas that are connected but stopped (SIGSTOP: they lag) make the steps fail with
+// ErrNotReplicated, 503, instead of acknowledging a write a failover would lose (a join and a cancel
+// too); a step that does not wait (an admission round) goes on. Masters whose replicas are gone
+// (SIGKILL) have nothing to wait for: the steps go on, counted in
+// ticketrush_redis_unreplicated_writes_total.
 func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	pc := dbtest.StartPrivateCluster(t, clusterPorts)
 	c := dbtest.Client(t, pc.URL)
@@ -153,7 +154,7 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	replicas := pc.Replicas(t)
 	require.Len(t, replicas, 3)
 
-	_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+	held, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 	require.NoError(t, err, "a hold with its replicas up")
 	_, _, err = s.Charge(ctx, "alice", 500, "", "", t0)
 	require.NoError(t, err, "a charge with its replicas up")
@@ -178,6 +179,8 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotReplicated, "a hold of a seat in its own slot acknowledged while no replica has it")
 	_, err = s.Join(ctx, cid, "carol", t0)
 	assert.ErrorIs(t, err, ErrNotReplicated, "a join acknowledged while no replica has the fan's place")
+	_, err = s.Cancel(ctx, "alice", held.ID, t0)
+	assert.ErrorIs(t, err, ErrNotReplicated, "a cancel acknowledged while no replica has it")
 	_, err = s.Tick(ctx, cid, t0, 10)
 	assert.NoError(t, err, "an admission round does not wait")
 
