@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -186,25 +185,9 @@ func (r *partitionRig) justFormed(t *testing.T) {
 // concert creates a concert for one scenario and returns where it lives.
 func (r *partitionRig) concert(t *testing.T, name string) concertRef {
 	t.Helper()
-	res := r.apis[0].api.do(t, req{method: "POST", path: "/admin/v1/concerts", headers: admin(), body: map[string]any{
-		"title": "Partition " + name, "venue": "Split Hall",
-		"schedules": []string{"2026-12-24T10:00:00Z"},
-		"sections":  []map[string]any{{"name": "R", "price": scaleSeatPrice, "seats": partitionSeats}},
-		"queue":     map[string]any{"activeCapacity": partitionCapacity, "admitPerSecond": 50},
-	}})
-	require.Equal(t, http.StatusCreated, res.status, "create concert: %s", res.body)
-	var c struct {
-		ID        string                `json:"id"`
-		Schedules []struct{ ID string } `json:"schedules"`
-	}
-	require.NoError(t, json.Unmarshal(res.body, &c))
-	ref := placeConcert(t, r.pc, r.rc, r.keys, c.ID, c.Schedules[0].ID)
-	for _, a := range r.apis { // every api instance knows the concert (catalog refresh)
-		require.Eventually(t, func() bool {
-			res, err := a.api.send(req{method: "GET", path: "/admin/v1/concerts/" + c.ID + "/queue", headers: admin()})
-			return err == nil && res.status == http.StatusOK
-		}, 30*time.Second, 50*time.Millisecond)
-	}
+	id, sched := createSaleConcert(t, r.apis[0].api, "Partition "+name, partitionSeats, partitionCapacity)
+	ref := placeConcert(t, r.pc, r.rc, r.keys, id, sched)
+	waitKnown(t, r.apis, id)
 	return ref
 }
 

@@ -804,3 +804,33 @@ func checkRecords(t *testing.T, bin string, env []string, dbURL string, writebeh
 	assert.Zero(t, lost, "acknowledged writes lost")
 	return lost
 }
+
+// createSaleConcert creates a concert of one date and one section of seats through api, with capacity
+// ACTIVE fans admitted 50 a second, and returns its id and its schedule's.
+func createSaleConcert(t *testing.T, api *service, title string, seats, capacity int) (string, string) {
+	t.Helper()
+	res := api.do(t, req{method: "POST", path: "/admin/v1/concerts", headers: admin(), body: map[string]any{
+		"title": title, "venue": "Cluster Hall",
+		"schedules": []string{"2026-12-24T10:00:00Z"},
+		"sections":  []map[string]any{{"name": "R", "price": scaleSeatPrice, "seats": seats}},
+		"queue":     map[string]any{"activeCapacity": capacity, "admitPerSecond": 50},
+	}})
+	require.Equal(t, http.StatusCreated, res.status, "create concert: %s", res.body)
+	var c struct {
+		ID        string                `json:"id"`
+		Schedules []struct{ ID string } `json:"schedules"`
+	}
+	require.NoError(t, json.Unmarshal(res.body, &c))
+	return c.ID, c.Schedules[0].ID
+}
+
+// waitKnown waits until every api process knows the concert (its catalog refresh).
+func waitKnown(t *testing.T, apis []*node, concertID string) {
+	t.Helper()
+	for _, a := range apis {
+		require.Eventually(t, func() bool {
+			res, err := a.api.send(req{method: "GET", path: "/admin/v1/concerts/" + concertID + "/queue", headers: admin()})
+			return err == nil && res.status == http.StatusOK
+		}, 30*time.Second, 50*time.Millisecond)
+	}
+}

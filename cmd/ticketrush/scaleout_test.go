@@ -10,7 +10,6 @@ package main
 // What the fans were told (the client ledger) is checked against Redis and Postgres at the end.
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -62,19 +61,8 @@ func TestScaleOut(t *testing.T) {
 	var created, concerts []concertRef
 	for i := 0; concerts == nil; i++ {
 		require.Less(t, i, 60, "no three concerts whose seats live on three masters, one with its own slot where another's seats are")
-		res := apis[0].api.do(t, req{method: "POST", path: "/admin/v1/concerts", headers: admin(), body: map[string]any{
-			"title": "Scale-out " + strconv.Itoa(i), "venue": "Cluster Hall",
-			"schedules": []string{"2026-12-24T10:00:00Z"},
-			"sections":  []map[string]any{{"name": "R", "price": scaleSeatPrice, "seats": seatsPerConcert}},
-			"queue":     map[string]any{"activeCapacity": activeCapacity, "admitPerSecond": 50},
-		}})
-		require.Equal(t, http.StatusCreated, res.status, "create concert: %s", res.body)
-		var c struct {
-			ID        string                `json:"id"`
-			Schedules []struct{ ID string } `json:"schedules"`
-		}
-		require.NoError(t, json.Unmarshal(res.body, &c))
-		created = append(created, placeConcert(t, pc, rc, keys, c.ID, c.Schedules[0].ID))
+		id, sched := createSaleConcert(t, apis[0].api, "Scale-out "+strconv.Itoa(i), seatsPerConcert, activeCapacity)
+		created = append(created, placeConcert(t, pc, rc, keys, id, sched))
 		concerts = pickConcerts(created)
 	}
 	for i, c := range concerts { // the master of each line shard, as the service names the shard's keys
@@ -82,13 +70,8 @@ func TestScaleOut(t *testing.T) {
 			concerts[i].shards = append(concerts[i].shards, pc.MasterOf(t, rc, keys.Concert(c.id).Shard(n).Places()))
 		}
 	}
-	for _, c := range concerts { // every api instance knows the concerts (catalog refresh)
-		for _, a := range apis {
-			require.Eventually(t, func() bool {
-				res, err := a.api.send(req{method: "GET", path: "/admin/v1/concerts/" + c.id + "/queue", headers: admin()})
-				return err == nil && res.status == http.StatusOK
-			}, 30*time.Second, 50*time.Millisecond)
-		}
+	for _, c := range concerts {
+		waitKnown(t, apis, c.id)
 	}
 
 	sl := startSale(t, apis, concerts, fansPerConcert, seatsPerConcert, activeCapacity)
