@@ -372,13 +372,13 @@ func (r *partitionRig) splitBrain(t *testing.T) {
 	byPath := map[string][2]int{}
 	for _, o := range l.outcomes {
 		if o.via == r.apis[0].api.url && o.write && o.at.After(res.began) && o.at.Before(res.healed) {
-			n := byPath[o.path[:strings.IndexByte(o.path, ' ')+8]]
+			n := byPath[route(o.path)]
 			if o.done {
 				n[0]++
 			} else {
 				n[1]++
 			}
-			byPath[o.path[:strings.IndexByte(o.path, ' ')+8]] = n
+			byPath[route(o.path)] = n
 		}
 	}
 	l.mu.Unlock()
@@ -505,6 +505,13 @@ func (r *partitionRig) replicaResync(t *testing.T) {
 	t.Logf("replica-resync: %.0f writes taken without a replica's copy", after-before)
 	assert.Positive(t, after-before, "no write landed while the replica synced: the scenario missed its window")
 	assert.Zero(t, res.w.refused, "answers refused (5xx) while the replica synced")
+}
+
+// route is a request's method and the first two segments of its path: "POST /v1/reservations".
+func route(request string) string {
+	method, path, _ := strings.Cut(request, " ")
+	parts := strings.SplitN(strings.TrimPrefix(path, "/"), "/", 3)
+	return method + " /" + strings.Join(parts[:min(2, len(parts))], "/")
 }
 
 func splitHostPort(t *testing.T, addr string) (string, int) {
