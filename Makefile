@@ -81,7 +81,7 @@ scaleout: services
 ## scenario prints a PARTITION SUMMARY line
 partition: services
 	@command -v iptables >/dev/null || scripts/install.sh iptables
-	set -o pipefail; $(GO) test -tags partition -count=1 -timeout 6m -v -run 'TestPartition' ./cmd/ticketrush/ | grep -E '^ *(=== RUN|--- |FAIL|ok|PASS)|^PARTITION SUMMARY|(partition|sale)_test.go|^\s+(Error|Messages):'
+	set -o pipefail; $(GO) test -tags partition -count=1 -timeout 6m -v -run 'TestPartition' ./cmd/ticketrush/ | grep -E '^ *(=== RUN|--- |FAIL|ok|PASS)|^PARTITION SUMMARY|(partition|sale)_test.go|(netfault|dbtest|proxy)\.go|^\s+(Error|Messages):'
 
 # Go native fuzz targets, package:target[:executions], each run for that many executions (FUZZCOUNT when
 # not given; their seeds and testdata/fuzz corpus run in every go test too). A count, not a duration: a
