@@ -14,7 +14,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,7 +71,6 @@ type partitionRig struct {
 	groups  []string              // each node's cgroup
 	proxies map[int]*dbtest.Proxy // by node port: the api processes' path to that node
 	pg      *dbtest.Proxy         // the write-behind processes' path to Postgres
-	hostOf  func(port int) string // a node's address
 	via     func(port int) string // the address of the api processes' proxy to a node
 }
 
@@ -79,7 +80,6 @@ func TestPartition(t *testing.T) {
 	r.bin, r.env = scaleoutBinary(t, "", r.dbURL) // built before the cluster forms: its first sync waits for nobody
 	r.pc = dbtest.StartSplittableCluster(t, partitionPorts, partitionHosts, partitionNodeTimeout, partitionSyncDelay)
 	r.env = append(r.env, "REDIS_URL="+r.pc.URL)
-	r.hostOf = func(port int) string { return partitionHosts[port-partitionPorts] }
 	r.via = func(port int) string { return fmt.Sprintf("127.0.0.%d", 41+port-partitionPorts) }
 	r.rc = dbtest.Client(t, r.pc.URL)
 	r.pg = dbtest.NewProxy(t, "127.0.0.1:5432")
@@ -95,7 +95,7 @@ func TestPartition(t *testing.T) {
 		addr := fmt.Sprintf("%s:%d", r.via(port), port)
 		r.proxies[port] = dbtest.NewProxyOn(t, addr, r.pc.Addr(port))
 		for _, g := range r.groups[:3] {
-			r.net.Redirect(dbtest.Link{FromGroup: g, To: r.hostOf(port), Port: port}, addr)
+			r.net.Redirect(dbtest.Link{FromGroup: g, To: r.pc.Host(port), Port: port}, addr)
 		}
 	}
 	for i, role := range roles {
@@ -120,12 +120,7 @@ func TestPartition(t *testing.T) {
 // 503 for want of a replica that has nothing yet.
 func (r *partitionRig) justFormed(t *testing.T) {
 	const charges, clients = 200, 32
-	for _, n := range r.nodes {
-		require.Eventually(t, func() bool {
-			res, err := n.api.send(req{method: "GET", path: "/readyz"})
-			return err == nil && res.status == http.StatusOK
-		}, 30*time.Second, 20*time.Millisecond, "%s process not ready on the cluster just formed", n.roles)
-	}
+	r.ready(t, 30*time.Second, "on the cluster just formed")
 	syncing, replicas := 0, r.pc.Replicas(t)
 	for _, port := range replicas {
 		if !r.pc.Synced(t, port) {
@@ -158,10 +153,7 @@ func (r *partitionRig) justFormed(t *testing.T) {
 	}
 	close(jobs)
 	wg.Wait()
-	unreplicated := 0.0
-	for _, n := range r.apis {
-		unreplicated += n.api.sum("ticketrush_redis_unreplicated_writes_total")
-	}
+	unreplicated := r.unreplicated()
 	fmt.Printf("PARTITION SUMMARY just-formed: %d charges from %d clients in %s, %d of %d replicas not yet synced at the start; "+
 		"%d answered 201, %d refused, %d unanswered; %.0f taken unreplicated\n", charges, clients,
 		time.Since(began).Round(time.Millisecond), syncing, len(replicas), answered.Load(), refused.Load(), failed.Load(), unreplicated)
@@ -171,7 +163,7 @@ func (r *partitionRig) justFormed(t *testing.T) {
 
 	// The other scenarios run on a cluster in sync, whose full syncs wait Redis's default 5 s.
 	for port := partitionPorts; port < partitionPorts+6; port++ {
-		node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.pc.Addr(port)}, ForceSingleClient: true, DisableCache: true})
+		node, err := r.pc.Node(port)
 		require.NoError(t, err)
 		require.NoError(t, node.Do(context.Background(), node.B().ConfigSet().ParameterValue().ParameterValue("repl-diskless-sync-delay", "5").Build()).Error())
 		node.Close()
@@ -233,11 +225,8 @@ func (r *partitionRig) run(t *testing.T, name string, c concertRef, f fault) res
 	// Readiness: every process answers 200 again within a few seconds of the heal, none restarted.
 	for _, n := range r.nodes {
 		require.False(t, n.exited(), "%s process exited:\n%s", n.roles, n.log())
-		require.Eventually(t, func() bool {
-			res, err := n.api.send(req{method: "GET", path: "/readyz"})
-			return err == nil && res.status == http.StatusOK
-		}, 15*time.Second, 20*time.Millisecond, "%s process not ready after the heal", n.roles)
 	}
+	r.ready(t, 15*time.Second, "after the heal")
 	res.ready = time.Since(res.healed)
 	sl.finish(t, 2*time.Minute)
 
@@ -319,7 +308,7 @@ func (r *partitionRig) serviceGroups(from int) []string { return r.groups[from:]
 func (r *partitionRig) cutFromNode(groups []string, port int) []dbtest.Link {
 	var links []dbtest.Link
 	for _, g := range groups {
-		links = append(links, dbtest.Link{FromGroup: g, To: r.hostOf(port)}, dbtest.Link{FromGroup: g, To: r.via(port)})
+		links = append(links, dbtest.Link{FromGroup: g, To: r.pc.Host(port)}, dbtest.Link{FromGroup: g, To: r.via(port)})
 	}
 	return links
 }
@@ -334,35 +323,24 @@ func (r *partitionRig) splitBrain(t *testing.T) {
 	var links []dbtest.Link
 	for port := partitionPorts; port < partitionPorts+6; port++ {
 		if port != m {
-			links = append(links, dbtest.Link{From: r.hostOf(m), To: r.hostOf(port)}, dbtest.Link{From: r.hostOf(port), To: r.hostOf(m)})
+			links = append(links, dbtest.Link{From: r.pc.Host(m), To: r.pc.Host(port)}, dbtest.Link{From: r.pc.Host(port), To: r.pc.Host(m)})
 		}
 	}
 	links = append(links, r.cutFromNode(r.serviceGroups(1), m)...)
 	// How long the old master takes writes after the cut: a write into the seats' slot, straight to it
 	// from this process (which the cut spares), every 20 ms until it refuses.
 	tag := c.seatsKey[strings.IndexByte(c.seatsKey, '{') : strings.IndexByte(c.seatsKey, '}')+1]
-	old, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.pc.Addr(m)}, ForceSingleClient: true,
-		DisableCache: true, DisableRetry: true})
+	old, err := r.pc.Node(m)
 	require.NoError(t, err)
 	defer old.Close()
 	var tookWrites time.Duration
 	res := r.run(t, "split-brain", c, fault{lasts: partitionCut, failover: true, begin: func() func() {
 		cut := r.net.Cut(links...)
-		at := time.Now()
-		probed := make(chan struct{})
-		go func() {
-			defer close(probed)
-			for time.Since(at) < partitionCut {
-				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-				err := old.Do(ctx, old.B().Set().Key(tag+"probe").Value("1").Build()).Error()
-				cancel()
-				if err != nil {
-					tookWrites = time.Since(at)
-					return
-				}
-				time.Sleep(20 * time.Millisecond) // the probe's pace, not synchronisation
-			}
-		}()
+		probed := watch(partitionCut, &tookWrites, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			return old.Do(ctx, old.B().Set().Key(tag+"probe").Value("1").Build()).Error() != nil
+		})
 		return func() { <-probed; cut.Heal() }
 	}})
 	t.Logf("split-brain: the old master took writes for %s after the cut", tookWrites.Round(time.Millisecond))
@@ -398,19 +376,11 @@ func (r *partitionRig) apiCutOff(t *testing.T) {
 	var said string
 	r.run(t, "api-cut-off", c, fault{lasts: partitionCut, begin: func() func() {
 		cut := r.net.Cut(r.cutFromNode(r.serviceGroups(0), m)...)
-		at := time.Now()
-		probed := make(chan struct{})
-		go func() {
-			defer close(probed)
-			for time.Since(at) < partitionCut {
-				res, err := r.apis[1].api.send(req{method: "GET", path: "/readyz"})
-				if err == nil && res.status == http.StatusServiceUnavailable {
-					unready, said = time.Since(at), string(res.body)
-					return
-				}
-				time.Sleep(20 * time.Millisecond) // the probe's pace, not synchronisation
-			}
-		}()
+		probed := watch(partitionCut, &unready, func() bool {
+			res, err := r.apis[1].api.send(req{method: "GET", path: "/readyz"})
+			said = string(res.body)
+			return err == nil && res.status == http.StatusServiceUnavailable
+		})
 		return func() { <-probed; cut.Heal() }
 	}})
 	t.Logf("api-cut-off: /readyz answered 503 %s after the cut: %s", unready.Round(time.Millisecond), said)
@@ -430,7 +400,10 @@ func (r *partitionRig) slowLossy(t *testing.T) {
 	for _, g := range r.groups[:3] {
 		links = append(links, dbtest.Link{FromGroup: g, To: r.via(m), Port: m})
 	}
-	pgHost, pgPort := splitHostPort(t, r.pg.Addr())
+	pgHost, port, err := net.SplitHostPort(r.pg.Addr())
+	require.NoError(t, err)
+	pgPort, err := strconv.Atoi(port)
+	require.NoError(t, err)
 	for _, g := range r.groups[4:] {
 		links = append(links, dbtest.Link{FromGroup: g, To: pgHost, Port: pgPort})
 	}
@@ -452,7 +425,7 @@ func (r *partitionRig) writebehindCutOff(t *testing.T) {
 	var links []dbtest.Link
 	for port := partitionPorts; port < partitionPorts+6; port++ {
 		for _, g := range r.groups[4:] {
-			links = append(links, dbtest.Link{FromGroup: g, To: r.hostOf(port)})
+			links = append(links, dbtest.Link{FromGroup: g, To: r.pc.Host(port)})
 		}
 	}
 	// What the sale wrote meanwhile waits in the concert's outboxes: its own stream (admissions, the
@@ -469,7 +442,7 @@ func (r *partitionRig) writebehindCutOff(t *testing.T) {
 		return func() {
 			for _, stream := range streams {
 				groups, err := r.rc.Do(context.Background(), r.rc.B().XinfoGroups().Key(stream).Build()).ToArray()
-				if err != nil && rueidis.IsRedisNil(err) || err != nil && strings.Contains(err.Error(), "no such key") {
+				if err != nil && strings.Contains(err.Error(), "no such key") {
 					continue // a shard nobody joined
 				}
 				require.NoError(t, err, stream)
@@ -499,10 +472,7 @@ func (r *partitionRig) replicaResync(t *testing.T) {
 	c := r.concert(t, "replica-resync")
 	m := c.seats
 	replica := r.pc.ReplicaOf(t, m)
-	before := 0.0
-	for _, n := range r.apis {
-		before += n.api.sum("ticketrush_redis_unreplicated_writes_total")
-	}
+	before := r.unreplicated()
 	res := r.run(t, "replica-resync", c, fault{lasts: 4 * time.Second, begin: func() func() {
 		r.pc.Resync(t, replica)
 		return func() { // the fault lasts until the replica has the master's data again
@@ -510,10 +480,7 @@ func (r *partitionRig) replicaResync(t *testing.T) {
 				"replica %d never finished its sync", replica)
 		}
 	}})
-	after := 0.0
-	for _, n := range r.apis {
-		after += n.api.sum("ticketrush_redis_unreplicated_writes_total")
-	}
+	after := r.unreplicated()
 	t.Logf("replica-resync: %.0f writes taken without a replica's copy", after-before)
 	assert.Positive(t, after-before, "no write landed while the replica synced: the scenario missed its window")
 	assert.Zero(t, res.w.refused, "answers refused (5xx) while the replica synced")
@@ -526,12 +493,39 @@ func route(request string) string {
 	return method + " /" + strings.Join(parts[:min(2, len(parts))], "/")
 }
 
-func splitHostPort(t *testing.T, addr string) (string, int) {
+// ready waits up to within for every process to answer /readyz 200.
+func (r *partitionRig) ready(t *testing.T, within time.Duration, when string) {
 	t.Helper()
-	host, port, ok := strings.Cut(addr, ":")
-	require.True(t, ok, addr)
-	var p int
-	_, err := fmt.Sscan(port, &p)
-	require.NoError(t, err)
-	return host, p
+	for _, n := range r.nodes {
+		require.Eventually(t, func() bool {
+			res, err := n.api.send(req{method: "GET", path: "/readyz"})
+			return err == nil && res.status == http.StatusOK
+		}, within, 20*time.Millisecond, "%s process not ready %s", n.roles, when)
+	}
+}
+
+// unreplicated is the writes the api processes took without a replica's copy so far.
+func (r *partitionRig) unreplicated() float64 {
+	n := 0.0
+	for _, a := range r.apis {
+		n += a.api.sum("ticketrush_redis_unreplicated_writes_total")
+	}
+	return n
+}
+
+// watch asks seen every 20 ms, from now until it answers true or d has passed, and then sets *took to
+// how long that was (0: never). The channel closes when it stops.
+func watch(d time.Duration, took *time.Duration, seen func() bool) <-chan struct{} {
+	at, done := time.Now(), make(chan struct{})
+	go func() {
+		defer close(done)
+		for time.Since(at) < d {
+			if seen() {
+				*took = time.Since(at)
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // the probe's pace, not synchronisation
+		}
+	}()
+	return done
 }

@@ -502,8 +502,7 @@ func placeConcert(t *testing.T, pc *dbtest.PrivateCluster, rc rueidis.Client, ke
 // itself, not through the cluster's routing: a node that does not serve the key's slot answers MOVED.
 func seatsOnNode(t *testing.T, pc *dbtest.PrivateCluster, port int, key string) int64 {
 	t.Helper()
-	node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{pc.Addr(port)},
-		ForceSingleClient: true, DisableCache: true})
+	node, err := pc.Node(port)
 	require.NoError(t, err)
 	defer node.Close()
 	n, err := node.Do(context.Background(), node.B().Hlen().Key(key).Build()).AsInt64()

@@ -214,9 +214,16 @@ type PrivateCluster struct {
 	exe   string   // scripts/cluster.sh
 }
 
+// Host is the address of the node on port.
+func (pc *PrivateCluster) Host(port int) string { return pc.Hosts[port-pc.Base] }
+
 // Addr is the host:port of the node on port.
-func (pc *PrivateCluster) Addr(port int) string {
-	return net.JoinHostPort(pc.Hosts[port-pc.Base], strconv.Itoa(port))
+func (pc *PrivateCluster) Addr(port int) string { return net.JoinHostPort(pc.Host(port), strconv.Itoa(port)) }
+
+// Node is a client of the node on port alone (not the cluster's routing); the caller closes it.
+func (pc *PrivateCluster) Node(port int) (rueidis.Client, error) {
+	return rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{pc.Addr(port)}, ForceSingleClient: true,
+		DisableCache: true, DisableRetry: true})
 }
 
 // StartPrivateCluster starts a cluster on ports base..base+5 (and their bus ports base+10000..): ports
@@ -334,8 +341,7 @@ func (pc *PrivateCluster) Replicas(t testing.TB) []int {
 	t.Helper()
 	var out []int
 	for port := pc.Base; port < pc.Base+6; port++ {
-		node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{pc.Addr(port)},
-			ForceSingleClient: true, DisableCache: true})
+		node, err := pc.Node(port)
 		require.NoError(t, err)
 		role, err := node.Do(context.Background(), node.B().Role().Build()).ToArray()
 		node.Close()
@@ -398,8 +404,7 @@ func (pc *PrivateCluster) MasterOf(t testing.TB, c rueidis.Client, key string) i
 // Role is the ROLE of the node on port: "master" or "slave".
 func (pc *PrivateCluster) Role(t testing.TB, port int) string {
 	t.Helper()
-	node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{pc.Addr(port)},
-		ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+	node, err := pc.Node(port)
 	if err != nil {
 		return ""
 	}
@@ -415,8 +420,7 @@ func (pc *PrivateCluster) Role(t testing.TB, port int) string {
 // ReplicaOf returns the port of a replica of the master on port.
 func (pc *PrivateCluster) ReplicaOf(t testing.TB, master int) int {
 	t.Helper()
-	node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{pc.Addr(master)},
-		ForceSingleClient: true, DisableCache: true})
+	node, err := pc.Node(master)
 	require.NoError(t, err)
 	defer node.Close()
 	role, err := node.Do(context.Background(), node.B().Role().Build()).ToArray()
@@ -436,8 +440,7 @@ func (pc *PrivateCluster) ReplicaOf(t testing.TB, master int) int {
 // Synced reports whether the replica on port has its master's data: the link up and no sync running.
 func (pc *PrivateCluster) Synced(t testing.TB, port int) bool {
 	t.Helper()
-	node, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{pc.Addr(port)},
-		ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+	node, err := pc.Node(port)
 	if err != nil {
 		return false
 	}
