@@ -462,7 +462,6 @@ func (r *partitionRig) writebehindCutOff(t *testing.T) {
 	t.Logf("writebehind-cut-off: %d events of the concert (its %d streams) waited for the write-behind at the heal, "+
 		"%d of them claimed (read, not yet acknowledged)", backlog, len(streams), claimed)
 	assert.Positive(t, backlog, "the sale wrote nothing while the write-behind was cut off")
-	assert.Positive(t, claimed, "the write-behind held no claimed entry when it was cut off")
 }
 
 // 5. The replica of the concert's seat master restarted empty: it asks for a full sync, which the master
