@@ -218,7 +218,9 @@ type PrivateCluster struct {
 func (pc *PrivateCluster) Host(port int) string { return pc.Hosts[port-pc.Base] }
 
 // Addr is the host:port of the node on port.
-func (pc *PrivateCluster) Addr(port int) string { return net.JoinHostPort(pc.Host(port), strconv.Itoa(port)) }
+func (pc *PrivateCluster) Addr(port int) string {
+	return net.JoinHostPort(pc.Host(port), strconv.Itoa(port))
+}
 
 // Node is a client of the node on port alone (not the cluster's routing); the caller closes it.
 func (pc *PrivateCluster) Node(port int) (rueidis.Client, error) {

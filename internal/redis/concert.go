@@ -35,7 +35,7 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 	}
 	if !loaded {
-		if err := s.migrateLine(ctx, k, c.Queue.LineShards); err != nil {
+		if err := s.migrateLine(ctx, c.ID); err != nil {
 			return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 		}
 	}
@@ -48,15 +48,12 @@ const migrateBatch = 1000
 // migrateLine moves a line a build before the hash and lists kept as a sorted set (q:wait, or each
 // shard's wait) into the new layout, a batch a call, all the lines' calls in one round trip, until
 // none is left: a concert loaded already is checked once by each instance at its start.
-func (s *Store) migrateLine(ctx context.Context, k ConcertKeys, shards int) error {
-	calls := []call{built(lineMigrate(k.LegacyWait(), k.Places(), k.Order(), migrateBatch))}
-	if shards > 1 {
-		calls = calls[:0]
-		for n := range shards {
-			sh := k.Shard(n)
-			calls = append(calls, built(lineMigrate(sh.LegacyWait(), sh.Places(), sh.Order(), migrateBatch)))
-		}
+func (s *Store) migrateLine(ctx context.Context, concertID string) error {
+	w, err := s.ways(ctx, concertID)
+	if err != nil {
+		return err
 	}
+	calls := w.line.migrations()
 	for len(calls) > 0 {
 		msgs, err := s.execMulti(ctx, s.lineMigrate, calls)
 		if err != nil {

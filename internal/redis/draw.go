@@ -22,21 +22,11 @@ import (
 // SealDraw closes a sale's pre-queue if its opening has passed (once; see lua/draw_seal.lua) and
 // returns the draw's state; Sealed is false before the opening.
 func (s *Store) SealDraw(ctx context.Context, concertID string, now time.Time) (ticketrush.DrawState, error) {
-	if n, err := s.LineShards(ctx, concertID); err != nil || n > 1 {
-		if err != nil {
-			return ticketrush.DrawState{}, err
-		}
-		if open, err := s.opened(ctx, concertID, now); err != nil || !open {
-			return ticketrush.DrawState{}, err
-		}
-		return s.sealLine(ctx, concertID, n, now)
-	}
-	keys, args := s.keys.Concert(concertID).drawSeal(-1, now)
-	msg, err := s.exec(ctx, s.drawSeal, keys, args)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
-		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
+		return ticketrush.DrawState{}, err
 	}
-	st, err := sealReply(msg)
+	st, err := w.line.seal(ctx, now)
 	if err != nil {
 		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
 	}
@@ -59,26 +49,16 @@ func sealReply(msg rueidis.RedisMessage) (ticketrush.DrawState, error) {
 // PlaceDraw places one batch of entrants that starts after draw place from; it returns the cursor
 // after the call and whether this call applied the batch (false: another scheduler was there first).
 func (s *Store) PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error) {
-	n, err := s.LineShards(ctx, concertID)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return 0, false, err
 	}
-	if n > 1 && len(batch) > 0 {
-		st, err := s.DrawState(ctx, concertID)
-		if err != nil {
-			return 0, false, err
-		}
-		if !st.Sealed {
-			return 0, false, fmt.Errorf("place draw %s: %w", concertID, ticketrush.ErrDrawNotReady)
-		}
-		if st.Placed != from {
-			return st.Placed, false, nil // another drawer placed this batch
-		}
-		if err := s.placeLine(ctx, concertID, n, st.Base, from, batch); err != nil {
-			return 0, false, fmt.Errorf("place draw %s: %w", concertID, err)
-		}
+	if placed, done, err := w.line.place(ctx, from, batch); err != nil {
+		return 0, false, fmt.Errorf("place draw %s: %w", concertID, err)
+	} else if done {
+		return placed, false, nil // another drawer placed this batch
 	}
-	keys, args := s.keys.Concert(concertID).drawPlace(from, batch, digest, n == 1, now)
+	keys, args := w.line.drawPlace(from, batch, digest, now)
 	msg, err := s.exec(ctx, s.drawPlace, keys, args)
 	if err != nil {
 		return 0, false, fmt.Errorf("place draw %s: %w", concertID, err)
@@ -106,18 +86,11 @@ func placeReply(msg rueidis.RedisMessage) (int64, bool, error) {
 // PrequeueStatus returns the state of a user's pre-queue token (seq 0) and, once the draw placed them,
 // their arrival seq.
 func (s *Store) PrequeueStatus(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
-	if n, err := s.LineShards(ctx, concertID); err != nil || n > 1 {
-		if err != nil {
-			return ticketrush.TokenState{}, 0, err
-		}
-		return s.prequeueStatusLine(ctx, concertID, userID, n, now)
-	}
-	keys, args := s.keys.Concert(concertID).drawStatus(userID, now)
-	msg, err := s.exec(ctx, s.drawStatus, keys, args)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
-		return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, err)
+		return ticketrush.TokenState{}, 0, err
 	}
-	st, seq, err := prequeueStatusReply(msg)
+	st, seq, err := w.line.prequeueStatus(ctx, userID, now)
 	if err != nil {
 		return ticketrush.TokenState{}, 0, fmt.Errorf("pre-queue status %s: %w", concertID, err)
 	}
@@ -144,14 +117,11 @@ func prequeueStatusReply(msg rueidis.RedisMessage) (ticketrush.TokenState, uint6
 // LeavePrequeue takes a user out of a sale's pre-queue before it is sealed; it reports PREQUEUE when
 // they left, "" when they were not in it or it was sealed already.
 func (s *Store) LeavePrequeue(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.QueueStatus, error) {
-	n, err := s.LineShards(ctx, concertID)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return "", err
 	}
-	keys, args := s.keys.Concert(concertID).prequeueLeave(userID, now)
-	if n > 1 {
-		keys, args = s.keys.Concert(concertID).Shard(LineShard(userID, n)).prequeueLeave(userID, now)
-	}
+	keys, args := w.line.prequeueLeave(userID, now)
 	msg, err := s.exec(ctx, s.prequeueLeave, keys, args)
 	if err != nil {
 		return "", fmt.Errorf("leave pre-queue %s: %w", concertID, err)
@@ -226,20 +196,13 @@ func drawStateReply(msg rueidis.RedisMessage) (ticketrush.DrawState, error) {
 
 // PrequeueSize is the number of the pre-queue's entrants so far.
 func (s *Store) PrequeueSize(ctx context.Context, concertID string) (int64, error) {
-	if shards, err := s.LineShards(ctx, concertID); err != nil || shards > 1 {
-		if err != nil {
-			return 0, err
-		}
-		sizes, err := s.shardPrequeues(ctx, concertID, shards)
-		var sum int64
-		for _, n := range sizes {
-			sum += n
-		}
-		return sum, err
-	}
-	n, err := s.client.Do(ctx, s.client.B().Zcard().Key(s.keys.Concert(concertID).Prequeue()).Build()).AsInt64()
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
-		return 0, fmt.Errorf("pre-queue size %s: %w", concertID, unavailable(err))
+		return 0, err
+	}
+	n, err := w.line.prequeueSize(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("pre-queue size %s: %w", concertID, err)
 	}
 	return n, nil
 }
@@ -256,20 +219,16 @@ func (s *Store) Entrants(ctx context.Context, concertID, cursor string, count in
 	if count < 1 {
 		return nil, "", fmt.Errorf("entrants %s: a page of %d", concertID, count)
 	}
-	shards, err := s.LineShards(ctx, concertID)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return nil, "", err
 	}
+	shards := w.line.shards()
 	cur, err := parseEntrantsCursor(cursor)
 	if err != nil || cur.shard >= shards {
 		return nil, "", fmt.Errorf("entrants %s: cursor %q of a line of %d shards", concertID, cursor, shards)
 	}
-	c := s.keys.Concert(concertID)
-	pre := c.Prequeue()
-	if shards > 1 {
-		pre = c.Shard(cur.shard).Prequeue()
-	}
-	keys, args := drawRead(pre, cur.dir, cur.score, cur.last, count)
+	keys, args := drawRead(w.line.prequeue(cur.shard), cur.dir, cur.score, cur.last, count)
 	msg, err := s.exec(ctx, s.drawRead, keys, args)
 	if err != nil {
 		return nil, "", fmt.Errorf("entrants %s: %w", concertID, err)

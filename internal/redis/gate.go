@@ -32,11 +32,11 @@ func (s *Store) inShard(ctx context.Context, c ticketrush.QueueClaims, st ticket
 	if st.Status != ticketrush.StatusExpired {
 		return st, nil
 	}
-	n, err := s.LineShards(ctx, c.ConcertID)
-	if err != nil || n == 1 {
+	w, err := s.ways(ctx, c.ConcertID)
+	if err != nil {
 		return st, err
 	}
-	return s.statusLine(ctx, c, n, now)
+	return w.line.expired(ctx, c, st, now)
 }
 
 // Gate checks a gated call's token: its state, and the fan shown up (off the concert's no-show watch),

@@ -72,7 +72,7 @@ func (k Keys) ReadLayout(ctx context.Context, c rueidis.Client, concertID string
 // not follow the concert's recorded placement (follow, see FollowPlacements).
 type layouts struct {
 	mu     sync.Mutex
-	of     map[string]Layout
+	of     map[string]concertWays
 	follow atomic.Pointer[func(concertID string) ticketrush.Placement]
 }
 
@@ -88,23 +88,33 @@ func (s *Store) FollowPlacements(recorded func(concertID string) ticketrush.Plac
 // layout returns concertID's layout, read from Redis the first time and whenever the cached one does not
 // follow the recorded placement (a concert not in Redis yet is not cached).
 func (s *Store) layout(ctx context.Context, concertID string) (Layout, error) {
+	w, err := s.ways(ctx, concertID)
+	return w.layout, err
+}
+
+// ways returns the line and the seats of concertID's layout (ways.go), built once per layout read.
+func (s *Store) ways(ctx context.Context, concertID string) (concertWays, error) {
 	s.layouts.mu.Lock()
-	l, ok := s.layouts.of[concertID]
+	w, ok := s.layouts.of[concertID]
 	s.layouts.mu.Unlock()
 	if ok {
-		if follow := s.layouts.follow.Load(); follow == nil || l.Follows((*follow)(concertID)) {
-			return l, nil
+		if follow := s.layouts.follow.Load(); follow == nil || w.layout.Follows((*follow)(concertID)) {
+			return w, nil
 		}
 	}
 	l, found, err := s.keys.ReadLayout(ctx, s.client, concertID)
-	if err != nil || !found {
-		return l, err
+	if err != nil {
+		return concertWays{}, err
+	}
+	w = s.waysOf(concertID, l)
+	if !found {
+		return w, nil
 	}
 	s.layouts.mu.Lock()
 	if s.layouts.of == nil {
-		s.layouts.of = map[string]Layout{}
+		s.layouts.of = map[string]concertWays{}
 	}
-	s.layouts.of[concertID] = l
+	s.layouts.of[concertID] = w
 	s.layouts.mu.Unlock()
-	return l, nil
+	return w, nil
 }

@@ -332,7 +332,11 @@ func (s *Store) tickLine(ctx context.Context, concertID string, n int, now time.
 	}
 	slices.SortFunc(fans, func(a, b lineFan) int { return cmp.Compare(a.seq, b.seq) })
 	fans = slices.DeleteFunc(fans, func(f lineFan) bool { return f.seq > cut })
-	if err := s.carryInventory(ctx, concertID, now); err != nil { // the seat slots' counts, for line_admit
+	w, err := s.ways(ctx, concertID)
+	if err == nil {
+		err = w.seats.carry(ctx, now) // the seat slots' counts, for line_admit
+	}
+	if err != nil {
 		return ticketrush.TickResult{}, fmt.Errorf("carry inventory: %w", err)
 	}
 	a, err := s.admitLine(ctx, concertID, now, batch, waiting, "tick", fans)
@@ -476,7 +480,7 @@ func (s *Store) markAliveLine(ctx context.Context, concertID string, seen []tick
 	}
 	for _, r := range s.client.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
-			return fmt.Errorf("mark alive %s: %w", concertID, unavailable(err))
+			return unavailable(err)
 		}
 	}
 	return nil

@@ -30,20 +30,20 @@ func (s *Store) sealLine(ctx context.Context, concertID string, n int, now time.
 	}
 	msgs, err := s.execMulti(ctx, s.lineSeal, calls)
 	if err != nil {
-		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
+		return ticketrush.DrawState{}, err
 	}
 	var entrants int64
 	for i, msg := range msgs {
 		count, err := msg.AsInt64()
 		if err != nil {
-			return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: shard %d: %w", concertID, i, err)
+			return ticketrush.DrawState{}, fmt.Errorf("shard %d: %w", i, err)
 		}
 		entrants += count
 	}
 	keys, args := c.drawSeal(entrants, now)
 	msg, err := s.exec(ctx, s.drawSeal, keys, args)
 	if err != nil {
-		return ticketrush.DrawState{}, fmt.Errorf("seal draw %s: %w", concertID, err)
+		return ticketrush.DrawState{}, err
 	}
 	return sealReply(msg)
 }
@@ -89,7 +89,7 @@ func (s *Store) shardPrequeues(ctx context.Context, concertID string, n int) ([]
 	for i, r := range s.client.DoMulti(ctx, cmds...) {
 		v, err := r.AsInt64()
 		if err != nil {
-			return nil, fmt.Errorf("pre-queue size %s: %w", concertID, unavailable(err))
+			return nil, unavailable(err)
 		}
 		sizes[i] = v
 	}

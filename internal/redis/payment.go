@@ -66,43 +66,22 @@ func (s *Store) reservationStep(ctx context.Context, id string, now time.Time, m
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	sched, err := s.seatSlots(ctx, concertID)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return ticketrush.Reservation{}, err
 	}
-	c := s.keys.Concert(concertID)
-	if sched == nil {
-		sc, keys, args := oneSlot(c, scheduleID)
-		return s.reservationScript(ctx, sc, concertID, keys, args)
-	}
-	sc, keys, args := spread(c.Schedule(slotOf(sched, scheduleID)))
-	r, err := s.reservationScript(ctx, sc, concertID, keys, args)
-	if err != nil {
-		return r, err
-	}
-	if err := s.follow(ctx, r, now); err != nil && must {
-		return ticketrush.Reservation{}, fmt.Errorf("%s %s: %w", what, id, err)
-	}
-	return r, nil
+	return w.seats.step(ctx, id, scheduleID, now, must, what, oneSlot, spread)
 }
 
 // StuckPayments lists reservations of a concert claimed for payment before before: a crash may have
 // left them in the middle.
 func (s *Store) StuckPayments(ctx context.Context, concertID string, before time.Time, limit int) ([]string, error) {
-	if sched, err := s.seatSlots(ctx, concertID); err != nil {
-		return nil, fmt.Errorf("stuck payments %s: %w", concertID, err)
-	} else if sched != nil {
-		ids, err := s.stuckSpread(ctx, s.keys.Concert(concertID), sched, before, limit)
-		if err != nil {
-			return nil, fmt.Errorf("stuck payments %s: %w", concertID, err)
-		}
-		return ids, nil
-	}
-	cmd := s.client.B().Zrangebyscore().Key(s.keys.Concert(concertID).Paying()).Min("-inf").Max(millis(before)).
-		Limit(0, int64(limit)).Build()
-	ids, err := s.client.Do(ctx, cmd).AsStrSlice()
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
-		_, err = mapError(err)
+		return nil, fmt.Errorf("stuck payments %s: %w", concertID, err)
+	}
+	ids, err := w.seats.stuck(ctx, before, limit)
+	if err != nil {
 		return nil, fmt.Errorf("stuck payments %s: %w", concertID, err)
 	}
 	return ids, nil

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -20,23 +19,11 @@ func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Tim
 // JoinWith is Join with what the join carries past the concert's proof-of-work and access-code gates;
 // the script checks them (and the user's rate) before anything else.
 func (s *Store) JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
-	n, err := s.LineShards(ctx, concertID)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return ticketrush.JoinResult{}, err
 	}
-	if n > 1 {
-		res, err := s.joinLine(ctx, concertID, userID, pass, n, now)
-		if err != nil {
-			return res, fmt.Errorf("join %s: %w", concertID, err)
-		}
-		return res, nil
-	}
-	keys, args := s.keys.Concert(concertID).queueJoin(userID, pass, s.limit, now)
-	msg, err := s.exec(ctx, s.join, keys, args)
-	if err != nil {
-		return ticketrush.JoinResult{}, fmt.Errorf("join %s: %w", concertID, err)
-	}
-	res, err := joinReply(msg)
+	res, err := w.line.join(ctx, userID, pass, now)
 	if err != nil {
 		return res, fmt.Errorf("join %s: %w", concertID, err)
 	}
@@ -61,22 +48,15 @@ func joinReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, error) {
 // Leave takes the token of arrival seq out of the line or the active set. It returns where the token
 // was: WAITING, ACTIVE, or "" when it was no longer live.
 func (s *Store) Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
-	if n, err := s.LineShards(ctx, concertID); err != nil || n > 1 {
-		if err != nil {
-			return "", err
-		}
-		from, err := s.leaveLine(ctx, concertID, userID, seq, n, now)
-		if err != nil {
-			return "", fmt.Errorf("leave %s: %w", concertID, err)
-		}
-		return from, nil
+	w, err := s.ways(ctx, concertID)
+	if err != nil {
+		return "", err
 	}
-	keys, args := s.keys.Concert(concertID).queueLeave(userID, seq, now)
-	msg, err := s.exec(ctx, s.leave, keys, args)
+	from, err := w.line.leave(ctx, userID, seq, now)
 	if err != nil {
 		return "", fmt.Errorf("leave %s: %w", concertID, err)
 	}
-	return leaveReply(msg)
+	return from, nil
 }
 
 // leaveReply reads queue_leave's 'WAITING', 'ACTIVE' or 'NONE' ("").
@@ -95,18 +75,11 @@ func leaveReply(msg rueidis.RedisMessage) (ticketrush.QueueStatus, error) {
 
 // TokenStatus returns the exact state of a token.
 func (s *Store) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
-	if n, err := s.LineShards(ctx, c.ConcertID); err != nil || n > 1 {
-		if err != nil {
-			return ticketrush.TokenState{}, err
-		}
-		return s.statusLine(ctx, c, n, now)
-	}
-	keys, args := s.keys.Concert(c.ConcertID).queueStatus(c, now)
-	msg, err := s.exec(ctx, s.status, keys, args)
+	w, err := s.ways(ctx, c.ConcertID)
 	if err != nil {
-		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
+		return ticketrush.TokenState{}, err
 	}
-	return tokenState(msg)
+	return w.line.status(ctx, c, now)
 }
 
 func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
@@ -128,22 +101,11 @@ func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
 
 // Tick runs one admission round for a concert.
 func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch int) (ticketrush.TickResult, error) {
-	if n, err := s.LineShards(ctx, concertID); err != nil || n > 1 {
-		if err != nil {
-			return ticketrush.TickResult{}, err
-		}
-		res, err := s.tickLine(ctx, concertID, n, now, batch)
-		if err != nil {
-			return res, fmt.Errorf("tick %s: %w", concertID, err)
-		}
-		return res, nil
-	}
-	keys, args := s.keys.Concert(concertID).queueTick(now, batch)
-	msg, err := s.exec(ctx, s.tick, keys, args)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
-		return ticketrush.TickResult{}, fmt.Errorf("tick %s: %w", concertID, err)
+		return ticketrush.TickResult{}, err
 	}
-	res, err := tickReply(msg)
+	res, err := w.line.tick(ctx, now, batch)
 	if err != nil {
 		return res, fmt.Errorf("tick %s: %w", concertID, err)
 	}
@@ -249,22 +211,12 @@ func (s *Store) MarkAlive(ctx context.Context, concertID string, seen []ticketru
 	if len(seen) == 0 {
 		return nil
 	}
-	if n, err := s.LineShards(ctx, concertID); err != nil || n > 1 {
-		if err != nil {
-			return err
-		}
-		return s.markAliveLine(ctx, concertID, seen, n, now)
+	w, err := s.ways(ctx, concertID)
+	if err != nil {
+		return err
 	}
-	seqs := make([]uint64, len(seen))
-	for i, a := range seen {
-		seqs[i] = a.Seq
-	}
-	slices.Sort(seqs)
-	for chunk := range slices.Chunk(slices.Compact(seqs), s.liveChunk) {
-		keys, args := s.keys.Concert(concertID).queueSeen(chunk, now)
-		if _, err := s.exec(ctx, s.seen, keys, args); err != nil {
-			return fmt.Errorf("mark alive %s: %w", concertID, err)
-		}
+	if err := w.line.markAlive(ctx, seen, now); err != nil {
+		return fmt.Errorf("mark alive %s: %w", concertID, err)
 	}
 	return nil
 }

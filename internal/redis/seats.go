@@ -29,12 +29,9 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
 	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
 	var msg rueidis.RedisMessage
-	sched, err := s.seatSlots(ctx, c.ConcertID)
-	if err == nil && sched != nil {
-		msg, err = s.holdSpread(ctx, c, slotOf(sched, scheduleID), seatID, price, id, now)
-	} else if err == nil {
-		keys, args := s.keys.Concert(c.ConcertID).seatHold(c, scheduleID, seatID, price, id, s.limit, now)
-		msg, err = s.exec(ctx, s.seatHold, keys, args)
+	w, err := s.ways(ctx, c.ConcertID)
+	if err == nil {
+		msg, err = w.seats.hold(ctx, c, scheduleID, seatID, price, id, now)
 	}
 	if errors.Is(err, ticketrush.ErrQueueTokenExpired) {
 		// seat_hold knows the concert slot's line only: a fan of a sharded line may still wait in theirs.
@@ -104,23 +101,13 @@ func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (t
 
 // Sweep lapses up to batch expired holds of a concert and returns how many it lapsed.
 func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error) {
-	if sched, err := s.seatSlots(ctx, concertID); err != nil {
-		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
-	} else if sched != nil {
-		n, err := s.sweepSpread(ctx, s.keys.Concert(concertID), slotsOf(sched, scheduleIDs), now, batch)
-		if err != nil {
-			return n, fmt.Errorf("sweep %s: %w", concertID, err)
-		}
-		return n, nil
-	}
-	keys, args := s.keys.Concert(concertID).holdSweep(scheduleIDs, now, batch)
-	msg, err := s.exec(ctx, s.holdSweep, keys, args)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
 	}
-	n, err := sweepReply(msg)
+	n, err := w.seats.sweep(ctx, scheduleIDs, now, batch)
 	if err != nil {
-		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
+		return n, fmt.Errorf("sweep %s: %w", concertID, err)
 	}
 	return n, nil
 }
@@ -139,21 +126,15 @@ func sweepReply(msg rueidis.RedisMessage) (int, error) {
 
 // ScheduleCounts returns the taken and sold seats of each schedule of a concert.
 func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
-	if sched, err := s.seatSlots(ctx, concertID); err != nil {
-		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
-	} else if sched != nil {
-		out, err := s.scheduleCountsSpread(ctx, s.keys.Concert(concertID), slotsOf(sched, scheduleIDs), now)
-		if err != nil {
-			return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
-		}
-		return out, nil
-	}
-	keys, args := s.keys.Concert(concertID).scheduleCounts(scheduleIDs, now)
-	msg, err := s.exec(ctx, s.scheduleCounts, keys, args)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
 	}
-	return countsReply(msg, scheduleIDs)
+	out, err := w.seats.counts(ctx, scheduleIDs, now)
+	if err != nil {
+		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
+	}
+	return out, nil
 }
 
 // countsReply reads schedule_counts's {taken, sold, ...}: two integers per schedule of scheduleIDs.
@@ -174,27 +155,11 @@ func countsReply(msg rueidis.RedisMessage, scheduleIDs []string) ([]ticketrush.S
 
 // GatedScheduleCounts returns the token's state and the schedule counts, in one round trip.
 func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
-	if sched, err := s.seatSlots(ctx, c.ConcertID); err != nil {
+	w, err := s.ways(ctx, c.ConcertID)
+	if err != nil {
 		return ticketrush.TokenState{}, nil, err
-	} else if sched != nil {
-		return s.gatedCountsSpread(ctx, c, slotsOf(sched, scheduleIDs), now)
 	}
-	keys, args := s.keys.Concert(c.ConcertID).scheduleCounts(scheduleIDs, now)
-	counts := func() rueidis.Completed { return s.evalsha(s.scheduleCounts, keys, args) }
-	st, data, err := s.gated(ctx, c, now, counts)
-	if err != nil {
-		return st, nil, err
-	}
-	msg, err := data.ToMessage()
-	if isNoScript(err) {
-		msg, err = s.exec(ctx, s.scheduleCounts, keys, args)
-	}
-	if err != nil {
-		_, err = mapError(err)
-		return st, nil, fmt.Errorf("schedule counts: %w", err)
-	}
-	out, err := countsReply(msg, scheduleIDs)
-	return st, out, err
+	return w.seats.gatedCounts(ctx, c, scheduleIDs, now)
 }
 
 // GatedSeats returns the token's state and the schedule's seat states (seat -> raw state, for the seats

@@ -33,28 +33,14 @@ import (
 // undo a payment left claimed (30 s), whose step then sets the entry to what the reservation became.
 const PayingGate = time.Minute
 
-// seatSlots returns the schedules of a concert whose seats have slots of their own, or nil when its
-// seats live in the concert's slot (a line of one slot, a concert created before seat slots existed,
-// or a concert not in Redis: then the scripts answer NOT_FOUND and nothing is cached).
-func (s *Store) seatSlots(ctx context.Context, concertID string) ([]SeatSlot, error) {
-	l, err := s.layout(ctx, concertID)
-	return l.Schedules, err
-}
-
 // loadSchedules writes the seat count of each schedule of a concert whose seats are spread, where it is
 // not there yet (schedule_load, one pipelined round trip).
 func (s *Store) loadSchedules(ctx context.Context, c ticketrush.Concert, now time.Time) error {
-	sched, err := s.seatSlots(ctx, c.ID)
-	if err != nil || sched == nil {
+	w, err := s.ways(ctx, c.ID)
+	if err != nil {
 		return err
 	}
-	k := s.keys.Concert(c.ID)
-	calls := make([]call, len(sched))
-	for i, slot := range sched {
-		calls[i] = built(k.Schedule(slot).scheduleLoad(c.TotalSeats(), now))
-	}
-	_, err = s.execMulti(ctx, s.scheduleLoad, calls)
-	return err
+	return w.seats.load(ctx, c, now)
 }
 
 // holdSpread is a hold of a concert whose seats are spread: gate_hold, then seat_take, then the gate
@@ -232,28 +218,20 @@ func (s *Store) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims,
 
 // seatsKey is the seats hash of a schedule, in whichever slot the concert keeps it.
 func (s *Store) seatsKey(ctx context.Context, concertID, scheduleID string) (string, error) {
-	sched, err := s.seatSlots(ctx, concertID)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return "", err
 	}
-	k := s.keys.Concert(concertID)
-	if sched != nil {
-		return k.Schedule(slotOf(sched, scheduleID)).Seats(), nil
-	}
-	return k.Seats(scheduleID), nil
+	return w.seats.seatsKey(scheduleID), nil
 }
 
 // reservationsKey is the res hash that holds the reservations of a schedule.
 func (s *Store) reservationsKey(ctx context.Context, concertID, scheduleID string) (string, error) {
-	sched, err := s.seatSlots(ctx, concertID)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return "", err
 	}
-	k := s.keys.Concert(concertID)
-	if sched != nil {
-		return k.Schedule(slotOf(sched, scheduleID)).Reservations(), nil
-	}
-	return k.Reservations(), nil
+	return w.seats.reservationsKey(scheduleID), nil
 }
 
 // stuckSpread lists the reservations claimed before before over every schedule's slot (one pipelined
@@ -291,12 +269,7 @@ func (s *Store) stuckSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot
 // schedule's count and the holds past their expiry not lapsed yet, then one script call. The admission
 // tick of a sharded line runs it before line_admit, so sold-out closes the line within a tick. A concert
 // whose seats live in its own slot has nothing to carry (its seat scripts keep inv themselves).
-func (s *Store) carryInventory(ctx context.Context, concertID string, now time.Time) error {
-	sched, err := s.seatSlots(ctx, concertID)
-	if err != nil || sched == nil {
-		return err
-	}
-	k := s.keys.Concert(concertID)
+func (s *Store) carryInventory(ctx context.Context, k ConcertKeys, sched []SeatSlot, now time.Time) error {
 	cmds := make(rueidis.Commands, 0, 2*len(sched))
 	for _, slot := range sched {
 		sk := k.Schedule(slot)
@@ -324,7 +297,7 @@ func (s *Store) carryInventory(ctx context.Context, concertID string, now time.T
 		sold += n
 	}
 	keys, args := k.inventoryCarry(avail, sold, now)
-	_, err = s.exec(ctx, s.inventoryCarry, keys, args)
+	_, err := s.exec(ctx, s.inventoryCarry, keys, args)
 	return err
 }
 

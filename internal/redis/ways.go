@@ -1,0 +1,424 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/draw"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// A concert's layout (Layout) decides which scripts and keys each call uses: its line in the concert's
+// slot or over shards, its seats in the concert's slot or in a slot per schedule (docs/scaleout.md).
+// waysOf is the one place that looks at it: it builds the concert's line and seats once per layout
+// read, and the Store's methods call them without asking which they are.
+
+// concertWays is a concert's layout and the line and seats built from it.
+type concertWays struct {
+	layout Layout
+	line   lineWay
+	seats  seatWay
+}
+
+// waysOf builds the line and the seats of concertID's layout l.
+func (s *Store) waysOf(concertID string, l Layout) concertWays {
+	k := s.keys.Concert(concertID)
+	w := concertWays{layout: l, line: slotLine{s: s, k: k}, seats: slotSeats{s: s, k: k, id: concertID}}
+	if l.Shards > 1 {
+		w.line = shardedLine{s: s, k: k, id: concertID, n: l.Shards}
+	}
+	if l.Schedules != nil {
+		w.seats = spreadSeats{s: s, k: k, id: concertID, sched: l.Schedules}
+	}
+	return w
+}
+
+// lineWay is how a concert's line is reached: slotLine (the concert's slot) or shardedLine.
+type lineWay interface {
+	join(ctx context.Context, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error)
+	leave(ctx context.Context, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error)
+	status(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error)
+	// expired is the state of a token the concert's slot read EXPIRED: a fan of a sharded line may still
+	// wait in their shard.
+	expired(ctx context.Context, c ticketrush.QueueClaims, st ticketrush.TokenState, now time.Time) (ticketrush.TokenState, error)
+	tick(ctx context.Context, now time.Time, batch int) (ticketrush.TickResult, error)
+	markAlive(ctx context.Context, seen []ticketrush.Arrival, now time.Time) error
+	seal(ctx context.Context, now time.Time) (ticketrush.DrawState, error)
+	// place puts a batch of the draw in the line before draw_place moves the concert's cursor; done
+	// when another drawer placed it already (placed is then the cursor).
+	place(ctx context.Context, from int64, batch []draw.Entrant) (placed int64, done bool, err error)
+	drawPlace(from int64, batch []draw.Entrant, digest string, now time.Time) (keys, args []string)
+	prequeueStatus(ctx context.Context, userID string, now time.Time) (ticketrush.TokenState, uint64, error)
+	prequeueLeave(userID string, now time.Time) (keys, args []string)
+	prequeueSize(ctx context.Context) (int64, error)
+	// migrations are the line_migrate calls that move a line kept as a sorted set (LegacyWait) into
+	// places and order (LoadConcert).
+	migrations() []call
+	// shards is how many pre-queues the line has; prequeue names the one of shard n.
+	shards() int
+	prequeue(n int) string
+}
+
+// seatWay is how a concert's seats are reached: slotSeats (the concert's slot) or spreadSeats.
+type seatWay interface {
+	hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error)
+	// step runs one step of reservation id with the script inSlot or spread names (reservationStep).
+	step(ctx context.Context, id, scheduleID string, now time.Time, must bool, what string,
+		inSlot func(c ConcertKeys, scheduleID string) (*script, []string, []string),
+		spread func(sk ScheduleKeys) (*script, []string, []string)) (ticketrush.Reservation, error)
+	sweep(ctx context.Context, scheduleIDs []string, now time.Time, batch int) (int, error)
+	counts(ctx context.Context, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error)
+	gatedCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error)
+	seatsKey(scheduleID string) string
+	reservationsKey(scheduleID string) string
+	stuck(ctx context.Context, before time.Time, limit int) ([]string, error)
+	// carry sums the schedules' seat counts onto the concert's, where the line reads them (nothing to do
+	// for seats the concert's slot keeps: their scripts keep its count).
+	carry(ctx context.Context, now time.Time) error
+	// load writes each schedule's seat count where it is not there yet.
+	load(ctx context.Context, c ticketrush.Concert, now time.Time) error
+}
+
+// slotLine is a line in the concert's slot: one script a call.
+type slotLine struct {
+	s *Store
+	k ConcertKeys
+}
+
+func (l slotLine) join(ctx context.Context, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
+	keys, args := l.k.queueJoin(userID, pass, l.s.limit, now)
+	msg, err := l.s.exec(ctx, l.s.join, keys, args)
+	if err != nil {
+		return ticketrush.JoinResult{}, err
+	}
+	return joinReply(msg)
+}
+
+func (l slotLine) leave(ctx context.Context, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
+	keys, args := l.k.queueLeave(userID, seq, now)
+	msg, err := l.s.exec(ctx, l.s.leave, keys, args)
+	if err != nil {
+		return "", err
+	}
+	return leaveReply(msg)
+}
+
+func (l slotLine) status(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+	keys, args := l.k.queueStatus(c, now)
+	msg, err := l.s.exec(ctx, l.s.status, keys, args)
+	if err != nil {
+		return ticketrush.TokenState{}, fmt.Errorf("token status: %w", err)
+	}
+	return tokenState(msg)
+}
+
+func (slotLine) expired(_ context.Context, _ ticketrush.QueueClaims, st ticketrush.TokenState, _ time.Time) (ticketrush.TokenState, error) {
+	return st, nil
+}
+
+func (l slotLine) tick(ctx context.Context, now time.Time, batch int) (ticketrush.TickResult, error) {
+	keys, args := l.k.queueTick(now, batch)
+	msg, err := l.s.exec(ctx, l.s.tick, keys, args)
+	if err != nil {
+		return ticketrush.TickResult{}, err
+	}
+	return tickReply(msg)
+}
+
+// markAlive writes queue_seen calls of at most liveChunk arrivals each, in order of seq (so that a
+// call's arrivals are neighbours), one after the other.
+func (l slotLine) markAlive(ctx context.Context, seen []ticketrush.Arrival, now time.Time) error {
+	seqs := make([]uint64, len(seen))
+	for i, a := range seen {
+		seqs[i] = a.Seq
+	}
+	slices.Sort(seqs)
+	for chunk := range slices.Chunk(slices.Compact(seqs), l.s.liveChunk) {
+		keys, args := l.k.queueSeen(chunk, now)
+		if _, err := l.s.exec(ctx, l.s.seen, keys, args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l slotLine) seal(ctx context.Context, now time.Time) (ticketrush.DrawState, error) {
+	keys, args := l.k.drawSeal(-1, now)
+	msg, err := l.s.exec(ctx, l.s.drawSeal, keys, args)
+	if err != nil {
+		return ticketrush.DrawState{}, err
+	}
+	return sealReply(msg)
+}
+
+// place has nothing to do: draw_place places a line of the concert's slot itself.
+func (slotLine) place(context.Context, int64, []draw.Entrant) (int64, bool, error) {
+	return 0, false, nil
+}
+
+func (l slotLine) drawPlace(from int64, batch []draw.Entrant, digest string, now time.Time) (keys, args []string) {
+	return l.k.drawPlace(from, batch, digest, true, now)
+}
+
+func (l slotLine) prequeueStatus(ctx context.Context, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
+	keys, args := l.k.drawStatus(userID, now)
+	msg, err := l.s.exec(ctx, l.s.drawStatus, keys, args)
+	if err != nil {
+		return ticketrush.TokenState{}, 0, err
+	}
+	return prequeueStatusReply(msg)
+}
+
+func (l slotLine) prequeueLeave(userID string, now time.Time) (keys, args []string) {
+	return l.k.prequeueLeave(userID, now)
+}
+
+func (l slotLine) prequeueSize(ctx context.Context) (int64, error) {
+	n, err := l.s.client.Do(ctx, l.s.client.B().Zcard().Key(l.k.Prequeue()).Build()).AsInt64()
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return n, nil
+}
+
+func (l slotLine) migrations() []call {
+	return []call{built(lineMigrate(l.k.LegacyWait(), l.k.Places(), l.k.Order(), migrateBatch))}
+}
+
+func (slotLine) shards() int           { return 1 }
+func (l slotLine) prequeue(int) string { return l.k.Prequeue() }
+
+// shardedLine is a line over n shards (line.go, line_sale.go).
+type shardedLine struct {
+	s  *Store
+	k  ConcertKeys
+	id string
+	n  int
+}
+
+func (l shardedLine) join(ctx context.Context, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
+	return l.s.joinLine(ctx, l.id, userID, pass, l.n, now)
+}
+
+func (l shardedLine) leave(ctx context.Context, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
+	return l.s.leaveLine(ctx, l.id, userID, seq, l.n, now)
+}
+
+func (l shardedLine) status(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+	return l.s.statusLine(ctx, c, l.n, now)
+}
+
+func (l shardedLine) expired(ctx context.Context, c ticketrush.QueueClaims, _ ticketrush.TokenState, now time.Time) (ticketrush.TokenState, error) {
+	return l.s.statusLine(ctx, c, l.n, now)
+}
+
+func (l shardedLine) tick(ctx context.Context, now time.Time, batch int) (ticketrush.TickResult, error) {
+	return l.s.tickLine(ctx, l.id, l.n, now, batch)
+}
+
+func (l shardedLine) markAlive(ctx context.Context, seen []ticketrush.Arrival, now time.Time) error {
+	return l.s.markAliveLine(ctx, l.id, seen, l.n, now)
+}
+
+// seal seals the draw once the opening has passed, which draw_seal cannot time alone over shards.
+func (l shardedLine) seal(ctx context.Context, now time.Time) (ticketrush.DrawState, error) {
+	if open, err := l.s.opened(ctx, l.id, now); err != nil || !open {
+		return ticketrush.DrawState{}, err
+	}
+	return l.s.sealLine(ctx, l.id, l.n, now)
+}
+
+func (l shardedLine) place(ctx context.Context, from int64, batch []draw.Entrant) (int64, bool, error) {
+	if len(batch) == 0 {
+		return 0, false, nil
+	}
+	st, err := l.s.DrawState(ctx, l.id)
+	if err != nil {
+		return 0, false, err
+	}
+	if !st.Sealed {
+		return 0, false, ticketrush.ErrDrawNotReady
+	}
+	if st.Placed != from {
+		return st.Placed, true, nil // another drawer placed this batch
+	}
+	return 0, false, l.s.placeLine(ctx, l.id, l.n, st.Base, from, batch)
+}
+
+func (l shardedLine) drawPlace(from int64, batch []draw.Entrant, digest string, now time.Time) (keys, args []string) {
+	return l.k.drawPlace(from, batch, digest, false, now)
+}
+
+func (l shardedLine) prequeueStatus(ctx context.Context, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
+	return l.s.prequeueStatusLine(ctx, l.id, userID, l.n, now)
+}
+
+func (l shardedLine) prequeueLeave(userID string, now time.Time) (keys, args []string) {
+	return l.k.Shard(LineShard(userID, l.n)).prequeueLeave(userID, now)
+}
+
+func (l shardedLine) prequeueSize(ctx context.Context) (int64, error) {
+	sizes, err := l.s.shardPrequeues(ctx, l.id, l.n)
+	var sum int64
+	for _, n := range sizes {
+		sum += n
+	}
+	return sum, err
+}
+
+func (l shardedLine) migrations() []call {
+	calls := make([]call, l.n)
+	for n := range l.n {
+		sh := l.k.Shard(n)
+		calls[n] = built(lineMigrate(sh.LegacyWait(), sh.Places(), sh.Order(), migrateBatch))
+	}
+	return calls
+}
+
+func (l shardedLine) shards() int           { return l.n }
+func (l shardedLine) prequeue(n int) string { return l.k.Shard(n).Prequeue() }
+
+// slotSeats are seats in the concert's slot: one script a call, beside the line's keys.
+type slotSeats struct {
+	s  *Store
+	k  ConcertKeys
+	id string
+}
+
+func (w slotSeats) hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
+	keys, args := w.k.seatHold(c, scheduleID, seatID, price, id, w.s.limit, now)
+	return w.s.exec(ctx, w.s.seatHold, keys, args)
+}
+
+func (w slotSeats) step(ctx context.Context, _, scheduleID string, _ time.Time, _ bool, _ string,
+	inSlot func(c ConcertKeys, scheduleID string) (*script, []string, []string),
+	_ func(sk ScheduleKeys) (*script, []string, []string)) (ticketrush.Reservation, error) {
+	sc, keys, args := inSlot(w.k, scheduleID)
+	return w.s.reservationScript(ctx, sc, w.id, keys, args)
+}
+
+func (w slotSeats) sweep(ctx context.Context, scheduleIDs []string, now time.Time, batch int) (int, error) {
+	keys, args := w.k.holdSweep(scheduleIDs, now, batch)
+	msg, err := w.s.exec(ctx, w.s.holdSweep, keys, args)
+	if err != nil {
+		return 0, err
+	}
+	return sweepReply(msg)
+}
+
+func (w slotSeats) counts(ctx context.Context, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
+	keys, args := w.k.scheduleCounts(scheduleIDs, now)
+	msg, err := w.s.exec(ctx, w.s.scheduleCounts, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	return countsReply(msg, scheduleIDs)
+}
+
+// gatedCounts sends the counts with the token's check, in one round trip.
+func (w slotSeats) gatedCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
+	s := w.s
+	keys, args := w.k.scheduleCounts(scheduleIDs, now)
+	counts := func() rueidis.Completed { return s.evalsha(s.scheduleCounts, keys, args) }
+	st, data, err := s.gated(ctx, c, now, counts)
+	if err != nil {
+		return st, nil, err
+	}
+	msg, err := data.ToMessage()
+	if isNoScript(err) {
+		msg, err = s.exec(ctx, s.scheduleCounts, keys, args)
+	}
+	if err != nil {
+		_, err = mapError(err)
+		return st, nil, fmt.Errorf("schedule counts: %w", err)
+	}
+	out, err := countsReply(msg, scheduleIDs)
+	return st, out, err
+}
+
+func (w slotSeats) seatsKey(scheduleID string) string { return w.k.Seats(scheduleID) }
+func (w slotSeats) reservationsKey(string) string     { return w.k.Reservations() }
+
+func (w slotSeats) stuck(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	cmd := w.s.client.B().Zrangebyscore().Key(w.k.Paying()).Min("-inf").Max(millis(before)).Limit(0, int64(limit)).Build()
+	ids, err := w.s.client.Do(ctx, cmd).AsStrSlice()
+	if err != nil {
+		_, err = mapError(err)
+		return nil, err
+	}
+	return ids, nil
+}
+
+func (slotSeats) carry(context.Context, time.Time) error                    { return nil }
+func (slotSeats) load(context.Context, ticketrush.Concert, time.Time) error { return nil }
+
+// spreadSeats are seats in a slot per schedule (seatslot.go): each step a short chain over the
+// schedule's slot and the concert's.
+type spreadSeats struct {
+	s     *Store
+	k     ConcertKeys
+	id    string
+	sched []SeatSlot
+}
+
+func (w spreadSeats) hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
+	return w.s.holdSpread(ctx, c, slotOf(w.sched, scheduleID), seatID, price, id, now)
+}
+
+// step runs the schedule's step, then the fan's side of it on the concert's slot (follow): with must, a
+// failure of that second step fails the call; without, it is left to run out (a gate entry carries its
+// own expiry).
+func (w spreadSeats) step(ctx context.Context, id, scheduleID string, now time.Time, must bool, what string,
+	_ func(c ConcertKeys, scheduleID string) (*script, []string, []string),
+	spread func(sk ScheduleKeys) (*script, []string, []string)) (ticketrush.Reservation, error) {
+	sc, keys, args := spread(w.k.Schedule(slotOf(w.sched, scheduleID)))
+	r, err := w.s.reservationScript(ctx, sc, w.id, keys, args)
+	if err != nil {
+		return r, err
+	}
+	if err := w.s.follow(ctx, r, now); err != nil && must {
+		return ticketrush.Reservation{}, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return r, nil
+}
+
+func (w spreadSeats) sweep(ctx context.Context, scheduleIDs []string, now time.Time, batch int) (int, error) {
+	return w.s.sweepSpread(ctx, w.k, slotsOf(w.sched, scheduleIDs), now, batch)
+}
+
+func (w spreadSeats) counts(ctx context.Context, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
+	return w.s.scheduleCountsSpread(ctx, w.k, slotsOf(w.sched, scheduleIDs), now)
+}
+
+func (w spreadSeats) gatedCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
+	return w.s.gatedCountsSpread(ctx, c, slotsOf(w.sched, scheduleIDs), now)
+}
+
+func (w spreadSeats) seatsKey(scheduleID string) string {
+	return w.k.Schedule(slotOf(w.sched, scheduleID)).Seats()
+}
+
+func (w spreadSeats) reservationsKey(scheduleID string) string {
+	return w.k.Schedule(slotOf(w.sched, scheduleID)).Reservations()
+}
+
+func (w spreadSeats) stuck(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	return w.s.stuckSpread(ctx, w.k, w.sched, before, limit)
+}
+
+func (w spreadSeats) carry(ctx context.Context, now time.Time) error {
+	return w.s.carryInventory(ctx, w.k, w.sched, now)
+}
+
+func (w spreadSeats) load(ctx context.Context, c ticketrush.Concert, now time.Time) error {
+	calls := make([]call, len(w.sched))
+	for i, slot := range w.sched {
+		calls[i] = built(w.k.Schedule(slot).scheduleLoad(c.TotalSeats(), now))
+	}
+	_, err := w.s.execMulti(ctx, w.s.scheduleLoad, calls)
+	return err
+}
