@@ -2,7 +2,8 @@
 -- KEYS[1] meta    hash: title, venue
 -- KEYS[2] cfg     hash: cap, rate, ttl (ms), hold (ms), maxholds, paused ('0'|'1'), pow (bits), codereq ('0'|'1'),
 --                 opens, pqopens (ms, a sale's), aps, abandon (ms), noshow (ms), shards (lineShards),
---                 sched (the schedule ids, comma-separated, of a concert whose seats have slots of their own)
+--                 sched (the schedule ids, comma-separated, of a concert whose seats have slots of their own),
+--                 lv (the layout version its state is written in)
 -- KEYS[3] events  stream: the concert's outbox
 -- KEYS[4] draw    hash: seed (hex, secret until the draw), sealed, base, n, placed, digest, drawnAt
 -- KEYS[5] inv     hash: seats (total, every schedule), avail (seats neither held, being paid nor sold),
@@ -16,6 +17,7 @@
 -- ARGV[19] shards (lineShards: the slots the line is spread over)
 -- ARGV[20] sched (schedule ids, comma-separated, when each schedule's seats have a slot of their own
 --          (lineShards > 1); '' when they live in the concert's slot)
+-- ARGV[21] lv (the layout version this build writes)
 -- Reply: 1 when loaded, 0 when the concert was already there (nothing written).
 -- Errors: none.
 local meta, cfg, events, draw, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -24,7 +26,7 @@ local hold, maxholds, paused, now = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local pow, codereq = ARGV[10], ARGV[11]
 local opens, pqopens, seed = ARGV[12], ARGV[13], ARGV[14]
 local aps, total, abandon, noshow, shards = ARGV[15], ARGV[16], ARGV[17], ARGV[18], ARGV[19]
-local sched = ARGV[20]
+local sched, lv = ARGV[20], ARGV[21]
 if redis.call('EXISTS', cfg) == 1 then
   return 0
 end
@@ -35,7 +37,7 @@ if opens ~= '' then
   redis.call('HSET', cfg, 'opens', opens, 'pqopens', pqopens)
   redis.call('HSET', draw, 'seed', seed)
 end
-redis.call('HSET', cfg, 'aps', aps, 'abandon', abandon, 'noshow', noshow, 'shards', shards)
+redis.call('HSET', cfg, 'aps', aps, 'abandon', abandon, 'noshow', noshow, 'shards', shards, 'lv', lv)
 if sched ~= '' then
   redis.call('HSET', cfg, 'sched', sched)
 end

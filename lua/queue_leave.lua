@@ -9,21 +9,18 @@
 -- KEYS[5] leftlog  zset: member seq, score leave ordinal (what instances read incrementally)
 -- KEYS[6] leftn    string: leave ordinal counter
 -- KEYS[7] events   stream: the concert's outbox
--- KEYS[8] alive    hash: seq -> when its fan was last seen (ms): a leaver's entry goes
 -- ARGV[1] user id
 -- ARGV[2] seq of the token being given back
 -- ARGV[3] now (ms)
 -- Reply: 'WAITING' (left the line), 'ACTIVE' (slot given back), 'NONE' (the token was no longer live)
 -- Errors: none.
 local places, active, aseq, left, leftlog, leftn, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local alive = KEYS[8]
 local user, seq, now = ARGV[1], ARGV[2], ARGV[3]
 --#include leaves
 --#include end_token
 local waiting = redis.call('HGET', places, user)
 if waiting and tonumber(waiting) == tonumber(seq) then
   redis.call('HDEL', places, user)
-  redis.call('HDEL', alive, seq)
   log_leave(left, leftlog, leftn, events, user, seq, 'WAITING', now)
   return 'WAITING'
 end

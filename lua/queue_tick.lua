@@ -20,16 +20,14 @@
 -- KEYS[11] draw      hash: the on-sale's draw; drawnAt once every entrant is placed
 -- KEYS[12] inv       hash: avail, soldout: the inventory the line protects (kept by the seat scripts)
 -- KEYS[13] holds     zset: member res, score expires (ms): lapsed but unswept holds count as available
--- KEYS[14] alive     hash: seq -> when its fan was last seen (ms): the liveness written before seen, read
---                    and emptied while it lasts
--- KEYS[15] abandoned string: fans dropped so far for not polling (abandonAfter) or not showing up
--- KEYS[16] noshow    zset: member user, score the deadline (ms) of their first gated call after admission
--- KEYS[17] seen      string: 6 bytes per arrival at byte (seq - seenbase - 1) x 6, when its fan was last
+-- KEYS[14] abandoned string: fans dropped so far for not polling (abandonAfter) or not showing up
+-- KEYS[15] noshow    zset: member user, score the deadline (ms) of their first gated call after admission
+-- KEYS[16] seen      string: 6 bytes per arrival at byte (seq - seenbase - 1) x 6, when its fan was last
 --                    seen (Unix ms, big-endian; zero never), written by the joins and by the instances
 --                    once a second
--- KEYS[18] seq       string: arrival sequence (the newest seq: where seen starts afresh)
--- KEYS[19] order     list: '<seq>|<user>' of the line's arrivals in seq order
--- KEYS[20] drawn     list: '<seq>|<user>' of a sale's entrants in draw order, taken before order's
+-- KEYS[17] seq       string: arrival sequence (the newest seq: where seen starts afresh)
+-- KEYS[18] order     list: '<seq>|<user>' of the line's arrivals in seq order
+-- KEYS[19] drawn     list: '<seq>|<user>' of a sale's entrants in draw order, taken before order's
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- With noshow > 0 an ACTIVE fan still in noshow at their deadline (no gated call since admission) is
@@ -42,8 +40,8 @@
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, places, active, aseq, head = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local draw, inv, holds, alive, abandoned, noshow = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
-local seen, seq, order, drawn = KEYS[17], KEYS[18], KEYS[19], KEYS[20]
+local draw, inv, holds, abandoned, noshow = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+local seen, seq, order, drawn = KEYS[16], KEYS[17], KEYS[18], KEYS[19]
 local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
 local nows = string.format('%d', now) -- printed once for the writes
 local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow', 'opens', 'seenbase')
@@ -81,7 +79,6 @@ if conf[4] ~= '1' and not gated and want > 0 then
   -- each number a write takes, printed once (redis.call prints a Lua number with %.17g each time)
   local tills, shows = string.format('%d', till), string.format('%d', now + show)
   local base = tonumber(conf[9] or '0')
-  local legacy = redis.call('EXISTS', alive) == 1 -- liveness written as a hash before seen
   local last
   local adm = new_round()
   local taken = 0 -- entries taken from the lists, the stale ones of fans who left included
@@ -110,10 +107,6 @@ if conf[4] ~= '1' and not gated and want > 0 then
           b = redis.call('GETRANGE', seen, (at - 1) * 6, at * 6 - 1)
         end
         last_seen = math.max(last_seen, seen_time(b))
-      end
-      if legacy then
-        last_seen = math.max(last_seen, tonumber(redis.call('HGET', alive, seq) or '0'))
-        redis.call('HDEL', alive, seq)
       end
       if abandon > 0 and last_seen + abandon <= now then
         dropped = dropped + 1

@@ -66,7 +66,7 @@ func (s stores) requireUntouched(t *testing.T, what string) {
 	assert.Empty(t, tables, "%s created tables", what)
 }
 
-var commands = []string{"serve", "demo", "token", "migrate", "reconcile", "restore", "version"}
+var commands = []string{"serve", "demo", "token", "migrate", "reconcile", "restore", "migrate-layout", "version"}
 
 // TestHelpTouchesNothing: every command answers -h and --help with its usage and flags and returns at
 // once, without opening Redis or Postgres.

@@ -7,7 +7,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ticketrush/ticketrush/internal/config"
+	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/repair"
 )
 
@@ -36,5 +39,33 @@ func restore(ctx context.Context, args []string, getenv func(string) string, std
 		return fmt.Errorf("restore: %w", err)
 	}
 	rep.Print(stdout)
+	return nil
+}
+
+var migrateLayoutHelp = help{"ticketrush migrate-layout", `Moves the Redis state (REDIS_URL, REDIS_KEY_PREFIX) of every concert that Postgres (DATABASE_URL) lists
+below this build's layout version to it, and records the version; one line per concert. Every process
+does the same at its start (docs/operations.md, "Layout versions"). Applies the migrations first. No
+flags.`}
+
+// migrateLayout moves every concert below this build's layout version to it.
+func migrateLayout(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if ok, err := parse(flag.NewFlagSet("migrate-layout", flag.ContinueOnError), args, stdout, migrateLayoutHelp); !ok {
+		return err
+	}
+	rc, db, err := openStores(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	store := redis.NewStore(rc, config.KeyPrefix(getenv), prometheus.NewRegistry())
+	n, err := repair.MigrateLayouts(ctx, store, db, stdout)
+	if err != nil {
+		return fmt.Errorf("migrate layout: %w", err)
+	}
+	fmt.Fprintf(stdout, "%d concerts moved to layout %d\n", n, redis.LayoutVersion)
 	return nil
 }

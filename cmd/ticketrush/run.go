@@ -30,6 +30,7 @@ commands:
   migrate                     apply the Postgres migrations to DATABASE_URL
   reconcile [--wait 1m]       compare Redis with Postgres; print every difference, exit 1 on any
   restore [--force]           rebuild Redis from Postgres after Redis lost its state
+  migrate-layout              move every concert's Redis state to this build's layout version
   verify-draw --concert ID    check a concert's on-sale draw from its public endpoints ([--user U])
   pass rotate                 add a new admission-pass signing key (docs/pass.md)
   gate -upstream URL ...      a reverse proxy that lets through only fans with an admission pass
@@ -83,6 +84,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return reconcile(ctx, rest, getenv, stdout)
 	case "restore":
 		return restore(ctx, rest, getenv, stdout)
+	case "migrate-layout":
+		return migrateLayout(ctx, rest, getenv, stdout)
 	case "verify-draw":
 		return verifyDraw(ctx, rest, getenv, stdout)
 	case "gate":

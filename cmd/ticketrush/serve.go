@@ -68,6 +68,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		store.WaitForReplica(redis.ReplicaWait) // the money steps wait for a replica (docs/durability.md)
 	}
 	store.LimitUsers(redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst})
+	if n, err := repair.MigrateLayouts(ctx, store, db, nil); err != nil { // before any script reads the layout
+		return fmt.Errorf("migrate layout: %w", err)
+	} else if n > 0 {
+		log.Info("migrated layout", "concerts", n, "version", redis.LayoutVersion)
+	}
 	saleFigures := prometheus.NewRegistry() // the waiting room's and purchase path's metrics, for the sale log
 	sale := app.New(store, db, cfg.QueueTokenSecret, time.Now, log, alsoRegister{reg, saleFigures})
 	cat, waitingRoom, purchases := sale.Catalog, sale.Queue, sale.Booking

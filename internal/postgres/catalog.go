@@ -298,3 +298,26 @@ func nullTime(t time.Time) *time.Time {
 	}
 	return &t
 }
+
+// ConcertsBelowLayout lists the concerts whose live state was last written in a layout version below
+// version (sql/0014_layout_version.sql), oldest first.
+func (db *DB) ConcertsBelowLayout(ctx context.Context, version int) ([]string, error) {
+	rows, err := db.pool.Query(ctx, `SELECT id FROM concerts WHERE layout_version < $1 ORDER BY created_at, id`, version)
+	if err != nil {
+		return nil, unavailable(ctx, fmt.Errorf("concerts below layout %d: %w", version, err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, unavailable(ctx, fmt.Errorf("concerts below layout %d: %w", version, err))
+	}
+	return ids, nil
+}
+
+// RecordLayoutVersion records that a concert's live state is in layout version (never lowering it).
+func (db *DB) RecordLayoutVersion(ctx context.Context, concertID string, version int) error {
+	if _, err := db.pool.Exec(ctx, `UPDATE concerts SET layout_version = $2 WHERE id = $1 AND layout_version < $2`,
+		concertID, version); err != nil {
+		return unavailable(ctx, fmt.Errorf("record layout version of %s: %w", concertID, err))
+	}
+	return nil
+}

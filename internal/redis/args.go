@@ -29,7 +29,7 @@ func (c ConcertKeys) concertLoad(con ticketrush.Concert, sched string, now time.
 		itoa(q.MaxHoldsPerUser), flag(q.Paused), millis(now), itoa(q.JoinPowBits), flag(q.AccessCodeRequired),
 		saleOpens(con.Sale), salePrequeueOpens(con.Sale), saleSeed(con.Sale), itoa(q.ActivePerSeat),
 		itoa(con.TotalSeats() * len(con.Schedules)), ms(q.AbandonAfter), ms(q.NoShow), itoa(max(1, q.LineShards))}
-	args = append(args, sched)
+	args = append(args, sched, itoa(LayoutVersion))
 	return keys, args
 }
 
@@ -163,7 +163,7 @@ func powArgs(pass ticketrush.JoinPass) (id, expires string) {
 
 // queueLeave is queue_leave's call: the user gives back the token of arrival seq.
 func (c ConcertKeys) queueLeave(userID string, seq uint64, now time.Time) (keys, args []string) {
-	keys = []string{c.Places(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events(), c.Alive()}
+	keys = []string{c.Places(), c.Active(), c.ActiveSeq(), c.Left(), c.LeftLog(), c.LeftN(), c.Events()}
 	return keys, []string{userID, utoa(seq), millis(now)}
 }
 
@@ -176,7 +176,7 @@ func (c ConcertKeys) queueStatus(claims ticketrush.QueueClaims, now time.Time) (
 // queueTick is queue_tick's call: one admission round of at most batch.
 func (c ConcertKeys) queueTick(now time.Time, batch int) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(),
-		c.Events(), c.Draw(), c.Inventory(), c.Holds(), c.Alive(), c.Abandoned(), c.NoShow(), c.Seen(), c.Seq(), c.Order(), c.Drawn()}
+		c.Events(), c.Draw(), c.Inventory(), c.Holds(), c.Abandoned(), c.NoShow(), c.Seen(), c.Seq(), c.Order(), c.Drawn()}
 	return keys, []string{millis(now), itoa(batch)}
 }
 

@@ -34,42 +34,7 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 	if err := s.loadSchedules(ctx, c, now); err != nil { // each time: a crash may have left one out
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 	}
-	if !loaded {
-		if err := s.migrateLine(ctx, c.ID); err != nil {
-			return false, fmt.Errorf("load concert %s: %w", c.ID, err)
-		}
-	}
 	return loaded, nil
-}
-
-// migrateBatch is how many fans one line_migrate call moves.
-const migrateBatch = 1000
-
-// migrateLine moves a line a build before the hash and lists kept as a sorted set (q:wait, or each
-// shard's wait) into the new layout, a batch a call, all the lines' calls in one round trip, until
-// none is left: a concert loaded already is checked once by each instance at its start.
-func (s *Store) migrateLine(ctx context.Context, concertID string) error {
-	w, err := s.ways(ctx, concertID)
-	if err != nil {
-		return err
-	}
-	calls := w.line.migrations()
-	for len(calls) > 0 {
-		msgs, err := s.execMulti(ctx, s.lineMigrate, calls)
-		if err != nil {
-			return fmt.Errorf("move the line to places and order: %w", err)
-		}
-		left := calls[:0]
-		for i, msg := range msgs {
-			if n, err := msg.AsInt64(); err != nil {
-				return fmt.Errorf("move the line to places and order: %w", err)
-			} else if n > 0 {
-				left = append(left, calls[i])
-			}
-		}
-		calls = left
-	}
-	return nil
 }
 
 // PlaceSeats is the placement of a concert about to be created (PlaceSeatSlots), or of one created

@@ -64,7 +64,7 @@ func (s ShardKeys) Drawn() string  { return s.base + "drawn" }
 func (s ShardKeys) Alive() string  { return s.base + "alive" }
 func (s ShardKeys) Events() string { return s.base + "events" }
 
-// LegacyWait is the shard's line as a build before the hash and lists kept it (line_migrate moves it).
+// LegacyWait is the shard's line as layout version 1 may have kept it (MigrateLayout moves it).
 func (s ShardKeys) LegacyWait() string { return s.base + "wait" }
 
 // Prequeue is the shard's part of a sale's pre-queue: entrant -> entry time (ms), or -seq once the draw
@@ -119,8 +119,8 @@ func (c ConcertKeys) Places() string { return c.base + "q:places" }
 func (c ConcertKeys) Order() string  { return c.base + "q:order" }
 func (c ConcertKeys) Drawn() string  { return c.base + "q:drawn" }
 
-// LegacyWait is the line as a build before the hash and lists kept it: a sorted set user -> seq, which
-// LoadConcert moves into Places and Order (line_migrate) when it finds one.
+// LegacyWait is the line as layout version 1 may have kept it: a sorted set user -> seq, which
+// MigrateLayout moves into Places and Order (line_migrate).
 func (c ConcertKeys) LegacyWait() string { return c.base + "q:wait" }
 
 // PowUsed marks a proof-of-work challenge of id as used, until it expires; "" names the placeholder
@@ -155,10 +155,10 @@ func (c ConcertKeys) Inventory() string { return c.base + "inv" }
 // fields (Unix ms, big-endian), the field of arrival seq at byte (seq - seenbase - 1) x 6, seenbase in
 // cfg. 6 bytes an arrival, where a hash field cost 56; the tick starts it afresh (seenbase moves to the
 // newest seq) whenever the line is empty, so it spans the arrivals since the line last emptied.
-// Alive is the hash seq -> when last seen (Unix ms) that Seen replaced: a line over shards keeps it
-// (in each shard, ShardKeys.Alive: its seqs are a sparse share of every seq), and a line of one slot
-// still reads and empties one written before the change. Abandoned counts the fans dropped for
-// silence or no-show.
+// Alive is the hash seq -> when last seen (Unix ms) that Seen replaced for a line of one slot: layout
+// version 1 left it, and MigrateLayout moves it into Seen (a line over shards keeps such a hash in each
+// shard, ShardKeys.Alive: its seqs are a sparse share of every seq). Abandoned counts the fans dropped
+// for silence or no-show.
 func (c ConcertKeys) Seen() string      { return c.base + "q:seen" }
 func (c ConcertKeys) Alive() string     { return c.base + "q:alive" }
 func (c ConcertKeys) Abandoned() string { return c.base + "q:abandoned" }

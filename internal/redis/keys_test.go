@@ -53,6 +53,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"draw_place":       keysOf(k.drawPlace(0, nil, "", true, t0)),
 		"line_seal":        keysOf(k.Shard(5).lineSeal()),
 		"line_migrate":     keysOf(lineMigrate(k.Shard(5).LegacyWait(), k.Shard(5).Places(), k.Shard(5).Order(), 10)),
+		"seen_migrate":     keysOf(seenMigrate(k, 10)),
 		"line_place":       keysOf(k.Shard(5).linePlace(nil)),
 		"draw_status":      keysOf(k.drawStatus("fan-42", t0)),
 		"draw_read":        keysOf(drawRead(k.Shard(5).Prequeue(), "up", "", "", 10)),

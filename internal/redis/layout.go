@@ -290,7 +290,8 @@ func concertHashes(c ticketrush.Concert, sched string) (meta, cfg map[string]str
 	cfg = map[string]string{"cap": itoa(q.ActiveCapacity), "rate": itoa(q.AdmitPerSecond), "ttl": ms(q.ActiveTTL),
 		"hold": ms(q.HoldTTL), "maxholds": itoa(q.MaxHoldsPerUser), "paused": flag(q.Paused),
 		"pow": itoa(q.JoinPowBits), "codereq": flag(q.AccessCodeRequired), "aps": itoa(q.ActivePerSeat),
-		"abandon": ms(q.AbandonAfter), "noshow": ms(q.NoShow), "shards": itoa(max(1, q.LineShards))}
+		"abandon": ms(q.AbandonAfter), "noshow": ms(q.NoShow), "shards": itoa(max(1, q.LineShards)),
+		"lv": itoa(LayoutVersion)}
 	if sched != "" {
 		cfg["sched"] = sched
 	}

@@ -255,10 +255,10 @@ func TestShardedPositionSkipsLeavesBehindTheHead(t *testing.T) {
 	})
 }
 
-// A line a build before the hash and lists left in Redis as a sorted set (an upgrade with fans
-// waiting) is moved when an instance loads the concert: every fan waits at their seq, ahead of those
-// who joined since, and is admitted in that order.
-func TestLoadMovesALineOfTheOldLayout(t *testing.T) {
+// A line layout version 1 left in Redis as a sorted set (an upgrade with fans waiting) is moved by the
+// concert's layout migration: every fan waits at their seq, ahead of those who joined since, and is
+// admitted in that order.
+func TestMigrateLayoutMovesALineOfTheOldLayout(t *testing.T) {
 	for _, shards := range []int{1, 3} {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
@@ -279,9 +279,12 @@ func TestLoadMovesALineOfTheOldLayout(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: 4, Created: true}, d)
 
-				loaded, err := s.LoadConcert(ctx, con, t0)
+				m, err := s.MigrateLayout(ctx, "mg")
 				require.NoError(t, err)
-				require.False(t, loaded)
+				assert.Equal(t, LayoutMigration{Waiting: 3}, m)
+				again, err := s.MigrateLayout(ctx, "mg")
+				require.NoError(t, err)
+				assert.Zero(t, again, "a second migration moves nothing")
 				for i, u := range append(old, "d") {
 					st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "mg", UserID: u, Seq: uint64(i + 1)}, t0)
 					require.NoError(t, err)

@@ -107,9 +107,10 @@ func TestSeenIsSixBytesAnArrival(t *testing.T) {
 	})
 }
 
-// TestSeenReadsTheHashItReplaced: a line whose liveness was written as a hash (q:alive, before seen)
-// is still read by the tick, so that a fan seen only there is not dropped, and the hash is emptied.
-func TestSeenReadsTheHashItReplaced(t *testing.T) {
+// TestMigrateLayoutMovesTheLivenessHash: a line whose liveness layout version 1 wrote as a hash
+// (q:alive) has it moved into seen by the concert's layout migration, the later time of each arrival
+// kept, so that a fan seen only there is not dropped; the hash is gone and the version recorded.
+func TestMigrateLayoutMovesTheLivenessHash(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		q := ticketrush.DefaultQueueSettings()
@@ -117,9 +118,26 @@ func TestSeenReadsTheHashItReplaced(t *testing.T) {
 		mustLoad(t, s, oneSchedule(concert(cid, func(qs *ticketrush.QueueSettings) { *qs = q })))
 		a := join(t, s, cid, "u1", ticketrush.StatusWaiting)
 		b := join(t, s, cid, "u2", ticketrush.StatusWaiting)
-		alive := s.keys.Concert(cid).Alive()
-		require.NoError(t, c.Do(ctx, c.B().Hset().Key(alive).FieldValue().
-			FieldValue(strconv.FormatUint(a.Seq, 10), millis(t0.Add(2500*time.Millisecond))).Build()).Error())
+		k := s.keys.Concert(cid)
+		require.NoError(t, c.Do(ctx, c.B().Hset().Key(k.Alive()).FieldValue().
+			FieldValue(strconv.FormatUint(a.Seq, 10), millis(t0.Add(2500*time.Millisecond))).
+			FieldValue(strconv.FormatUint(b.Seq, 10), millis(t0.Add(-time.Second))).Build()).Error())
+		require.NoError(t, c.Do(ctx, c.B().Hdel().Key(k.Cfg()).Field("lv").Build()).Error())
+
+		m, err := s.MigrateLayout(ctx, cid)
+		require.NoError(t, err)
+		assert.Equal(t, LayoutMigration{Seen: 2}, m)
+		assert.Equal(t, t0.Add(2500*time.Millisecond), seenOf(t, c, s, cid, a.Seq), "the hash's later time")
+		assert.Equal(t, t0, seenOf(t, c, s, cid, b.Seq), "the join's later time")
+		n, err := c.Do(ctx, c.B().Exists().Key(k.Alive()).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "the old hash is gone")
+		lv, err := c.Do(ctx, c.B().Hget().Key(k.Cfg()).Field("lv").Build()).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, strconv.Itoa(LayoutVersion), lv)
+		again, err := s.MigrateLayout(ctx, cid)
+		require.NoError(t, err)
+		assert.Zero(t, again, "a second migration moves nothing")
 
 		q.Paused = false
 		require.NoError(t, s.Configure(ctx, cid, q, t0))
@@ -131,9 +149,6 @@ func TestSeenReadsTheHashItReplaced(t *testing.T) {
 		st, err := s.TokenStatus(ctx, b, t0.Add(3*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusExpired, st.Status)
-		n, err := c.Do(ctx, c.B().Exists().Key(alive).Build()).AsInt64()
-		require.NoError(t, err)
-		assert.Zero(t, n, "the old hash is emptied as its fans leave the line")
 	})
 }
 

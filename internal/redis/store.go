@@ -92,7 +92,7 @@ type Store struct {
 	prequeueLeave                                   *script
 
 	lineArrive, lineEnter, lineHeads, lineAdmit, linePop, lineLeave, lineLeftSc *script
-	lineMigrate                                                                 *script
+	lineMigrate, seenMigrate                                                    *script
 	lineSeal, linePlace                                                         *script
 	lines                                                                       lines
 
@@ -128,6 +128,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 	s.lineEnter = s.newScript("line_enter", false)
 	s.lineHeads = s.newScript("line_heads", false)
 	s.lineMigrate = s.newScript("line_migrate", false)
+	s.seenMigrate = s.newScript("seen_migrate", false)
 	s.lineAdmit = s.newScript("line_admit", false)
 	s.linePop = s.newScript("line_pop", false)
 	s.lineLeave = s.newScript("line_leave", false)

@@ -56,7 +56,7 @@ type lineWay interface {
 	prequeueLeave(userID string, now time.Time) (keys, args []string)
 	prequeueSize(ctx context.Context) (int64, error)
 	// migrations are the line_migrate calls that move a line kept as a sorted set (LegacyWait) into
-	// places and order (LoadConcert).
+	// places and order (MigrateLayout).
 	migrations() []call
 	// shards is how many pre-queues the line has; prequeue names the one of shard n.
 	shards() int
