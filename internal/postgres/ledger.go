@@ -3,9 +3,11 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -60,10 +62,8 @@ SELECT id, r, u, s, seat, a, 'epoch'::timestamptz + p * interval '1 millisecond'
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[]) AS x(id, r, u, s, seat, a, p)
 ON CONFLICT (id) DO NOTHING` // a sale written again; a second sale of a seat breaks payments_one_per_seat
 
-	insertProcessed = `INSERT INTO processed_events (stream, ev_ms, ev_seq, type, at)
-SELECT s, m, q, t, 'epoch'::timestamptz + a * interval '1 millisecond'
-FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[]) AS x(s, m, q, t, a)
-ON CONFLICT DO NOTHING`
+	insertProcessed = `INSERT INTO processed_batches (stream, digest, ms, seqs, types, at)
+VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`
 
 	upsertIdempotency = `INSERT INTO idempotency_keys AS k (user_id, key, kind, fingerprint, ref, created, refused, at)
 SELECT u, k, kind, fp, ref, c, rf, 'epoch'::timestamptz + a * interval '1 millisecond'
@@ -205,17 +205,38 @@ func queueReservations(b *pgx.Batch, changes []ticketrush.ReservationChange) {
 	}
 }
 
+// queueProcessed writes the events that leave no row of their own as one processed_batches row per
+// stream (sql/0015_processed_batches.sql): their ids, types and times in arrays, keyed by the digest of
+// the ids, so that the same batch written again changes nothing.
 func queueProcessed(b *pgx.Batch, events []ticketrush.ProcessedEvent) {
 	if len(events) == 0 {
 		return
 	}
-	n := len(events)
-	streams, types := make([]string, n), make([]string, n)
-	ms, seqs, at := make([]int64, n), make([]int64, n), make([]int64, n)
-	for i, e := range events {
-		streams[i], ms[i], seqs[i], types[i], at[i] = e.Event.Stream, e.Event.Ms, e.Event.Seq, e.Type, millis(e.At)
+	events = slices.Clone(events)
+	slices.SortFunc(events, func(x, y ticketrush.ProcessedEvent) int {
+		return cmp.Or(cmp.Compare(x.Event.Stream, y.Event.Stream), cmp.Compare(x.Event.Ms, y.Event.Ms),
+			cmp.Compare(x.Event.Seq, y.Event.Seq))
+	})
+	for start := 0; start < len(events); {
+		end := start + 1
+		for end < len(events) && events[end].Event.Stream == events[start].Event.Stream {
+			end++
+		}
+		one := events[start:end]
+		n := len(one)
+		ms, seqs, at, types := make([]int64, n), make([]int64, n), make([]int64, n), make([]string, n)
+		h := sha256.New()
+		for i, e := range one {
+			ms[i], seqs[i], types[i], at[i] = e.Event.Ms, e.Event.Seq, e.Type, millis(e.At)
+			if i > 0 {
+				h.Write([]byte{','})
+			}
+			id := strconv.AppendInt(append(strconv.AppendInt(nil, e.Event.Ms, 10), '-'), e.Event.Seq, 10)
+			h.Write(id)
+		}
+		b.Queue(insertProcessed, one[0].Event.Stream, h.Sum(nil), ms, seqs, types, at)
+		start = end
 	}
-	b.Queue(insertProcessed, streams, ms, seqs, types, at)
 }
 
 func queueIdempotency(b *pgx.Batch, recs []ticketrush.IdempotencyRecord) {

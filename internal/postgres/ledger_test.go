@@ -61,7 +61,7 @@ func TestWriteRecordsTwiceWritesOnce(t *testing.T) {
 	require.NoError(t, db.WriteRecords(ctx, b))
 	require.NoError(t, db.WriteRecords(ctx, b), "a redelivered batch")
 	assert.Equal(t, 2, count(t, db, "ledger"))
-	assert.Equal(t, 2, count(t, db, "processed_events"))
+	assert.Equal(t, 2, count(t, db, "processed_batches"), "a row for each stream of the batch")
 	assert.Equal(t, 4, count(t, db, "written_events"))
 
 	h, err := db.History(ctx, "alice", 50)
@@ -215,4 +215,27 @@ func TestPrequeueNewestEventStands(t *testing.T) {
 	assert.Equal(t, []string{"bob"}, users())
 	write(ticketrush.RecordBatch{Prequeue: []ticketrush.PrequeueEntry{entry("ann", 10)}})
 	assert.Equal(t, []string{"bob", "ann"}, users(), "an entry newer than the leave, in entry order")
+}
+
+// TestProcessedEventsOnceWhateverTheBatches: the events that leave no row of their own are written a row
+// per stream and batch; the same batch again adds nothing, and a redelivery composed otherwise (a worker
+// that died after its commit, whose entries another claimed with newer ones) names some events again,
+// which written_events counts once.
+func TestProcessedEventsOnceWhateverTheBatches(t *testing.T) {
+	db := withConcert(t)
+	ctx := context.Background()
+	joins := func(ids ...int64) ticketrush.RecordBatch {
+		var b ticketrush.RecordBatch
+		for _, id := range ids {
+			b.Processed = append(b.Processed, ticketrush.ProcessedEvent{Event: ev(concert, id), Type: "queue.join", At: at})
+		}
+		return b
+	}
+	require.NoError(t, db.WriteRecords(ctx, joins(2, 1)))
+	require.NoError(t, db.WriteRecords(ctx, joins(1, 2)), "the same batch, in another order")
+	assert.Equal(t, 1, count(t, db, "processed_batches"))
+	require.NoError(t, db.WriteRecords(ctx, joins(1, 2, 3)), "a redelivery with a newer event")
+	require.NoError(t, db.WriteRecords(ctx, joins(12)))
+	assert.Equal(t, 3, count(t, db, "processed_batches"))
+	assert.Equal(t, 4, count(t, db, "written_events"), "events 1, 2, 3 and 12, each once")
 }

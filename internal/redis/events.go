@@ -247,7 +247,7 @@ var queueEvents = map[string]bool{
 	"queue.admits": true, "queue.lapses": true, "queue.abandons": true, "queue.noshows": true, // a round's: users and seqs, comma lists
 	"queue.configure": true, "queue.done": true,
 	"queue.prequeue": true, "draw.seal": true, "draw.place": true, "draw.done": true, "queue.unprequeue": true,
-	"concert.soldout": true, // the sale of the last seat: recorded in processed_events with its time
+	"concert.soldout": true, // the sale of the last seat: recorded in processed_batches with its time
 	"queue.abandon":   true, // a WAITING fan dropped for silence (seq, when last seen)
 	"queue.noshow":    true, // an ACTIVE fan expired for making no gated call
 }
