@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes a local Redis Cluster answer: 3 masters and 3 replicas on ports BASE..BASE+5 (CLUSTER_PORT,
-# default 7000), append-only, cluster-node-timeout 2000 ms (CLUSTER_NODE_TIMEOUT), a replica's full sync
+# default 7000; CLUSTER_MASTERS=6 makes 6 masters and 6 replicas on BASE..BASE+11), append-only, cluster-node-timeout 2000 ms (CLUSTER_NODE_TIMEOUT), a replica's full sync
 # held back 5 s (CLUSTER_SYNC_DELAY, repl-diskless-sync-delay), cluster-require-full-coverage no, data,
 # logs and pidfiles under .data/cluster/<port>/ (CLUSTER_DIR to put them elsewhere). Safe to run again:
 # a healthy cluster is reused, stopped nodes are started again and rejoin from their nodes.conf.
@@ -14,10 +14,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE=${CLUSTER_PORT:-7000}
-read -r -a HOSTS <<<"${CLUSTER_HOSTS:-127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1}"
-[ "${#HOSTS[@]}" = 6 ] || { printf 'cluster: CLUSTER_HOSTS needs 6 addresses\n' >&2; exit 2; }
+MASTERS=${CLUSTER_MASTERS:-3}
+NODES=$((2 * MASTERS))
+read -r -a HOSTS <<<"${CLUSTER_HOSTS:-$(printf '127.0.0.1 %.0s' $(seq "$NODES"))}"
+[ "${#HOSTS[@]}" = "$NODES" ] || { printf 'cluster: CLUSTER_HOSTS needs %d addresses\n' "$NODES" >&2; exit 2; }
 DIR=${CLUSTER_DIR:-$PWD/.data/cluster}
-PORTS=$(seq "$BASE" $((BASE + 5)))
+PORTS=$(seq "$BASE" $((BASE + NODES - 1)))
 
 say() { printf 'cluster: %s\n' "$*" >&2; }
 host() { echo "${HOSTS[$(($1 - BASE))]}"; } # port -> the node's address
@@ -49,11 +51,11 @@ url() {
   echo "$u"
 }
 
-healthy() { # the cluster formed with 3 masters, all slots served, every replica in sync with its master
+healthy() { # the cluster formed with its masters, all slots served, every replica in sync with its master
   local info p
   info=$(cli "$BASE" cluster info 2>/dev/null) || return 1
-  grep -q '^cluster_state:ok' <<<"$info" && grep -q '^cluster_known_nodes:6' <<<"$info" &&
-    grep -q '^cluster_slots_ok:16384' <<<"$info" && grep -q '^cluster_size:3' <<<"$info" || return 1
+  grep -q "^cluster_state:ok" <<<"$info" && grep -q "^cluster_known_nodes:$NODES" <<<"$info" &&
+    grep -q "^cluster_slots_ok:16384" <<<"$info" && grep -q "^cluster_size:$MASTERS" <<<"$info" || return 1
   [ "${CLUSTER_SYNCED:-1}" = 0 ] && return 0
   for p in $PORTS; do
     info=$(cli "$p" info replication 2>/dev/null) || return 1
@@ -84,7 +86,7 @@ for p in $PORTS; do # a node started again answers LOADING until it has read its
   for _ in $(seq 1 600); do [ "$(cli "$p" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
 done
 
-if ! grep -q '^cluster_known_nodes:6' <<<"$(cli "$BASE" cluster info)"; then
+if ! grep -q "^cluster_known_nodes:$NODES" <<<"$(cli "$BASE" cluster info)"; then
   nodes=()
   for p in $PORTS; do nodes+=("$(host "$p"):$p"); done
   # A node that is not empty (left over from a half-made cluster) would make --cluster create refuse.
@@ -93,11 +95,11 @@ if ! grep -q '^cluster_known_nodes:6' <<<"$(cli "$BASE" cluster info)"; then
       say "node $p holds keys but is in no cluster; empty $DIR/$p or stop it"; exit 1
     fi
   done
-  say "creating the cluster: 3 masters, 3 replicas"
+  say "creating the cluster: $MASTERS masters, $MASTERS replicas"
   redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$DIR/create.log" 2>&1 ||
     { cat "$DIR/create.log" >&2; exit 1; }
 fi
 for _ in $(seq 1 300); do healthy && break; sleep 0.1; done
 healthy || { say "cluster on $(host "$BASE"):$BASE is not healthy:"; cli "$BASE" cluster info >&2; cli "$BASE" cluster nodes >&2; exit 1; }
-say "cluster answers on ${HOSTS[0]}:$BASE-$((BASE + 5))"
+say "cluster answers on ${HOSTS[0]}:$BASE-$((BASE + NODES - 1))"
 url

@@ -26,12 +26,12 @@ import (
 	"github.com/ticketrush/ticketrush/lua"
 )
 
-// The capacity of one concert: what a join and a hold cost Redis, and how many of each one concert can
-// take, on one Redis and on the masters of a cluster. The storm is the spread benchmark's
-// (internal/redis BenchmarkOneConcertSpreadOnCluster): one concert of 3 schedules, its fans from 32
-// goroutines (the store's client pipelines their calls).
+// The capacity of one concert: what a join, a hold and a payment cost Redis, and how many of each one
+// concert can take, on one Redis and on the masters of clusters of 3 and 6: one concert of one date (the
+// opening of a one-date stadium show, the hardest to spread), its fans from 32 goroutines (the store's
+// client pipelines their calls).
 const (
-	capacitySchedules = 3
+	capacitySchedules = 1
 	capacityWorkers   = 32
 	capacityTickBatch = 1000 // the scheduler's batch (internal/queue tickBatch)
 	capacityPrice     = 1000
@@ -63,6 +63,9 @@ func (p phaseCost) busiest() float64 { return slices.Max(p.usec) / p.total() }
 // perSec is how many operations a second the busiest master's one thread can take:
 // 1e6 / (µs per operation × the busiest master's share).
 func (p phaseCost) perSec() float64 { return 1e6 / (p.usPerOp() * p.busiest()) }
+
+// busiestUs is the busiest master's Redis µs per operation: what bounds the rate (perSec is 1e6 / it).
+func (p phaseCost) busiestUs() float64 { return slices.Max(p.usec) / float64(p.ops) }
 
 // cmdStat is one command's line of INFO commandstats.
 type cmdStat struct{ calls, usec float64 }
@@ -283,6 +286,19 @@ type concertCapacity struct {
 	// A point charge and each step of a payment as the service runs one with an Idempotency-Key: the
 	// key reserved, the hold claimed, the wallet debited, the sale completed, the key's answer recorded.
 	charge, reserve, claim, debit, complete, finish phaseCost
+}
+
+// payment is the steps of a payment (reserve, claim, debit, complete, finish) as one operation: their
+// Redis time summed on each master.
+func (c concertCapacity) payment() phaseCost {
+	p := phaseCost{ops: c.claim.ops, usec: make([]float64, len(c.claim.usec))}
+	for _, step := range []phaseCost{c.reserve, c.claim, c.debit, c.complete, c.finish} {
+		p.scripts += step.scripts
+		for i, u := range step.usec {
+			p.usec[i] += u
+		}
+	}
+	return p
 }
 
 // measureCapacity storms one concert of 3 schedules on the Redis of c (a single server or a cluster)
@@ -599,28 +615,28 @@ func serviceLimit(env func(name, def string) string) (redis.UserLimit, error) {
 	return redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst}, nil
 }
 
-// startCluster starts a Redis Cluster of the bench's own with scripts/cluster.sh (3 masters and 3
-// replicas, configured as `make cluster`'s) on free ports from 7400 up (the tests own 7000-7005,
-// 7100-7105, 7200-7205 and this package's 7300-7305), its data, logs and pidfiles under dir, and
-// returns its URL; stop stops its nodes (by their pidfiles) and removes dir. Other engineers' tests
-// run on the shared local cluster, and their calls would be counted with the measure's.
-func startCluster(ctx context.Context, dir string) (url string, stop func(), err error) {
+// startCluster starts a Redis Cluster of the bench's own with scripts/cluster.sh (masters masters and as
+// many replicas, configured as `make cluster`'s) on free ports from 7400 up (the tests own 7000-7005,
+// 7100-7105, 7200-7205 and 7300-7305), its data, logs and pidfiles under dir, and returns its URL; stop
+// stops its nodes (by their pidfiles) and removes dir. Other engineers' tests run on the shared local
+// cluster, and their calls would be counted with the measure's.
+func startCluster(ctx context.Context, dir string, masters int) (url string, stop func(), err error) {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return "", nil, err
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return "", nil, err
 	}
-	base := 0
-	for b := 7400; b < 8000 && base == 0; b += 10 {
-		if portsFree(b, 6) && portsFree(b+10000, 6) {
+	nodes, base := 2*masters, 0
+	for b := 7400; b < 8000 && base == 0; b += 20 {
+		if portsFree(b, nodes) && portsFree(b+10000, nodes) {
 			base = b
 		}
 	}
 	if base == 0 {
-		return "", nil, errors.New("no 6 free ports (and their cluster bus ports) from 7400 to 7999")
+		return "", nil, fmt.Errorf("no %d free ports (and their cluster bus ports) from 7400 to 7999", nodes)
 	}
-	env := append(os.Environ(), "CLUSTER_PORT="+strconv.Itoa(base), "CLUSTER_DIR="+dir)
+	env := append(os.Environ(), "CLUSTER_PORT="+strconv.Itoa(base), "CLUSTER_DIR="+dir, "CLUSTER_MASTERS="+strconv.Itoa(masters))
 	stop = func() {
 		cmd := exec.Command("scripts/cluster.sh", "stop")
 		cmd.Env = env
@@ -634,7 +650,7 @@ func startCluster(ctx context.Context, dir string) (url string, stop func(), err
 	out, err := cmd.Output()
 	if err != nil {
 		stop()
-		return "", nil, fmt.Errorf("scripts/cluster.sh on ports %d-%d: %w: %s", base, base+5, err, strings.TrimSpace(stderr.String()))
+		return "", nil, fmt.Errorf("scripts/cluster.sh on ports %d-%d: %w: %s", base, base+nodes-1, err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(string(out)), stop, nil
 }
@@ -654,9 +670,10 @@ func portsFree(first, n int) bool {
 // capacityRuns are the repetitions of the capacity measure on each Redis, and why those that failed
 // did.
 type capacityRuns struct {
-	single, cluster       []concertCapacity
-	singleErr, clusterErr []error
-	clusterAgain          int // cluster repetitions run again because another client used the masters
+	single, cluster, six          []concertCapacity
+	singleErr, clusterErr, sixErr []error
+	clusterAgain                  int // cluster repetitions run again because another client used the masters
+	sixNA                         string
 }
 
 // capacityAttempts bounds the runs of one repetition on a cluster that others use too
@@ -682,6 +699,12 @@ func (b *bench) capacity(ctx context.Context) error {
 		defer cluster.Close()
 	}
 	var runs capacityRuns
+	six, stopSix, sixNA := b.ownCluster(ctx, 6)
+	defer stopSix()
+	if six != nil {
+		defer six.Close()
+	}
+	runs.sixNA = sixNA
 	for rep := range b.cfg.reps {
 		fmt.Fprintf(os.Stderr, "bench: capacity of one concert %d/%d: %d fans on one Redis", rep+1, b.cfg.reps, b.cfg.capacityFans)
 		r, err := measureCapacity(ctx, single, limit, b.cfg.capacityFans)
@@ -707,6 +730,18 @@ func (b *bench) capacity(ctx context.Context) error {
 				runs.cluster = append(runs.cluster, r)
 			}
 		}
+		if six != nil {
+			fmt.Fprint(os.Stderr, ", then on 6 masters")
+			r, err := measureCapacity(ctx, six, limit, b.cfg.capacityFans)
+			if err == nil && r.masters != 6 {
+				err = fmt.Errorf("the cluster has %d masters, want 6", r.masters)
+			}
+			if err != nil {
+				runs.sixErr = append(runs.sixErr, err)
+			} else {
+				runs.six = append(runs.six, r)
+			}
+		}
 		fmt.Fprintln(os.Stderr)
 		if err := ctx.Err(); err != nil {
 			return err
@@ -714,7 +749,44 @@ func (b *bench) capacity(ctx context.Context) error {
 	}
 	b.capacityRows(runs, clusterNA, limit)
 	b.pipelined = runs.single
+	b.masters = runs
 	return nil
+}
+
+// ownCluster starts a cluster of masters masters of the bench's own (startCluster) unless
+// -capacity-cluster is off; stop stops it. Without one it says why.
+func (b *bench) ownCluster(ctx context.Context, masters int) (c rueidis.Client, stop func(), na string) {
+	stop = func() {}
+	if b.cfg.capacityCluster == "off" {
+		return nil, stop, "skipped (-capacity-cluster off)"
+	}
+	fmt.Fprintf(os.Stderr, "bench: starting a Redis Cluster of %d masters of the bench's own (scripts/cluster.sh)\n", masters)
+	u, stop, err := startCluster(ctx, filepath.Join(b.cfg.logs, fmt.Sprintf("cluster%d", masters)), masters)
+	if err != nil {
+		return nil, func() {}, err.Error()
+	}
+	if c, err = clusterClient(u); err != nil {
+		return nil, stop, err.Error()
+	}
+	return c, stop, ""
+}
+
+// clusterClient connects to the Redis Cluster at u.
+func clusterClient(u string) (rueidis.Client, error) {
+	opt, err := rueidis.ParseURL(u)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", svcconfig.Redact(u), err)
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("the cluster at %s does not answer: %v", svcconfig.Redact(u), err)
+	}
+	if !redis.IsCluster(c) {
+		c.Close()
+		return nil, fmt.Errorf("%s is not a Redis Cluster", svcconfig.Redact(u))
+	}
+	return c, nil
 }
 
 // capacityCluster connects to the cluster the capacity is measured on: -capacity-cluster, or one of
@@ -726,23 +798,11 @@ func (b *bench) capacityCluster(ctx context.Context) (c rueidis.Client, stop fun
 	case "off":
 		return nil, stop, "skipped (-capacity-cluster off)"
 	case "":
-		fmt.Fprintln(os.Stderr, "bench: starting a Redis Cluster of the bench's own (scripts/cluster.sh)")
-		var err error
-		if u, stop, err = startCluster(ctx, filepath.Join(b.cfg.logs, "cluster")); err != nil {
-			return nil, func() {}, err.Error()
-		}
+		return b.ownCluster(ctx, 3)
 	}
-	opt, err := rueidis.ParseURL(u)
+	c, err := clusterClient(u)
 	if err != nil {
-		return nil, stop, fmt.Sprintf("-capacity-cluster %s: %v", svcconfig.Redact(u), err)
-	}
-	opt.DisableCache = true
-	if c, err = rueidis.NewClient(opt); err != nil {
-		return nil, stop, fmt.Sprintf("the cluster at %s does not answer: %v", svcconfig.Redact(u), err)
-	}
-	if !redis.IsCluster(c) {
-		c.Close()
-		return nil, stop, fmt.Sprintf("%s is not a Redis Cluster", svcconfig.Redact(u))
+		return nil, stop, "-capacity-cluster " + err.Error()
 	}
 	return c, stop, ""
 }
@@ -751,11 +811,11 @@ func (b *bench) capacityCluster(ctx context.Context) (c rueidis.Client, stop fun
 // is what one concert can take; the notes give Redis's µs per operation, the busiest master's share and
 // the floor.
 func (b *bench) capacityRows(runs capacityRuns, clusterNA string, limit redis.UserLimit) {
-	b.notes[rowCapJoins1] = fmt.Sprintf("one concert of %d schedules, %s fans from %d goroutines through the store (the per-user limit at %d/s; "+
+	b.notes[rowCapJoins1] = fmt.Sprintf("one concert of %s, %s fans from %d goroutines through the store (the per-user limit at %d/s; "+
 		"on the cluster a hold waits for a replica, as the service's does) join its paused line, are admitted by the tick, hold a seat each "+
 		"and cancel it; Redis's time per operation is that of the commands the store sent in the phase, summed over the masters "+
 		"(INFO commandstats of every master before and after it); per second = 1e6 / (µs per operation × the busiest master's share)",
-		capacitySchedules, thousands(float64(b.cfg.capacityFans)), capacityWorkers, limit.Rate)
+		dates(capacitySchedules), thousands(float64(b.cfg.capacityFans)), capacityWorkers, limit.Rate)
 	join := func(c concertCapacity) phaseCost { return c.join }
 	admit := func(c concertCapacity) phaseCost { return c.admit }
 	hold := func(c concertCapacity) phaseCost { return c.hold }
@@ -805,6 +865,14 @@ func (b *bench) capacityRows(runs capacityRuns, clusterNA string, limit redis.Us
 		note += fmt.Sprintf(", %.2f µs and %.2f µs on the cluster's masters", medianOf(runs.cluster, floor), medianOf(runs.cluster, hset))
 	}
 	b.results[rowFloor][0].note = note + ", from the same goroutines just before each storm: the cheapest script call and the cheapest write"
+}
+
+// dates names n schedules: "one date", "3 dates".
+func dates(n int) string {
+	if n == 1 {
+		return "one date"
+	}
+	return fmt.Sprintf("%d dates", n)
 }
 
 // phaseNote gives the medians of a phase p (what: its operation) over runs, and of the phase then

@@ -210,7 +210,7 @@ func TestCapacityRows(t *testing.T) {
 		assert.Contains(t, line, " "+tt.want+" ", tt.row)
 		assert.NotContains(t, line, "%", tt.row)
 	}
-	assert.Contains(t, out, "capacity joins of one concert, 1 master: one concert of 3 schedules, 3,000 fans")
+	assert.Contains(t, out, "capacity joins of one concert, 1 master: one concert of one date, 3,000 fans")
 	assert.Contains(t, out, "Redis 20.0 µs per join (20.0× the floor of 1.00 µs; 1.00 script calls each); the tick per admitted fan 10.0 µs (2 of 3 repetitions; the last failure: boom)")
 	assert.Contains(t, out, "Redis 40.0 µs per hold (20.0× the floor of 2.00 µs; 1.00 script calls each) summed over the 3 masters, 75.0% of it on the busiest; a cancel 20.0 µs (100.0% on the busiest master)")
 	assert.Contains(t, out, "(2 runs thrown away and run again: another client used the cluster meanwhile)")

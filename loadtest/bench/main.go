@@ -80,6 +80,7 @@ type bench struct {
 	storm     *stormResult      // Redis time per call under the HTTP storm
 	stormNA   string            // why there is no storm
 	pipelined []concertCapacity // the capacity runs on one Redis: Redis time per call pipelined
+	masters   capacityRuns      // the capacity runs on 1, 3 and 6 masters: the busiest master per operation
 	cpu       *cpuMeter         // the CPU per request of each timed run (nil: not read)
 	// the servers of the timed runs: the service's and hello-world's processes
 	servicePID, helloPID int

@@ -218,4 +218,9 @@ func (b *bench) printCapacity(w io.Writer, took time.Duration) {
 		fmt.Fprintln(w, "  "+n)
 	}
 	b.printRedisTime(w, false)
+	floor := 0.0
+	if len(b.masters.single) > 0 {
+		floor = medianOf(b.masters.single, func(c concertCapacity) float64 { return c.floor.usPerOp() })
+	}
+	printMasters(w, mastersRows(b.masters, b.na[rowCapJoins3]), floor)
 }

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// One concert's capacity as the cluster grows: what the busiest master's one thread spends on each
+// operation on 1, 3 and 6 masters (capacity.go), and from those, how many joins a second one concert could
+// take on N masters. The model: the busiest master's µs per join is b(N) = a + c/N, a the part that stays
+// on one master whatever N (the concert's own slot, a hot shard), c the part that spreads evenly; a and c
+// by least squares over the measured sizes.
+
+// mastersRow is one cluster size's figures: the busiest master's Redis µs per join, hold and payment
+// (medians of the runs) and its share of each phase's Redis time.
+type mastersRow struct {
+	masters                        int
+	join, hold, pay                float64
+	joinShare, holdShare, payShare float64
+	na                             string // why there is no figure
+}
+
+// mastersRows are the rows of 1, 3 and 6 masters from the runs.
+func mastersRows(r capacityRuns, clusterNA string) []mastersRow {
+	row := func(n int, runs []concertCapacity, errs []error, na string) mastersRow {
+		if len(runs) == 0 {
+			if len(errs) > 0 {
+				na = errs[len(errs)-1].Error()
+			}
+			if na == "" {
+				na = "not measured"
+			}
+			return mastersRow{masters: n, na: na}
+		}
+		us := func(p func(concertCapacity) phaseCost) float64 {
+			return medianOf(runs, func(c concertCapacity) float64 { return p(c).busiestUs() })
+		}
+		share := func(p func(concertCapacity) phaseCost) float64 {
+			return medianOf(runs, func(c concertCapacity) float64 { return p(c).busiest() })
+		}
+		join := func(c concertCapacity) phaseCost { return c.join }
+		hold := func(c concertCapacity) phaseCost { return c.hold }
+		return mastersRow{masters: n, join: us(join), hold: us(hold), pay: us(concertCapacity.payment),
+			joinShare: share(join), holdShare: share(hold), payShare: share(concertCapacity.payment)}
+	}
+	return []mastersRow{
+		row(1, r.single, r.singleErr, ""),
+		row(3, r.cluster, r.clusterErr, clusterNA),
+		row(6, r.six, r.sixErr, r.sixNA),
+	}
+}
+
+// fitMasters fits b(N) = a + c/N to the (N, b) points by least squares in 1/N; ok is false with fewer
+// than two sizes. a is not allowed below zero (a storm cannot spread more than all of it).
+func fitMasters(points [][2]float64) (a, c float64, ok bool) {
+	if len(points) < 2 {
+		return 0, 0, false
+	}
+	var sx, sy, sxx, sxy float64
+	for _, p := range points {
+		x := 1 / p[0]
+		sx, sy, sxx, sxy = sx+x, sy+p[1], sxx+x*x, sxy+x*p[1]
+	}
+	n := float64(len(points))
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0, 0, false
+	}
+	c = (n*sxy - sx*sy) / den
+	a = (sy - c*sx) / n
+	if a < 0 { // all of it spreads: b(N) = c'/N through the points
+		a, c = 0, sxy/sxx
+	}
+	return a, c, true
+}
+
+// mastersFor is the fewest masters at which b(N) = a + c/N lets one concert take rate operations a
+// second, or 0 when no number does (a alone is too much).
+func mastersFor(a, c, rate float64) int {
+	per := 1e6 / rate // µs the busiest master may spend on one operation
+	if a >= per {
+		return 0
+	}
+	return max(1, int(math.Ceil(c/(per-a))))
+}
+
+// printMasters prints the busiest master's figures on 1, 3 and 6 masters and the projection of joins.
+func printMasters(w io.Writer, rows []mastersRow, floor float64) {
+	fmt.Fprintln(w, "\none concert of one date as the cluster grows: the busiest master's Redis µs per operation (its share of the phase's Redis time), and per second what its one thread can take")
+	fmt.Fprintf(w, "  %-8s %-16s %-16s %-16s %10s %10s %11s\n", "masters", "join", "hold", "payment", "joins/s", "holds/s", "payments/s")
+	var points [][2]float64
+	for _, r := range rows {
+		if r.na != "" {
+			fmt.Fprintf(w, "  %-8d n/a: %s\n", r.masters, r.na)
+			continue
+		}
+		points = append(points, [2]float64{float64(r.masters), r.join})
+		cell := func(us, share float64) string { return fmt.Sprintf("%.1f (%.0f%%)", us, 100*share) }
+		fmt.Fprintf(w, "  %-8d %-16s %-16s %-16s %10s %10s %11s\n", r.masters, cell(r.join, r.joinShare), cell(r.hold, r.holdShare),
+			cell(r.pay, r.payShare), thousands(1e6/r.join), thousands(1e6/r.hold), thousands(1e6/r.pay))
+	}
+	if floor > 0 {
+		fmt.Fprintf(w, "  floor: %.2f µs per EVALSHA of '%s' on one master in the same run (%s calls a second)\n", floor, floorScript, thousands(1e6/floor))
+	}
+	a, c, ok := fitMasters(points)
+	if !ok {
+		fmt.Fprintln(w, "  projection: n/a (fewer than two cluster sizes measured)")
+		return
+	}
+	fmt.Fprintf(w, "  projection: the busiest master's µs per join ≈ %.2f + %.2f/N (fit over %d sizes: %.2f µs stay on one master, %.2f spread)\n",
+		a, c, len(points), a, c)
+	fmt.Fprint(w, "  joins/s of one concert at N masters:")
+	for _, n := range []int{6, 12, 32, 64} {
+		fmt.Fprintf(w, " %d: %s;", n, thousands(1e6/(a+c/float64(n))))
+	}
+	if n := mastersFor(a, c, 1e6); n > 0 {
+		fmt.Fprintf(w, " 1,000,000 a second at %d masters\n", n)
+	} else {
+		fmt.Fprintf(w, " 1,000,000 a second at no size: the %.2f µs that stay on one master allow %s at most\n", a, thousands(1e6/a))
+	}
+}
