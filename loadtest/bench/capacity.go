@@ -286,6 +286,7 @@ type concertCapacity struct {
 	// A point charge and each step of a payment as the service runs one with an Idempotency-Key: the
 	// key reserved, the hold claimed, the wallet debited, the sale completed, the key's answer recorded.
 	charge, reserve, claim, debit, complete, finish phaseCost
+	wb                                              *writeBehindCost // the joins recorded in Postgres (nil: not measured)
 }
 
 // payment is the steps of a payment (reserve, claim, debit, complete, finish) as one operation: their
@@ -309,7 +310,10 @@ func (c concertCapacity) payment() phaseCost {
 // over the masters. Each phase is priced by attribute, from INFO commandstats of every master read
 // before and after it and the commands the store sent; nothing here knows the keys, or which scripts
 // an operation runs on which slots, so the measure holds whatever the layout of a concert.
-func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimit, fans int) (concertCapacity, error) {
+//
+// With dsn, the joins are then recorded in that database by an in-process write-behind worker, before
+// the admission (measureWriteBehind): the write-behind's CPU per join beside Redis's.
+func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimit, fans int, dsn string) (concertCapacity, error) {
 	if fans < capacitySchedules {
 		return concertCapacity{}, fmt.Errorf("capacity: %d fans, want at least %d", fans, capacitySchedules)
 	}
@@ -410,6 +414,13 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 		})
 	}); err != nil {
 		return res, err
+	}
+	if dsn != "" {
+		wb, err := measureWriteBehind(ctx, c, prefix, dsn, con, fans)
+		if err != nil {
+			return res, err
+		}
+		res.wb = &wb
 	}
 	q.Paused = false
 	if err := store.Configure(ctx, con.ID, q, now); err != nil {
@@ -682,7 +693,7 @@ const capacityAttempts = 5
 
 // capacity measures the capacity of one concert b.cfg.reps times, on a Redis of its own (persistent
 // as the service's: startRedis) and on a cluster (capacityCluster) in turn, and sets the capacity rows.
-func (b *bench) capacity(ctx context.Context) error {
+func (b *bench) capacity(ctx context.Context, baseDSN string) error {
 	limit, err := serviceLimit(b.env)
 	if err != nil {
 		return err
@@ -698,6 +709,11 @@ func (b *bench) capacity(ctx context.Context) error {
 	if cluster != nil {
 		defer cluster.Close()
 	}
+	dsn, drop, err := benchDatabase(ctx, baseDSN, "capacity")
+	if err != nil {
+		return err
+	}
+	defer drop()
 	var runs capacityRuns
 	six, stopSix, sixNA := b.ownCluster(ctx, 6)
 	defer stopSix()
@@ -707,7 +723,7 @@ func (b *bench) capacity(ctx context.Context) error {
 	runs.sixNA = sixNA
 	for rep := range b.cfg.reps {
 		fmt.Fprintf(os.Stderr, "bench: capacity of one concert %d/%d: %d fans on one Redis", rep+1, b.cfg.reps, b.cfg.capacityFans)
-		r, err := measureCapacity(ctx, single, limit, b.cfg.capacityFans)
+		r, err := measureCapacity(ctx, single, limit, b.cfg.capacityFans, dsn)
 		if err != nil {
 			runs.singleErr = append(runs.singleErr, err)
 		} else {
@@ -715,11 +731,11 @@ func (b *bench) capacity(ctx context.Context) error {
 		}
 		if cluster != nil {
 			fmt.Fprint(os.Stderr, ", then on the cluster")
-			r, err := measureCapacity(ctx, cluster, limit, b.cfg.capacityFans)
+			r, err := measureCapacity(ctx, cluster, limit, b.cfg.capacityFans, "")
 			for try := 1; errors.Is(err, errShared) && try < capacityAttempts; try++ {
 				fmt.Fprint(os.Stderr, " (again: another client used it)")
 				runs.clusterAgain++
-				r, err = measureCapacity(ctx, cluster, limit, b.cfg.capacityFans)
+				r, err = measureCapacity(ctx, cluster, limit, b.cfg.capacityFans, "")
 			}
 			if err == nil && r.masters != 3 {
 				err = fmt.Errorf("the cluster has %d masters, the rows are of 3", r.masters)
@@ -732,7 +748,7 @@ func (b *bench) capacity(ctx context.Context) error {
 		}
 		if six != nil {
 			fmt.Fprint(os.Stderr, ", then on 6 masters")
-			r, err := measureCapacity(ctx, six, limit, b.cfg.capacityFans)
+			r, err := measureCapacity(ctx, six, limit, b.cfg.capacityFans, "")
 			if err == nil && r.masters != 6 {
 				err = fmt.Errorf("the cluster has %d masters, want 6", r.masters)
 			}

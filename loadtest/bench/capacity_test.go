@@ -166,10 +166,15 @@ func checkCapacity(t *testing.T, r concertCapacity, fans, masters int) {
 func TestCapacityOfOneConcert(t *testing.T) {
 	c := dbtest.Client(t, dbtest.PrivateRedis(t)) // a server of its own: nobody else's commands in its commandstats
 	const fans = 300
-	r, err := measureCapacity(context.Background(), c, redis.UserLimit{Rate: 20, Burst: 40}, fans)
+	r, err := measureCapacity(context.Background(), c, redis.UserLimit{Rate: 20, Burst: 40}, fans, dbtest.Postgres(t))
 	require.NoError(t, err)
 	checkCapacity(t, r, fans, 1)
 	assert.Equal(t, []float64{r.join.total()}, r.join.usec)
+	require.NotNil(t, r.wb, "the joins recorded by the write-behind")
+	assert.Equal(t, fans, r.wb.joins)
+	worker, pg := r.wb.usPerJoin()
+	assert.Positive(t, worker, "the worker's CPU")
+	assert.Positive(t, pg, "Postgres's CPU")
 	assert.InDelta(t, 1e6/r.join.usPerOp(), r.join.perSec(), 1e-6, "on one Redis the capacity is 1e6 / µs per join")
 }
 
@@ -180,9 +185,10 @@ func TestCapacityOfOneConcertOnCluster(t *testing.T) {
 	// A cluster of the test's own: other tests run on the shared one, and their calls would be counted.
 	c := dbtest.Client(t, dbtest.StartPrivateCluster(t, clusterPorts).URL)
 	const fans = 300
-	r, err := measureCapacity(context.Background(), c, redis.UserLimit{Rate: 20, Burst: 40}, fans)
+	r, err := measureCapacity(context.Background(), c, redis.UserLimit{Rate: 20, Burst: 40}, fans, "")
 	require.NoError(t, err)
 	checkCapacity(t, r, fans, 3)
+	assert.Nil(t, r.wb, "the write-behind measured on one Redis only")
 }
 
 func TestCapacityRows(t *testing.T) {

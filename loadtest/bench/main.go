@@ -147,7 +147,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return errors.New("-capacity-only needs -capacity-fans of at least 1")
 		}
 		b.commit = treeCommit(ctx)
-		if err := b.capacity(ctx); err != nil {
+		if err := b.capacity(ctx, baseDSN); err != nil {
 			return err
 		}
 		b.printCapacity(stdout, time.Since(started))
@@ -234,7 +234,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	// The capacity of one concert, on a Redis and a cluster of its own, once the service is stopped.
 	if cfg.capacityFans > 0 {
-		if err := b.capacity(ctx); err != nil {
+		if err := b.capacity(ctx, baseDSN); err != nil {
 			return err
 		}
 	} else {

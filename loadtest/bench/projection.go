@@ -10,7 +10,8 @@ import (
 // operation on 1, 3 and 6 masters (capacity.go), and from those, how many joins a second one concert could
 // take on N masters. The model: the busiest master's µs per join is b(N) = a + c/N, a the part that stays
 // on one master whatever N (the concert's own slot, a hot shard), c the part that spreads evenly; a and c
-// by least squares over the measured sizes.
+// by least squares over the clusters measured (a single Redis is not in cluster mode, where every command
+// costs more: its row is shown, not fitted).
 
 // mastersRow is one cluster size's figures: the busiest master's Redis µs per join, hold and payment
 // (medians of the runs) and its share of each phase's Redis time.
@@ -52,7 +53,8 @@ func mastersRows(r capacityRuns, clusterNA string) []mastersRow {
 }
 
 // fitMasters fits b(N) = a + c/N to the (N, b) points by least squares in 1/N; ok is false with fewer
-// than two sizes. a is not allowed below zero (a storm cannot spread more than all of it).
+// than two sizes. Neither part may be below zero: with a < 0 all of it spreads (b = c/N), with c < 0
+// none of it does (b = a, their mean).
 func fitMasters(points [][2]float64) (a, c float64, ok bool) {
 	if len(points) < 2 {
 		return 0, 0, false
@@ -69,8 +71,11 @@ func fitMasters(points [][2]float64) (a, c float64, ok bool) {
 	}
 	c = (n*sxy - sx*sy) / den
 	a = (sy - c*sx) / n
-	if a < 0 { // all of it spreads: b(N) = c'/N through the points
+	switch {
+	case a < 0: // all of it spreads: b(N) = c'/N through the points
 		a, c = 0, sxy/sxx
+	case c < 0: // the busiest master's share grew with the cluster: nothing spreads
+		a, c = sy/n, 0
 	}
 	return a, c, true
 }
@@ -95,7 +100,9 @@ func printMasters(w io.Writer, rows []mastersRow, floor float64) {
 			fmt.Fprintf(w, "  %-8d n/a: %s\n", r.masters, r.na)
 			continue
 		}
-		points = append(points, [2]float64{float64(r.masters), r.join})
+		if r.masters > 1 {
+			points = append(points, [2]float64{float64(r.masters), r.join})
+		}
 		cell := func(us, share float64) string { return fmt.Sprintf("%.1f (%.0f%%)", us, 100*share) }
 		fmt.Fprintf(w, "  %-8d %-16s %-16s %-16s %10s %10s %11s\n", r.masters, cell(r.join, r.joinShare), cell(r.hold, r.holdShare),
 			cell(r.pay, r.payShare), thousands(1e6/r.join), thousands(1e6/r.hold), thousands(1e6/r.pay))
@@ -108,7 +115,7 @@ func printMasters(w io.Writer, rows []mastersRow, floor float64) {
 		fmt.Fprintln(w, "  projection: n/a (fewer than two cluster sizes measured)")
 		return
 	}
-	fmt.Fprintf(w, "  projection: the busiest master's µs per join ≈ %.2f + %.2f/N (fit over %d sizes: %.2f µs stay on one master, %.2f spread)\n",
+	fmt.Fprintf(w, "  projection: the busiest master's µs per join ≈ %.2f + %.2f/N (fit over the %d clusters: %.2f µs stay on one master, %.2f spread)\n",
 		a, c, len(points), a, c)
 	fmt.Fprint(w, "  joins/s of one concert at N masters:")
 	for _, n := range []int{6, 12, 32, 64} {

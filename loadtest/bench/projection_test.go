@@ -22,6 +22,10 @@ func TestFitMasters(t *testing.T) {
 	require.True(t, ok)
 	assert.Zero(t, a, "a fit below zero: all of it spreads")
 	assert.Greater(t, c, 0.0)
+	a, c, ok = fitMasters([][2]float64{{3, 10}, {6, 30}, {12, 50}})
+	require.True(t, ok)
+	assert.Zero(t, c, "more per join on more masters: nothing spreads")
+	assert.InDelta(t, 30, a, 1e-9, "the mean")
 	_, _, ok = fitMasters([][2]float64{{1, 20}})
 	assert.False(t, ok, "one size fits nothing")
 }
@@ -33,12 +37,13 @@ func TestPrintMasters(t *testing.T) {
 	printMasters(&out, []mastersRow{
 		{masters: 1, join: 20, hold: 25, pay: 100, joinShare: 1, holdShare: 1, payShare: 1},
 		{masters: 3, join: 10, hold: 10, pay: 40, joinShare: 0.5, holdShare: 0.4, payShare: 0.4},
-		{masters: 6, na: "no 12 free ports"},
+		{masters: 6, join: 7.5, hold: 8, pay: 30, joinShare: 0.3, holdShare: 0.3, payShare: 0.3},
+		{masters: 12, na: "no 24 free ports"},
 	}, 1.25)
 	s := out.String()
 	assert.Contains(t, s, "  1        20.0 (100%)      25.0 (100%)      100.0 (100%)         50,000     40,000      10,000")
-	assert.Contains(t, s, "  6        n/a: no 12 free ports")
+	assert.Contains(t, s, "  12       n/a: no 24 free ports")
 	assert.Contains(t, s, "floor: 1.25 µs per EVALSHA of 'return 1'")
-	assert.Contains(t, s, "≈ 5.00 + 15.00/N (fit over 2 sizes")
+	assert.Contains(t, s, "≈ 5.00 + 15.00/N (fit over the 2 clusters", "the clusters alone: 10 = 5 + 15/3, 7.5 = 5 + 15/6")
 	assert.Contains(t, s, "1,000,000 a second at no size: the 5.00 µs that stay on one master allow 200,000 at most")
 }

@@ -222,5 +222,11 @@ func (b *bench) printCapacity(w io.Writer, took time.Duration) {
 	if len(b.masters.single) > 0 {
 		floor = medianOf(b.masters.single, func(c concertCapacity) float64 { return c.floor.usPerOp() })
 	}
-	printMasters(w, mastersRows(b.masters, b.na[rowCapJoins3]), floor)
+	rows := mastersRows(b.masters, b.na[rowCapJoins3])
+	printMasters(w, rows, floor)
+	if rows[0].na == "" {
+		if note := writeBehindNote(b.masters.single, 1e6/rows[0].join); note != "" {
+			fmt.Fprintln(w, "  "+note)
+		}
+	}
 }
