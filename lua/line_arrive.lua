@@ -1,12 +1,14 @@
--- line_arrive: the first step of a join to a concert whose line is spread over shards (lineShards > 1),
--- on the concert's slot: a fan holding a live ACTIVE token gets it back; otherwise the join takes the
--- next arrival seq (one INCR: the order across every shard) and goes on to line_enter in the fan's
--- shard. Claims an access code the join carries while it is unclaimed (the shard decides whether the
--- fan needed one). A lapsed ACTIVE token is lapsed here, as queue_join does. Nothing else of the
--- line lives here: the waiting fans are in the shards. A concert with a sale (cfg opens, pqopens)
--- refuses joins before its pre-queue opens, sends those before its opening to the pre-queue in their
--- shard (PREQUEUE: line_enter with seq 0), and from the opening on asks for the seal first (SEAL: every
--- shard's pre-queue is closed and the entrants' seqs reserved, draw_seal) until the draw hash is sealed.
+-- line_arrive: the first step of joins to a concert whose line is spread over shards (lineShards > 1),
+-- on the concert's slot, for a batch of joins an instance received meanwhile (one call for the joins
+-- that arrived while its previous call was in flight: docs/scaleout.md, "Joins"), each as if alone and
+-- in the batch's order: a fan holding a live ACTIVE token gets it back; otherwise the join takes the next
+-- arrival seq (one INCR: the order across every shard) and goes on to line_enter in the fan's shard.
+-- Claims an access code the join carries while it is unclaimed (the shard decides whether the fan needed
+-- one). A lapsed ACTIVE token is lapsed here, as queue_join does. Nothing else of the line lives here: the
+-- waiting fans are in the shards. A concert with a sale (cfg opens, pqopens) refuses joins before its
+-- pre-queue opens, sends those before its opening to the pre-queue in their shard (PREQUEUE: line_enter
+-- with seq 0), and from the opening on asks for the seal first (SEAL: every shard's pre-queue is closed and
+-- the entrants' seqs reserved, draw_seal) until the draw hash is sealed.
 -- KEYS[1] cfg     hash: cap, paused, pow (bits), codereq, opens, pqopens (ms, a sale's)
 -- KEYS[2] seq     string: arrival sequence (across every shard)
 -- KEYS[3] active  zset: member user, score activeUntil (ms)
@@ -16,63 +18,80 @@
 -- KEYS[7] codes   hash: hex SHA-256(access code) -> owner user ('' while unclaimed)
 -- KEYS[8] lw      string: fans waiting in every shard at the last tick
 -- KEYS[9] draw    hash: sealed, drawnAt (a sale's draw; nobody is admitted before it is in place)
--- ARGV[1] user id
--- ARGV[2] now (ms)
--- ARGV[3] code (hex SHA-256 of the access code, '' none)
--- Reply: {status ('ACTIVE'|'ARRIVE'|'PREQUEUE'|'SEAL'), seq (0 unless ACTIVE or ARRIVE), activeUntil (ms, 0 unless ACTIVE), code ('' none, '1' valid for
---         this fan, '0' not), pow (bits the concert asks), codereq (0|1), room (1: nobody waited at the last
---         tick and the active set has room: the join may be admitted at once by a tick)}
--- Event: code.claim code user at, when the join claims an access code
--- Errors: NOT_FOUND (no such concert in Redis), SOLD_OUT (every seat is sold), SALE_NOT_OPEN (before the
---         pre-queue opens)
+-- ARGV[1] now (ms)
+-- ARGV[2..] joins: user id, code (hex SHA-256 of the access code, '' none) of each join of the batch
+-- Reply: for each join, in order, {status ('ACTIVE'|'ARRIVE'|'PREQUEUE'|'SEAL'|'SOLD_OUT'|'SALE_NOT_OPEN'),
+--         seq (0 unless ACTIVE or ARRIVE), activeUntil (ms, 0 unless ACTIVE), code ('' none, '1' valid
+--         for this fan, '0' not), pow (bits the concert asks), codereq (0|1), room (1: nobody waited at the
+--         last tick and the active set has room: the join may be admitted at once by a tick)};
+--         SOLD_OUT (every seat is sold) and SALE_NOT_OPEN (before the pre-queue opens) are that join's
+--         refusal
+-- Event: code.claim code user at, when a join claims an access code
+-- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, seq, active, aseq, events, inv, codes, lw = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local draw = KEYS[9]
-local user, now, code = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local now = tonumber(ARGV[1])
 local conf = redis.call('HMGET', cfg, 'cap', 'paused', 'pow', 'codereq', 'opens', 'pqopens')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
 --#include active_until
 --#include end_token
-local live, till = active_until(aseq, active, user, now)
-if till then
-  return {'ACTIVE', tonumber(live), till, '', 0, 0, 0}
-elseif live then
-  end_token(active, aseq, events, user, live, 'lapse', now)
-end
-if redis.call('HGET', inv, 'soldout') == '1' then
-  return redis.error_reply('SOLD_OUT')
-end
-local ok = ''
-if conf[4] == '1' and code ~= '' then
-  local owner = redis.call('HGET', codes, code)
-  ok = '0'
-  if owner == '' then
-    redis.call('HSET', codes, code, user)
-    redis.call('XADD', events, '*', 'type', 'code.claim', 'code', code, 'user', user, 'at', now)
-    ok = '1'
-  elseif owner == user then
-    ok = '1'
-  end
-end
+local cap, paused = tonumber(conf[1]), conf[2] == '1'
 local pow, codereq = tonumber(conf[3] or '0'), conf[4] == '1' and 1 or 0
-local gated = false
+local soldout = redis.call('HGET', inv, 'soldout') == '1'
+local sale, gated = nil, false -- sale: 'SALE_NOT_OPEN', 'PREQUEUE' or 'SEAL' while the draw is not sealed
 if conf[5] then
   local d = redis.call('HMGET', draw, 'sealed', 'drawnAt')
   if d[1] ~= '1' then
     if now < tonumber(conf[6]) then
-      return redis.error_reply('SALE_NOT_OPEN')
+      sale = 'SALE_NOT_OPEN'
+    elseif now < tonumber(conf[5]) then
+      sale = 'PREQUEUE'
+    else
+      sale = 'SEAL'
     end
-    if now < tonumber(conf[5]) then
-      return {'PREQUEUE', 0, 0, ok, pow, codereq, 0}
-    end
-    return {'SEAL', 0, 0, ok, pow, codereq, 0}
   end
   gated = not d[2]
 end
-local room = 0
-if not gated and conf[2] ~= '1' and tonumber(redis.call('GET', lw) or '0') == 0 and
-    redis.call('ZCARD', active) < tonumber(conf[1]) then
-  room = 1
+local waited = tonumber(redis.call('GET', lw) or '0') > 0
+local out = {}
+for i = 2, #ARGV, 2 do
+  local user, code = ARGV[i], ARGV[i + 1]
+  local live, till = active_until(aseq, active, user, now)
+  if till then
+    out[#out + 1] = {'ACTIVE', tonumber(live), till, '', 0, 0, 0}
+  else
+    if live then
+      end_token(active, aseq, events, user, live, 'lapse', now)
+    end
+    if soldout then
+      out[#out + 1] = {'SOLD_OUT', 0, 0, '', 0, 0, 0}
+    else
+      local ok = ''
+      if codereq == 1 and code ~= '' then
+        local owner = redis.call('HGET', codes, code)
+        ok = '0'
+        if owner == '' then
+          redis.call('HSET', codes, code, user)
+          redis.call('XADD', events, '*', 'type', 'code.claim', 'code', code, 'user', user, 'at', now)
+          ok = '1'
+        elseif owner == user then
+          ok = '1'
+        end
+      end
+      if sale == 'SALE_NOT_OPEN' then
+        out[#out + 1] = {sale, 0, 0, '', 0, 0, 0}
+      elseif sale then
+        out[#out + 1] = {sale, 0, 0, ok, pow, codereq, 0}
+      else
+        local room = 0
+        if not gated and not paused and not waited and redis.call('ZCARD', active) < cap then
+          room = 1
+        end
+        out[#out + 1] = {'ARRIVE', redis.call('INCR', seq), 0, ok, pow, codereq, room}
+      end
+    end
+  end
 end
-return {'ARRIVE', redis.call('INCR', seq), 0, ok, pow, codereq, room}
+return out

@@ -65,12 +65,17 @@ func (c ConcertKeys) queueJoin(userID string, pass ticketrush.JoinPass, l UserLi
 	return keys, args
 }
 
-// lineArrive is line_arrive's call: the first step of the user's join to a sharded line, with the hash
+// lineArrive is line_arrive's call: the first step of a batch of joins to a sharded line, each with the hash
 // of the access code it carries ("" none).
-func (c ConcertKeys) lineArrive(userID, codeHash string, now time.Time) (keys, args []string) {
+func (c ConcertKeys) lineArrive(joins []arrivalJoin, now time.Time) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Seq(), c.Active(), c.ActiveSeq(), c.Events(), c.Inventory(), c.AccessCodes(), c.LineWaiting(),
 		c.Draw()}
-	return keys, []string{userID, millis(now), codeHash}
+	args = make([]string, 0, 1+2*len(joins))
+	args = append(args, millis(now))
+	for _, j := range joins {
+		args = append(args, j.user, j.code)
+	}
+	return keys, args
 }
 
 // lineEnter is line_enter's call: the user takes arrival seq in their shard sh (seq 0: enters its

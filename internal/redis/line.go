@@ -119,12 +119,7 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 	shard := LineShard(userID, n)
 	sh := c.Shard(shard)
 	for range 2 { // a join that finds the opening passed and the draw not sealed seals it, then arrives
-		keys, args := c.lineArrive(userID, pass.CodeHash, now)
-		msg, err := s.exec(ctx, s.lineArrive, keys, args)
-		if err != nil {
-			return ticketrush.JoinResult{}, err
-		}
-		a, err := arrivalReply(msg)
+		a, err := s.arrive(ctx, concertID, userID, pass.CodeHash, now)
 		if err != nil {
 			return ticketrush.JoinResult{}, err
 		}
@@ -137,8 +132,8 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 			}
 			continue
 		}
-		keys, args = sh.lineEnter(userID, a, pass, s.limit, now)
-		msg, err = s.exec(ctx, s.lineEnter, keys, args)
+		keys, args := sh.lineEnter(userID, a, pass, s.limit, now)
+		msg, err := s.exec(ctx, s.lineEnter, keys, args)
 		var res ticketrush.JoinResult
 		var sealed bool
 		if err == nil {
@@ -188,14 +183,14 @@ func enterReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, bool, error) {
 	return res, st == "SEALED", r.err
 }
 
-// arrivalReply reads line_arrive's {status, seq, activeUntil, code, pow, codereq, room}.
+// arrivalReply reads one join's {status, seq, activeUntil, code, pow, codereq, room} of line_arrive.
 func arrivalReply(msg rueidis.RedisMessage) (arrival, error) {
 	r, err := reply(msg, 7)
 	if err != nil {
 		return arrival{}, err
 	}
 	a := arrival{
-		status:       r.status(0, ticketrush.StatusActive, "ARRIVE", ticketrush.StatusPrequeue, "SEAL"),
+		status:       r.status(0, ticketrush.StatusActive, "ARRIVE", ticketrush.StatusPrequeue, "SEAL", "SOLD_OUT", "SALE_NOT_OPEN"),
 		seq:          uint64(r.int(1)),
 		till:         r.int(2),
 		code:         r.str(3),
@@ -203,7 +198,13 @@ func arrivalReply(msg rueidis.RedisMessage) (arrival, error) {
 		codeRequired: r.flag(5),
 		room:         r.flag(6),
 	}
-	return a, r.err
+	if r.err != nil {
+		return arrival{}, r.err
+	}
+	if e, ok := ticketrush.ErrorOf(ticketrush.Code(a.status)); ok { // SOLD_OUT, SALE_NOT_OPEN: this join's refusal
+		return arrival{}, e
+	}
+	return a, nil
 }
 
 // lineLeft logs seq of userID as not, or no longer, in the line (from 'LEAVE' or 'SKIP') on the

@@ -147,10 +147,7 @@ func TestShardedEmptyLineJoinWaitsBehindAPassedFan(t *testing.T) {
 		k := s.keys.Concert("ov")
 
 		// slow takes its seq, and its shard step comes only after a round
-		keys, args := k.lineArrive(slow, "", t0)
-		msg, err := s.exec(ctx, s.lineArrive, keys, args)
-		require.NoError(t, err)
-		a, err := arrivalReply(msg)
+		a, err := s.arrive(ctx, "ov", slow, "", t0)
 		require.NoError(t, err)
 		require.Equal(t, "ARRIVE", string(a.status))
 
@@ -161,8 +158,8 @@ func TestShardedEmptyLineJoinWaitsBehindAPassedFan(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Admitted, "the round passes slow's seq, in flight, and admits fast")
 
-		keys, args = k.Shard(LineShard(slow, n)).lineEnter(slow, a, ticketrush.JoinPass{}, s.limit, t0.Add(150*time.Millisecond))
-		msg, err = s.exec(ctx, s.lineEnter, keys, args)
+		keys, args := k.Shard(LineShard(slow, n)).lineEnter(slow, a, ticketrush.JoinPass{}, s.limit, t0.Add(150*time.Millisecond))
+		msg, err := s.exec(ctx, s.lineEnter, keys, args)
 		require.NoError(t, err)
 		sr, _, err := enterReply(msg)
 		require.NoError(t, err)

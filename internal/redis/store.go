@@ -95,6 +95,7 @@ type Store struct {
 	lineMigrate, seenMigrate                                                    *script
 	lineSeal, linePlace                                                         *script
 	lines                                                                       lines
+	arrivals                                                                    arrivals
 
 	limit UserLimit // the per-user rate of join, hold, cancel, pay and charge; zero: off
 

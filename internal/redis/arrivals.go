@@ -1,0 +1,152 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// The joins to a line over shards take their arrival seqs on the concert's own slot (line_arrive), the one
+// step of a join the cluster's size does not spread. An instance sends them in batches, without waiting
+// for one to fill: a join that finds no call of its concert in flight sends it at once, alone; the joins
+// that arrive while a call is in flight go together in the next, sent when it returns. An idle line costs
+// no added wait; a storm pays the concert's slot one call for each batch, not each join
+// (docs/scaleout.md, "Joins"). Each join is decided in the batch as if alone, in the batch's order: a
+// join answered before another was sent has the lower seq, as before.
+
+// maxArrivals is the most joins one line_arrive call carries (a few hundred microseconds of Redis).
+const maxArrivals = 256
+
+// arrivalsWait bounds a batch sent for joins that arrived while another was in flight: no one request's
+// deadline is theirs.
+const arrivalsWait = 3 * time.Second
+
+// arrivalJoin is one join waiting for its arrival: what line_arrive needs of it, and its answer.
+type arrivalJoin struct {
+	user, code string
+	now        time.Time
+	done       chan struct{}
+	res        arrival
+	err        error
+}
+
+// arrivalQueue is one concert's joins waiting for a line_arrive call, and whether one is in flight.
+type arrivalQueue struct {
+	busy    bool
+	waiting []*arrivalJoin
+}
+
+// arrivals are every concert's queues.
+type arrivals struct {
+	mu sync.Mutex
+	of map[string]*arrivalQueue
+}
+
+// arrive is line_arrive for one join of concertID, sent in a batch with the joins of the same concert
+// that arrive meanwhile. A join whose ctx ends first returns its error; its arrival may still be taken
+// by the call (a seq nobody then holds: a gap, as when a join's answer is lost).
+func (s *Store) arrive(ctx context.Context, concertID, userID, code string, now time.Time) (arrival, error) {
+	j := &arrivalJoin{user: userID, code: code, now: now, done: make(chan struct{})}
+	s.arrivals.mu.Lock()
+	if s.arrivals.of == nil {
+		s.arrivals.of = map[string]*arrivalQueue{}
+	}
+	q := s.arrivals.of[concertID]
+	if q == nil {
+		q = &arrivalQueue{}
+		s.arrivals.of[concertID] = q
+	}
+	q.waiting = append(q.waiting, j)
+	lead := !q.busy
+	q.busy = true
+	s.arrivals.mu.Unlock()
+	if lead {
+		s.sendArrivals(ctx, concertID, q)
+	}
+	select {
+	case <-j.done:
+		return j.res, j.err
+	case <-ctx.Done():
+		return arrival{}, ctx.Err()
+	}
+}
+
+// sendArrivals sends the joins waiting in q, up to maxArrivals, in one call at the latest of their
+// times, answers each, and hands the queue on: to a goroutine that sends the next batch when joins
+// arrived meanwhile, else idle. The call runs under ctx's deadline but not its cancellation: it answers
+// other joins too.
+func (s *Store) sendArrivals(ctx context.Context, concertID string, q *arrivalQueue) {
+	s.arrivals.mu.Lock()
+	batch := q.waiting[:min(len(q.waiting), maxArrivals)]
+	q.waiting = q.waiting[len(batch):]
+	s.arrivals.mu.Unlock()
+
+	joins := make([]arrivalJoin, len(batch))
+	var now time.Time
+	for i, j := range batch {
+		joins[i] = arrivalJoin{user: j.user, code: j.code}
+		if j.now.After(now) {
+			now = j.now
+		}
+	}
+	call := context.WithoutCancel(ctx)
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		call, cancel = context.WithDeadline(call, deadline)
+		defer cancel()
+	}
+	keys, args := s.keys.Concert(concertID).lineArrive(joins, now)
+	msg, err := s.exec(call, s.lineArrive, keys, args)
+	var res []arrivalResult
+	if err == nil {
+		res, err = arrivalsReply(msg, len(batch))
+	}
+	for i, j := range batch {
+		if err != nil {
+			j.err = err
+		} else {
+			j.res, j.err = res[i].a, res[i].err
+		}
+		close(j.done)
+	}
+
+	s.arrivals.mu.Lock()
+	more := len(q.waiting) > 0
+	if !more {
+		q.busy = false
+		delete(s.arrivals.of, concertID)
+	}
+	s.arrivals.mu.Unlock()
+	if more {
+		go func() {
+			next, cancel := context.WithTimeout(context.WithoutCancel(ctx), arrivalsWait)
+			defer cancel()
+			s.sendArrivals(next, concertID, q)
+		}()
+	}
+}
+
+// arrivalResult is one join's answer in a line_arrive reply: its arrival, or its refusal.
+type arrivalResult struct {
+	a   arrival
+	err error
+}
+
+// arrivalsReply reads line_arrive's reply of n joins.
+func arrivalsReply(msg rueidis.RedisMessage, n int) ([]arrivalResult, error) {
+	items, err := msg.ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("script reply: %w", err)
+	}
+	if len(items) != n {
+		return nil, fmt.Errorf("script reply has %d joins, want %d", len(items), n)
+	}
+	out := make([]arrivalResult, n)
+	for i, item := range items {
+		out[i].a, out[i].err = arrivalReply(item)
+	}
+	return out, nil
+}

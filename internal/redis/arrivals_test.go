@@ -1,0 +1,169 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// TestArrivalsOfABatch: the joins that arrive while a line_arrive call of their concert is in flight go
+// in the next call, one for all of them, and each is answered as if alone, in the order they arrived:
+// a fan ACTIVE already gets their token back, the others consecutive seqs.
+func TestArrivalsOfABatch(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, shardedConcert("ab", 4, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }))
+		first, err := s.Join(ctx, "ab", "fan-0", t0) // nobody waits and there is room: admitted at once
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.StatusActive, first.Status)
+
+		// A call in flight: the joins queue behind it.
+		s.arrivals.mu.Lock()
+		s.arrivals.of = map[string]*arrivalQueue{"ab": {busy: true}}
+		q := s.arrivals.of["ab"]
+		s.arrivals.mu.Unlock()
+		users := []string{"fan-1", "fan-0", "fan-2", "fan-3"}
+		got := make([]arrival, len(users))
+		var wg sync.WaitGroup
+		for i, u := range users {
+			require.Eventually(t, func() bool { // each queued before the next: the batch's order is theirs
+				s.arrivals.mu.Lock()
+				defer s.arrivals.mu.Unlock()
+				return len(q.waiting) == i
+			}, 5*time.Second, time.Millisecond)
+			wg.Go(func() {
+				a, err := s.arrive(ctx, "ab", u, "", t0.Add(time.Second))
+				assert.NoError(t, err, u)
+				got[i] = a
+			})
+		}
+		require.Eventually(t, func() bool {
+			s.arrivals.mu.Lock()
+			defer s.arrivals.mu.Unlock()
+			return len(q.waiting) == len(users)
+		}, 5*time.Second, time.Millisecond)
+		calls := count(t, s.lineArrive.calls)
+		s.sendArrivals(ctx, "ab", q) // the call in flight returns: the next goes
+		wg.Wait()
+		assert.Equal(t, calls+1, count(t, s.lineArrive.calls), "one call for the four joins")
+		for i, want := range []struct {
+			status ticketrush.QueueStatus
+			seq    uint64
+		}{{"ARRIVE", 2}, {ticketrush.StatusActive, first.Seq}, {"ARRIVE", 3}, {"ARRIVE", 4}} {
+			assert.Equal(t, want.status, got[i].status, users[i])
+			assert.Equal(t, want.seq, got[i].seq, users[i])
+		}
+		s.arrivals.mu.Lock()
+		assert.Empty(t, s.arrivals.of, "no call in flight, nobody waiting: the queue is gone")
+		s.arrivals.mu.Unlock()
+	})
+}
+
+// TestConcurrentJoinsShareArrivalCalls: joins to a sharded line sent at once each get a distinct seq, one
+// after the other, every fan waits in the line, and the concert's slot takes fewer calls than joins.
+func TestConcurrentJoinsShareArrivalCalls(t *testing.T) {
+	const fans = 300
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, shardedConcert("cj", 8, func(q *ticketrush.QueueSettings) { q.Paused = true }))
+		calls := count(t, s.lineArrive.calls)
+		seqs := make([]uint64, fans)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range fans {
+			wg.Go(func() {
+				<-start
+				r, err := s.Join(ctx, "cj", fmt.Sprintf("fan-%03d", i), t0)
+				if assert.NoError(t, err) {
+					assert.Equal(t, ticketrush.StatusWaiting, r.Status)
+					seqs[i] = r.Seq
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		seen := map[uint64]bool{}
+		for _, seq := range seqs {
+			assert.False(t, seen[seq], "seq %d twice", seq)
+			seen[seq] = true
+		}
+		for seq := uint64(1); seq <= fans; seq++ {
+			assert.True(t, seen[seq], "no fan holds seq %d", seq)
+		}
+		snap, err := s.Snapshot(ctx, "cj", 0, 0, t0)
+		require.NoError(t, err)
+		assert.EqualValues(t, fans, snap.Tail, "the newest arrival")
+		sent := count(t, s.lineArrive.calls) - calls
+		t.Logf("%d joins, %.0f line_arrive calls", fans, sent)
+		assert.Less(t, sent, float64(fans), "joins in flight together share a call")
+	})
+}
+
+// count reads a counter's value.
+func count(t testing.TB, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, c.Write(&m))
+	return m.GetCounter().GetValue()
+}
+
+// BenchmarkShardedJoins: joins to a line of 8 shards on a Redis of its own, from 32 goroutines at once
+// (a storm through one instance); reports Redis's CPU per join (INFO cpu, its main thread's user and
+// system time) and the line_arrive calls per join.
+//
+//	go test -run '^$' -bench BenchmarkShardedJoins -benchtime 20000x ./internal/redis/
+func BenchmarkShardedJoins(b *testing.B) {
+	c := dbtest.Client(b, dbtest.PrivateRedis(b))
+	s := NewStore(c, "bench", prometheus.NewRegistry())
+	ctx := context.Background()
+	con := shardedConcert("sj", 8, func(q *ticketrush.QueueSettings) { q.Paused = true })
+	_, err := s.LoadConcert(ctx, con, t0)
+	require.NoError(b, err)
+	cpu := func() float64 {
+		info, err := c.Do(ctx, c.B().Info().Section("cpu").Build()).ToString()
+		require.NoError(b, err)
+		var sum float64
+		for _, line := range strings.Split(info, "\n") {
+			for _, f := range []string{"used_cpu_sys_main_thread:", "used_cpu_user_main_thread:"} {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), f); ok {
+					x, err := strconv.ParseFloat(v, 64)
+					require.NoError(b, err)
+					sum += x
+				}
+			}
+		}
+		return sum
+	}
+	calls, before := count(b, s.lineArrive.calls), cpu()
+	var next atomic.Int64
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				if _, err := s.Join(ctx, "sj", "fan-"+strconv.FormatInt(i, 10), t0); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric((cpu()-before)*1e6/float64(b.N), "redis-cpu-µs/join")
+	b.ReportMetric((count(b, s.lineArrive.calls)-calls)/float64(b.N), "arrive-calls/join")
+}
