@@ -13,9 +13,9 @@ import (
 // step of a join the cluster's size does not spread. An instance sends them in batches, without waiting
 // for one to fill: a join that finds no call of its concert in flight sends it at once, alone; the joins
 // that arrive while a call is in flight go together in the next, sent when it returns. An idle line costs
-// no added wait; a storm pays the concert's slot one call for each batch, not each join
-// (docs/scaleout.md, "Joins share the concert's slot's calls"). Each join is decided in the batch as if alone, in the batch's order: a
-// join answered before another was sent has the lower seq, as before.
+// no added wait; a storm pays the concert's slot one call for each batch, not each join (docs/scaleout.md,
+// "Joins share the concert's slot's calls"). Each join is decided in the batch as if alone, in the
+// batch's order: a join answered before another was sent has the lower seq.
 
 // maxArrivals is the most joins one line_arrive call carries (a few hundred microseconds of Redis).
 const maxArrivals = 256
