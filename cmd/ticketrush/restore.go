@@ -25,15 +25,12 @@ func restore(ctx context.Context, args []string, getenv func(string) string, std
 	if ok, err := parse(fs, args, stdout, restoreHelp); !ok {
 		return err
 	}
-	rc, db, err := openStores(ctx, getenv)
+	rc, db, err := openMigrated(ctx, getenv)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		return err
-	}
 	rep, err := repair.Restore(ctx, rc, db, config.KeyPrefix(getenv), *force, time.Now())
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
@@ -52,15 +49,12 @@ func migrateLayout(ctx context.Context, args []string, getenv func(string) strin
 	if ok, err := parse(flag.NewFlagSet("migrate-layout", flag.ContinueOnError), args, stdout, migrateLayoutHelp); !ok {
 		return err
 	}
-	rc, db, err := openStores(ctx, getenv)
+	rc, db, err := openMigrated(ctx, getenv)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		return err
-	}
 	store := redis.NewStore(rc, config.KeyPrefix(getenv), prometheus.NewRegistry())
 	n, err := repair.MigrateLayouts(ctx, store, db, stdout)
 	if err != nil {

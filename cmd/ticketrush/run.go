@@ -204,6 +204,20 @@ func migrate(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	return nil
 }
 
+// openMigrated is openStores with the Postgres migrations applied, for the commands that write.
+func openMigrated(ctx context.Context, getenv func(string) string) (rueidis.Client, *postgres.DB, error) {
+	rc, db, err := openStores(ctx, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		rc.Close()
+		db.Close()
+		return nil, nil, err
+	}
+	return rc, db, nil
+}
+
 // openStores connects to REDIS_URL and DATABASE_URL, for the commands that work on both.
 func openStores(ctx context.Context, getenv func(string) string) (rueidis.Client, *postgres.DB, error) {
 	rc, err := redis.Open(ctx, config.RedisURL(getenv))
