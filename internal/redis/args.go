@@ -65,9 +65,12 @@ func (c ConcertKeys) queueJoin(userID string, pass ticketrush.JoinPass, l UserLi
 	return keys, args
 }
 
+// joinArgs is what line_arrive takes of one join: the user and the hash of the access code ("" none).
+type joinArgs struct{ user, code string }
+
 // lineArrive is line_arrive's call: the first step of a batch of joins to a sharded line, each with the hash
 // of the access code it carries ("" none).
-func (c ConcertKeys) lineArrive(joins []arrivalJoin, now time.Time) (keys, args []string) {
+func (c ConcertKeys) lineArrive(joins []joinArgs, now time.Time) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Seq(), c.Active(), c.ActiveSeq(), c.Events(), c.Inventory(), c.AccessCodes(), c.LineWaiting(),
 		c.Draw()}
 	args = make([]string, 0, 1+2*len(joins))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -20,8 +21,7 @@ import (
 // maxArrivals is the most joins one line_arrive call carries (a few hundred microseconds of Redis).
 const maxArrivals = 256
 
-// arrivalsWait bounds a batch sent for joins that arrived while another was in flight: no one request's
-// deadline is theirs.
+// arrivalsWait bounds a line_arrive call: no one request's deadline is the batch's.
 const arrivalsWait = 3 * time.Second
 
 // arrivalJoin is one join waiting for its arrival: what line_arrive needs of it, and its answer.
@@ -31,7 +31,14 @@ type arrivalJoin struct {
 	done       chan struct{}
 	res        arrival
 	err        error
+	state      atomic.Int32 // joinWaiting, then joinAnswered (by the call) or joinGone (its request ended first)
 }
+
+const (
+	joinWaiting int32 = iota
+	joinAnswered
+	joinGone
+)
 
 // arrivalQueue is one concert's joins waiting for a line_arrive call, and whether one is in flight.
 type arrivalQueue struct {
@@ -46,8 +53,8 @@ type arrivals struct {
 }
 
 // arrive is line_arrive for one join of concertID, sent in a batch with the joins of the same concert
-// that arrive meanwhile. A join whose ctx ends first returns its error; its arrival may still be taken
-// by the call (a seq nobody then holds: a gap, as when a join's answer is lost).
+// that arrive meanwhile. A join whose ctx ends first returns its error; an arrival the call then takes
+// for it is logged as a gap in the line (logGap), so that positions stay exact.
 func (s *Store) arrive(ctx context.Context, concertID, userID, code string, now time.Time) (arrival, error) {
 	j := &arrivalJoin{user: userID, code: code, now: now, done: make(chan struct{})}
 	s.arrivals.mu.Lock()
@@ -68,37 +75,37 @@ func (s *Store) arrive(ctx context.Context, concertID, userID, code string, now 
 	}
 	select {
 	case <-j.done:
-		return j.res, j.err
 	case <-ctx.Done():
-		return arrival{}, ctx.Err()
+		if j.state.CompareAndSwap(joinWaiting, joinGone) {
+			return arrival{}, ctx.Err()
+		}
+		<-j.done // answered meanwhile
 	}
+	return j.res, j.err
 }
 
 // sendArrivals sends the joins waiting in q, up to maxArrivals, in one call at the latest of their
 // times, answers each, and hands the queue on: to a goroutine that sends the next batch when joins
-// arrived meanwhile, else idle. The call runs under ctx's deadline but not its cancellation: it answers
-// other joins too.
+// arrived meanwhile, else idle. The call runs for arrivalsWait at most, whatever becomes of ctx: it
+// answers other joins too.
 func (s *Store) sendArrivals(ctx context.Context, concertID string, q *arrivalQueue) {
 	s.arrivals.mu.Lock()
 	batch := q.waiting[:min(len(q.waiting), maxArrivals)]
 	q.waiting = q.waiting[len(batch):]
 	s.arrivals.mu.Unlock()
 
-	joins := make([]arrivalJoin, len(batch))
+	joins := make([]joinArgs, len(batch))
 	var now time.Time
 	for i, j := range batch {
-		joins[i] = arrivalJoin{user: j.user, code: j.code}
+		joins[i] = joinArgs{user: j.user, code: j.code}
 		if j.now.After(now) {
 			now = j.now
 		}
 	}
-	call := context.WithoutCancel(ctx)
-	if deadline, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		call, cancel = context.WithDeadline(call, deadline)
-		defer cancel()
-	}
-	keys, args := s.keys.Concert(concertID).lineArrive(joins, now)
+	call, cancel := context.WithTimeout(context.WithoutCancel(ctx), arrivalsWait)
+	defer cancel()
+	c := s.keys.Concert(concertID)
+	keys, args := c.lineArrive(joins, now)
 	msg, err := s.exec(call, s.lineArrive, keys, args)
 	var res []arrivalResult
 	if err == nil {
@@ -109,6 +116,9 @@ func (s *Store) sendArrivals(ctx context.Context, concertID string, q *arrivalQu
 			j.err = err
 		} else {
 			j.res, j.err = res[i].a, res[i].err
+		}
+		if !j.state.CompareAndSwap(joinWaiting, joinAnswered) && j.err == nil && j.res.status == "ARRIVE" {
+			_ = s.logGap(call, c, j.user, j.res.seq, now) // its request is gone: a seq nobody takes
 		}
 		close(j.done)
 	}

@@ -2,7 +2,9 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,4 +168,48 @@ func BenchmarkShardedJoins(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric((cpu()-before)*1e6/float64(b.N), "redis-cpu-µs/join")
 	b.ReportMetric((count(b, s.lineArrive.calls)-calls)/float64(b.N), "arrive-calls/join")
+}
+
+// TestAGoneJoinsArrivalIsAGap: a join whose request ends while its batch is waiting returns at once; the
+// seq the batch then takes for it is logged as a gap, so that the next fan reads the place it has.
+func TestAGoneJoinsArrivalIsAGap(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, shardedConcert("gj", 4, func(q *ticketrush.QueueSettings) { q.Paused = true }))
+		s.arrivals.mu.Lock()
+		s.arrivals.of = map[string]*arrivalQueue{"gj": {busy: true}} // a call in flight
+		q := s.arrivals.of["gj"]
+		s.arrivals.mu.Unlock()
+		gone, cancel := context.WithCancel(ctx)
+		done := make(chan error)
+		go func() {
+			_, err := s.Join(gone, "gj", "gone-fan", t0)
+			done <- err
+		}()
+		require.Eventually(t, func() bool {
+			s.arrivals.mu.Lock()
+			defer s.arrivals.mu.Unlock()
+			return len(q.waiting) == 1
+		}, 5*time.Second, time.Millisecond)
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		s.sendArrivals(ctx, "gj", q) // takes seq 1 for the join that is gone
+
+		next, err := s.Join(ctx, "gj", "next-fan", t0)
+		require.NoError(t, err)
+		require.EqualValues(t, 2, next.Seq)
+		st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "gj", UserID: "next-fan", Seq: next.Seq}, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: 1}, st, "seq 1 is a gap")
+	})
+}
+
+// TestAnUndialledStepWasNotSent: a step whose connection could not be dialled never reached Redis, so
+// its join's seq is a gap to log; any other unavailability may hide a step that ran.
+func TestAnUndialledStepWasNotSent(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("i/o timeout")}
+	assert.False(t, lost(errors.Join(ticketrush.ErrUnavailable, dial)), "not dialled: not sent")
+	assert.True(t, lost(errors.Join(ticketrush.ErrUnavailable, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("reset")})),
+		"a read that failed: the step may have run")
+	assert.True(t, lost(context.DeadlineExceeded))
 }

@@ -133,7 +133,7 @@ func scriptCalls() []scriptCall {
 				"maxholds": "15", "paused": "1", "now": at, "pow": "16", "codereq": "1", "opens": "1800000060000",
 				"pqopens": "1800000030000", "seed": strings.Repeat("07", 32), "aps": "17", "total": "6",
 				"abandon": "18000", "noshow": "19000", "shards": "21", "sched": "s1,s2@7", "lv": "2"}},
-		{"line_arrive", built(k.lineArrive([]arrivalJoin{{user: "fan-1", code: "cafe"}, {user: "fan-2"}}, now)),
+		{"line_arrive", built(k.lineArrive([]joinArgs{{user: "fan-1", code: "cafe"}, {user: "fan-2"}}, now)),
 			map[string]string{"now": at, "joins": "fan-1,cafe,fan-2,"}},
 		{"line_enter", built(k.Shard(3).lineEnter("fan-1", arrival{seq: 7, code: "1", pow: 16, codeRequired: true},
 			ticketrush.JoinPass{PowID: "ab12", PowBits: 20, PowExpires: now.Add(time.Minute)}, lim, now)),

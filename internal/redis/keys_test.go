@@ -58,7 +58,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"draw_status":      keysOf(k.drawStatus("fan-42", t0)),
 		"draw_read":        keysOf(drawRead(k.Shard(5).Prequeue(), "up", "", "", 10)),
 		"prequeue_leave":   keysOf(k.prequeueLeave("fan-42", t0)),
-		"line_arrive":      keysOf(k.lineArrive([]arrivalJoin{{user: "fan-42"}}, t0)),
+		"line_arrive":      keysOf(k.lineArrive([]joinArgs{{user: "fan-42"}}, t0)),
 		"line_enter":       keysOf(k.Shard(5).lineEnter("fan-42", arrival{seq: 3}, pass, lim, t0)),
 		"line_heads":       keysOf(k.Shard(5).lineHeads(10)),
 		"line_admit":       keysOf(k.lineAdmit(t0, 10, 0, "tick", nil)),

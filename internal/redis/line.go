@@ -145,11 +145,12 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 			}
 			continue
 		}
-		// A seq the shard answered without taking it is a gap to log. One whose answer was lost (the shard
-		// may have taken it) is left alone: the fan behind it reads one place too many until the head
-		// passes it, where logging it would make a fan in line read EXPIRED.
+		// A seq the shard answered without taking it, or that never reached the shard (its connection
+		// could not be dialled), is a gap to log, whatever is left of the request's time. One whose answer
+		// was lost (the shard may have taken it) is left alone: the fan behind it reads one place too many
+		// until the head passes it, where logging it would make a fan in line read EXPIRED.
 		if a.seq > 0 && !lost(err) && (err != nil || res.Status != ticketrush.StatusWaiting || !res.Created) {
-			if _, gapErr := s.lineLeft(ctx, c, userID, a.seq, "SKIP", now); gapErr != nil && err == nil {
+			if gapErr := s.logGap(ctx, c, userID, a.seq, now); gapErr != nil && err == nil {
 				err = gapErr
 			}
 			res.Skipped = a.seq
@@ -205,6 +206,18 @@ func arrivalReply(msg rueidis.RedisMessage) (arrival, error) {
 		return arrival{}, e
 	}
 	return a, nil
+}
+
+// gapWait bounds the log of a gap once its join has failed: the request's own time may be spent.
+const gapWait = 2 * time.Second
+
+// logGap logs seq, which userID's join took and did not use, as a gap in the line (line_left, from
+// SKIP), so that positions stay exact.
+func (s *Store) logGap(ctx context.Context, c ConcertKeys, userID string, seq uint64, now time.Time) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gapWait)
+	defer cancel()
+	_, err := s.lineLeft(ctx, c, userID, seq, "SKIP", now)
+	return err
 }
 
 // lineLeft logs seq of userID as not, or no longer, in the line (from 'LEAVE' or 'SKIP') on the

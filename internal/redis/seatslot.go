@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"time"
 
@@ -114,10 +115,21 @@ func (s *Store) follow(ctx context.Context, r ticketrush.Reservation, now time.T
 	return s.gateMark(ctx, k, r.UserID, r.ID, time.Time{}, now)
 }
 
-// lost reports whether err may hide a step that ran (the answer was lost), rather than a refusal.
+// lost reports whether err may hide a step that ran (the answer was lost), rather than a refusal. A
+// step whose connection could not be dialled was never sent: not lost.
 func lost(err error) bool {
+	if unsent(err) {
+		return false
+	}
 	return errors.Is(err, ticketrush.ErrUnavailable) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, context.DeadlineExceeded)
+}
+
+// unsent reports whether err is the failure to dial the connection a step was to go on: the step never
+// reached Redis.
+func unsent(err error) bool {
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && op.Op == "dial"
 }
 
 // crashAt is the crash hook of the chains' step boundaries (tests only: a test sets Store.crash).
