@@ -36,7 +36,6 @@ local conf = redis.call('HMGET', cfg, 'cap', 'paused', 'pow', 'codereq', 'opens'
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
 end
---#include active_until
 --#include end_token
 local cap, paused = tonumber(conf[1]), conf[2] == '1'
 local pow, codereq = tonumber(conf[3] or '0'), conf[4] == '1' and 1 or 0
@@ -56,18 +55,51 @@ if conf[5] then
   gated = not d[2]
 end
 local waited = tonumber(redis.call('GET', lw) or '0') > 0
-local out = {}
+-- Every join's ACTIVE token in one HMGET, and the live ones' activeUntil in one ZMSCORE.
+local users = {}
 for i = 2, #ARGV, 2 do
-  local user, code = ARGV[i], ARGV[i + 1]
-  local live, till = active_until(aseq, active, user, now)
-  if till then
-    out[#out + 1] = {'ACTIVE', tonumber(live), till, '', 0, 0, 0}
+  users[#users + 1] = ARGV[i]
+end
+local lives = redis.call('HMGET', aseq, unpack(users))
+local withLive = {}
+for i, live in ipairs(lives) do
+  if live then
+    withLive[#withLive + 1] = users[i]
+  end
+end
+local tills = {}
+if #withLive > 0 then
+  local scores = redis.call('ZMSCORE', active, unpack(withLive))
+  for i, u in ipairs(withLive) do
+    tills[u] = tonumber(scores[i])
+  end
+end
+-- The joins that take an arrival seq, all of them at once (one INCRBY, in the batch's order).
+local arriving, ended = 0, {}
+if not soldout and not sale then
+  for i, user in ipairs(users) do
+    local till = tills[user]
+    if not (lives[i] and till and till > now) then
+      arriving = arriving + 1
+    end
+  end
+end
+local next_seq = 0
+if arriving > 0 then
+  next_seq = redis.call('INCRBY', seq, arriving) - arriving + 1
+end
+local out = {}
+for i, user in ipairs(users) do
+  local code, live, till = ARGV[2 * i + 1], lives[i], tills[user]
+  if live and till and till > now then
+    out[i] = {'ACTIVE', tonumber(live), till, '', 0, 0, 0}
   else
-    if live then
+    if live and not ended[user] then -- a user twice in the batch lapses once
       end_token(active, aseq, events, user, live, 'lapse', now)
+      ended[user] = true
     end
     if soldout then
-      out[#out + 1] = {'SOLD_OUT', 0, 0, '', 0, 0, 0}
+      out[i] = {'SOLD_OUT', 0, 0, '', 0, 0, 0}
     else
       local ok = ''
       if codereq == 1 and code ~= '' then
@@ -82,15 +114,16 @@ for i = 2, #ARGV, 2 do
         end
       end
       if sale == 'SALE_NOT_OPEN' then
-        out[#out + 1] = {sale, 0, 0, '', 0, 0, 0}
+        out[i] = {sale, 0, 0, '', 0, 0, 0}
       elseif sale then
-        out[#out + 1] = {sale, 0, 0, ok, pow, codereq, 0}
+        out[i] = {sale, 0, 0, ok, pow, codereq, 0}
       else
         local room = 0
         if not gated and not paused and not waited and redis.call('ZCARD', active) < cap then
           room = 1
         end
-        out[#out + 1] = {'ARRIVE', redis.call('INCR', seq), 0, ok, pow, codereq, room}
+        out[i] = {'ARRIVE', next_seq, 0, ok, pow, codereq, room}
+        next_seq = next_seq + 1
       end
     end
   end

@@ -213,3 +213,78 @@ func TestAnUndialledStepWasNotSent(t *testing.T) {
 		"a read that failed: the step may have run")
 	assert.True(t, lost(context.DeadlineExceeded))
 }
+
+// BenchmarkArriveBatch: line_arrive alone, batches of 128 joins of fans new to the line, on a Redis of
+// its own; reports Redis's time per join (INFO commandstats' evalsha usec): what a join costs the
+// concert's own slot, the part of a join that no number of masters spreads.
+//
+//	go test -run '^$' -bench BenchmarkArriveBatch -benchtime 200x ./internal/redis/
+func BenchmarkArriveBatch(b *testing.B) {
+	const batch = 128
+	c := dbtest.Client(b, dbtest.PrivateRedis(b))
+	s := NewStore(c, "bench", prometheus.NewRegistry())
+	ctx := context.Background()
+	_, err := s.LoadConcert(ctx, shardedConcert("ar", 8, func(q *ticketrush.QueueSettings) { q.Paused = true }), t0)
+	require.NoError(b, err)
+	k := s.keys.Concert("ar")
+	usec := func() float64 {
+		info, err := c.Do(ctx, c.B().Info().Section("commandstats").Build()).ToString()
+		require.NoError(b, err)
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+				for _, f := range strings.Split(v, ",") {
+					if u, ok := strings.CutPrefix(f, "usec="); ok {
+						x, err := strconv.ParseFloat(u, 64)
+						require.NoError(b, err)
+						return x
+					}
+				}
+			}
+		}
+		return 0
+	}
+	joins := make([]joinArgs, batch)
+	before := usec()
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range joins {
+			joins[j] = joinArgs{user: "fan-" + strconv.Itoa(i*batch+j)}
+		}
+		keys, args := k.lineArrive(joins, t0)
+		if _, err := s.exec(ctx, s.lineArrive, keys, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric((usec()-before)/float64(b.N*batch), "redis-µs/join")
+}
+
+// TestArrivalsLapseATokenOnce: a fan whose ACTIVE token has lapsed, twice in one batch (a retry beside
+// the join it retries), has the token lapsed once, and each of the two a seq of its own.
+func TestArrivalsLapseATokenOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, shardedConcert("lo", 4, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }))
+		first, err := s.Join(ctx, "lo", "fan-0", t0)
+		require.NoError(t, err)
+		require.Equal(t, ticketrush.StatusActive, first.Status)
+		later := first.ActiveUntil.Add(time.Second)
+		keys, args := s.keys.Concert("lo").lineArrive([]joinArgs{{user: "fan-0"}, {user: "fan-0"}}, later)
+		msg, err := s.exec(ctx, s.lineArrive, keys, args)
+		require.NoError(t, err)
+		res, err := arrivalsReply(msg, 2)
+		require.NoError(t, err)
+		require.NoError(t, res[0].err)
+		require.NoError(t, res[1].err)
+		assert.Equal(t, []uint64{2, 3}, []uint64{res[0].a.seq, res[1].a.seq}, "a seq each")
+		entries, err := c.Do(ctx, c.B().Xrange().Key(s.keys.Concert("lo").Events()).Start("-").End("+").Build()).AsXRange()
+		require.NoError(t, err)
+		lapses := 0
+		for _, e := range entries {
+			if e.FieldValues["type"] == "queue.lapse" {
+				lapses++
+			}
+		}
+		assert.Equal(t, 1, lapses, "the token lapsed once")
+	})
+}
