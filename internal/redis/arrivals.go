@@ -2,12 +2,13 @@ package redis
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // The joins to a line over shards take their arrival seqs on the concert's own slot (line_arrive), the one
@@ -145,18 +146,30 @@ type arrivalResult struct {
 	err error
 }
 
-// arrivalsReply reads line_arrive's reply of n joins.
+// arrivalsReply reads line_arrive's reply of n joins: {pow, codereq, then status, seq, activeUntil, code,
+// room of each}.
 func arrivalsReply(msg rueidis.RedisMessage, n int) ([]arrivalResult, error) {
-	items, err := msg.ToArray()
+	r, err := reply(msg, 2+5*n)
 	if err != nil {
-		return nil, fmt.Errorf("script reply: %w", err)
+		return nil, err
 	}
-	if len(items) != n {
-		return nil, fmt.Errorf("script reply has %d joins, want %d", len(items), n)
-	}
+	pow, codeRequired := int(r.int(0)), r.flag(1)
 	out := make([]arrivalResult, n)
-	for i, item := range items {
-		out[i].a, out[i].err = arrivalReply(item)
+	for i := range out {
+		at := 2 + 5*i
+		a := arrival{
+			status: r.status(at, ticketrush.StatusActive, "ARRIVE", ticketrush.StatusPrequeue, "SEAL", "SOLD_OUT", "SALE_NOT_OPEN"),
+			seq:    uint64(r.int(at + 1)), till: r.int(at + 2), code: r.str(at + 3), room: r.flag(at + 4),
+			pow: pow, codeRequired: codeRequired,
+		}
+		if e, ok := ticketrush.ErrorOf(ticketrush.Code(a.status)); ok { // SOLD_OUT, SALE_NOT_OPEN: this join's refusal
+			out[i].err = e
+		} else {
+			out[i].a = a
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
 	}
 	return out, nil
 }

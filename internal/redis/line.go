@@ -184,30 +184,6 @@ func enterReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, bool, error) {
 	return res, st == "SEALED", r.err
 }
 
-// arrivalReply reads one join's {status, seq, activeUntil, code, pow, codereq, room} of line_arrive.
-func arrivalReply(msg rueidis.RedisMessage) (arrival, error) {
-	r, err := reply(msg, 7)
-	if err != nil {
-		return arrival{}, err
-	}
-	a := arrival{
-		status:       r.status(0, ticketrush.StatusActive, "ARRIVE", ticketrush.StatusPrequeue, "SEAL", "SOLD_OUT", "SALE_NOT_OPEN"),
-		seq:          uint64(r.int(1)),
-		till:         r.int(2),
-		code:         r.str(3),
-		pow:          int(r.int(4)),
-		codeRequired: r.flag(5),
-		room:         r.flag(6),
-	}
-	if r.err != nil {
-		return arrival{}, r.err
-	}
-	if e, ok := ticketrush.ErrorOf(ticketrush.Code(a.status)); ok { // SOLD_OUT, SALE_NOT_OPEN: this join's refusal
-		return arrival{}, e
-	}
-	return a, nil
-}
-
 // gapWait bounds the log of a gap once its join has failed: the request's own time may be spent.
 const gapWait = 2 * time.Second
 
