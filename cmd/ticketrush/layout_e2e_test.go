@@ -29,7 +29,17 @@ func TestLayoutMigration(t *testing.T) {
 	concert := s.createConcert(t, queueSettings{Paused: ptr(true)})
 
 	rdb := dbtest.Client(t, dbtest.RedisURL())
-	k := redis.NewKeys(prefix).Concert(concert)
+	keys := redis.NewKeys(prefix)
+	k := keys.Concert(concert)
+	layout, found, err := keys.ReadLayout(context.Background(), rdb, concert) // one slot, or shards on a cluster
+	require.NoError(t, err)
+	require.True(t, found)
+	wait := func(user string) string { // where an older build kept the user's place
+		if layout.Shards > 1 {
+			return k.Shard(redis.LineShard(user, layout.Shards)).LegacyWait()
+		}
+		return k.LegacyWait()
+	}
 	conn, err := pgx.Connect(context.Background(), dbURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close(context.Background()) })
@@ -37,7 +47,7 @@ func TestLayoutMigration(t *testing.T) {
 		ctx := context.Background()
 		_, err := conn.Exec(ctx, `UPDATE concerts SET layout_version = 1 WHERE id = $1`, concert)
 		require.NoError(t, err)
-		require.NoError(t, rdb.Do(ctx, rdb.B().Zadd().Key(k.LegacyWait()).ScoreMember().ScoreMember(float64(seq), user).Build()).Error())
+		require.NoError(t, rdb.Do(ctx, rdb.B().Zadd().Key(wait(user)).ScoreMember().ScoreMember(float64(seq), user).Build()).Error())
 		require.NoError(t, rdb.Do(ctx, rdb.B().Set().Key(k.Seq()).Value(strconv.Itoa(seq)).Build()).Error())
 	}
 	vars := map[string]string{"REDIS_URL": dbtest.RedisURL(), "DATABASE_URL": dbURL, "REDIS_KEY_PREFIX": prefix}
