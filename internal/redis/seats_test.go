@@ -324,3 +324,34 @@ func TestOpenHoldsListedWithoutTheirExpiry(t *testing.T) {
 		assert.Equal(t, paying.ID+","+openEntry(third.ID, msOf(third.ExpiresAt)), list)
 	})
 }
+
+// TestRestoreListsOpenHoldsWithTheirExpiry: restore writes a fan's open holds as the scripts do, each
+// with its expiry, and the scripts go on from there: the restored hold counts until it runs out.
+func TestRestoreListsOpenHoldsWithTheirExpiry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mod := func(q *ticketrush.QueueSettings) {
+			q.MaxHoldsPerUser, q.HoldTTL, q.ActiveTTL = 1, 10*time.Second, time.Hour
+		}
+		fans := sale(t, s, mod, "alice")
+		held, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+		recs, err := NewInspector(c, s.keys.prefix).Reservations(ctx, cid)
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		_, err = RestoreConcert(ctx, c, s.keys.Concert(cid), concert(cid, mod),
+			[]ticketrush.ReservationRecord{{Reservation: recs[held.ID]}}, ticketrush.QueueMark{MaxSeq: 10})
+		require.NoError(t, err)
+		list, err := c.Do(ctx, c.B().Hget().Key(s.keys.Concert(cid).UserHolds()).Field("alice").Build()).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, held.ID+":"+millis(held.ExpiresAt), list)
+
+		j, err := s.Join(ctx, cid, "alice", t0.Add(time.Second))
+		require.NoError(t, err)
+		alice := ticketrush.QueueClaims{UserID: "alice", ConcertID: cid, Seq: j.Seq}
+		_, _, err = s.Hold(ctx, alice, sA, "VIP-2", 100, t0.Add(time.Second))
+		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "the restored hold counts")
+		_, _, err = s.Hold(ctx, alice, sA, "VIP-2", 100, t0.Add(11*time.Second))
+		assert.NoError(t, err, "until it runs out")
+	})
+}
