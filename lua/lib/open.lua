@@ -1,6 +1,6 @@
 -- A user's open reservations of a concert (or of a seat slot): uholds, user -> a comma list of
--- '<res>:<expires ms>' (an entry written before the expiry was kept there is '<res>' alone), kept by every
--- script that opens or ends a hold. Open means HELD and unexpired, or being paid. Every script that ends
+-- '<res>:<expires ms>', or of '<res>' alone where the expiry is not known (docs/performance.md, "Where
+-- a winning hold and a refused attempt go"), kept by every script that opens or ends a hold. Open means HELD and unexpired, or being paid. Every script that ends
 -- a reservation (cancel, lapse, sale, release) takes its entry out, and a hold's expiry never changes, so
 -- an entry whose expiry is still ahead is open without a read (HELD, or being paid). Past its expiry, or
 -- without one, the zsets tell: every script keeps a reservation in holds (score: its expiry) exactly
