@@ -26,7 +26,7 @@ local raw, rec, total = sell(seats, res, paying, sold, inv, events, id, payment,
 if not rec then
   return raw -- PAID already, or refused
 end
-local open = open_holds(uholds, holds, paying, rec.user, tonumber(now)) -- id is out of paying already
+local open = open_holds(uholds, holds, paying, rec.user, tonumber(now), id)
 redis.call('HSET', uholds, rec.user, table.concat(open, ','))
 if total >= tonumber(redis.call('HGET', inv, 'seats') or '0') and redis.call('HGET', inv, 'soldout') ~= '1' then
   redis.call('HSET', inv, 'soldout', 1)

@@ -7,7 +7,8 @@
 -- KEYS[5] seats    hash: seat -> 'H|<res>|<expires ms>' | 'P|<res>' (being paid) | 'S|<res>' (sold), one schedule
 -- KEYS[6] holds    zset: member res, score expires (ms): every HELD reservation of the concert
 -- KEYS[7] res      hash: res -> reservation JSON
--- KEYS[8] uholds   hash: user -> comma list of the user's open (HELD or being paid) reservations
+-- KEYS[8] uholds   hash: user -> comma list of the user's open (HELD or being paid) reservations, each
+--                  '<res>:<expires ms>' (lib/open.lua)
 -- KEYS[9] events   stream: the concert's outbox
 -- KEYS[10] paying  zset: member res, score claimed (ms): every reservation being paid (PAYING)
 -- KEYS[11] inv     hash: avail (one seat fewer, unless it was another fan's lapsed hold)
@@ -37,7 +38,8 @@ if not free then
   return redis.error_reply('SEAT_UNAVAILABLE')
 end
 
--- The fan's open holds: HELD and unexpired, or being paid (lib/open.lua: the zsets tell, no record read).
+-- The fan's open holds: HELD and unexpired, or being paid (lib/open.lua: an entry's expiry, or the zsets,
+-- tell; no record read).
 --#include open
 local open = open_holds(uholds, holds, paying, user, t)
 if #open >= tonumber(conf[2]) then
@@ -48,6 +50,6 @@ local expires = t + tonumber(conf[1])
 local exp = string.format('%d', expires) -- formatted once: a number in a string costs a %.14g each time
 take_seat(seats, holds, res, uholds, events, inv, stale,
   {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, exp, t, now)
-open[#open + 1] = id
+open[#open + 1] = id .. ':' .. exp
 redis.call('HSET', uholds, user, table.concat(open, ','))
 return {id, expires, t, stale and 1 or 0}

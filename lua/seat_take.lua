@@ -5,7 +5,8 @@
 -- KEYS[1] seats    hash: seat -> 'H|<res>|<expires ms>' | 'P|<res>' (being paid) | 'S|<res>' (sold)
 -- KEYS[2] holds    zset: member res, score expires (ms): every HELD reservation of the schedule
 -- KEYS[3] res      hash: res -> reservation JSON, the schedule's
--- KEYS[4] uholds   hash: user -> comma list of the user's open reservations of the schedule
+-- KEYS[4] uholds   hash: user -> comma list of the user's open reservations of the schedule, each
+--                  '<res>:<expires ms>' (lib/open.lua)
 -- KEYS[5] events   stream: the schedule's outbox
 -- KEYS[6] inv      hash: seats, avail (one seat fewer, unless it was another fan's lapsed hold), sold, soldout
 -- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
@@ -33,9 +34,11 @@ end
 -- a stale hold's gate entry ran out with it
 take_seat(seats, holds, res, uholds, events, inv, stale,
   {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, expires, t, now)
-local open = {id}
-for rid in string.gmatch(redis.call('HGET', uholds, user) or '', '[^,]+') do
-  if redis.call('ZSCORE', holds, rid) then open[#open + 1] = rid end
+-- The fan's other entries stay while open (lib/open.lua): an expiry ahead, or still HELD past it.
+local open = {id .. ':' .. expires}
+for entry in string.gmatch(redis.call('HGET', uholds, user) or '', '[^,]+') do
+  local rid, due = string.match(entry, '^([^:]+):(%d+)$')
+  if (due and tonumber(due) > t) or redis.call('ZSCORE', holds, rid or entry) then open[#open + 1] = entry end
 end
 redis.call('HSET', uholds, user, table.concat(open, ','))
 return {id, tonumber(expires), t, stale and 1 or 0}

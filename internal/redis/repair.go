@@ -303,7 +303,7 @@ func restoreSeats(rep *RestoredConcert, at seatKeys, c ticketrush.Concert, res [
 	records := map[string]string{}
 	seats := map[string]map[string]string{} // schedule -> seat -> state
 	holds, paying := map[string]int64{}, map[string]int64{}
-	open := map[string][]string{}
+	open := map[string][]string{} // user -> uholds entries
 	sold := map[string]int{}
 	for _, r := range res {
 		if r.SeatID == "" || r.Price < 0 || r.CreatedAt.IsZero() {
@@ -324,13 +324,13 @@ func restoreSeats(rep *RestoredConcert, at seatKeys, c ticketrush.Concert, res [
 				seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatHeld, Reservation: r.ID, Expires: msOf(r.ExpiresAt)}.String()
 			}
 			holds[r.ID] = msOf(r.ExpiresAt)
-			open[r.UserID] = append(open[r.UserID], r.ID)
+			open[r.UserID] = append(open[r.UserID], openEntry(r.ID, msOf(r.ExpiresAt)))
 			rep.Held++
 		case ticketrush.ReservationPaying:
 			// Being paid: the sweeper finishes it (debited) or releases it.
 			seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatPaying, Reservation: r.ID}.String()
 			paying[r.ID] = max(msOf(r.ClaimedAt), msOf(r.CreatedAt))
-			open[r.UserID] = append(open[r.UserID], r.ID)
+			open[r.UserID] = append(open[r.UserID], openEntry(r.ID, msOf(r.ExpiresAt)))
 			rep.Held++
 		}
 		raw, err := encodeReservation(r.Reservation)

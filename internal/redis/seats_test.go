@@ -187,7 +187,8 @@ func TestSweepEndsEachDueHoldOfAFan(t *testing.T) {
 		}
 		lists, err := c.Do(ctx, c.B().Hgetall().Key(s.keys.Concert(cid).UserHolds()).Build()).AsStrMap()
 		require.NoError(t, err)
-		assert.Equal(t, map[string]string{"alice": kept.ID, "bob": ""}, lists, "each list without its lapsed holds")
+		assert.Equal(t, map[string]string{"alice": openEntry(kept.ID, msOf(kept.ExpiresAt)), "bob": ""}, lists,
+			"each list without its lapsed holds")
 		for _, sc := range []string{sA, sB} {
 			seats, err := c.Do(ctx, c.B().Hkeys().Key(s.keys.Concert(cid).Seats(sc)).Build()).AsStrSlice()
 			require.NoError(t, err)
@@ -287,5 +288,70 @@ func TestLapsedHoldsCountedWithoutTheirRecords(t *testing.T) {
 		counts, err = s.ScheduleCounts(ctx, "two", []string{sA, "sched/b"}, later)
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA}, {ScheduleID: "sched/b", Taken: 1}}, counts)
+	})
+}
+
+// TestOpenHoldsListedWithoutTheirExpiry: a fan's list of open holds as it was written before each entry
+// carried its hold's expiry (ids alone, a concert mid-sale through an upgrade) still counts against the
+// limit, from the HELD and PAYING sets: a hold held or being paid counts, one past its expiry does not.
+func TestOpenHoldsListedWithoutTheirExpiry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 2; q.HoldTTL = 10 * time.Second }, "alice")
+		hold := func(seat string, at time.Time) (ticketrush.Reservation, error) {
+			r, _, err := s.Hold(ctx, fans["alice"], sA, seat, 100, at)
+			return r, err
+		}
+		held, err := hold("VIP-1", t0)
+		require.NoError(t, err)
+		paying, err := hold("VIP-2", t0)
+		require.NoError(t, err)
+		_, err = s.Claim(ctx, "alice", paying.ID, t0)
+		require.NoError(t, err)
+		key := s.keys.Concert(cid).UserHolds()
+		require.NoError(t, c.Do(ctx, c.B().Hset().Key(key).FieldValue().FieldValue("alice", held.ID+","+paying.ID).Build()).Error())
+
+		_, err = hold("VIP-3", t0.Add(time.Second))
+		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "one held, one being paid")
+
+		later := t0.Add(11 * time.Second) // VIP-1 ran out; VIP-2 is still being paid
+		third, err := hold("VIP-3", later)
+		require.NoError(t, err, "the hold past its expiry no longer counts")
+		_, err = hold("VIP-4", later)
+		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "the hold being paid still counts")
+		list, err := c.Do(ctx, c.B().Hget().Key(key).Field("alice").Build()).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, paying.ID+","+openEntry(third.ID, msOf(third.ExpiresAt)), list)
+	})
+}
+
+// TestRestoreListsOpenHoldsWithTheirExpiry: restore writes a fan's open holds as the scripts do, each
+// with its expiry, and the scripts go on from there: the restored hold counts until it runs out.
+func TestRestoreListsOpenHoldsWithTheirExpiry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mod := func(q *ticketrush.QueueSettings) {
+			q.MaxHoldsPerUser, q.HoldTTL, q.ActiveTTL = 1, 10*time.Second, time.Hour
+		}
+		fans := sale(t, s, mod, "alice")
+		held, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+		recs, err := NewInspector(c, s.keys.prefix).Reservations(ctx, cid)
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		_, err = RestoreConcert(ctx, c, s.keys.Concert(cid), concert(cid, mod),
+			[]ticketrush.ReservationRecord{{Reservation: recs[held.ID]}}, ticketrush.QueueMark{MaxSeq: 10})
+		require.NoError(t, err)
+		list, err := c.Do(ctx, c.B().Hget().Key(s.keys.Concert(cid).UserHolds()).Field("alice").Build()).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, held.ID+":"+millis(held.ExpiresAt), list)
+
+		j, err := s.Join(ctx, cid, "alice", t0.Add(time.Second))
+		require.NoError(t, err)
+		alice := ticketrush.QueueClaims{UserID: "alice", ConcertID: cid, Seq: j.Seq}
+		_, _, err = s.Hold(ctx, alice, sA, "VIP-2", 100, t0.Add(time.Second))
+		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "the restored hold counts")
+		_, _, err = s.Hold(ctx, alice, sA, "VIP-2", 100, t0.Add(11*time.Second))
+		assert.NoError(t, err, "until it runs out")
 	})
 }
