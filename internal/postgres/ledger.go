@@ -225,13 +225,14 @@ func queueProcessed(b *pgx.Batch, events []ticketrush.ProcessedEvent) {
 		one := events[start:end]
 		n := len(one)
 		ms, seqs, at, types := make([]int64, n), make([]int64, n), make([]int64, n), make([]string, n)
-		h := sha256.New()
+		h, id := sha256.New(), make([]byte, 0, 48) // the ids "ms-seq", comma-separated
 		for i, e := range one {
 			ms[i], seqs[i], types[i], at[i] = e.Event.Ms, e.Event.Seq, e.Type, millis(e.At)
+			id = id[:0]
 			if i > 0 {
-				h.Write([]byte{','})
+				id = append(id, ',')
 			}
-			id := strconv.AppendInt(append(strconv.AppendInt(nil, e.Event.Ms, 10), '-'), e.Event.Seq, 10)
+			id = strconv.AppendInt(append(strconv.AppendInt(id, e.Event.Ms, 10), '-'), e.Event.Seq, 10)
 			h.Write(id)
 		}
 		b.Queue(insertProcessed, one[0].Event.Stream, h.Sum(nil), ms, seqs, types, at)

@@ -112,6 +112,7 @@ func (s *Store) sendArrivals(ctx context.Context, concertID string, q *arrivalQu
 	if err == nil {
 		res, err = arrivalsReply(msg, len(batch))
 	}
+	var gone []*arrivalJoin // whose request ended first: a seq nobody takes, logged once the others are answered
 	for i, j := range batch {
 		if err != nil {
 			j.err = err
@@ -119,9 +120,12 @@ func (s *Store) sendArrivals(ctx context.Context, concertID string, q *arrivalQu
 			j.res, j.err = res[i].a, res[i].err
 		}
 		if !j.state.CompareAndSwap(joinWaiting, joinAnswered) && j.err == nil && j.res.status == "ARRIVE" {
-			_ = s.logGap(call, c, j.user, j.res.seq, now) // its request is gone: a seq nobody takes
+			gone = append(gone, j)
 		}
 		close(j.done)
+	}
+	for _, j := range gone {
+		_ = s.logGap(call, c, j.user, j.res.seq, now)
 	}
 
 	s.arrivals.mu.Lock()
@@ -132,11 +136,7 @@ func (s *Store) sendArrivals(ctx context.Context, concertID string, q *arrivalQu
 	}
 	s.arrivals.mu.Unlock()
 	if more {
-		go func() {
-			next, cancel := context.WithTimeout(context.WithoutCancel(ctx), arrivalsWait)
-			defer cancel()
-			s.sendArrivals(next, concertID, q)
-		}()
+		go s.sendArrivals(context.WithoutCancel(ctx), concertID, q)
 	}
 }
 

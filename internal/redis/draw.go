@@ -200,11 +200,19 @@ func (s *Store) PrequeueSize(ctx context.Context, concertID string) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	n, err := w.line.prequeueSize(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("pre-queue size %s: %w", concertID, err)
+	cmds := make(rueidis.Commands, w.line.shards()) // every pre-queue of the line, one round trip
+	for n := range cmds {
+		cmds[n] = s.client.B().Zcard().Key(w.line.prequeue(n)).Build()
 	}
-	return n, nil
+	var sum int64
+	for _, r := range s.client.DoMulti(ctx, cmds...) {
+		v, err := r.AsInt64()
+		if err != nil {
+			return 0, fmt.Errorf("pre-queue size %s: %w", concertID, unavailable(err))
+		}
+		sum += v
+	}
+	return sum, nil
 }
 
 // Entrants reads a page of a sealed pre-queue's entrants, count of them (fewer on the last page) from

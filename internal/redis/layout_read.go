@@ -85,14 +85,9 @@ func (s *Store) FollowPlacements(recorded func(concertID string) ticketrush.Plac
 	s.layouts.follow.Store(&recorded)
 }
 
-// layout returns concertID's layout, read from Redis the first time and whenever the cached one does not
-// follow the recorded placement (a concert not in Redis yet is not cached).
-func (s *Store) layout(ctx context.Context, concertID string) (Layout, error) {
-	w, err := s.ways(ctx, concertID)
-	return w.layout, err
-}
-
-// ways returns the line and the seats of concertID's layout (ways.go), built once per layout read.
+// ways returns concertID's layout and the line and the seats built from it (ways.go): read from Redis the
+// first time and whenever the cached one does not follow the recorded placement (a concert not in Redis
+// yet is not cached).
 func (s *Store) ways(ctx context.Context, concertID string) (concertWays, error) {
 	s.layouts.mu.Lock()
 	w, ok := s.layouts.of[concertID]

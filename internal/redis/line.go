@@ -53,8 +53,8 @@ type lines struct {
 // LineShards is the number of slots concertID's line is spread over (1 for a concert created before
 // lineShards existed); read once per concert from its settings in Redis (layout).
 func (s *Store) LineShards(ctx context.Context, concertID string) (int, error) {
-	l, err := s.layout(ctx, concertID)
-	return l.Shards, err
+	w, err := s.ways(ctx, concertID)
+	return w.layout.Shards, err
 }
 
 // ShardsPerMaster is the default number of line shards per master of a cluster: with the shards' slots

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -76,24 +74,6 @@ func (s *Store) placeLine(ctx context.Context, concertID string, n int, base, fr
 	}
 	_, err := s.execMulti(ctx, s.linePlace, calls)
 	return err
-}
-
-// shardPrequeues is the size of each shard's pre-queue.
-func (s *Store) shardPrequeues(ctx context.Context, concertID string, n int) ([]int64, error) {
-	c := s.keys.Concert(concertID)
-	cmds := make(rueidis.Commands, n)
-	for i := range n {
-		cmds[i] = s.client.B().Zcard().Key(c.Shard(i).Prequeue()).Build()
-	}
-	sizes := make([]int64, n)
-	for i, r := range s.client.DoMulti(ctx, cmds...) {
-		v, err := r.AsInt64()
-		if err != nil {
-			return nil, unavailable(err)
-		}
-		sizes[i] = v
-	}
-	return sizes, nil
 }
 
 // prequeueStatusLine is the state of a pre-queue token of a line of n shards: from the entrant's shard

@@ -34,8 +34,8 @@ func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, 
 		msg, err = w.seats.hold(ctx, c, scheduleID, seatID, price, id, now)
 	}
 	if errors.Is(err, ticketrush.ErrQueueTokenExpired) {
-		// seat_hold knows the concert slot's line only: a fan of a sharded line may still wait in theirs.
-		if st, serr := s.inShard(ctx, c, ticketrush.TokenState{Status: ticketrush.StatusExpired}, now); serr == nil &&
+		// The hold knows the concert slot's line only: a fan of a sharded line may still wait in theirs.
+		if st, serr := w.line.expired(ctx, c, ticketrush.TokenState{Status: ticketrush.StatusExpired}, now); serr == nil &&
 			st.Status == ticketrush.StatusWaiting {
 			err = ticketrush.ErrQueueNotActive
 		}

@@ -22,8 +22,9 @@ var spreadSchedules = []string{sA, sB, sC}
 // seatSlot is the keys of the seat slot of schedule scheduleID of concert cid, where its placement put it.
 func seatSlot(t *testing.T, s *Store, scheduleID string) ScheduleKeys {
 	t.Helper()
-	l, err := s.layout(context.Background(), cid)
+	w, err := s.ways(context.Background(), cid)
 	require.NoError(t, err)
+	l := w.layout
 	require.NotEmpty(t, l.Schedules, "the seats of %s are spread", cid)
 	return s.keys.Concert(cid).Schedule(l.Slot(scheduleID))
 }

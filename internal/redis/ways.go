@@ -54,7 +54,6 @@ type lineWay interface {
 	drawPlace(from int64, batch []draw.Entrant, digest string, now time.Time) (keys, args []string)
 	prequeueStatus(ctx context.Context, userID string, now time.Time) (ticketrush.TokenState, uint64, error)
 	prequeueLeave(userID string, now time.Time) (keys, args []string)
-	prequeueSize(ctx context.Context) (int64, error)
 	// migrations are the line_migrate calls that move a line kept as a sorted set (LegacyWait) into
 	// places and order (MigrateLayout).
 	migrations() []call
@@ -177,14 +176,6 @@ func (l slotLine) prequeueLeave(userID string, now time.Time) (keys, args []stri
 	return l.k.prequeueLeave(userID, now)
 }
 
-func (l slotLine) prequeueSize(ctx context.Context) (int64, error) {
-	n, err := l.s.client.Do(ctx, l.s.client.B().Zcard().Key(l.k.Prequeue()).Build()).AsInt64()
-	if err != nil {
-		return 0, unavailable(err)
-	}
-	return n, nil
-}
-
 func (l slotLine) migrations() []call {
 	return []call{built(lineMigrate(l.k.LegacyWait(), l.k.Places(), l.k.Order(), migrateBatch))}
 }
@@ -259,15 +250,6 @@ func (l shardedLine) prequeueStatus(ctx context.Context, userID string, now time
 
 func (l shardedLine) prequeueLeave(userID string, now time.Time) (keys, args []string) {
 	return l.k.Shard(LineShard(userID, l.n)).prequeueLeave(userID, now)
-}
-
-func (l shardedLine) prequeueSize(ctx context.Context) (int64, error) {
-	sizes, err := l.s.shardPrequeues(ctx, l.id, l.n)
-	var sum int64
-	for _, n := range sizes {
-		sum += n
-	}
-	return sum, err
 }
 
 func (l shardedLine) migrations() []call {

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
-	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -26,11 +25,7 @@ func TestMigrateLayoutsMovesEachConcertOnce(t *testing.T) {
 	ctx := context.Background()
 	rdb, prefix := dbtest.Redis(t)
 	dbURL := dbtest.Postgres(t)
-	db, err := postgres.Open(ctx, dbURL)
-	require.NoError(t, err)
-	t.Cleanup(db.Close)
-	_, err = db.Migrate(ctx)
-	require.NoError(t, err)
+	db := migratedDB(t, dbURL)
 	store := redis.NewStore(rdb, prefix, prometheus.NewRegistry())
 	keys := redis.NewKeys(prefix)
 	now := time.Now()

@@ -16,6 +16,17 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
+// migratedDB opens the database at url, migrated, closed at the end of the test.
+func migratedDB(t *testing.T, url string) *postgres.DB {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	_, err = db.Migrate(context.Background())
+	require.NoError(t, err)
+	return db
+}
+
 // TestRestoreKeepsTheRecordedPlacement: restore of an emptied Redis puts every concert's seats in the
 // slots of its recorded placement, whatever the slot map now gives. The concerts' placements are those
 // an earlier slot map gave at their create (suffixes no placement on today's map chooses: on a single
@@ -27,11 +38,7 @@ func TestRestoreKeepsTheRecordedPlacement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb, prefix := dbtest.Redis(t)
-	db, err := postgres.Open(ctx, dbtest.Postgres(t))
-	require.NoError(t, err)
-	t.Cleanup(db.Close)
-	_, err = db.Migrate(ctx)
-	require.NoError(t, err)
+	db := migratedDB(t, dbtest.Postgres(t))
 	keys := redis.NewKeys(prefix)
 
 	at := time.Date(2026, 12, 24, 10, 0, 0, 0, time.UTC)
@@ -72,7 +79,7 @@ func TestRestoreKeepsTheRecordedPlacement(t *testing.T) {
 	require.NoError(t, db.CreateConcert(ctx, held))
 	inRedis := held
 	inRedis.Placement = ticketrush.Placement{Slots: earlierMap(20)(held.ScheduleIDs()), Recorded: true}
-	_, err = redis.RestoreConcert(ctx, rdb, keys.Concert(held.ID), inRedis, nil, ticketrush.QueueMark{})
+	_, err := redis.RestoreConcert(ctx, rdb, keys.Concert(held.ID), inRedis, nil, ticketrush.QueueMark{})
 	require.NoError(t, err)
 	want[held.ID] = inRedis.Placement.Slots
 	gone := concert(21, nil)

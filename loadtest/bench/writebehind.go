@@ -49,22 +49,21 @@ func measureWriteBehind(ctx context.Context, rdb rueidis.Client, prefix, dsn str
 	if err := writebehind.NewState(rdb, prefix).Startup(ctx, db, time.Now()); err != nil {
 		return writeBehindCost{}, err
 	}
-	written := func() (int, error) {
-		var n int
-		return n, db.Pool().QueryRow(ctx, `SELECT count(*) FROM written_events`).Scan(&n)
-	}
-	before, err := written()
-	if err != nil {
-		return writeBehindCost{}, err
+	// read takes the events in Postgres and the CPU the worker's process and the backends used so far.
+	read := func() (written int, worker, pg time.Duration, err error) {
+		if err = db.Pool().QueryRow(ctx, `SELECT count(*) FROM written_events`).Scan(&written); err != nil {
+			return
+		}
+		if worker, err = dbtest.SelfCPU(); err != nil {
+			return
+		}
+		pg, err = dbtest.BackendsCPU(ctx, db.Pool())
+		return
 	}
 	ids := func() []string { return []string{con.ID} }
 	w := writebehind.New(rdb, db, prefix, ids, writebehind.Config{}, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)),
 		prometheus.NewRegistry())
-	cpu0, err := dbtest.SelfCPU()
-	if err != nil {
-		return writeBehindCost{}, err
-	}
-	pg0, err := dbtest.BackendsCPU(ctx, db.Pool())
+	before, cpu0, pg0, err := read()
 	if err != nil {
 		return writeBehindCost{}, err
 	}
@@ -90,15 +89,7 @@ func measureWriteBehind(ctx context.Context, rdb rueidis.Client, prefix, dsn str
 		}
 	}
 	took := time.Since(start)
-	cpu1, err := dbtest.SelfCPU()
-	if err != nil {
-		return writeBehindCost{}, err
-	}
-	pg1, err := dbtest.BackendsCPU(ctx, db.Pool())
-	if err != nil {
-		return writeBehindCost{}, err
-	}
-	after, err := written()
+	after, cpu1, pg1, err := read()
 	if err != nil {
 		return writeBehindCost{}, err
 	}
