@@ -2,7 +2,7 @@
 -- schedule): on the concert's slot, the checks of seat_hold that are not the seat's. The fan's rate, the
 -- token ACTIVE, the fan shown up (off the no-show watch), and one of the fan's maxHoldsPerUser reserved
 -- for reservation id until the hold's expiry. Each gate entry counts until its time: a hold's expiry, or
--- a while longer once it is being paid (gate_mark), so an entry whose hold never came (a crash between
+-- a while longer once it is being paid (lib/follow.lua), so an entry whose hold never came (a crash between
 -- the steps) or whose give-back was lost stops counting by itself when the hold would have lapsed.
 -- Idempotent by id: a second call for the same id reserves nothing more and replies with its time.
 -- KEYS[1] cfg      hash: hold (ms), maxholds
@@ -21,27 +21,10 @@ local cfg, places, active, aseq, ugate, noshow = KEYS[1], KEYS[2], KEYS[3], KEYS
 local rl = KEYS[7]
 local user, seq, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ulimit, uburst = tonumber(ARGV[5]), tonumber(ARGV[6])
-local t = tonumber(now)
---#include gated
-local conf, refused = gated(cfg, rl, aseq, active, places, noshow, user, seq, t, ulimit, uburst)
-if not conf then
+--#include gate
+local expires, refused = gate_reserve(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, tonumber(now),
+  ulimit, uburst)
+if not expires then
   return refused
 end
-
--- The fan's entries still counting; one for id already is this call again.
-local live = {}
-for rid, till in string.gmatch(redis.call('HGET', ugate, user) or '', '([^,:]+):(%d+)') do
-  if tonumber(till) > t then
-    if rid == id then
-      return tonumber(till)
-    end
-    live[#live + 1] = rid .. ':' .. till
-  end
-end
-if #live >= tonumber(conf[2]) then
-  return redis.error_reply('HOLD_LIMIT_REACHED')
-end
-local expires = t + tonumber(conf[1])
-live[#live + 1] = id .. ':' .. string.format('%d', expires)
-redis.call('HSET', ugate, user, table.concat(live, ','))
 return expires

@@ -8,35 +8,50 @@
 -- KEYS[5] uholds   hash: user -> comma list of open reservations
 -- KEYS[6] events   stream: the concert's outbox
 -- KEYS[7] inv      hash: avail (the seat comes back when the hold has lapsed)
+-- KEYS[8] ugate    hash: user -> comma list of '<res>:<until ms>' (the concert's gate entries); this key
+--                  and the four after it are given when the schedule's seat slot is the concert's own:
+--                  the fan's entry then follows the step in this call (lib/follow.lua), as gate_follow
+--                  does after it otherwise
+-- KEYS[9] active   zset: member user, score activeUntil (ms)
+-- KEYS[10] aseq     hash: user -> seq of the ACTIVE token
+-- KEYS[11] done     set: seqs whose fan finished
+-- KEYS[12] cevents stream: the concert's outbox
 -- ARGV[1] id (the reservation)  ARGV[2] now (ms)
+-- ARGV[3] payms (ms: how long a claim keeps the fan's entry counting, PayingGate)
 -- Reply: the reservation JSON after the change (unchanged when it was not PAYING)
 -- Errors: NOT_FOUND
 local seats, holds, res, paying, uholds, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local inv = KEYS[7]
 local id, now = ARGV[1], ARGV[2]
+local ugate, active, aseq, done, cevents = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local payms = tonumber(ARGV[3])
 --#include open
 --#include reservation
-local rec, raw = reservation(res, id)
-if not rec then
-  return redis.error_reply('NOT_FOUND')
+local function step()
+  local rec, raw = reservation(res, id)
+  if not rec then
+    return redis.error_reply('NOT_FOUND')
+  end
+  if rec.status ~= 'PAYING' then
+    return raw, rec
+  end
+  redis.call('ZREM', paying, id)
+  redis.call('XADD', events, '*', 'type', 'payment.release', 'res', id, 'user', rec.user, 'at', now)
+  if rec.expiresAt > tonumber(now) then
+    rec.status = 'HELD'
+    redis.call('ZADD', holds, rec.expiresAt, id)
+    redis.call('HSET', seats, rec.seat, 'H|' .. id .. '|' .. rec.expiresAt)
+  else
+    rec.status = 'EXPIRED'
+    redis.call('HDEL', seats, rec.seat)
+    redis.call('HINCRBY', inv, 'avail', 1)
+    drop_open(uholds, rec.user, id)
+    redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
+      'seat', rec.seat, 'at', now)
+  end
+  raw = cjson.encode(rec)
+  redis.call('HSET', res, id, raw)
+  return raw, rec
 end
-if rec.status ~= 'PAYING' then
-  return raw
-end
-redis.call('ZREM', paying, id)
-redis.call('XADD', events, '*', 'type', 'payment.release', 'res', id, 'user', rec.user, 'at', now)
-if rec.expiresAt > tonumber(now) then
-  rec.status = 'HELD'
-  redis.call('ZADD', holds, rec.expiresAt, id)
-  redis.call('HSET', seats, rec.seat, 'H|' .. id .. '|' .. rec.expiresAt)
-else
-  rec.status = 'EXPIRED'
-  redis.call('HDEL', seats, rec.seat)
-  redis.call('HINCRBY', inv, 'avail', 1)
-  drop_open(uholds, rec.user, id)
-  redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
-    'seat', rec.seat, 'at', now)
-end
-raw = cjson.encode(rec)
-redis.call('HSET', res, id, raw)
-return raw
+--#include follow
+return followed(ugate, active, aseq, done, cevents, now, payms, step())

@@ -1,55 +1,41 @@
--- seat_hold: an ACTIVE fan holds one seat for holdTtl. The seat must be free (a hold past its expiry
--- counts as free and is lapsed here), and the fan under maxHoldsPerUser open holds in this concert.
+-- seat_hold: a hold of a seat whose schedule's seat slot is the concert's own slot (a line of one shard
+-- keeps its seats there: docs/scaleout.md, "Seat slots"), in one call: gate_hold's checks and the fan's
+-- hold reserved, then seat_take's; a seat refused gives the reservation of the fan's hold back. Every
+-- rule is gate_hold's and seat_take's (lib/gate.lua, lib/take.lua).
 -- KEYS[1] cfg      hash: hold (ms), maxholds
 -- KEYS[2] places   hash: user -> seq of each fan WAITING in the line
 -- KEYS[3] active   zset: member user, score activeUntil (ms)
 -- KEYS[4] aseq     hash: user -> seq of the ACTIVE token
--- KEYS[5] seats    hash: seat -> 'H|<res>|<expires ms>' | 'P|<res>' (being paid) | 'S|<res>' (sold), one schedule
--- KEYS[6] holds    zset: member res, score expires (ms): every HELD reservation of the concert
--- KEYS[7] res      hash: res -> reservation JSON
--- KEYS[8] uholds   hash: user -> comma list of the user's open (HELD or being paid) reservations, each
+-- KEYS[5] ugate    hash: user -> comma list of '<res>:<until ms>', the fan's open holds over every schedule
+-- KEYS[6] noshow   zset: member user: a gated call, so the fan has shown up
+-- KEYS[7] rl       string: the user's rate bucket (its theoretical arrival time, ms), same slot
+-- KEYS[8] seats    hash: seat -> 'H|<res>|<expires ms>' | 'P|<res>' (being paid) | 'S|<res>' (sold)
+-- KEYS[9] holds    zset: member res, score expires (ms): every HELD reservation of the schedule
+-- KEYS[10] res     hash: res -> reservation JSON, the schedule's
+-- KEYS[11] uholds  hash: user -> comma list of the user's open reservations of the schedule, each
 --                  '<res>:<expires ms>' (lib/open.lua)
--- KEYS[9] events   stream: the concert's outbox
--- KEYS[10] paying  zset: member res, score claimed (ms): every reservation being paid (PAYING)
--- KEYS[11] inv     hash: avail (one seat fewer, unless it was another fan's lapsed hold)
--- KEYS[12] noshow  zset: member user: a gated call, so the fan has shown up
--- KEYS[13] rl      string: the user's rate bucket (its theoretical arrival time, ms), same slot
+-- KEYS[12] events  stream: the schedule's outbox
+-- KEYS[13] inv     hash: seats, avail (one seat fewer, unless it was another fan's lapsed hold), sold, soldout
 -- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
--- ARGV[6] id (of the new reservation)  ARGV[7] now (ms)
--- ARGV[8] ulimit (requests/s, 0 = off)  ARGV[9] uburst
+-- ARGV[6] id (of the new reservation)  ARGV[7] now (ms)  ARGV[8] ulimit (requests/s, 0 = off)  ARGV[9] uburst
 -- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
--- Errors: NOT_FOUND (no such concert), QUEUE_NOT_ACTIVE (token still WAITING), QUEUE_TOKEN_EXPIRED (token
---         not live), SEAT_UNAVAILABLE, HOLD_LIMIT_REACHED, RATE_LIMITED
-local cfg, places, active, aseq, seats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local holds, res, uholds, events, paying = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local inv, noshow = KEYS[11], KEYS[12]
+-- Errors: NOT_FOUND (no such concert, or its seats not loaded), QUEUE_NOT_ACTIVE (token still WAITING),
+--         QUEUE_TOKEN_EXPIRED (token not live), HOLD_LIMIT_REACHED, RATE_LIMITED, SEAT_UNAVAILABLE
+local cfg, places, active, aseq, ugate, noshow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local rl, seats, holds, res, uholds, events, inv = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 local user, seq, schedule, seat, price, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local rl, ulimit, uburst = KEYS[13], tonumber(ARGV[8]), tonumber(ARGV[9])
+local ulimit, uburst = tonumber(ARGV[8]), tonumber(ARGV[9])
 local t = tonumber(now)
---#include gated
-local conf, refused = gated(cfg, rl, aseq, active, places, noshow, user, seq, t, ulimit, uburst)
-if not conf then
+--#include gate
+--#include take
+--#include gate_entries
+local expires, refused = gate_reserve(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst)
+if not expires then
   return refused
 end
-
---#include hold
-local free, stale = seat_free(seats, res, seat, t)
-if not free then
-  return redis.error_reply('SEAT_UNAVAILABLE')
+local out = take_hold(seats, holds, res, uholds, events, inv,
+  {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, string.format('%d', expires), t, now)
+if out.err then -- the seat refused: the fan's hold limit back at once
+  gate_write(ugate, user, gate_live(ugate, user, t, id))
 end
-
--- The fan's open holds: HELD and unexpired, or being paid (lib/open.lua: an entry's expiry, or the zsets,
--- tell; no record read).
---#include open
-local open = open_holds(uholds, holds, paying, user, t)
-if #open >= tonumber(conf[2]) then
-  return redis.error_reply('HOLD_LIMIT_REACHED')
-end
-
-local expires = t + tonumber(conf[1])
-local exp = string.format('%d', expires) -- formatted once: a number in a string costs a %.14g each time
-take_seat(seats, holds, res, uholds, events, inv, stale,
-  {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, exp, t, now)
-open[#open + 1] = id .. ':' .. exp
-redis.call('HSET', uholds, user, table.concat(open, ','))
-return {id, expires, t, stale and 1 or 0}
+return out

@@ -1,6 +1,6 @@
 -- seat_sell: step 3 of a payment of a concert whose seats are spread over slots of their own, on the
 -- schedule's slot, once the wallet is debited: the reservation becomes PAID and its seat SOLD (the fan's
--- DONE is gate_done's, on the concert's slot, after it). Selling a PAID reservation again replies with it
+-- DONE follows it: lib/follow.lua, in this call or gate_follow's). Selling a PAID reservation again replies with it
 -- unchanged.
 -- KEYS[1] seats    hash: seat -> state
 -- KEYS[2] res      hash: res -> reservation JSON, the schedule's
@@ -9,20 +9,35 @@
 -- KEYS[5] sold     hash: schedule -> seats sold
 -- KEYS[6] events   stream: the schedule's outbox
 -- KEYS[7] inv      hash: seats, avail, sold, soldout ('1' once every seat of the schedule is sold)
+-- KEYS[8] ugate    hash: user -> comma list of '<res>:<until ms>' (the concert's gate entries); this key
+--                  and the four after it are given when the schedule's seat slot is the concert's own:
+--                  the fan's entry then follows the step in this call (lib/follow.lua), as gate_follow
+--                  does after it otherwise
+-- KEYS[9] active   zset: member user, score activeUntil (ms)
+-- KEYS[10] aseq     hash: user -> seq of the ACTIVE token
+-- KEYS[11] done     set: seqs whose fan finished
+-- KEYS[12] cevents stream: the concert's outbox
 -- ARGV[1] id (the reservation)  ARGV[2] payment id  ARGV[3] balance after the debit  ARGV[4] paid at (ms)
+-- ARGV[5] now (ms)  ARGV[6] payms (ms: how long a claim keeps the fan's entry counting, PayingGate)
 -- Reply: the reservation JSON (status PAID)
 -- Errors: NOT_FOUND (no such reservation), RESERVATION_NOT_HELD (not being paid: the caller refunds)
 local seats, res, paying, uholds, sold = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local events, inv = KEYS[6], KEYS[7]
 local id, payment, balance, paid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local ugate, active, aseq, done, cevents = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local now, payms = ARGV[5], tonumber(ARGV[6])
 --#include sell
 --#include open
-local raw, rec, total = sell(seats, res, paying, sold, inv, events, id, payment, balance, paid)
-if not rec then
-  return raw -- PAID already, or refused
+local function step()
+  local raw, rec, total = sell(seats, res, paying, sold, inv, events, id, payment, balance, paid)
+  if not rec then
+    return raw, rec -- PAID already, or refused
+  end
+  if total >= tonumber(redis.call('HGET', inv, 'seats') or '0') then
+    redis.call('HSET', inv, 'soldout', 1)
+  end
+  drop_open(uholds, rec.user, id)
+  return raw, rec
 end
-if total >= tonumber(redis.call('HGET', inv, 'seats') or '0') then
-  redis.call('HSET', inv, 'soldout', 1)
-end
-drop_open(uholds, rec.user, id)
-return raw
+--#include follow
+return followed(ugate, active, aseq, done, cevents, now, payms, step())

@@ -16,29 +16,6 @@
 local seats, holds, res, uholds, events, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local user, seq, schedule, seat, price, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local expires, now = ARGV[7], ARGV[8]
-local t = tonumber(now)
-if redis.call('HEXISTS', inv, 'seats') == 0 then
-  return redis.error_reply('NOT_FOUND')
-end
-local done = redis.call('HGET', res, id)
-if done then -- this step again
-  local rec = cjson.decode(done)
-  return {id, rec.expiresAt, rec.createdAt, 0}
-end
-
---#include hold
-local free, stale = seat_free(seats, res, seat, t)
-if not free then
-  return redis.error_reply('SEAT_UNAVAILABLE')
-end
--- a stale hold's gate entry ran out with it
-take_seat(seats, holds, res, uholds, events, inv, stale,
-  {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, expires, t, now)
--- The fan's other entries stay while open (lib/open.lua): an expiry ahead, or still HELD past it.
-local open = {id .. ':' .. expires}
-for entry in string.gmatch(redis.call('HGET', uholds, user) or '', '[^,]+') do
-  local rid, due = string.match(entry, '^([^:]+):(%d+)$')
-  if (due and tonumber(due) > t) or redis.call('ZSCORE', holds, rid or entry) then open[#open + 1] = entry end
-end
-redis.call('HSET', uholds, user, table.concat(open, ','))
-return {id, tonumber(expires), t, stale and 1 or 0}
+--#include take
+return take_hold(seats, holds, res, uholds, events, inv,
+  {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, expires, tonumber(now), now)

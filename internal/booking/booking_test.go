@@ -276,11 +276,20 @@ func TestMoneyIsConserved(t *testing.T) {
 	assert.Positive(t, paid, "the test sold something")
 }
 
+// seatSlot is the keys of the seat slot of the concert's schedule, where its layout placed it.
+func (e *env) seatSlot(t *testing.T) redis.ScheduleKeys {
+	t.Helper()
+	keys := redis.NewKeys(e.prefix())
+	l, found, err := keys.ReadLayout(context.Background(), e.client, e.concert.ID)
+	require.NoError(t, err)
+	require.True(t, found)
+	return keys.Concert(e.concert.ID).Schedule(l.Slot(e.schedule()))
+}
+
 // soldSeats returns seat -> reservation of every SOLD seat.
 func (e *env) soldSeats(t *testing.T) map[string]string {
 	t.Helper()
-	k := redis.NewKeys(e.prefix()).Concert(e.concert.ID)
-	states, err := e.client.Do(context.Background(), e.client.B().Hgetall().Key(k.Seats(e.schedule())).Build()).AsStrMap()
+	states, err := e.client.Do(context.Background(), e.client.B().Hgetall().Key(e.seatSlot(t).Seats()).Build()).AsStrMap()
 	require.NoError(t, err)
 	out := map[string]string{}
 	for seat, st := range states {

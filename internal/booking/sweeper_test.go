@@ -22,7 +22,7 @@ func TestSweepLapsesAWaveInShortCalls(t *testing.T) {
 	ctx := context.Background()
 	const fans, each = 65, 4
 	e := newEnvHolds(t, fans*each, time.Minute, each)
-	holds := e.store.Keys().Concert(e.concert.ID).Holds()
+	holds := e.seatSlot(t).Holds()
 	var mu sync.Mutex
 	var batches []int // the batch of each hold_sweep call: EVALSHA sha numkeys holds ... now batch ...
 	e.watch(func(w []string) {

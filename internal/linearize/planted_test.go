@@ -152,6 +152,8 @@ func (f *stormFan) run() {
 				f.res = r.ID
 			case errors.Is(err, ticketrush.ErrSeatUnavailable):
 				c.End(linearize.Refused)
+			case errors.Is(err, ticketrush.ErrHoldLimitReached): // the hold limit model judges it
+				c.End(linearize.Limited)
 			default:
 				c.Drop()
 				f.t.Errorf("%s holds %s: %v", f.id, f.seat.ID, err)

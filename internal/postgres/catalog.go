@@ -218,7 +218,7 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 // recorded: slots, or the earlier one (a placement is recorded once, and never written over). It moves
 // the catalog version (sql/0010_catalog_version.sql), so every instance's catalog reads it.
 func (db *DB) RecordPlacement(ctx context.Context, concertID, slots string) (ticketrush.Placement, error) {
-	if _, err := db.pool.Exec(ctx, `UPDATE concerts SET seat_slots = $2 WHERE id = $1 AND seat_slots IS NULL`,
+	if _, err := db.pool.Exec(ctx, `UPDATE concerts SET seat_slots = $2 WHERE id = $1 AND (seat_slots IS NULL OR seat_slots = '')`,
 		concertID, slots); err != nil {
 		return ticketrush.Placement{}, unavailable(ctx, fmt.Errorf("record placement of %s: %w", concertID, err))
 	}
@@ -243,7 +243,7 @@ func placementValue(p ticketrush.Placement) *string {
 
 // placementOf reads a seat_slots value.
 func placementOf(slots *string) ticketrush.Placement {
-	if slots == nil {
+	if slots == nil || *slots == "" { // '': seats in the concert's keys, before layout version 3: not placed
 		return ticketrush.Placement{}
 	}
 	return ticketrush.Placement{Slots: *slots, Recorded: true}

@@ -447,7 +447,7 @@ func prequeueTokenOfAFinishedFan(t *testing.T, s saleSetup) {
 		require.NoError(t, err)
 		seqs[u] = claims.Seq
 	}
-	// ann finishes as payment_complete leaves a fan who paid their last hold; bob leaves his place.
+	// ann finishes as a sale leaves a fan who paid their last hold; bob leaves his place.
 	k := store.Keys().Concert(c.ID)
 	for _, cmd := range []rueidis.Completed{
 		rc.B().Zrem().Key(k.Active()).Member("ann").Build(),

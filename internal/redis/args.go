@@ -252,66 +252,6 @@ func (c ConcertKeys) prequeueLeave(userID string, now time.Time) (keys, args []s
 	return []string{c.Prequeue(), c.Draw(), c.Events()}, []string{userID, millis(now)}
 }
 
-// seatHold is seat_hold's call: the fan of claims holds seatID of scheduleID at price as reservation
-// resID, under the rate l.
-func (c ConcertKeys) seatHold(claims ticketrush.QueueClaims, scheduleID, seatID string, price int64, resID string, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(),
-		c.Events(), c.Paying(), c.Inventory(), c.NoShow(), c.UserRate(claims.UserID)}
-	args = []string{claims.UserID, utoa(claims.Seq), scheduleID, seatID, i64toa(price), resID, millis(now), itoa(l.Rate),
-		itoa(l.Burst)}
-	return keys, args
-}
-
-// holdCancel is hold_cancel's call: the user gives back reservation resID of scheduleID, under the rate l.
-func (c ConcertKeys) holdCancel(userID, scheduleID, resID string, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Inventory(), c.UserRate(userID)}
-	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
-}
-
-// holdSweep is hold_sweep's call: lapse at most batch expired holds of the schedules.
-func (c ConcertKeys) holdSweep(scheduleIDs []string, now time.Time, batch int) (keys, args []string) {
-	keys = make([]string, 0, 5+len(scheduleIDs))
-	keys = append(keys, c.Holds(), c.Reservations(), c.UserHolds(), c.Events(), c.Inventory())
-	for _, s := range scheduleIDs {
-		keys = append(keys, c.Seats(s))
-	}
-	args = make([]string, 0, 2+len(scheduleIDs))
-	args = append(append(args, millis(now), itoa(batch)), scheduleIDs...)
-	return keys, args
-}
-
-// scheduleCounts is schedule_counts's call: the taken and sold seats of each schedule.
-func (c ConcertKeys) scheduleCounts(scheduleIDs []string, now time.Time) (keys, args []string) {
-	keys = make([]string, 0, 3+len(scheduleIDs))
-	keys = append(keys, c.Holds(), c.Reservations(), c.Sold())
-	for _, s := range scheduleIDs {
-		keys = append(keys, c.Seats(s))
-	}
-	args = make([]string, 0, 1+len(scheduleIDs))
-	args = append(append(args, millis(now)), scheduleIDs...)
-	return keys, args
-}
-
-// paymentClaim is payment_claim's call: the user claims reservation resID of scheduleID for payment,
-// under the rate l.
-func (c ConcertKeys) paymentClaim(userID, scheduleID, resID string, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.Events(), c.UserRate(userID)}
-	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
-}
-
-// paymentComplete is payment_complete's call: the sale of reservation resID of scheduleID, paid by d.
-func (c ConcertKeys) paymentComplete(scheduleID, resID string, d ticketrush.Payment, now time.Time) (keys, args []string) {
-	keys = []string{c.Seats(scheduleID), c.Reservations(), c.Paying(), c.UserHolds(), c.Sold(), c.Active(), c.ActiveSeq(),
-		c.Done(), c.Events(), c.Inventory(), c.Holds()}
-	return keys, []string{resID, d.ID, i64toa(d.Balance), millis(d.PaidAt), millis(now)}
-}
-
-// paymentRelease is payment_release's call: undo the claim of reservation resID of scheduleID.
-func (c ConcertKeys) paymentRelease(scheduleID, resID string, now time.Time) (keys, args []string) {
-	keys = []string{c.Seats(scheduleID), c.Holds(), c.Reservations(), c.Paying(), c.UserHolds(), c.Events(), c.Inventory()}
-	return keys, []string{resID, millis(now)}
-}
-
 // pointsCharge is points_charge's call: amount onto the user's balance as charge chargeID, with the
 // Idempotency-Key idemKey ("" none) and the request's fingerprint, under the rate l.
 func (w WalletKeys) pointsCharge(userID string, amount int64, chargeID, idemKey, fingerprint string, l UserLimit, now time.Time) (keys, args []string) {

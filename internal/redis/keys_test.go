@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,8 +25,9 @@ func TestSlot(t *testing.T) {
 func TestEveryScriptTouchesOneSlot(t *testing.T) {
 	k := NewKeys("tr").Concert("c0ncert0001x")
 	w := NewKeys("tr").Wallet("fan-42")
-	schedules := []string{"sched0000001", "sched0000002", "sched0000003"}
 	lim := UserLimit{Rate: 20, Burst: 40}
+	// a seat slot in the concert's own slot (a line of one shard), where a hold and a step are one call
+	together := k.Schedule(SlotsTogether(k, ticketrush.Concert{Schedules: []ticketrush.Schedule{{ID: "sched0000002"}}})[0])
 	claims := ticketrush.QueueClaims{ConcertID: "c0ncert0001x", UserID: "fan-42", Seq: 7}
 	pass := ticketrush.JoinPass{PowID: "ab12"}
 	keysOf := func(keys, _ []string) []string { return keys }
@@ -38,13 +40,13 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"queue_seen":       keysOf(k.queueSeen([]uint64{3, 4}, t0)),
 		"queue_snapshot":   keysOf(k.queueSnapshot(0, 10, t0)),
 		"queue_configure":  keysOf(k.queueConfigure(ticketrush.QueueSettings{}, t0)),
-		"seat_hold":        keysOf(k.seatHold(claims, schedules[1], "A-1", 100, "r1", lim, t0)),
-		"hold_cancel":      keysOf(k.holdCancel("fan-42", schedules[1], "r1", lim, t0)),
-		"hold_sweep":       keysOf(k.holdSweep(schedules, t0, 50)),
-		"schedule_counts":  keysOf(k.scheduleCounts(schedules, t0)),
-		"payment_claim":    keysOf(k.paymentClaim("fan-42", schedules[0], "r1", lim, t0)),
-		"payment_complete": keysOf(k.paymentComplete(schedules[0], "r1", ticketrush.Payment{}, t0)),
-		"payment_release":  keysOf(k.paymentRelease(schedules[0], "r1", t0)),
+		"seat_hold":        keysOf(k.seatHold(together, claims, "A-1", 100, "r1", lim, t0)),
+		"hold_cancel":      keysOf(together.holdCancel("fan-42", "r1", lim, &k, t0)),
+		"hold_sweep":       keysOf(together.holdSweep(t0, 50)),
+		"schedule_counts":  keysOf(together.scheduleCounts(t0)),
+		"payment_claim":    keysOf(together.paymentClaim("fan-42", "r1", lim, &k, t0)),
+		"seat_sell":        keysOf(together.seatSell("r1", ticketrush.Payment{}, &k, t0)),
+		"payment_release":  keysOf(together.paymentRelease("r1", &k, t0)),
 		"points_charge":    keysOf(w.pointsCharge("fan-42", 100, "c1", "key{with}braces", "fp", lim, t0)),
 		"wallet_debit":     keysOf(w.walletDebit("fan-42", "r1", 100, t0)),
 		"wallet_refund":    keysOf(w.walletRefund("fan-42", "r1", t0)),
@@ -70,7 +72,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		scripts[name] = keys
 	}
 	for _, name := range append(lua.Names(), "hold_cancel@schedule", "hold_sweep@schedule", "schedule_counts@schedule",
-		"payment_claim@schedule", "payment_release@schedule") {
+		"payment_claim@schedule", "payment_release@schedule", "seat_sell@schedule") {
 		keys, ok := scripts[name]
 		require.True(t, ok, "script %s has no key list in this test", name)
 		require.NotEmpty(t, keys)
@@ -79,7 +81,7 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 			assert.Equal(t, want, slot(key), "%s: %s is in another slot than %s", name, key, keys[0])
 		}
 	}
-	assert.Equal(t, len(scripts), len(lua.Names())+5, "a key list here for a script that no longer exists")
+	assert.Equal(t, len(scripts), len(lua.Names())+6, "a key list here for a script that no longer exists")
 	assert.NotEqual(t, slot(k.Events()), slot(w.Events()), "concert and wallet live in their own slots")
 	shardSlots := map[int]bool{}
 	for n := range 8 {
@@ -138,17 +140,16 @@ func seatSlotKeys(k ConcertKeys, claims ticketrush.QueueClaims, lim UserLimit) m
 	s := k.Schedule("sched0000002")
 	return map[string][]string{
 		"gate_hold":                keysOf(k.gateHold(claims, "r1", lim, t0)),
-		"gate_mark":                keysOf(k.gateMark("fan-42", "r1", t0, t0)),
-		"gate_done":                keysOf(k.gateDone("fan-42", 7, "r1", t0)),
+		"gate_follow":              keysOf(k.gateFollow(ticketrush.Reservation{UserID: "fan-42", ID: "r1"}, t0)),
 		"inventory_carry":          keysOf(k.inventoryCarry(1, 1, t0)),
 		"schedule_load":            keysOf(s.scheduleLoad(10, t0)),
 		"seat_take":                keysOf(s.seatTake(claims, "A-1", 100, "r1", t0, t0)),
-		"seat_sell":                keysOf(s.seatSell("r1", ticketrush.Payment{})),
-		"hold_cancel@schedule":     keysOf(s.holdCancel("fan-42", "r1", lim, t0)),
+		"seat_sell@schedule":       keysOf(s.seatSell("r1", ticketrush.Payment{}, nil, t0)),
+		"hold_cancel@schedule":     keysOf(s.holdCancel("fan-42", "r1", lim, nil, t0)),
 		"hold_sweep@schedule":      keysOf(s.holdSweep(t0, 50)),
 		"schedule_counts@schedule": keysOf(s.scheduleCounts(t0)),
-		"payment_claim@schedule":   keysOf(s.paymentClaim("fan-42", "r1", lim, t0)),
-		"payment_release@schedule": keysOf(s.paymentRelease("r1", t0)),
+		"payment_claim@schedule":   keysOf(s.paymentClaim("fan-42", "r1", lim, nil, t0)),
+		"payment_release@schedule": keysOf(s.paymentRelease("r1", nil, t0)),
 	}
 }
 
@@ -177,13 +178,23 @@ func TestSeatSlotsTouchOneSlotEach(t *testing.T) {
 	assert.Equal(t, "tr:{c:c1}:ugate", NewKeys("tr").Concert("c1").Gate())
 }
 
-// TestSeatSlotCallsAreTheConcertSlotCalls: the scripts that run on a schedule's slot as on the
-// concert's get, from the schedule's builder, keys of the same layout names in the same order and the
-// same arguments as from the concert's builder (which TestScriptHeaders holds against each header).
-func TestSeatSlotCallsAreTheConcertSlotCalls(t *testing.T) {
+// TestStepCallsWithTheGate: a step of a reservation on a seat slot in the concert's own slot (one call,
+// its follow in it) sends the keys and arguments of the same step on a slot elsewhere, then the concert's
+// keys of the follow, which TestScriptHeaders holds against each header.
+func TestStepCallsWithTheGate(t *testing.T) {
 	k := NewKeys("tr").Concert("c1")
 	s := k.Schedule("s1")
 	lim := UserLimit{Rate: 20, Burst: 40}
+	pay := ticketrush.Payment{ID: "p1", Balance: 3, PaidAt: t0}
+	tests := []struct {
+		script          string
+		alone, withGate call
+	}{
+		{"hold_cancel", built(s.holdCancel("fan-1", "r1", lim, nil, t0)), built(s.holdCancel("fan-1", "r1", lim, &k, t0))},
+		{"payment_claim", built(s.paymentClaim("fan-1", "r1", lim, nil, t0)), built(s.paymentClaim("fan-1", "r1", lim, &k, t0))},
+		{"payment_release", built(s.paymentRelease("r1", nil, t0)), built(s.paymentRelease("r1", &k, t0))},
+		{"seat_sell", built(s.seatSell("r1", pay, nil, t0)), built(s.seatSell("r1", pay, &k, t0))},
+	}
 	names := func(keys []string) []string {
 		out := make([]string, len(keys))
 		for i, key := range keys {
@@ -191,19 +202,12 @@ func TestSeatSlotCallsAreTheConcertSlotCalls(t *testing.T) {
 		}
 		return out
 	}
-	tests := []struct {
-		script   string
-		concert  call
-		schedule call
-	}{
-		{"hold_cancel", built(k.holdCancel("fan-1", "s1", "r1", lim, t0)), built(s.holdCancel("fan-1", "r1", lim, t0))},
-		{"hold_sweep", built(k.holdSweep([]string{"s1"}, t0, 50)), built(s.holdSweep(t0, 50))},
-		{"schedule_counts", built(k.scheduleCounts([]string{"s1"}, t0)), built(s.scheduleCounts(t0))},
-		{"payment_claim", built(k.paymentClaim("fan-1", "s1", "r1", lim, t0)), built(s.paymentClaim("fan-1", "r1", lim, t0))},
-		{"payment_release", built(k.paymentRelease("s1", "r1", t0)), built(s.paymentRelease("r1", t0))},
-	}
 	for _, tt := range tests {
-		assert.Equal(t, names(tt.concert.keys), names(tt.schedule.keys), tt.script)
-		assert.Equal(t, tt.concert.args, tt.schedule.args, tt.script)
+		assert.Equal(t, names(append(append([]string(nil), tt.alone.keys...), k.followKeys()...)), names(tt.withGate.keys), tt.script)
+		assert.Equal(t, tt.alone.args, tt.withGate.args, tt.script)
+		if i := slices.Index(names(tt.alone.keys), "rl"); i >= 0 {
+			assert.Equal(t, s.UserRate("fan-1"), tt.alone.keys[i], "%s: the seat slot's rate bucket", tt.script)
+			assert.Equal(t, k.UserRate("fan-1"), tt.withGate.keys[i], "%s: in the concert's slot, the concert's", tt.script)
+		}
 	}
 }

@@ -113,3 +113,10 @@ func (s *Store) ways(ctx context.Context, concertID string) (concertWays, error)
 	s.layouts.mu.Unlock()
 	return w, nil
 }
+
+// forget drops concertID's cached layout: the next call reads it again (a migration changed it).
+func (s *Store) forget(concertID string) {
+	s.layouts.mu.Lock()
+	delete(s.layouts.of, concertID)
+	s.layouts.mu.Unlock()
+}

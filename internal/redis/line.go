@@ -322,13 +322,6 @@ func (s *Store) tickLine(ctx context.Context, concertID string, n int, now time.
 	}
 	slices.SortFunc(fans, func(a, b lineFan) int { return cmp.Compare(a.seq, b.seq) })
 	fans = slices.DeleteFunc(fans, func(f lineFan) bool { return f.seq > cut })
-	w, err := s.ways(ctx, concertID)
-	if err == nil {
-		err = w.seats.carry(ctx, now) // the seat slots' counts, for line_admit
-	}
-	if err != nil {
-		return ticketrush.TickResult{}, fmt.Errorf("carry inventory: %w", err)
-	}
 	a, err := s.admitLine(ctx, concertID, now, batch, waiting, "tick", fans)
 	s.lines.mu.Lock()
 	s.lines.last[concertID] = len(a.left)

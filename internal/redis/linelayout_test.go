@@ -279,10 +279,10 @@ func TestMigrateLayoutMovesALineOfTheOldLayout(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: 4, Created: true}, d)
 
-				m, err := s.MigrateLayout(ctx, "mg")
+				m, err := s.MigrateLayout(ctx, con)
 				require.NoError(t, err)
 				assert.Equal(t, LayoutMigration{Waiting: 3}, m)
-				again, err := s.MigrateLayout(ctx, "mg")
+				again, err := s.MigrateLayout(ctx, con)
 				require.NoError(t, err)
 				assert.Zero(t, again, "a second migration moves nothing")
 				for i, u := range append(old, "d") {

@@ -3,14 +3,20 @@ package redis
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
 // LayoutVersion is the version of the Redis layout this build reads and writes (docs/operations.md,
 // "Layout versions"). Version 2: a line is a hash of places and lists in arrival order (not a sorted
-// set), and a line of one slot keeps its liveness in seen (not a hash). Concerts below it are migrated
-// once (MigrateLayout), at a process's start or by `ticketrush migrate-layout`; the scripts read
-// version 2 alone.
-const LayoutVersion = 2
+// set), and a line of one slot keeps its liveness in seen (not a hash). Version 3: every schedule's seats
+// are in a seat slot of their own (a line of one shard: in the concert's own slot), none in the concert's
+// keys. Concerts below it are migrated once (MigrateLayout), at a process's start or by `ticketrush
+// migrate-layout`; the scripts read version 3 alone.
+const LayoutVersion = 3
 
 // migrateBatch is how many fans or fields one migration call moves.
 const migrateBatch = 1000
@@ -19,14 +25,29 @@ const migrateBatch = 1000
 type LayoutMigration struct {
 	Waiting int64 // fans moved from a sorted set into places and order
 	Seen    int64 // liveness fields moved from the hash into seen
+	Seats   int   // reservations moved from the concert's keys into its seat slots
 }
 
-// MigrateLayout moves what older builds left of a concert's line into LayoutVersion: each line's sorted
-// set into places and order (line_migrate, all the lines' calls in one round trip, a batch each, until
-// none is left), then a line of one slot's liveness hash into seen (seen_migrate), which records the
-// version in the concert's settings. Running it again, or on a concert of the current layout, moves
-// nothing; a concert not in Redis answers ErrNotFound (its first load writes the current layout).
-func (s *Store) MigrateLayout(ctx context.Context, concertID string) (LayoutMigration, error) {
+// MigrateLayout moves what older builds left of concert c into LayoutVersion: each line's sorted set into
+// places and order (line_migrate, all the lines' calls in one round trip, a batch each, until none is
+// left), a line of one slot's liveness hash into seen (seen_migrate, which records the version in the
+// concert's settings), then seats kept in the concert's own keys into seat slots (migrateSeats). Running
+// it again, or on a concert of the current layout, moves nothing; a concert not in Redis answers
+// ErrNotFound (its first load writes the current layout).
+func (s *Store) MigrateLayout(ctx context.Context, c ticketrush.Concert) (LayoutMigration, error) {
+	m, err := s.migrateLine(ctx, c.ID)
+	if err != nil {
+		return m, err
+	}
+	m.Seats, err = s.migrateSeats(ctx, c)
+	if err != nil {
+		return m, fmt.Errorf("migrate the seats of %s: %w", c.ID, err)
+	}
+	return m, nil
+}
+
+// migrateLine moves a line of an older layout (MigrateLayout).
+func (s *Store) migrateLine(ctx context.Context, concertID string) (LayoutMigration, error) {
 	var m LayoutMigration
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
@@ -76,4 +97,84 @@ func (s *Store) MigrateLayout(ctx context.Context, concertID string) (LayoutMigr
 // seen, then the layout version recorded.
 func seenMigrate(k ConcertKeys, batch int) (keys, args []string) {
 	return []string{k.Cfg(), k.Alive(), k.Seen()}, []string{itoa(batch), itoa(LayoutVersion)}
+}
+
+// migrateSeats moves the seats of a concert that keeps them in its own keys (cfg sched empty: a line of
+// one slot before version 3) into seat slots in the concert's own slot (SlotsTogether): each
+// reservation, with its seat, its place in the HELD or paying set (a claim keeps its time) and its
+// user's open holds, is written as restore writes it (restoreSeatSlots: one MULTI per seat slot, its
+// keys emptied first), then, in one MULTI on the concert's slot, the old keys go, the fans' gate entries
+// and the concert's count are written and cfg sched names the slots. A crash before that last MULTI
+// leaves the old keys in place and sched empty: the next run moves them again. It returns how many
+// reservations it moved; none for a concert whose sched is set.
+func (s *Store) migrateSeats(ctx context.Context, c ticketrush.Concert) (int, error) {
+	k := s.keys.Concert(c.ID)
+	sched, err := s.client.Do(ctx, s.client.B().Hget().Key(k.Cfg()).Field("sched").Build()).ToString()
+	if err == nil && sched != "" {
+		return 0, nil
+	}
+	if err != nil && !isNil(err) {
+		return 0, unavailable(err)
+	}
+	res, err := s.inSlotReservations(ctx, k, c.ID)
+	if err != nil {
+		return 0, err
+	}
+	slots := SlotsTogether(k, c)
+	var rep RestoredConcert
+	var cmds []func(rueidis.Builder) rueidis.Completed
+	if err := restoreSeatSlots(ctx, s.client, &rep, k, c, slots, res, &cmds); err != nil {
+		return 0, err
+	}
+	gone := inSlotSeatKeys(k, c)
+	value := joinSlots(slots)
+	cmds = append([]func(rueidis.Builder) rueidis.Completed{
+		func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(gone...).Build() },
+		func(b rueidis.Builder) rueidis.Completed { return b.Del().Key(k.Gate()).Build() },
+	}, cmds...)
+	cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed {
+		return b.Hset().Key(k.Cfg()).FieldValue().FieldValue("sched", value).FieldValue("lv", itoa(LayoutVersion)).Build()
+	})
+	if err := multi(ctx, s.client, cmds); err != nil {
+		return 0, err
+	}
+	s.forget(c.ID)
+	return rep.Reservations, nil
+}
+
+// inSlotReservations reads every reservation kept in concert k's own keys, with when each being paid was
+// claimed.
+func (s *Store) inSlotReservations(ctx context.Context, k ConcertKeys, concertID string) ([]ticketrush.ReservationRecord, error) {
+	got := s.client.DoMulti(ctx, s.client.B().Hgetall().Key(k.Reservations()).Build(),
+		s.client.B().Zrange().Key(k.Paying()).Min("0").Max("-1").Withscores().Build())
+	raws, err := got[0].AsStrMap()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	claims, err := got[1].AsZScores()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	claimed := make(map[string]time.Time, len(claims))
+	for _, z := range claims {
+		claimed[z.Member] = time.UnixMilli(int64(z.Score))
+	}
+	out := make([]ticketrush.ReservationRecord, 0, len(raws))
+	for _, raw := range raws {
+		r, err := decodeReservation(concertID, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ticketrush.ReservationRecord{Reservation: r, ClaimedAt: claimed[r.ID], PaidAmount: -1})
+	}
+	return out, nil
+}
+
+// inSlotSeatKeys is the keys that held concert c's seats in its own slot before layout version 3.
+func inSlotSeatKeys(k ConcertKeys, c ticketrush.Concert) []string {
+	gone := []string{k.Holds(), k.Reservations(), k.UserHolds(), k.Paying(), k.Sold()}
+	for _, sc := range c.Schedules {
+		gone = append(gone, k.Seats(sc.ID))
+	}
+	return gone
 }

@@ -98,12 +98,13 @@ func joinSlots(slots []SeatSlot) string {
 	return strings.Join(parts, ",")
 }
 
-// PlaceSeatSlots returns a new placement of concert c's seat slots, the cfg sched value: "" for a
-// concert whose seats live in its own slot (a line of one shard), its schedule ids on a single Redis,
-// and on a Redis Cluster each schedule's slot placed on a master (see above).
+// PlaceSeatSlots returns a new placement of concert c's seat slots, the cfg sched value: for a line of
+// one shard each schedule's slot in the concert's own (SlotsTogether), and for a line over shards its
+// schedule ids on a single Redis and on a Redis Cluster each schedule's slot placed on a master (see
+// above).
 func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert) (string, error) {
 	if c.Queue.LineShards <= 1 {
-		return "", nil
+		return joinSlots(SlotsTogether(k, c)), nil
 	}
 	slots := make([]SeatSlot, len(c.Schedules))
 	for i, sc := range c.Schedules {
@@ -117,6 +118,26 @@ func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 		return "", fmt.Errorf("place the seat slots of %s: %w", c.ID, err)
 	}
 	return joinSlots(placeSeatSlots(owners, k, c)), nil
+}
+
+// togetherTries bounds the search for a tag suffix whose slot is the concert's: each try lands there
+// one time in 16384, so 2^20 tries miss it about once in e^64.
+const togetherTries = 1 << 20
+
+// SlotsTogether is the seat slots of c's schedules in the concert's own slot: each schedule's tag gets the
+// first suffix "@<n>" whose slot is the concert's, so that one script call reaches the line, the gate
+// and the seats (a line of one shard keeps everything there). It is a function of the ids alone: the
+// same on every machine, and what a layout migration gives a concert whose seats were in its keys.
+func SlotsTogether(k ConcertKeys, c ticketrush.Concert) []SeatSlot {
+	own := slot(k.Cfg())
+	slots := make([]SeatSlot, len(c.Schedules))
+	for i, sc := range c.Schedules {
+		slots[i] = SeatSlot(sc.ID)
+		for n := 1; n < togetherTries && slot(k.Schedule(slots[i]).Seats()) != own; n++ {
+			slots[i] = SeatSlot(sc.ID + "@" + strconv.Itoa(n))
+		}
+	}
+	return slots
 }
 
 // placeSeatSlots places the seat slots of c's schedules (a concert whose line is spread) on the masters
@@ -167,9 +188,6 @@ func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert) []Seat
 // slots every running process reads, none when its seats live in its own slot), else a new placement
 // (PlaceSeatSlots: a concert being created, or one Redis lost).
 func SeatPlacement(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert) (string, error) {
-	if c.Queue.LineShards <= 1 {
-		return "", nil
-	}
 	v, err := rdb.Do(ctx, rdb.B().Hmget().Key(k.Cfg()).Field("cap", "sched").Build()).ToArray()
 	if err != nil {
 		return "", fmt.Errorf("placement of %s: %w", c.ID, unavailable(err))
@@ -177,7 +195,7 @@ func SeatPlacement(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c tic
 	if !v[0].IsNil() {
 		raw, _ := v[1].ToString()
 		kept := ScheduleIDs(splitSchedules(raw))
-		same := kept == nil || len(kept) == len(c.Schedules)
+		same := kept != nil && len(kept) == len(c.Schedules)
 		for i := 0; same && i < len(kept); i++ {
 			same = kept[i] == c.Schedules[i].ID
 		}

@@ -69,13 +69,7 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.LeftN()).Value(leave).Build() })
 	}
 
-	if sched == "" {
-		seatCmds, inv, err := restoreSeats(&rep, seatKeysOf(k, ""), c, res)
-		if err != nil {
-			return rep, err
-		}
-		cmds = append(append(cmds, seatCmds...), hset(k.Inventory(), inventoryHash(inv))...)
-	} else if err := restoreSeatSlots(ctx, rdb, &rep, k, c, splitSchedules(sched), res, &cmds); err != nil {
+	if err := restoreSeatSlots(ctx, rdb, &rep, k, c, splitSchedules(sched), res, &cmds); err != nil {
 		return rep, err
 	}
 	if err := multi(ctx, rdb, cmds); err != nil {
@@ -279,26 +273,9 @@ func zadd(key string, members map[string]int64) []func(rueidis.Builder) rueidis.
 	}}
 }
 
-// seatKeys is where restoreSeats writes: the keys of a concert's slot, or of a schedule's seat slot.
-type seatKeys struct {
-	res, holds, paying, uholds, sold string
-	seats                            func(scheduleID string) string
-}
-
-// seatKeysOf is the seat keys of concert k's slot (slot ""), or of a seat slot.
-func seatKeysOf(k ConcertKeys, slot SeatSlot) seatKeys {
-	if slot == "" {
-		return seatKeys{res: k.Reservations(), holds: k.Holds(), paying: k.Paying(), uholds: k.UserHolds(), sold: k.Sold(),
-			seats: k.Seats}
-	}
-	s := k.Schedule(slot)
-	return seatKeys{res: s.Reservations(), holds: s.Holds(), paying: s.Paying(), uholds: s.UserHolds(), sold: s.Sold(),
-		seats: func(string) string { return s.Seats() }}
-}
-
-// restoreSeats builds the writes of reservations res into the seat keys at, and returns the seat count
-// they give of c (whose schedules are those res may be of).
-func restoreSeats(rep *RestoredConcert, at seatKeys, c ticketrush.Concert, res []ticketrush.ReservationRecord) ([]func(rueidis.Builder) rueidis.Completed, Inventory, error) {
+// restoreSeats builds the writes of reservations res into the seat slot at, and returns the seat count
+// they give of c (whose one schedule is the slot's).
+func restoreSeats(rep *RestoredConcert, at ScheduleKeys, c ticketrush.Concert, res []ticketrush.ReservationRecord) ([]func(rueidis.Builder) rueidis.Completed, Inventory, error) {
 	var cmds []func(rueidis.Builder) rueidis.Completed
 	records := map[string]string{}
 	seats := map[string]map[string]string{} // schedule -> seat -> state
@@ -340,27 +317,27 @@ func restoreSeats(rep *RestoredConcert, at seatKeys, c ticketrush.Concert, res [
 		records[r.ID] = raw
 		rep.Reservations++
 	}
-	cmds = append(cmds, hset(at.res, records)...)
-	for sched, m := range seats {
-		cmds = append(cmds, hset(at.seats(sched), m)...)
+	cmds = append(cmds, hset(at.Reservations(), records)...)
+	for _, m := range seats {
+		cmds = append(cmds, hset(at.Seats(), m)...)
 	}
-	cmds = append(cmds, zadd(at.holds, holds)...)
-	cmds = append(cmds, zadd(at.paying, paying)...)
+	cmds = append(cmds, zadd(at.Holds(), holds)...)
+	cmds = append(cmds, zadd(at.Paying(), paying)...)
 	uholds := map[string]string{}
 	for user, ids := range open {
 		sort.Strings(ids)
 		uholds[user] = openHolds(ids)
 	}
-	cmds = append(cmds, hset(at.uholds, uholds)...)
+	cmds = append(cmds, hset(at.UserHolds(), uholds)...)
 	soldCounts := map[string]string{}
 	for sched, n := range sold {
 		soldCounts[sched] = strconv.Itoa(n)
 	}
-	cmds = append(cmds, hset(at.sold, soldCounts)...)
+	cmds = append(cmds, hset(at.Sold(), soldCounts)...)
 	return cmds, inventoryOf(c, seats), nil
 }
 
-// restoreSeatSlots writes, for a concert whose seats are spread, each schedule's reservations, seats and
+// restoreSeatSlots writes each schedule's reservations, seats and
 // count in its seat slot (one MULTI per slot, its old keys deleted first), and adds to the concert's
 // writes (cmds) its gate (each open hold's entry: until its expiry, or PayingGate after its claim while
 // being paid) and its whole count.
@@ -382,7 +359,7 @@ func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConc
 		one := c
 		one.Schedules = []ticketrush.Schedule{sc}
 		sk := k.Schedule(slotOf(slots, sc.ID))
-		writes, inv, err := restoreSeats(rep, seatKeysOf(k, slotOf(slots, sc.ID)), one, bySchedule[sc.ID])
+		writes, inv, err := restoreSeats(rep, sk, one, bySchedule[sc.ID])
 		if err != nil {
 			return err
 		}

@@ -19,12 +19,12 @@ import (
 // replica before it answers (docs/durability.md): the script and WAIT 1 <ms> go in one pipeline on
 // one connection to the slot's master, so WAIT covers that write.
 //
-//   - seat_hold, seat_take (a hold's seat, in the seat's own slot): a fan told "held" keeps the seat (no
+//   - seat_hold, seat_take (a hold's seat): a fan told "held" keeps the seat (no
 //     money moves, but it is what the fan was told).
 //   - payment_claim: replicated before the debit, or a lost claim leaves a debit without a seat once
 //     the hold lapses.
 //   - wallet_debit: replicated before the sale completes, or a lost debit leaves a seat without a debit.
-//   - payment_complete, seat_sell (a sale in the seat's own slot): the "paid" answer survives (a lost one
+//   - seat_sell (a sale): the "paid" answer survives (a lost one
 //     would also be redone by the sweeper).
 //   - points_charge, wallet_refund, payment_release, payment_remember: points and their records.
 //   - hold_cancel: a fan told "cancelled" does not find the seat held again.
@@ -37,7 +37,7 @@ import (
 // Ticks and reads do not wait: an admission the dead master took with it shows as a fan told ACTIVE and
 // then not (docs/durability.md), and its slot is the next fan's.
 var replicatedScripts = map[string]bool{
-	"seat_hold": true, "seat_take": true, "payment_claim": true, "wallet_debit": true, "payment_complete": true,
+	"seat_hold": true, "seat_take": true, "payment_claim": true, "wallet_debit": true,
 	"seat_sell": true, "points_charge": true, "wallet_refund": true, "payment_release": true, "payment_remember": true,
 	"hold_cancel": true, "line_enter": true, "queue_join": true, "line_left": true, "queue_leave": true,
 }

@@ -23,9 +23,10 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 	return decodeReservation(concertID, raw)
 }
 
-// Hold holds a seat for the fan of claims: one script that checks the token is ACTIVE, the seat free
-// and the fan under the hold limit, then writes the reservation and its event. It reports whether it
-// lapsed another fan's expired hold of the seat on the way.
+// Hold holds a seat for the fan of claims: the token ACTIVE, the fan under the hold limit and the seat
+// free, then the reservation and its event written (one call where the seat slot is the concert's own,
+// else gate_hold and seat_take). It reports whether it lapsed another fan's expired hold of the seat on
+// the way.
 func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
 	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
 	var msg rueidis.RedisMessage
@@ -84,17 +85,13 @@ func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservat
 	return decodeReservation(concertID, raw)
 }
 
-// Cancel gives back the user's HELD reservation. On a spread concert the cancel stands whatever the
-// gate's step answers: a gate entry left behind runs out at the hold's expiry (and gate_mark's failure
-// is counted in the script error metric).
+// Cancel gives back the user's HELD reservation. The cancel stands whatever the gate's step answers
+// (where it is a call of its own): a gate entry left behind runs out at the hold's expiry (and
+// gate_follow's failure is counted in the script error metric).
 func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error) {
 	return s.reservationStep(ctx, id, now, false, "cancel",
-		func(c ConcertKeys, scheduleID string) (*script, []string, []string) {
-			keys, args := c.holdCancel(userID, scheduleID, id, s.limit, now)
-			return s.holdCancel, keys, args
-		},
-		func(sk ScheduleKeys) (*script, []string, []string) {
-			keys, args := sk.holdCancel(userID, id, s.limit, now)
+		func(sk ScheduleKeys, gate *ConcertKeys) (*script, []string, []string) {
+			keys, args := sk.holdCancel(userID, id, s.limit, gate, now)
 			return s.holdCancel, keys, args
 		})
 }

@@ -13,29 +13,28 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// The seats of a concert whose line is spread (lineShards > 1) live in a slot per schedule
-// (seatslot_keys.go). A step that touched the concert's slot alone now crosses two, and is a short chain
-// of idempotent steps keyed by the reservation id, as a payment is (docs/scaleout.md, "Seat slots"):
+// Each schedule's seats live in a seat slot (seatslot_keys.go). Where that slot is the concert's own (a
+// line of one shard), a hold and each step of a reservation are one call: seat_hold, and the step with its
+// follow (lib/follow.lua). Elsewhere a step that touched the concert's slot alone crosses two, and is a
+// short chain of idempotent steps keyed by the reservation id, as a payment is (docs/scaleout.md, "Seat
+// slots"):
 //
 //   - a hold: gate_hold on the concert's slot (rate, token ACTIVE, shown up, one of the fan's
 //     maxHoldsPerUser reserved until the hold's expiry), then seat_take on the schedule's; a refusal there
-//     gives the gate entry back (gate_mark). A crash between the two leaves a gate entry that stops
+//     gives the gate entry back (gate_follow). A crash between the two leaves a gate entry that stops
 //     counting at the expiry the hold would have had.
 //   - a cancel, a payment's claim, release and sale: the reservation's step on the schedule's slot, then
-//     its gate entry follows it on the concert's slot (gate_mark; gate_done after a sale, which makes the
-//     fan's token DONE when it was their last open hold). A crash between leaves an entry that counts at
-//     most until the hold's expiry, or PayingGate after a claim.
+//     its gate entry follows it on the concert's slot (gate_follow, which after a sale makes the fan's
+//     token DONE when it was their last open hold). A crash between leaves an entry that counts at most
+//     until the hold's expiry, or PayingGate after a claim.
 //   - a lapse needs no step on the concert's slot: the gate entry ran out with the hold.
-//
-// A concert whose seats live in its own slot runs the scripts of seats.go and payment.go, as before.
 
 // PayingGate is how long after a claim a reservation being paid keeps counting against its fan's hold
 // limit, at least (and at least until its hold's expiry): longer than the sweeper takes to finish or
 // undo a payment left claimed (30 s), whose step then sets the entry to what the reservation became.
 const PayingGate = time.Minute
 
-// loadSchedules writes the seat count of each schedule of a concert whose seats are spread, where it is
-// not there yet (schedule_load, one pipelined round trip).
+// loadSchedules writes the seat count of each schedule of a concert, where it is not there yet (schedule_load, one pipelined round trip).
 func (s *Store) loadSchedules(ctx context.Context, c ticketrush.Concert, now time.Time) error {
 	w, err := s.ways(ctx, c.ID)
 	if err != nil {
@@ -44,8 +43,8 @@ func (s *Store) loadSchedules(ctx context.Context, c ticketrush.Concert, now tim
 	return w.seats.load(ctx, c, now)
 }
 
-// holdSpread is a hold of a concert whose seats are spread: gate_hold, then seat_take, then the gate
-// entry given back when seat_take refused. An answer lost on the way (ErrUnavailable) gives nothing back:
+// holdSpread is a hold of a seat whose seat slot is not the concert's: gate_hold, then seat_take, then
+// the gate entry given back when seat_take refused. An answer lost on the way (ErrUnavailable) gives nothing back:
 // the seat may be held; the entry runs out with the hold either way.
 func (s *Store) holdSpread(ctx context.Context, c ticketrush.QueueClaims, slot SeatSlot, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
 	k := s.keys.Concert(c.ConcertID)
@@ -63,12 +62,12 @@ func (s *Store) holdSpread(ctx context.Context, c ticketrush.QueueClaims, slot S
 			return rueidis.RedisMessage{}, err
 		}
 		// The fan's hold limit back at once; if this fails too, the entry runs out at expires.
-		_ = s.gateMark(ctx, k, c.UserID, id, time.Time{}, now)
+		_ = s.gateFollow(ctx, k, ticketrush.Reservation{UserID: c.UserID, ID: id, Seq: c.Seq}, now) // no status: gone
 	}
 	return msg, err
 }
 
-// gateHold is step 1 of a hold of a concert whose seats are spread: the hold's expiry, or the gate's
+// gateHold is step 1 of a hold whose seat slot is not the concert's: the hold's expiry, or the gate's
 // refusal.
 func (s *Store) gateHold(ctx context.Context, c ticketrush.QueueClaims, id string, now time.Time) (time.Time, error) {
 	keys, args := s.keys.Concert(c.ConcertID).gateHold(c, id, s.limit, now)
@@ -83,36 +82,22 @@ func (s *Store) gateHold(ctx context.Context, c ticketrush.QueueClaims, id strin
 	return time.UnixMilli(ms), nil
 }
 
-// gateMark sets the user's gate entry of reservation id to count until until (zero: removed).
-func (s *Store) gateMark(ctx context.Context, k ConcertKeys, userID, id string, until, now time.Time) error {
-	keys, args := k.gateMark(userID, id, until, now)
-	_, err := s.exec(ctx, s.gateMarkSc, keys, args)
+// gateFollow sets the fan's gate entry of r, as a step on its seat slot left it, on the concert's slot
+// (lib/follow.lua).
+func (s *Store) gateFollow(ctx context.Context, k ConcertKeys, r ticketrush.Reservation, now time.Time) error {
+	keys, args := k.gateFollow(r, now)
+	_, err := s.exec(ctx, s.gateFollowSc, keys, args)
 	return err
 }
 
 // follow sets the gate entry of r, as its step on the schedule's slot left it, on the concert's slot:
-// counting until its expiry while HELD, until PayingGate after now at least while being paid, the sale's
-// gate_done once PAID, and gone otherwise.
+// counting until its expiry while HELD, until PayingGate after now at least while being paid, the token
+// DONE after a sale that was the fan's last open hold, and gone otherwise.
 func (s *Store) follow(ctx context.Context, r ticketrush.Reservation, now time.Time) error {
 	if err := s.crashAt("follow"); err != nil {
 		return err
 	}
-	k := s.keys.Concert(r.ConcertID)
-	switch r.Status {
-	case ticketrush.ReservationHeld:
-		return s.gateMark(ctx, k, r.UserID, r.ID, r.ExpiresAt, now)
-	case ticketrush.ReservationPaying:
-		until := now.Add(PayingGate)
-		if r.ExpiresAt.After(until) {
-			until = r.ExpiresAt
-		}
-		return s.gateMark(ctx, k, r.UserID, r.ID, until, now)
-	case ticketrush.ReservationPaid:
-		keys, args := k.gateDone(r.UserID, r.Seq, r.ID, now)
-		_, err := s.exec(ctx, s.gateDoneSc, keys, args)
-		return err
-	}
-	return s.gateMark(ctx, k, r.UserID, r.ID, time.Time{}, now)
+	return s.gateFollow(ctx, s.keys.Concert(r.ConcertID), r, now)
 }
 
 // lost reports whether err may hide a step that ran (the answer was lost), rather than a refusal. A
@@ -321,8 +306,7 @@ func (k Keys) SeatEvents(concertID string, slot SeatSlot) EventSource {
 
 func (s *Store) newSeatSlotScripts() {
 	s.gateHoldSc = s.newScript("gate_hold", false)
-	s.gateMarkSc = s.newScript("gate_mark", false)
-	s.gateDoneSc = s.newScript("gate_done", false)
+	s.gateFollowSc = s.newScript("gate_follow", false)
 	s.seatTake = s.newScript("seat_take", false)
 	s.seatSell = s.newScript("seat_sell", false)
 	s.scheduleLoad = s.newScript("schedule_load", false)

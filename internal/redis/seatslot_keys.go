@@ -7,13 +7,12 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// A concert whose line is spread over several slots (lineShards > 1) has its seats spread too: each
-// schedule's seats, holds, reservations, payments being made, sold count and seat count, and an event
-// stream of their own, in a slot of their own tagged {c:<id>:s:<schedule>} (docs/scaleout.md, "Seat
-// slots"). The concert's slot keeps what the line reads: the fans' open holds over every schedule (the
-// gate, ugate) and the concert's seat count, which the tick carries there from the schedules' counts.
-// Where each seat slot lands is chosen at creation (placement.go).
-// A concert of one slot keeps every seat key in the concert's slot, as before.
+// Every concert keeps each schedule's seats, holds, reservations, payments being made, sold count and
+// seat count, and an event stream, in a seat slot of its own, tagged {c:<id>:s:<slot>} (docs/scaleout.md,
+// "Seat slots"). The concert's slot keeps what the line reads: the fans' open holds over every schedule
+// (the gate, ugate) and the concert's seat count, which the tick carries there from the schedules'
+// counts. Where each seat slot lands is chosen at creation (placement.go): a line of one shard keeps
+// them in the concert's own slot, where a hold and each step of a reservation are one call.
 
 // Schedule returns the keys of a seat slot of a concert whose seats are spread (Layout.Slot names it).
 func (c ConcertKeys) Schedule(slot SeatSlot) ScheduleKeys {
@@ -26,9 +25,6 @@ func (c ConcertKeys) Schedule(slot SeatSlot) ScheduleKeys {
 func (c ConcertKeys) Gate() string { return c.base + "ugate" }
 
 // ScheduleKeys names the keys of one schedule's slot; all share the hash tag {c:<id>:s:<schedule>}.
-// Its keys hold what the concert's keys of the same names hold, for the schedule alone, so that the
-// seat scripts that touch one schedule (hold_cancel, hold_sweep, schedule_counts, payment_claim,
-// payment_release) run on either unchanged.
 type ScheduleKeys struct{ base, schedule string }
 
 func (s ScheduleKeys) Seats() string        { return s.base + "seats" }
@@ -40,6 +36,18 @@ func (s ScheduleKeys) Sold() string         { return s.base + "sold" }
 func (s ScheduleKeys) Inventory() string    { return s.base + "inv" }
 func (s ScheduleKeys) Events() string       { return s.base + "events" }
 func (s ScheduleKeys) DeadLetters() string  { return s.base + "dead" }
+
+// rate is the user's rate bucket of a step on the seat slot: the concert's where the slot is the
+// concert's own (gate not nil: one bucket for all of a fan's calls to the concert), else the slot's.
+func (s ScheduleKeys) rate(userID string, gate *ConcertKeys) string {
+	if gate != nil {
+		return gate.UserRate(userID)
+	}
+	return s.UserRate(userID)
+}
+
+// together reports whether the seat slot is concert c's own slot, where one call reaches both.
+func (s ScheduleKeys) together(c ConcertKeys) bool { return slot(s.Seats()) == slot(c.Cfg()) }
 
 // UserRate is a user's rate bucket for the calls that start on the schedule's slot (cancel, pay).
 func (s ScheduleKeys) UserRate(userID string) string { return s.base + "rl:" + userID }
@@ -56,19 +64,34 @@ func (c ConcertKeys) gateHold(claims ticketrush.QueueClaims, resID string, l Use
 	return keys, []string{claims.UserID, utoa(claims.Seq), resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
 }
 
-// gateMark is gate_mark's call: the user's gate entry of resID counts until until (zero: removed).
-func (c ConcertKeys) gateMark(userID, resID string, until, now time.Time) (keys, args []string) {
-	u := ""
-	if !until.IsZero() {
-		u = millis(until)
-	}
-	return []string{c.Gate()}, []string{userID, resID, u, millis(now)}
+// gateFollow is gate_follow's call: the fan's gate entry of reservation r follows the step that left r
+// as it is.
+func (c ConcertKeys) gateFollow(r ticketrush.Reservation, now time.Time) (keys, args []string) {
+	return c.followKeys(), []string{r.UserID, r.ID, utoa(r.Seq), string(r.Status), millis(r.ExpiresAt), millis(now), ms(PayingGate)}
 }
 
-// gateDone is gate_done's call: the sale of resID, by the fan of token seq, on the concert's side.
-func (c ConcertKeys) gateDone(userID string, seq uint64, resID string, now time.Time) (keys, args []string) {
-	keys = []string{c.Gate(), c.Active(), c.ActiveSeq(), c.Done(), c.Events()}
-	return keys, []string{userID, utoa(seq), resID, millis(now)}
+// followKeys is the concert's keys a fan's gate entry follows a step with (lib/follow.lua).
+func (c ConcertKeys) followKeys() []string {
+	return []string{c.Gate(), c.Active(), c.ActiveSeq(), c.Done(), c.Events()}
+}
+
+// seatHold is seat_hold's call: gate_hold's and seat_take's in one, for a seat slot s in the concert's
+// own slot.
+func (c ConcertKeys) seatHold(s ScheduleKeys, claims ticketrush.QueueClaims, seatID string, price int64, resID string, l UserLimit, now time.Time) (keys, args []string) {
+	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Gate(), c.NoShow(), c.UserRate(claims.UserID),
+		s.Seats(), s.Holds(), s.Reservations(), s.UserHolds(), s.Events(), s.Inventory()}
+	args = []string{claims.UserID, utoa(claims.Seq), s.schedule, seatID, i64toa(price), resID, millis(now), itoa(l.Rate),
+		itoa(l.Burst)}
+	return keys, args
+}
+
+// withGate appends the concert's keys of a step's follow (lib/follow.lua) to keys when gate is not nil:
+// a seat slot in the concert's own slot follows in the step's own call.
+func withGate(keys []string, gate *ConcertKeys) []string {
+	if gate == nil {
+		return keys
+	}
+	return append(keys, gate.followKeys()...)
 }
 
 // inventoryCarry is inventory_carry's call: the schedules' counts summed onto the concert's.
@@ -89,15 +112,15 @@ func (s ScheduleKeys) seatTake(claims ticketrush.QueueClaims, seatID string, pri
 }
 
 // seatSell is seat_sell's call: the sale of resID, paid by d, on the schedule's side.
-func (s ScheduleKeys) seatSell(resID string, d ticketrush.Payment) (keys, args []string) {
-	keys = []string{s.Seats(), s.Reservations(), s.Paying(), s.UserHolds(), s.Sold(), s.Events(), s.Inventory()}
-	return keys, []string{resID, d.ID, i64toa(d.Balance), millis(d.PaidAt)}
+func (s ScheduleKeys) seatSell(resID string, d ticketrush.Payment, gate *ConcertKeys, now time.Time) (keys, args []string) {
+	keys = withGate([]string{s.Seats(), s.Reservations(), s.Paying(), s.UserHolds(), s.Sold(), s.Events(), s.Inventory()}, gate)
+	return keys, []string{resID, d.ID, i64toa(d.Balance), millis(d.PaidAt), millis(now), ms(PayingGate)}
 }
 
 // holdCancel is hold_cancel's call on the schedule's slot.
-func (s ScheduleKeys) holdCancel(userID, resID string, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{s.Seats(), s.Holds(), s.Reservations(), s.UserHolds(), s.Events(), s.Inventory(), s.UserRate(userID)}
-	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
+func (s ScheduleKeys) holdCancel(userID, resID string, l UserLimit, gate *ConcertKeys, now time.Time) (keys, args []string) {
+	keys = withGate([]string{s.Seats(), s.Holds(), s.Reservations(), s.UserHolds(), s.Events(), s.Inventory(), s.rate(userID, gate)}, gate)
+	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst), ms(PayingGate)}
 }
 
 // holdSweep is hold_sweep's call on the schedule's slot.
@@ -112,13 +135,13 @@ func (s ScheduleKeys) scheduleCounts(now time.Time) (keys, args []string) {
 }
 
 // paymentClaim is payment_claim's call on the schedule's slot.
-func (s ScheduleKeys) paymentClaim(userID, resID string, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{s.Seats(), s.Holds(), s.Reservations(), s.Paying(), s.Events(), s.UserRate(userID)}
-	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
+func (s ScheduleKeys) paymentClaim(userID, resID string, l UserLimit, gate *ConcertKeys, now time.Time) (keys, args []string) {
+	keys = withGate([]string{s.Seats(), s.Holds(), s.Reservations(), s.Paying(), s.Events(), s.rate(userID, gate)}, gate)
+	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst), ms(PayingGate)}
 }
 
 // paymentRelease is payment_release's call on the schedule's slot.
-func (s ScheduleKeys) paymentRelease(resID string, now time.Time) (keys, args []string) {
-	keys = []string{s.Seats(), s.Holds(), s.Reservations(), s.Paying(), s.UserHolds(), s.Events(), s.Inventory()}
-	return keys, []string{resID, millis(now)}
+func (s ScheduleKeys) paymentRelease(resID string, gate *ConcertKeys, now time.Time) (keys, args []string) {
+	keys = withGate([]string{s.Seats(), s.Holds(), s.Reservations(), s.Paying(), s.UserHolds(), s.Events(), s.Inventory()}, gate)
+	return keys, []string{resID, millis(now), ms(PayingGate)}
 }

@@ -22,11 +22,16 @@ var spreadSchedules = []string{sA, sB, sC}
 // seatSlot is the keys of the seat slot of schedule scheduleID of concert cid, where its placement put it.
 func seatSlot(t *testing.T, s *Store, scheduleID string) ScheduleKeys {
 	t.Helper()
-	w, err := s.ways(context.Background(), cid)
+	return slotOfConcert(t, s, cid, scheduleID)
+}
+
+// slotOfConcert is the keys of the seat slot of schedule scheduleID of concertID, where its placement put it.
+func slotOfConcert(t *testing.T, s *Store, concertID, scheduleID string) ScheduleKeys {
+	t.Helper()
+	w, err := s.ways(context.Background(), concertID)
 	require.NoError(t, err)
-	l := w.layout
-	require.NotEmpty(t, l.Schedules, "the seats of %s are spread", cid)
-	return s.keys.Concert(cid).Schedule(l.Slot(scheduleID))
+	require.NotEmpty(t, w.layout.Schedules, "the seats of %s are placed", concertID)
+	return s.keys.Concert(concertID).Schedule(w.layout.Slot(scheduleID))
 }
 
 // spreadSale loads a concert of three schedules whose line is spread over 3 shards (so its seats are
@@ -163,24 +168,31 @@ func TestSpreadSeatsEndToEnd(t *testing.T) {
 	})
 }
 
-// TestOneSlotConcertKeepsItsScripts: a concert of one line slot runs today's seat scripts on its own
-// slot, none of the seat slots'.
-func TestOneSlotConcertKeepsItsScripts(t *testing.T) {
+// TestOneShardConcertHoldsInOneCall: a concert whose line has one shard keeps each schedule's seat slot
+// in its own slot, where a hold (seat_hold) and a cancel (its follow in it) are one call each: no step of
+// the chain runs (a crash hook at each would fail them), and the fan's gate entry is written by the hold
+// and gone with the cancel.
+func TestOneShardConcertHoldsInOneCall(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := sale(t, s, nil, "alice")
+		k := s.keys.Concert(cid)
+		for _, sc := range []string{sA, sB} {
+			assert.Equal(t, slot(k.Cfg()), slot(slotOfConcert(t, s, cid, sc).Seats()), "%s's seats in the concert's slot", sc)
+		}
+		s.crash = func(step string) error { return fmt.Errorf("the chain ran its step %s", step) }
 		r, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
+		gate, err := c.Do(ctx, c.B().Hget().Key(k.Gate()).Field("alice").Build()).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, r.ID+":"+millis(r.ExpiresAt), gate, "the hold's gate entry")
 		_, err = s.Cancel(ctx, "alice", r.ID, t0)
 		require.NoError(t, err)
-		k := s.keys.Concert(cid)
-		for _, key := range []string{k.Schedule(sA).Inventory(), k.Schedule(sA).Events(), k.Gate()} {
-			n, err := c.Do(ctx, c.B().Exists().Key(key).Build()).AsInt64()
-			require.NoError(t, err)
-			assert.Zero(t, n, "no seat slot, no gate: %s", key)
-		}
-		raw, err := c.Do(ctx, c.B().Hget().Key(k.Reservations()).Field(r.ID).Build()).ToString()
-		require.NoError(t, err, "the reservation in the concert's slot, as seat_hold writes it")
+		n, err := c.Do(ctx, c.B().Hexists().Key(k.Gate()).Field("alice").Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "the cancel's follow took the entry out")
+		raw, err := c.Do(ctx, c.B().Hget().Key(slotOfConcert(t, s, cid, sA).Reservations()).Field(r.ID).Build()).ToString()
+		require.NoError(t, err, "the reservation in the seat slot")
 		assert.Contains(t, raw, `"status":"CANCELLED"`)
 	})
 }
@@ -253,7 +265,7 @@ func TestSpreadHoldCrashBetweenSteps(t *testing.T) {
 
 // TestSpreadPaymentCrashBetweenSteps: a claim whose gate step was lost still counts the hold until its
 // expiry, and the sweeper's release (no debit) sets the entry to what the hold became; a sale whose
-// gate_done was lost is completed by the payment's retry (the claim of a PAID reservation), which
+// follow was lost is completed by the payment's retry (the claim of a PAID reservation), which
 // makes the fan DONE.
 func TestSpreadPaymentCrashBetweenSteps(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
@@ -277,7 +289,7 @@ func TestSpreadPaymentCrashBetweenSteps(t *testing.T) {
 		assert.Equal(t, ticketrush.ReservationExpired, rel.Status)
 		assert.Empty(t, gateEntries(t, c, s, "alice"))
 
-		// A sale whose concert side (gate_done) never ran.
+		// A sale whose concert side (its follow) never ran.
 		r, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(32*time.Second))
 		require.NoError(t, err)
 		_, err = s.Claim(ctx, "alice", r.ID, t0.Add(32*time.Second))

@@ -115,7 +115,8 @@ func TestMigrateLayoutMovesTheLivenessHash(t *testing.T) {
 		ctx := context.Background()
 		q := ticketrush.DefaultQueueSettings()
 		q.Paused, q.AbandonAfter = true, 2*time.Second
-		mustLoad(t, s, oneSchedule(concert(cid, func(qs *ticketrush.QueueSettings) { *qs = q })))
+		con := oneSchedule(concert(cid, func(qs *ticketrush.QueueSettings) { *qs = q }))
+		mustLoad(t, s, con)
 		a := join(t, s, cid, "u1", ticketrush.StatusWaiting)
 		b := join(t, s, cid, "u2", ticketrush.StatusWaiting)
 		k := s.keys.Concert(cid)
@@ -124,7 +125,7 @@ func TestMigrateLayoutMovesTheLivenessHash(t *testing.T) {
 			FieldValue(strconv.FormatUint(b.Seq, 10), millis(t0.Add(-time.Second))).Build()).Error())
 		require.NoError(t, c.Do(ctx, c.B().Hdel().Key(k.Cfg()).Field("lv").Build()).Error())
 
-		m, err := s.MigrateLayout(ctx, cid)
+		m, err := s.MigrateLayout(ctx, con)
 		require.NoError(t, err)
 		assert.Equal(t, LayoutMigration{Seen: 2}, m)
 		assert.Equal(t, t0.Add(2500*time.Millisecond), seenOf(t, c, s, cid, a.Seq), "the hash's later time")
@@ -135,7 +136,7 @@ func TestMigrateLayoutMovesTheLivenessHash(t *testing.T) {
 		lv, err := c.Do(ctx, c.B().Hget().Key(k.Cfg()).Field("lv").Build()).ToString()
 		require.NoError(t, err)
 		assert.Equal(t, strconv.Itoa(LayoutVersion), lv)
-		again, err := s.MigrateLayout(ctx, cid)
+		again, err := s.MigrateLayout(ctx, con)
 		require.NoError(t, err)
 		assert.Zero(t, again, "a second migration moves nothing")
 

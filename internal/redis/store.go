@@ -85,7 +85,7 @@ type Store struct {
 	load, join, leave, status, tick, seen, snapshot, configure *script
 
 	seatHold, holdCancel, holdSweep, scheduleCounts *script
-	paymentClaim, paymentComplete, paymentRelease   *script
+	paymentClaim, paymentRelease                    *script
 	pointsCharge, walletDebit, walletRefund         *script
 	paymentRemember                                 *script
 	drawSeal, drawPlace, drawStatus, drawRead       *script
@@ -102,10 +102,10 @@ type Store struct {
 	sources map[string]string // scripts run in place of the embedded ones (WithScript; tests only)
 
 	// The seat slots of a concert whose seats are spread (seatslot.go).
-	layouts                                                layouts
-	gateHoldSc, gateMarkSc, gateDoneSc, seatTake, seatSell *script
-	scheduleLoad, inventoryCarry                           *script
-	crash                                                  func(step string) error // a chain's step boundary; tests only
+	layouts                                      layouts
+	gateHoldSc, gateFollowSc, seatTake, seatSell *script
+	scheduleLoad, inventoryCarry                 *script
+	crash                                        func(step string) error // a chain's step boundary; tests only
 }
 
 // LimitUsers sets the per-user rate the state-changing scripts enforce (0 turns it off). Call it before
@@ -149,7 +149,6 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 	s.holdSweep = s.newScript("hold_sweep", false)
 	s.scheduleCounts = s.newScript("schedule_counts", true)
 	s.paymentClaim = s.newScript("payment_claim", false)
-	s.paymentComplete = s.newScript("payment_complete", false)
 	s.paymentRelease = s.newScript("payment_release", false)
 	s.pointsCharge = s.newScript("points_charge", false)
 	s.walletDebit = s.newScript("wallet_debit", false)

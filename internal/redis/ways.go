@@ -13,7 +13,9 @@ import (
 )
 
 // A concert's layout (Layout) decides which scripts and keys each call uses: its line in the concert's
-// slot or over shards, its seats in the concert's slot or in a slot per schedule (docs/scaleout.md).
+// slot or over shards, and where each schedule's seat slot is: in the concert's own slot, where a hold
+// and each step of a reservation are one call, or elsewhere, where they are short chains of calls
+// (docs/scaleout.md).
 // waysOf is the one place that looks at it: it builds the concert's line and seats once per layout
 // read, and the Store's methods call them without asking which they are.
 
@@ -27,12 +29,9 @@ type concertWays struct {
 // waysOf builds the line and the seats of concertID's layout l.
 func (s *Store) waysOf(concertID string, l Layout) concertWays {
 	k := s.keys.Concert(concertID)
-	w := concertWays{layout: l, line: slotLine{s: s, k: k}, seats: slotSeats{s: s, k: k, id: concertID}}
+	w := concertWays{layout: l, line: slotLine{s: s, k: k}, seats: newSeatSlots(s, k, concertID, l.Schedules)}
 	if l.Shards > 1 {
 		w.line = shardedLine{s: s, k: k, id: concertID, n: l.Shards}
-	}
-	if l.Schedules != nil {
-		w.seats = spreadSeats{s: s, k: k, id: concertID, sched: l.Schedules}
 	}
 	return w
 }
@@ -62,21 +61,19 @@ type lineWay interface {
 	prequeue(n int) string
 }
 
-// seatWay is how a concert's seats are reached: slotSeats (the concert's slot) or spreadSeats.
+// seatWay is how a concert's seats are reached (seatSlots).
 type seatWay interface {
 	hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error)
-	// step runs one step of reservation id with the script inSlot or spread names (reservationStep).
+	// step runs one step of reservation id with the script step names (reservationStep).
 	step(ctx context.Context, id, scheduleID string, now time.Time, must bool, what string,
-		inSlot func(c ConcertKeys, scheduleID string) (*script, []string, []string),
-		spread func(sk ScheduleKeys) (*script, []string, []string)) (ticketrush.Reservation, error)
+		step func(sk ScheduleKeys, gate *ConcertKeys) (*script, []string, []string)) (ticketrush.Reservation, error)
 	sweep(ctx context.Context, scheduleIDs []string, now time.Time, batch int) (int, error)
 	counts(ctx context.Context, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error)
 	gatedCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error)
 	seatsKey(scheduleID string) string
 	reservationsKey(scheduleID string) string
 	stuck(ctx context.Context, before time.Time, limit int) ([]string, error)
-	// carry sums the schedules' seat counts onto the concert's, where the line reads them (nothing to do
-	// for seats the concert's slot keeps: their scripts keep its count).
+	// carry sums the schedules' seat counts onto the concert's, where the line reads them.
 	carry(ctx context.Context, now time.Time) error
 	// load writes each schedule's seat count where it is not there yet.
 	load(ctx context.Context, c ticketrush.Concert, now time.Time) error
@@ -264,102 +261,52 @@ func (l shardedLine) migrations() []call {
 func (l shardedLine) shards() int           { return l.n }
 func (l shardedLine) prequeue(n int) string { return l.k.Shard(n).Prequeue() }
 
-// slotSeats are seats in the concert's slot: one script a call, beside the line's keys.
-type slotSeats struct {
-	s  *Store
-	k  ConcertKeys
-	id string
+// seatSlots are a concert's seats in a seat slot per schedule (seatslot.go). A step on a seat slot in the
+// concert's own slot (together) is one call; on another, a short chain over that slot and the concert's.
+type seatSlots struct {
+	s        *Store
+	k        ConcertKeys
+	id       string
+	sched    []SeatSlot
+	together map[SeatSlot]bool
 }
 
-func (w slotSeats) hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
-	keys, args := w.k.seatHold(c, scheduleID, seatID, price, id, w.s.limit, now)
-	return w.s.exec(ctx, w.s.seatHold, keys, args)
-}
-
-func (w slotSeats) step(ctx context.Context, _, scheduleID string, _ time.Time, _ bool, _ string,
-	inSlot func(c ConcertKeys, scheduleID string) (*script, []string, []string),
-	_ func(sk ScheduleKeys) (*script, []string, []string)) (ticketrush.Reservation, error) {
-	sc, keys, args := inSlot(w.k, scheduleID)
-	return w.s.reservationScript(ctx, sc, w.id, keys, args)
-}
-
-func (w slotSeats) sweep(ctx context.Context, scheduleIDs []string, now time.Time, batch int) (int, error) {
-	keys, args := w.k.holdSweep(scheduleIDs, now, batch)
-	msg, err := w.s.exec(ctx, w.s.holdSweep, keys, args)
-	if err != nil {
-		return 0, err
+func newSeatSlots(s *Store, k ConcertKeys, concertID string, sched []SeatSlot) seatSlots {
+	w := seatSlots{s: s, k: k, id: concertID, sched: sched, together: map[SeatSlot]bool{}}
+	for _, slot := range sched {
+		w.together[slot] = k.Schedule(slot).together(k)
 	}
-	return sweepReply(msg)
+	return w
 }
 
-func (w slotSeats) counts(ctx context.Context, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
-	keys, args := w.k.scheduleCounts(scheduleIDs, now)
-	msg, err := w.s.exec(ctx, w.s.scheduleCounts, keys, args)
-	if err != nil {
-		return nil, err
+// gate is the concert's keys a step on slot follows with in its own call, or nil where the follow is a
+// call of its own.
+func (w seatSlots) gate(slot SeatSlot) *ConcertKeys {
+	if w.together[slot] {
+		return &w.k
 	}
-	return countsReply(msg, scheduleIDs)
+	return nil
 }
 
-// gatedCounts sends the counts with the token's check, in one round trip.
-func (w slotSeats) gatedCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
-	s := w.s
-	keys, args := w.k.scheduleCounts(scheduleIDs, now)
-	counts := func() rueidis.Completed { return s.evalsha(s.scheduleCounts, keys, args) }
-	st, data, err := s.gated(ctx, c, now, counts)
-	if err != nil {
-		return st, nil, err
+func (w seatSlots) hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
+	slot := slotOf(w.sched, scheduleID)
+	if w.together[slot] {
+		keys, args := w.k.seatHold(w.k.Schedule(slot), c, seatID, price, id, w.s.limit, now)
+		return w.s.exec(ctx, w.s.seatHold, keys, args)
 	}
-	msg, err := data.ToMessage()
-	if isNoScript(err) {
-		msg, err = s.exec(ctx, s.scheduleCounts, keys, args)
-	}
-	if err != nil {
-		_, err = mapError(err)
-		return st, nil, fmt.Errorf("schedule counts: %w", err)
-	}
-	out, err := countsReply(msg, scheduleIDs)
-	return st, out, err
+	return w.s.holdSpread(ctx, c, slot, seatID, price, id, now)
 }
 
-func (w slotSeats) seatsKey(scheduleID string) string { return w.k.Seats(scheduleID) }
-func (w slotSeats) reservationsKey(string) string     { return w.k.Reservations() }
-
-func (w slotSeats) stuck(ctx context.Context, before time.Time, limit int) ([]string, error) {
-	cmd := w.s.client.B().Zrangebyscore().Key(w.k.Paying()).Min("-inf").Max(millis(before)).Limit(0, int64(limit)).Build()
-	ids, err := w.s.client.Do(ctx, cmd).AsStrSlice()
-	if err != nil {
-		_, err = mapError(err)
-		return nil, err
-	}
-	return ids, nil
-}
-
-func (slotSeats) carry(context.Context, time.Time) error                    { return nil }
-func (slotSeats) load(context.Context, ticketrush.Concert, time.Time) error { return nil }
-
-// spreadSeats are seats in a slot per schedule (seatslot.go): each step a short chain over the
-// schedule's slot and the concert's.
-type spreadSeats struct {
-	s     *Store
-	k     ConcertKeys
-	id    string
-	sched []SeatSlot
-}
-
-func (w spreadSeats) hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
-	return w.s.holdSpread(ctx, c, slotOf(w.sched, scheduleID), seatID, price, id, now)
-}
-
-// step runs the schedule's step, then the fan's side of it on the concert's slot (follow): with must, a
-// failure of that second step fails the call; without, it is left to run out (a gate entry carries its
-// own expiry).
-func (w spreadSeats) step(ctx context.Context, id, scheduleID string, now time.Time, must bool, what string,
-	_ func(c ConcertKeys, scheduleID string) (*script, []string, []string),
-	spread func(sk ScheduleKeys) (*script, []string, []string)) (ticketrush.Reservation, error) {
-	sc, keys, args := spread(w.k.Schedule(slotOf(w.sched, scheduleID)))
+// step runs the schedule's step, with the fan's side of it (follow) in the same call where the seat slot
+// is the concert's own, else after it: with must, a failure of that second call fails the step; without,
+// it is left to run out (a gate entry carries its own expiry).
+func (w seatSlots) step(ctx context.Context, id, scheduleID string, now time.Time, must bool, what string,
+	step func(sk ScheduleKeys, gate *ConcertKeys) (*script, []string, []string)) (ticketrush.Reservation, error) {
+	slot := slotOf(w.sched, scheduleID)
+	gate := w.gate(slot)
+	sc, keys, args := step(w.k.Schedule(slot), gate)
 	r, err := w.s.reservationScript(ctx, sc, w.id, keys, args)
-	if err != nil {
+	if err != nil || gate != nil {
 		return r, err
 	}
 	if err := w.s.follow(ctx, r, now); err != nil && must {
@@ -368,35 +315,35 @@ func (w spreadSeats) step(ctx context.Context, id, scheduleID string, now time.T
 	return r, nil
 }
 
-func (w spreadSeats) sweep(ctx context.Context, scheduleIDs []string, now time.Time, batch int) (int, error) {
+func (w seatSlots) sweep(ctx context.Context, scheduleIDs []string, now time.Time, batch int) (int, error) {
 	return w.s.sweepSpread(ctx, w.k, slotsOf(w.sched, scheduleIDs), now, batch)
 }
 
-func (w spreadSeats) counts(ctx context.Context, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
+func (w seatSlots) counts(ctx context.Context, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
 	return w.s.scheduleCountsSpread(ctx, w.k, slotsOf(w.sched, scheduleIDs), now)
 }
 
-func (w spreadSeats) gatedCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
+func (w seatSlots) gatedCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
 	return w.s.gatedCountsSpread(ctx, c, slotsOf(w.sched, scheduleIDs), now)
 }
 
-func (w spreadSeats) seatsKey(scheduleID string) string {
+func (w seatSlots) seatsKey(scheduleID string) string {
 	return w.k.Schedule(slotOf(w.sched, scheduleID)).Seats()
 }
 
-func (w spreadSeats) reservationsKey(scheduleID string) string {
+func (w seatSlots) reservationsKey(scheduleID string) string {
 	return w.k.Schedule(slotOf(w.sched, scheduleID)).Reservations()
 }
 
-func (w spreadSeats) stuck(ctx context.Context, before time.Time, limit int) ([]string, error) {
+func (w seatSlots) stuck(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	return w.s.stuckSpread(ctx, w.k, w.sched, before, limit)
 }
 
-func (w spreadSeats) carry(ctx context.Context, now time.Time) error {
+func (w seatSlots) carry(ctx context.Context, now time.Time) error {
 	return w.s.carryInventory(ctx, w.k, w.sched, now)
 }
 
-func (w spreadSeats) load(ctx context.Context, c ticketrush.Concert, now time.Time) error {
+func (w seatSlots) load(ctx context.Context, c ticketrush.Concert, now time.Time) error {
 	calls := make([]call, len(w.sched))
 	for i, slot := range w.sched {
 		calls[i] = built(w.k.Schedule(slot).scheduleLoad(c.TotalSeats(), now))

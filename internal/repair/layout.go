@@ -13,13 +13,14 @@ import (
 // LayoutRecord is the durable catalog's record of each concert's layout version
 // (sql/0014_layout_version.sql).
 type LayoutRecord interface {
+	Concerts(ctx context.Context) ([]ticketrush.Concert, error)
 	ConcertsBelowLayout(ctx context.Context, version int) ([]string, error)
 	RecordLayoutVersion(ctx context.Context, concertID string, version int) error
 }
 
 // LayoutMigrator moves one concert's live state to the store's layout version.
 type LayoutMigrator interface {
-	MigrateLayout(ctx context.Context, concertID string) (redis.LayoutMigration, error)
+	MigrateLayout(ctx context.Context, c ticketrush.Concert) (redis.LayoutMigration, error)
 }
 
 // MigrateLayouts moves every concert the record lists below redis.LayoutVersion to it, then records the
@@ -30,11 +31,23 @@ type LayoutMigrator interface {
 // migrated.
 func MigrateLayouts(ctx context.Context, live LayoutMigrator, rec LayoutRecord, progress io.Writer) (int, error) {
 	ids, err := rec.ConcertsBelowLayout(ctx, redis.LayoutVersion)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	all, err := rec.Concerts(ctx)
 	if err != nil {
 		return 0, err
 	}
+	byID := make(map[string]ticketrush.Concert, len(all))
+	for _, c := range all {
+		byID[c.ID] = c
+	}
 	for i, id := range ids {
-		m, err := live.MigrateLayout(ctx, id)
+		c, ok := byID[id]
+		if !ok {
+			return i, fmt.Errorf("migrate layout of %s: %w", id, ticketrush.ErrNotFound)
+		}
+		m, err := live.MigrateLayout(ctx, c)
 		if err != nil && !errors.Is(err, ticketrush.ErrNotFound) {
 			return i, err
 		}
@@ -42,8 +55,8 @@ func MigrateLayouts(ctx context.Context, live LayoutMigrator, rec LayoutRecord, 
 			return i, err
 		}
 		if progress != nil {
-			fmt.Fprintf(progress, "concert %s (%d of %d): layout %d, %d waiting fans and %d liveness fields moved\n",
-				id, i+1, len(ids), redis.LayoutVersion, m.Waiting, m.Seen)
+			fmt.Fprintf(progress, "concert %s (%d of %d): layout %d, %d waiting fans, %d liveness fields and %d reservations moved\n",
+				id, i+1, len(ids), redis.LayoutVersion, m.Waiting, m.Seen, m.Seats)
 		}
 	}
 	return len(ids), nil

@@ -36,7 +36,7 @@ var callRows = []callRow{
 	{label: "payment_remember reserve", pipe: func(c concertCapacity) phaseCost { return c.reserve }},
 	{label: "payment_claim", pipe: func(c concertCapacity) phaseCost { return c.claim }},
 	{label: "wallet_debit", pipe: func(c concertCapacity) phaseCost { return c.debit }},
-	{label: "payment_complete", pipe: func(c concertCapacity) phaseCost { return c.complete }},
+	{label: "seat_sell", pipe: func(c concertCapacity) phaseCost { return c.complete }},
 	{label: "payment_remember finish", pipe: func(c concertCapacity) phaseCost { return c.finish }},
 	{label: labelTick, pipe: func(c concertCapacity) phaseCost { return c.admit }},
 }

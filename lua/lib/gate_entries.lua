@@ -1,4 +1,4 @@
--- A fan's gate entries on the concert's slot (gate_hold, gate_mark, gate_done): ugate, user -> a comma
+-- A fan's gate entries on the concert's slot (lib/gate.lua, lib/follow.lua): ugate, user -> a comma
 -- list of '<res>:<until ms>', one per open hold over every seat slot, each counting until its time.
 -- gate_live(ugate, user, t, except): the entries still counting at t, but the one of reservation except.
 -- gate_write(ugate, user, live): the fan's entries are live from now on (none: the field goes).

@@ -1,5 +1,5 @@
 -- sell(seats, res, paying, sold, inv, events, id, payment, balance, paid): the sale of reservation id once
--- its wallet is debited (seat_sell, payment_complete): PAID, its seat SOLD, out of paying, the schedule's
+-- its wallet is debited (seat_sell): PAID, its seat SOLD, out of paying, the schedule's
 -- and the inventory's sold counts, and its sale event. Returns its JSON and, when this call sold it, its
 -- record and the inventory's seats sold after it; a reservation PAID already, its JSON alone; an error
 -- reply NOT_FOUND (none), RESERVATION_NOT_HELD (not being paid: the caller refunds).
