@@ -390,7 +390,6 @@ func TestNoShow(t *testing.T) {
 	})
 }
 
-
 // slotEventTypes is the event types of schedule scheduleID's seat slot stream, in order.
 func slotEventTypes(t *testing.T, s *Store, c rueidis.Client, concertID, scheduleID string) []string {
 	t.Helper()
