@@ -2,20 +2,18 @@
 -- reservation becomes EXPIRED and its seat AVAILABLE.
 -- KEYS[1] holds    zset: member res, score expires (ms)
 -- KEYS[2] res      hash: res -> reservation JSON
--- KEYS[3] uholds   hash: user -> comma list of open reservations
--- KEYS[4] events   stream: the concert's outbox
--- KEYS[5] inv      hash: avail (each lapsed seat comes back)
--- KEYS[6..] seats  hash: seat -> state, one per schedule, in the order of ARGV[3..]
--- ARGV[1] now (ms)  ARGV[2] batch  ARGV[3..] schedule ids, matching KEYS[6..]
+-- KEYS[3] events   stream: the concert's outbox
+-- KEYS[4] inv      hash: avail (each lapsed seat comes back)
+-- KEYS[5..] seats  hash: seat -> state, one per schedule, in the order of ARGV[3..]
+-- ARGV[1] now (ms)  ARGV[2] batch  ARGV[3..] schedule ids, matching KEYS[5..]
 -- Reply: the number of holds lapsed
 -- Errors: none
-local holds, res, uholds, events, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local holds, res, events, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, batch = ARGV[1], tonumber(ARGV[2])
 local seats = {}
 for i = 3, #ARGV do
-  seats[ARGV[i]] = KEYS[i + 3]
+  seats[ARGV[i]] = KEYS[i + 2]
 end
---#include open
 -- The holds leave holds in one ZREM and give their seats back to avail in one HINCRBY: a wave of holds
 -- expiring together (an opening's first minute) is lapsed call after call while the slot waits.
 local due = redis.call('ZRANGEBYSCORE', holds, '-inf', now, 'LIMIT', 0, batch)
@@ -33,7 +31,6 @@ for _, id in ipairs(due) do
       redis.call('HDEL', seats[rec.schedule], rec.seat)
       back = back + 1
     end
-    drop_open(uholds, rec.user, id)
     redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
       'seat', rec.seat, 'at', now)
   end

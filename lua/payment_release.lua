@@ -5,27 +5,25 @@
 -- KEYS[2] holds    zset: member res, score expires (ms)
 -- KEYS[3] res      hash: res -> reservation JSON
 -- KEYS[4] paying   zset: member res, score claimed at (ms)
--- KEYS[5] uholds   hash: user -> comma list of open reservations
--- KEYS[6] events   stream: the concert's outbox
--- KEYS[7] inv      hash: avail (the seat comes back when the hold has lapsed)
--- KEYS[8] ugate    hash: user -> comma list of '<res>:<until ms>' (the concert's gate entries); this key
+-- KEYS[5] events   stream: the concert's outbox
+-- KEYS[6] inv      hash: avail (the seat comes back when the hold has lapsed)
+-- KEYS[7] ugate    hash: user -> comma list of '<res>:<until ms>' (the concert's gate entries); this key
 --                  and the four after it are given when the schedule's seat slot is the concert's own:
 --                  the fan's entry then follows the step in this call (lib/follow.lua), as gate_follow
 --                  does after it otherwise
--- KEYS[9] active   zset: member user, score activeUntil (ms)
--- KEYS[10] aseq     hash: user -> seq of the ACTIVE token
--- KEYS[11] done     set: seqs whose fan finished
--- KEYS[12] cevents stream: the concert's outbox
+-- KEYS[8] active   zset: member user, score activeUntil (ms)
+-- KEYS[9] aseq     hash: user -> seq of the ACTIVE token
+-- KEYS[10] done     set: seqs whose fan finished
+-- KEYS[11] cevents stream: the concert's outbox
 -- ARGV[1] id (the reservation)  ARGV[2] now (ms)
 -- ARGV[3] payms (ms: how long a claim keeps the fan's entry counting, PayingGate)
 -- Reply: the reservation JSON after the change (unchanged when it was not PAYING)
 -- Errors: NOT_FOUND
-local seats, holds, res, paying, uholds, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local inv = KEYS[7]
+local seats, holds, res, paying, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local inv = KEYS[6]
 local id, now = ARGV[1], ARGV[2]
-local ugate, active, aseq, done, cevents = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local ugate, active, aseq, done, cevents = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local payms = tonumber(ARGV[3])
---#include open
 --#include reservation
 local function step()
   local rec, raw = reservation(res, id)
@@ -45,7 +43,6 @@ local function step()
     rec.status = 'EXPIRED'
     redis.call('HDEL', seats, rec.seat)
     redis.call('HINCRBY', inv, 'avail', 1)
-    drop_open(uholds, rec.user, id)
     redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', id, 'user', rec.user, 'schedule', rec.schedule,
       'seat', rec.seat, 'at', now)
   end

@@ -12,17 +12,15 @@
 -- KEYS[8] seats    hash: seat -> 'H|<res>|<expires ms>' | 'P|<res>' (being paid) | 'S|<res>' (sold)
 -- KEYS[9] holds    zset: member res, score expires (ms): every HELD reservation of the schedule
 -- KEYS[10] res     hash: res -> reservation JSON, the schedule's
--- KEYS[11] uholds  hash: user -> comma list of the user's open reservations of the schedule, each
---                  '<res>:<expires ms>' (lib/open.lua)
--- KEYS[12] events  stream: the schedule's outbox
--- KEYS[13] inv     hash: seats, avail (one seat fewer, unless it was another fan's lapsed hold), sold, soldout
+-- KEYS[11] events  stream: the schedule's outbox
+-- KEYS[12] inv     hash: seats, avail (one seat fewer, unless it was another fan's lapsed hold), sold, soldout
 -- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
 -- ARGV[6] id (of the new reservation)  ARGV[7] now (ms)  ARGV[8] ulimit (requests/s, 0 = off)  ARGV[9] uburst
 -- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
 -- Errors: NOT_FOUND (no such concert, or its seats not loaded), QUEUE_NOT_ACTIVE (token still WAITING),
 --         QUEUE_TOKEN_EXPIRED (token not live), HOLD_LIMIT_REACHED, RATE_LIMITED, SEAT_UNAVAILABLE
 local cfg, places, active, aseq, ugate, noshow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local rl, seats, holds, res, uholds, events, inv = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+local rl, seats, holds, res, events, inv = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local user, seq, schedule, seat, price, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local ulimit, uburst = tonumber(ARGV[8]), tonumber(ARGV[9])
 local t = tonumber(now)
@@ -33,7 +31,7 @@ local expires, refused = gate_reserve(cfg, rl, aseq, active, places, noshow, uga
 if not expires then
   return refused
 end
-local out = take_hold(seats, holds, res, uholds, events, inv,
+local out = take_hold(seats, holds, res, events, inv,
   {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, string.format('%d', expires), t, now)
 if out.err then -- the seat refused: the fan's hold limit back at once
   gate_write(ugate, user, gate_live(ugate, user, t, id))

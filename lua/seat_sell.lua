@@ -5,29 +5,27 @@
 -- KEYS[1] seats    hash: seat -> state
 -- KEYS[2] res      hash: res -> reservation JSON, the schedule's
 -- KEYS[3] paying   zset: member res, score claimed at (ms)
--- KEYS[4] uholds   hash: user -> comma list of open reservations of the schedule
--- KEYS[5] sold     hash: schedule -> seats sold
--- KEYS[6] events   stream: the schedule's outbox
--- KEYS[7] inv      hash: seats, avail, sold, soldout ('1' once every seat of the schedule is sold)
--- KEYS[8] ugate    hash: user -> comma list of '<res>:<until ms>' (the concert's gate entries); this key
+-- KEYS[4] sold     hash: schedule -> seats sold
+-- KEYS[5] events   stream: the schedule's outbox
+-- KEYS[6] inv      hash: seats, avail, sold, soldout ('1' once every seat of the schedule is sold)
+-- KEYS[7] ugate    hash: user -> comma list of '<res>:<until ms>' (the concert's gate entries); this key
 --                  and the four after it are given when the schedule's seat slot is the concert's own:
 --                  the fan's entry then follows the step in this call (lib/follow.lua), as gate_follow
 --                  does after it otherwise
--- KEYS[9] active   zset: member user, score activeUntil (ms)
--- KEYS[10] aseq     hash: user -> seq of the ACTIVE token
--- KEYS[11] done     set: seqs whose fan finished
--- KEYS[12] cevents stream: the concert's outbox
+-- KEYS[8] active   zset: member user, score activeUntil (ms)
+-- KEYS[9] aseq     hash: user -> seq of the ACTIVE token
+-- KEYS[10] done     set: seqs whose fan finished
+-- KEYS[11] cevents stream: the concert's outbox
 -- ARGV[1] id (the reservation)  ARGV[2] payment id  ARGV[3] balance after the debit  ARGV[4] paid at (ms)
 -- ARGV[5] now (ms)  ARGV[6] payms (ms: how long a claim keeps the fan's entry counting, PayingGate)
 -- Reply: the reservation JSON (status PAID)
 -- Errors: NOT_FOUND (no such reservation), RESERVATION_NOT_HELD (not being paid: the caller refunds)
-local seats, res, paying, uholds, sold = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local events, inv = KEYS[6], KEYS[7]
+local seats, res, paying, sold = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local events, inv = KEYS[5], KEYS[6]
 local id, payment, balance, paid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local ugate, active, aseq, done, cevents = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local ugate, active, aseq, done, cevents = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local now, payms = ARGV[5], tonumber(ARGV[6])
 --#include sell
---#include open
 local function step()
   local raw, rec, total = sell(seats, res, paying, sold, inv, events, id, payment, balance, paid)
   if not rec then
@@ -36,7 +34,6 @@ local function step()
   if total >= tonumber(redis.call('HGET', inv, 'seats') or '0') then
     redis.call('HSET', inv, 'soldout', 1)
   end
-  drop_open(uholds, rec.user, id)
   return raw, rec
 end
 --#include follow

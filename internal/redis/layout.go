@@ -279,18 +279,6 @@ func parseSeatState(v string) (s SeatState, ok bool) {
 	return SeatState{}, false
 }
 
-// openHolds encodes a user's open reservations for the uholds hash: a comma list of openEntry's.
-func openHolds(entries []string) string { return strings.Join(entries, ",") }
-
-// openEntry is a reservation's entry in its user's uholds list: '<id>:<expires ms>', or the id alone
-// when it has no expiry (lua/lib/open.lua reads both).
-func openEntry(id string, expires int64) string {
-	if expires <= 0 {
-		return id
-	}
-	return id + ":" + strconv.FormatInt(expires, 10)
-}
-
 // concertHashes returns a concert's meta and cfg hashes as concert_load writes them, with its seat slots
 // at sched (its placement: PlaceSeatSlots, recorded with the concert).
 func concertHashes(c ticketrush.Concert, sched string) (meta, cfg map[string]string) {

@@ -110,7 +110,16 @@ func seenMigrate(k ConcertKeys, batch int) (keys, args []string) {
 func (s *Store) migrateSeats(ctx context.Context, c ticketrush.Concert) (int, error) {
 	k := s.keys.Concert(c.ID)
 	sched, err := s.client.Do(ctx, s.client.B().Hget().Key(k.Cfg()).Field("sched").Build()).ToString()
-	if err == nil && sched != "" {
+	if err == nil && sched != "" { // in seat slots already: their lists of open holds go (the gate counts)
+		var cmds rueidis.Commands
+		for _, slot := range splitSchedules(sched) {
+			cmds = append(cmds, s.client.B().Unlink().Key(k.Schedule(slot).UserHolds()).Build())
+		}
+		for _, r := range s.client.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
+				return 0, unavailable(err)
+			}
+		}
 		return 0, nil
 	}
 	if err != nil && !isNil(err) {

@@ -16,7 +16,7 @@ import (
 // keys (cfg sched empty: a held seat, one being paid, one sold) is moved by the layout migration into
 // seat slots in its own slot, as SlotsTogether places them: each reservation readable, each seat taken as
 // it was, the fans' gate entries counting (the hold limit holds), the counts kept, the old keys gone; and
-// a second migration moves nothing.
+// a second migration moves nothing but the seat slots' lists of open holds, which the gate replaced.
 func TestMigrateLayoutMovesSeatsOutOfTheConcertKeys(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
@@ -100,8 +100,14 @@ func TestMigrateLayoutMovesSeatsOutOfTheConcertKeys(t *testing.T) {
 		_, _, err = s.Hold(ctx, alice, sB, "VIP-2", 100, t0)
 		assert.NoError(t, err, "the cancel gave her hold back")
 
+		// a seat slot's list of open holds, as builds before version 3 kept beside the gate
+		leftover := slotOfConcert(t, s, cid, sB).UserHolds()
+		require.NoError(t, c.Do(ctx, c.B().Hset().Key(leftover).FieldValue().FieldValue("bob", paying.ID).Build()).Error())
 		again, err := s.MigrateLayout(ctx, con)
 		require.NoError(t, err)
 		assert.Zero(t, again, "a second migration moves nothing")
+		n, err = c.Do(ctx, c.B().Exists().Key(leftover).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "and deletes the lists of open holds the gate replaced")
 	})
 }

@@ -280,7 +280,6 @@ func restoreSeats(rep *RestoredConcert, at ScheduleKeys, c ticketrush.Concert, r
 	records := map[string]string{}
 	seats := map[string]map[string]string{} // schedule -> seat -> state
 	holds, paying := map[string]int64{}, map[string]int64{}
-	open := map[string][]string{} // user -> uholds entries
 	sold := map[string]int{}
 	for _, r := range res {
 		if r.SeatID == "" || r.Price < 0 || r.CreatedAt.IsZero() {
@@ -301,13 +300,11 @@ func restoreSeats(rep *RestoredConcert, at ScheduleKeys, c ticketrush.Concert, r
 				seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatHeld, Reservation: r.ID, Expires: msOf(r.ExpiresAt)}.String()
 			}
 			holds[r.ID] = msOf(r.ExpiresAt)
-			open[r.UserID] = append(open[r.UserID], openEntry(r.ID, msOf(r.ExpiresAt)))
 			rep.Held++
 		case ticketrush.ReservationPaying:
 			// Being paid: the sweeper finishes it (debited) or releases it.
 			seats[r.ScheduleID][r.SeatID] = SeatState{Kind: SeatPaying, Reservation: r.ID}.String()
 			paying[r.ID] = max(msOf(r.ClaimedAt), msOf(r.CreatedAt))
-			open[r.UserID] = append(open[r.UserID], openEntry(r.ID, msOf(r.ExpiresAt)))
 			rep.Held++
 		}
 		raw, err := encodeReservation(r.Reservation)
@@ -323,12 +320,6 @@ func restoreSeats(rep *RestoredConcert, at ScheduleKeys, c ticketrush.Concert, r
 	}
 	cmds = append(cmds, zadd(at.Holds(), holds)...)
 	cmds = append(cmds, zadd(at.Paying(), paying)...)
-	uholds := map[string]string{}
-	for user, ids := range open {
-		sort.Strings(ids)
-		uholds[user] = openHolds(ids)
-	}
-	cmds = append(cmds, hset(at.UserHolds(), uholds)...)
 	soldCounts := map[string]string{}
 	for sched, n := range sold {
 		soldCounts[sched] = strconv.Itoa(n)

@@ -169,8 +169,7 @@ func TestSweepLapsesEachDueHoldOnce(t *testing.T) {
 }
 
 // TestSweepEndsEachDueHoldOfAFan: one sweep lapses a fan's two due holds on two schedules and another
-// fan's one: each record EXPIRED, each seat free again, and each fan's list of open holds rewritten
-// without them, keeping the hold that is not due.
+// fan's one: each record EXPIRED, each seat free again, and the hold that is not due kept.
 func TestSweepEndsEachDueHoldOfAFan(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
@@ -186,20 +185,9 @@ func TestSweepEndsEachDueHoldOfAFan(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.ReservationExpired, r.Status, id)
 		}
-		lists := map[string]string{} // each fan's open holds over both seat slots
-		for _, sc := range []string{sA, sB} {
-			one, err := c.Do(ctx, c.B().Hgetall().Key(slotOfConcert(t, s, cid, sc).UserHolds()).Build()).AsStrMap()
-			require.NoError(t, err)
-			for user, l := range one {
-				if lists[user] == "" {
-					lists[user] = l
-				} else if l != "" {
-					lists[user] += "," + l
-				}
-			}
-		}
-		assert.Equal(t, map[string]string{"alice": openEntry(kept.ID, msOf(kept.ExpiresAt)), "bob": ""}, lists,
-			"each list without its lapsed holds")
+		kept, err = s.Reservation(ctx, kept.ID)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.ReservationHeld, kept.Status, "the hold not due is kept")
 		for _, sc := range []string{sA, sB} {
 			seats, err := c.Do(ctx, c.B().Hkeys().Key(slotOfConcert(t, s, cid, sc).Seats()).Build()).AsStrSlice()
 			require.NoError(t, err)
@@ -306,9 +294,9 @@ func TestLapsedHoldsCountedWithoutTheirRecords(t *testing.T) {
 	})
 }
 
-// TestRestoreListsOpenHoldsWithTheirExpiry: restore writes a fan's open holds as the scripts do, each
-// with its expiry, and the scripts go on from there: the restored hold counts until it runs out.
-func TestRestoreListsOpenHoldsWithTheirExpiry(t *testing.T) {
+// TestRestoredHoldCountsAtTheGate: restore writes a fan's open hold into the gate with its expiry, and
+// the scripts go on from there: the restored hold counts against the limit until it runs out.
+func TestRestoredHoldCountsAtTheGate(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		mod := func(q *ticketrush.QueueSettings) {
@@ -323,9 +311,9 @@ func TestRestoreListsOpenHoldsWithTheirExpiry(t *testing.T) {
 		_, err = RestoreConcert(ctx, c, s.keys.Concert(cid), concert(cid, mod),
 			[]ticketrush.ReservationRecord{{Reservation: recs[held.ID]}}, ticketrush.QueueMark{MaxSeq: 10})
 		require.NoError(t, err)
-		list, err := c.Do(ctx, c.B().Hget().Key(slotOfConcert(t, s, cid, sA).UserHolds()).Field("alice").Build()).ToString()
+		gate, err := c.Do(ctx, c.B().Hget().Key(s.keys.Concert(cid).Gate()).Field("alice").Build()).ToString()
 		require.NoError(t, err)
-		assert.Equal(t, held.ID+":"+millis(held.ExpiresAt), list)
+		assert.Equal(t, held.ID+":"+millis(held.ExpiresAt), gate)
 
 		j, err := s.Join(ctx, cid, "alice", t0.Add(time.Second))
 		require.NoError(t, err)

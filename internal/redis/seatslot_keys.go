@@ -30,12 +30,15 @@ type ScheduleKeys struct{ base, schedule string }
 func (s ScheduleKeys) Seats() string        { return s.base + "seats" }
 func (s ScheduleKeys) Holds() string        { return s.base + "holds" }
 func (s ScheduleKeys) Reservations() string { return s.base + "res" }
-func (s ScheduleKeys) UserHolds() string    { return s.base + "uholds" }
-func (s ScheduleKeys) Paying() string       { return s.base + "paying" }
-func (s ScheduleKeys) Sold() string         { return s.base + "sold" }
-func (s ScheduleKeys) Inventory() string    { return s.base + "inv" }
-func (s ScheduleKeys) Events() string       { return s.base + "events" }
-func (s ScheduleKeys) DeadLetters() string  { return s.base + "dead" }
+
+// UserHolds is a list of each fan's open holds that builds before layout version 3 kept in the slot; the
+// gate counts a fan's holds now, and the layout migration deletes it.
+func (s ScheduleKeys) UserHolds() string   { return s.base + "uholds" }
+func (s ScheduleKeys) Paying() string      { return s.base + "paying" }
+func (s ScheduleKeys) Sold() string        { return s.base + "sold" }
+func (s ScheduleKeys) Inventory() string   { return s.base + "inv" }
+func (s ScheduleKeys) Events() string      { return s.base + "events" }
+func (s ScheduleKeys) DeadLetters() string { return s.base + "dead" }
 
 // rate is the user's rate bucket of a step on the seat slot: the concert's where the slot is the
 // concert's own (gate not nil: one bucket for all of a fan's calls to the concert), else the slot's.
@@ -79,7 +82,7 @@ func (c ConcertKeys) followKeys() []string {
 // own slot.
 func (c ConcertKeys) seatHold(s ScheduleKeys, claims ticketrush.QueueClaims, seatID string, price int64, resID string, l UserLimit, now time.Time) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Gate(), c.NoShow(), c.UserRate(claims.UserID),
-		s.Seats(), s.Holds(), s.Reservations(), s.UserHolds(), s.Events(), s.Inventory()}
+		s.Seats(), s.Holds(), s.Reservations(), s.Events(), s.Inventory()}
 	args = []string{claims.UserID, utoa(claims.Seq), s.schedule, seatID, i64toa(price), resID, millis(now), itoa(l.Rate),
 		itoa(l.Burst)}
 	return keys, args
@@ -106,26 +109,26 @@ func (s ScheduleKeys) scheduleLoad(seats int, now time.Time) (keys, args []strin
 
 // seatTake is seat_take's call: step 2 of the hold of seatID at price as resID, until expires.
 func (s ScheduleKeys) seatTake(claims ticketrush.QueueClaims, seatID string, price int64, resID string, expires, now time.Time) (keys, args []string) {
-	keys = []string{s.Seats(), s.Holds(), s.Reservations(), s.UserHolds(), s.Events(), s.Inventory()}
+	keys = []string{s.Seats(), s.Holds(), s.Reservations(), s.Events(), s.Inventory()}
 	args = []string{claims.UserID, utoa(claims.Seq), s.schedule, seatID, i64toa(price), resID, millis(expires), millis(now)}
 	return keys, args
 }
 
 // seatSell is seat_sell's call: the sale of resID, paid by d, on the schedule's side.
 func (s ScheduleKeys) seatSell(resID string, d ticketrush.Payment, gate *ConcertKeys, now time.Time) (keys, args []string) {
-	keys = withGate([]string{s.Seats(), s.Reservations(), s.Paying(), s.UserHolds(), s.Sold(), s.Events(), s.Inventory()}, gate)
+	keys = withGate([]string{s.Seats(), s.Reservations(), s.Paying(), s.Sold(), s.Events(), s.Inventory()}, gate)
 	return keys, []string{resID, d.ID, i64toa(d.Balance), millis(d.PaidAt), millis(now), ms(PayingGate)}
 }
 
 // holdCancel is hold_cancel's call on the schedule's slot.
 func (s ScheduleKeys) holdCancel(userID, resID string, l UserLimit, gate *ConcertKeys, now time.Time) (keys, args []string) {
-	keys = withGate([]string{s.Seats(), s.Holds(), s.Reservations(), s.UserHolds(), s.Events(), s.Inventory(), s.rate(userID, gate)}, gate)
+	keys = withGate([]string{s.Seats(), s.Holds(), s.Reservations(), s.Events(), s.Inventory(), s.rate(userID, gate)}, gate)
 	return keys, []string{userID, resID, millis(now), itoa(l.Rate), itoa(l.Burst), ms(PayingGate)}
 }
 
 // holdSweep is hold_sweep's call on the schedule's slot.
 func (s ScheduleKeys) holdSweep(now time.Time, batch int) (keys, args []string) {
-	keys = []string{s.Holds(), s.Reservations(), s.UserHolds(), s.Events(), s.Inventory(), s.Seats()}
+	keys = []string{s.Holds(), s.Reservations(), s.Events(), s.Inventory(), s.Seats()}
 	return keys, []string{millis(now), itoa(batch), s.schedule}
 }
 
@@ -142,6 +145,6 @@ func (s ScheduleKeys) paymentClaim(userID, resID string, l UserLimit, gate *Conc
 
 // paymentRelease is payment_release's call on the schedule's slot.
 func (s ScheduleKeys) paymentRelease(resID string, gate *ConcertKeys, now time.Time) (keys, args []string) {
-	keys = withGate([]string{s.Seats(), s.Holds(), s.Reservations(), s.Paying(), s.UserHolds(), s.Events(), s.Inventory()}, gate)
+	keys = withGate([]string{s.Seats(), s.Holds(), s.Reservations(), s.Paying(), s.Events(), s.Inventory()}, gate)
 	return keys, []string{resID, millis(now), ms(PayingGate)}
 }

@@ -1,13 +1,11 @@
 -- The hold of a seat (seat_hold, seat_take).
--- lapse_stale(res, holds, uholds, events, stale, now): the seat's previous holder's hold, past its
--- expiry, lapses where a new hold takes the seat (seat_hold, seat_take): its record EXPIRED, out of the
--- HELD set and its user's open holds, with its hold.lapse event. stale is its decoded record.
---#include open
-local function lapse_stale(res, holds, uholds, events, stale, now)
+-- lapse_stale(res, holds, events, stale, now): the seat's previous holder's hold, past its expiry, lapses
+-- where a new hold takes the seat (seat_hold, seat_take): its record EXPIRED, out of the HELD set, with
+-- its hold.lapse event. stale is its decoded record.
+local function lapse_stale(res, holds, events, stale, now)
   stale.status = 'EXPIRED'
   redis.call('HSET', res, stale.id, cjson.encode(stale))
   redis.call('ZREM', holds, stale.id)
-  drop_open(uholds, stale.user, stale.id)
   redis.call('XADD', events, '*', 'type', 'hold.lapse', 'res', stale.id, 'user', stale.user,
     'schedule', stale.schedule, 'seat', stale.seat, 'at', now)
 end
@@ -41,14 +39,13 @@ local function seat_free(seats, res, seat, t)
   return true, cjson.decode(redis.call('HGET', res, rid))
 end
 
--- take_seat(seats, holds, res, uholds, events, inv, stale, h, exp, t, now): the hold h ({id, user, seq,
+-- take_seat(seats, holds, res, events, inv, stale, h, exp, t, now): the hold h ({id, user, seq,
 -- schedule, seat, price}) takes its seat until exp (ms, printed) in the seat slot of those keys: the stale
 -- hold seat_free found lapsed, or one seat fewer available (a lapsed hold's seat was counted taken
--- already); the reservation written HELD, the seat's state, the HELD set and its hold.create event. The
--- caller keeps the user's open holds (uholds).
-local function take_seat(seats, holds, res, uholds, events, inv, stale, h, exp, t, now)
+-- already); the reservation written HELD, the seat's state, the HELD set and its hold.create event.
+local function take_seat(seats, holds, res, events, inv, stale, h, exp, t, now)
   if stale then
-    lapse_stale(res, holds, uholds, events, stale, now)
+    lapse_stale(res, holds, events, stale, now)
   else
     redis.call('HINCRBY', inv, 'avail', -1)
   end

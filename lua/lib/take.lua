@@ -1,11 +1,11 @@
 -- The seat's side of a hold (seat_take, seat_hold), in the schedule's seat slot.
--- take_hold(seats, holds, res, uholds, events, inv, h, expires, t, now): the hold h ({id, user, seq,
+-- take_hold(seats, holds, res, events, inv, h, expires, t, now): the hold h ({id, user, seq,
 -- schedule, seat, price}) takes its seat until expires (ms, a string): the seat must be free (a hold
 -- past its expiry counts as free and is lapsed here). Replies {res, expires, created, lapsed} or the
 -- refusal NOT_FOUND (the schedule's seats are not loaded) or SEAT_UNAVAILABLE. Idempotent by id: the
 -- reservation written already is replied again.
 --#include hold
-local function take_hold(seats, holds, res, uholds, events, inv, h, expires, t, now)
+local function take_hold(seats, holds, res, events, inv, h, expires, t, now)
   if redis.call('HEXISTS', inv, 'seats') == 0 then
     return redis.error_reply('NOT_FOUND')
   end
@@ -19,13 +19,6 @@ local function take_hold(seats, holds, res, uholds, events, inv, h, expires, t, 
     return redis.error_reply('SEAT_UNAVAILABLE')
   end
   -- a stale hold's gate entry ran out with it
-  take_seat(seats, holds, res, uholds, events, inv, stale, h, expires, t, now)
-  -- The fan's other entries stay while open (lib/open.lua): an expiry ahead, or still HELD past it.
-  local open = {h.id .. ':' .. expires}
-  for entry in string.gmatch(redis.call('HGET', uholds, h.user) or '', '[^,]+') do
-    local rid, due = string.match(entry, '^([^:]+):(%d+)$')
-    if (due and tonumber(due) > t) or redis.call('ZSCORE', holds, rid or entry) then open[#open + 1] = entry end
-  end
-  redis.call('HSET', uholds, h.user, table.concat(open, ','))
+  take_seat(seats, holds, res, events, inv, stale, h, expires, t, now)
   return {h.id, tonumber(expires), t, stale and 1 or 0}
 end
