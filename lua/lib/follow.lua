@@ -2,8 +2,10 @@
 -- sale whose seats share the concert's slot follows in the same call).
 -- follow(ugate, active, aseq, done, events, rec, t, now, paying): rec is the reservation as the step left
 -- it ({id, user, seq, status, expiresAt}). Its entry counts until its expiry while HELD, until paying ms
--- after now at least while PAYING, and goes otherwise; once PAID with no other entry of the fan's still
--- counting, their queue token of rec.seq becomes DONE and the active slot frees for the next in line.
+-- after now at least while PAYING (nothing to write while the hold's own entry, until its expiry, is
+-- later than that: every hold writes its entry as it takes the seat), and goes otherwise; once PAID with
+-- no other entry of the fan's still counting, their queue token of rec.seq becomes DONE and the active
+-- slot frees for the next in line.
 -- Idempotent: the same call again leaves the same state. Returns 1 when the token became DONE, else 0.
 -- followed(ugate, active, aseq, done, events, now, paying, out, rec): a step's reply out (the reservation's
 -- JSON, or a refusal) with rec, its decoded record when the step has it; follows it where ugate is given
@@ -11,6 +13,9 @@
 --#include gate_entries
 --#include end_token
 local function follow(ugate, active, aseq, done, events, rec, t, now, paying)
+  if rec.status == 'PAYING' and tonumber(rec.expiresAt) >= t + paying then
+    return 0 -- the entry the hold wrote (until its expiry) already counts as long as it must
+  end
   local live = gate_live(ugate, rec.user, t, rec.id)
   local till = 0
   if rec.status == 'HELD' then
