@@ -17,7 +17,7 @@
 -- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
 -- ARGV[6] id (of the new reservation)  ARGV[7] now (ms)  ARGV[8] ulimit (requests/s, 0 = off)  ARGV[9] uburst
 -- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
--- Errors: NOT_FOUND (no such concert, or its seats not loaded), QUEUE_NOT_ACTIVE (token still WAITING),
+-- Errors: NOT_FOUND (no such concert), QUEUE_NOT_ACTIVE (token still WAITING),
 --         QUEUE_TOKEN_EXPIRED (token not live), HOLD_LIMIT_REACHED, RATE_LIMITED, SEAT_UNAVAILABLE
 local cfg, places, active, aseq, ugate, noshow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rl, seats, holds, res, events, inv = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]

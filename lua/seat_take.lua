@@ -15,5 +15,13 @@ local seats, holds, res, events, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[
 local user, seq, schedule, seat, price, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local expires, now = ARGV[7], ARGV[8]
 --#include take
+if redis.call('HEXISTS', inv, 'seats') == 0 then
+  return redis.error_reply('NOT_FOUND')
+end
+local done = redis.call('HGET', res, id)
+if done then -- this step again
+  local rec = cjson.decode(done)
+  return {id, rec.expiresAt, rec.createdAt, 0}
+end
 return take_hold(seats, holds, res, events, inv,
   {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, expires, tonumber(now), now)

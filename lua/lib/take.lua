@@ -2,18 +2,10 @@
 -- take_hold(seats, holds, res, events, inv, h, expires, t, now): the hold h ({id, user, seq,
 -- schedule, seat, price}) takes its seat until expires (ms, a string): the seat must be free (a hold
 -- past its expiry counts as free and is lapsed here). Replies {res, expires, created, lapsed} or the
--- refusal NOT_FOUND (the schedule's seats are not loaded) or SEAT_UNAVAILABLE. Idempotent by id: the
--- reservation written already is replied again.
+-- refusal SEAT_UNAVAILABLE. seat_take, a step of a chain that may run again, asks first whether it ran
+-- already; seat_hold, one call with an id of its own, need not.
 --#include hold
 local function take_hold(seats, holds, res, events, inv, h, expires, t, now)
-  if redis.call('HEXISTS', inv, 'seats') == 0 then
-    return redis.error_reply('NOT_FOUND')
-  end
-  local done = redis.call('HGET', res, h.id)
-  if done then -- this step again
-    local rec = cjson.decode(done)
-    return {h.id, rec.expiresAt, rec.createdAt, 0}
-  end
   local free, stale = seat_free(seats, res, h.seat, t)
   if not free then
     return redis.error_reply('SEAT_UNAVAILABLE')
