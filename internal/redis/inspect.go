@@ -55,10 +55,7 @@ func (in *Inspector) SeatStates(ctx context.Context, concertID, scheduleID strin
 	if err != nil {
 		return nil, err
 	}
-	key := in.keys.Concert(concertID).Seats(scheduleID)
-	if sched != nil {
-		key = in.keys.Concert(concertID).Schedule(slotOf(sched, scheduleID)).Seats()
-	}
+	key := in.keys.Concert(concertID).Schedule(slotOf(sched, scheduleID)).Seats()
 	raw, err := in.client.Do(ctx, in.client.B().Hgetall().Key(key).Build()).AsStrMap()
 	if err != nil {
 		return nil, fmt.Errorf("HGETALL %s: %w", key, err)
@@ -147,65 +144,14 @@ func (in *Inspector) Balances(ctx context.Context, users []string) (map[string]i
 	return out, nil
 }
 
-// ConcertSlot is a concert's hash slot read at one moment, with the point of its stream it is as of.
+// ConcertSlot is one seat slot of a concert read at one moment, with the point of its stream it is as of.
 type ConcertSlot struct {
 	Reservations map[string]ticketrush.Reservation // the res hash, by id
 	Seats        map[string]map[string]SeatState   // schedule -> seat -> state, of the seats hashes; a value that is no seat state is left out
 	Inventory    Inventory                         // the inv hash, as the seat scripts keep it
 	InventoryOK  bool                              // false when inv is absent or malformed
 	Counted      Inventory                         // the seat count the seats hashes give (inventoryOf)
-	Cut          ticketrush.EventID                // the last entry of the concert's stream the read saw (cut)
-}
-
-// ConcertSlot reads concert c's reservations, seats of each schedule and seat count in one MULTI, with
-// the cut of its stream.
-func (in *Inspector) ConcertSlot(ctx context.Context, c ticketrush.Concert) (ConcertSlot, error) {
-	k := in.keys.Concert(c.ID)
-	slot := ConcertSlot{Reservations: map[string]ticketrush.Reservation{}, Seats: map[string]map[string]SeatState{}}
-	replies, err := in.atOnce(ctx, k.Events(), func(b rueidis.Builder) rueidis.Commands {
-		cmds := rueidis.Commands{b.Hgetall().Key(k.Reservations()).Build()}
-		for _, s := range c.Schedules {
-			cmds = append(cmds, b.Hgetall().Key(k.Seats(s.ID)).Build())
-		}
-		return append(cmds, b.Hgetall().Key(k.Inventory()).Build())
-	})
-	if err != nil {
-		return slot, fmt.Errorf("read concert %s: %w", c.ID, err)
-	}
-	raw, err := replies[0].AsStrMap()
-	if err != nil {
-		return slot, fmt.Errorf("read reservations of %s: %w", c.ID, err)
-	}
-	for id, js := range raw {
-		r, err := decodeReservation(c.ID, js)
-		if err != nil {
-			return slot, fmt.Errorf("reservation %s: %w", id, err)
-		}
-		slot.Reservations[id] = r
-	}
-	seats := map[string]map[string]string{}
-	for i, s := range c.Schedules {
-		m, err := replies[1+i].AsStrMap()
-		if err != nil {
-			return slot, fmt.Errorf("read seats of %s: %w", s.ID, err)
-		}
-		seats[s.ID] = m
-		states := make(map[string]SeatState, len(m))
-		for seat, v := range m {
-			if st, ok := parseSeatState(v); ok {
-				states[seat] = st
-			}
-		}
-		slot.Seats[s.ID] = states
-	}
-	inv, err := replies[1+len(c.Schedules)].AsStrMap()
-	if err != nil {
-		return slot, fmt.Errorf("read inventory of %s: %w", c.ID, err)
-	}
-	slot.Inventory, slot.InventoryOK = decodeInventory(inv)
-	slot.Counted = inventoryOf(c, seats)
-	slot.Cut = cut(k.Events(), &replies[len(replies)-2], &replies[len(replies)-1])
-	return slot, nil
+	Cut          ticketrush.EventID                // the last entry of the slot's stream the read saw (cut)
 }
 
 // WalletSlot is wallet shard's hash slot read at one moment, with the point of its stream it is as of.
@@ -276,17 +222,13 @@ func cut(stream string, info, clock *rueidis.RedisMessage) ticketrush.EventID {
 	return ticketrush.EventID{Stream: stream, Ms: now - 1, Seq: 1<<62 - 1}
 }
 
-// reservationKeys is every res hash of a concert: its own, or each schedule's of a concert whose seats
-// are spread.
+// reservationKeys is every res hash of a concert: each seat slot's.
 func (in *Inspector) reservationKeys(ctx context.Context, concertID string) ([]string, error) {
 	sched, err := in.seatSlots(ctx, concertID)
 	if err != nil {
 		return nil, err
 	}
 	k := in.keys.Concert(concertID)
-	if sched == nil {
-		return []string{k.Reservations()}, nil
-	}
 	keys := make([]string, len(sched))
 	for i, slot := range sched {
 		keys[i] = k.Schedule(slot).Reservations()
@@ -294,17 +236,12 @@ func (in *Inspector) reservationKeys(ctx context.Context, concertID string) ([]s
 	return keys, nil
 }
 
-// SeatSlots reads every slot that holds concert c's seats, each at one moment with the cut of its
-// stream: the concert's slot (ConcertSlot) for a concert whose seats live there, else each schedule's
-// seat slot (ScheduleSlot), in the order of c's schedules.
+// SeatSlots reads every seat slot of concert c (ScheduleSlot), each at one moment with the cut of its
+// stream, in the order of c's schedules.
 func (in *Inspector) SeatSlots(ctx context.Context, c ticketrush.Concert) ([]ConcertSlot, error) {
 	sched, err := in.seatSlots(ctx, c.ID)
 	if err != nil {
 		return nil, err
-	}
-	if sched == nil {
-		slot, err := in.ConcertSlot(ctx, c)
-		return []ConcertSlot{slot}, err
 	}
 	out := make([]ConcertSlot, 0, len(c.Schedules))
 	for _, s := range c.Schedules {
@@ -365,7 +302,7 @@ func (in *Inspector) ScheduleSlot(ctx context.Context, c ticketrush.Concert, sea
 	return slot, nil
 }
 
-// seatSlots is the schedules of a concert whose seats have slots of their own (nil: the concert's slot).
+// seatSlots is the seat slots of a concert.
 func (in *Inspector) seatSlots(ctx context.Context, concertID string) ([]SeatSlot, error) {
 	l, _, err := in.keys.ReadLayout(ctx, in.client, concertID)
 	return l.Schedules, err
