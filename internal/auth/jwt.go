@@ -26,7 +26,7 @@ type Users struct {
 	cache    *cache[verified]
 }
 
-// leeway is the clock skew allowed on exp and nbf: none, as API.md has it (an expired token is 401 from
+// leeway is the clock skew allowed on exp and nbf: none, as docs/api.md has it (an expired token is 401 from
 // its exp on; RFC 7519 allows a small leeway, the contract does not).
 const leeway = 0
 

@@ -62,7 +62,7 @@ type Config struct {
 	SnapshotRefresh time.Duration // how often an api instance refreshes its per-concert queue view
 	LivenessFlush   time.Duration // how often an api instance writes which WAITING fans it saw (per concert)
 	// CatalogRefresh is how often an instance reads the catalog's version from Postgres (and the concerts
-	// when it moved). API.md: a PATCH of a concert's queue is in force within a second on every instance;
+	// when it moved). docs/api.md: a PATCH of a concert's queue is in force within a second on every instance;
 	// what an instance serves from its catalog (a challenge's joinPowBits, the admin view's settings, a
 	// concert just created on another instance) follows within this and one read.
 	CatalogRefresh  time.Duration
@@ -115,7 +115,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if len(c.QueueTokenSecret) < 32 {
 		bad("QUEUE_TOKEN_SECRET", "required, at least 32 bytes (got %d)", len(c.QueueTokenSecret))
 	}
-	// API.md asks only that ADMIN_TOKEN be set (the two secrets, ≥ 32 bytes): a shorter token is
+	// docs/api.md asks only that ADMIN_TOKEN be set (the two secrets, ≥ 32 bytes): a shorter token is
 	// accepted, with a warning at start (Warnings).
 	switch {
 	case c.AdminToken == "":
@@ -130,7 +130,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.UserRateBurst, err = nonNegative(getenv("USER_RATE_BURST"), 40); err != nil {
 		bad("USER_RATE_BURST", "%v", err)
 	}
-	if c.UserRateLimit == 0 || c.UserRateBurst == 0 { // API.md: 0 turns it off, either of the two
+	if c.UserRateLimit == 0 || c.UserRateBurst == 0 { // docs/api.md: 0 turns it off, either of the two
 		c.UserRateLimit, c.UserRateBurst = 0, 0
 	}
 	if c.TrustedProxyCIDRs, err = parseCIDRs(getenv("TRUSTED_PROXY_CIDRS")); err != nil {

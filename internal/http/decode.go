@@ -263,7 +263,7 @@ func optionalBody(w http.ResponseWriter, r *http.Request, v any) (bool, error) {
 	return true, decode(w, r, v)
 }
 
-// noBody holds the body of a call that takes none to the conventions of every body (API.md: bodies
+// noBody holds the body of a call that takes none to the conventions of every body (docs/api.md: bodies
 // reject unknown fields and anything over 64 KiB): none, or an empty JSON object.
 func noBody(w http.ResponseWriter, r *http.Request) error {
 	_, err := optionalBody(w, r, &struct{}{})

@@ -44,7 +44,7 @@ func (s *Server) pointsHistory(w http.ResponseWriter, r *http.Request, _ httprou
 		if len(vs) != 1 || err != nil || n < 1 {
 			return ticketrush.Invalidf("limit must be a positive integer (at most %d entries are given)", historyMax)
 		}
-		limit = min(n, historyMax) // API.md sets no upper bound: a larger limit gets the most there is
+		limit = min(n, historyMax) // docs/api.md sets no upper bound: a larger limit gets the most there is
 	}
 	if s.Ledger == nil {
 		return ticketrush.ErrUnavailable

@@ -98,7 +98,7 @@ func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
-// limited guards a /v1 handler with the per-instance limit (API.md: "every /v1 endpoint limits each
+// limited guards a /v1 handler with the per-instance limit (docs/api.md: "every /v1 endpoint limits each
 // user, the public ones each client address"): a public endpoint by client address; any other by the
 // caller's user. A request to one of those whose bearer JWT does not verify is not counted: its answer
 // is 401 UNAUTHENTICATED, as the contract has it, which costs no more than a 429 would. A limited

@@ -164,7 +164,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // handlerFunc is a route's handler; a returned error is written as a problem document.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
 
-// publicRoutes are the /v1 routes that need no JWT (API.md), rate limited per client address.
+// publicRoutes are the /v1 routes that need no JWT (docs/api.md), rate limited per client address.
 var publicRoutes = map[string]bool{
 	"GET /v1/concerts": true, "GET /v1/concerts/:concertId/draw": true, "GET /v1/concerts/:concertId/draw/keys": true,
 }

@@ -25,7 +25,7 @@ func (s Sale) ClosedAt(now time.Time) bool { return !s.ClosesAt.IsZero() && !now
 
 // Validate checks a sale at its concert's creation, at now: the opening ahead, the pre-queue opening no
 // later than it. The pre-queue opening, given or left to its default, may be past already: the pre-queue
-// is open at once (API.md sets no rule on it but its order with the opening).
+// is open at once (docs/api.md sets no rule on it but its order with the opening).
 func (s Sale) Validate(now time.Time) error {
 	switch {
 	case s.OpensAt.IsZero():
