@@ -14,7 +14,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// The seat view (issue 17): each api instance keeps, per schedule that it served recently, the seats
+// The seat view (docs/design.md): each api instance keeps, per schedule that it served recently, the seats
 // that are not free, read from Redis a few times a second (RunSeatView) and updated at once by the
 // changes this instance makes itself. Two things read it:
 //

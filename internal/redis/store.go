@@ -35,7 +35,7 @@ func Open(ctx context.Context, url string) (rueidis.Client, error) {
 	// On a cluster the client also reads the slot map every SlotMapRefresh. Otherwise rueidis reads it
 	// only after a command fails, and a map read during a master's election still names the dead master:
 	// the client went on sending that master's slots to the dead node until a command on them failed
-	// after the election, and for up to a second after that (issue 22).
+	// after the election, and for up to a second after that (docs/faults.md).
 	opt.ClusterOption.ShardsRefreshInterval = SlotMapRefresh
 	// Under load, the pipeline waits up to MaxFlushDelay after a write to the socket before the next, so
 	// that more callers' commands go in one write: fewer system calls for the service and for Redis,

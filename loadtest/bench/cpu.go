@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Where a timed run's CPU went (issue 25: "where the service's CPU per request exceeds the
+// Where a timed run's CPU went (docs/performance.md: "where the service's CPU per request exceeds the
 // hello-world's by more than the work it must do"). Everything shares one machine, so a row's rate is
 // bounded by the CPU each request costs all of it together: the generator (this process), the server
 // under test (the service, or the hello-world process for the ceilings), Redis, Postgres, and the rest

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// idleResult is what a service with many concerts and nobody buying costs (issue 17: the work should
+// idleResult is what a service with many concerts and nobody buying costs (docs/performance.md: the work should
 // grow with concerts that have fans, not with concerts).
 type idleResult struct {
 	concerts int

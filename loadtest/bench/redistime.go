@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Redis time per call (issue 25): each script's µs per call under the HTTP storm (SLOWLOG medians,
+// Redis time per call (docs/performance.md): each script's µs per call under the HTTP storm (SLOWLOG medians,
 // storm.go) and pipelined on one Redis (INFO commandstats, the capacity phases), beside the floor of the
 // same run.
 
@@ -20,8 +20,8 @@ const labelTick = "tick per admitted fan"
 type callRow struct {
 	label string
 	pipe  func(concertCapacity) phaseCost // nil: not priced pipelined
-	// today is issue 25's figure under an HTTP storm; the goal is a third of it. 0: no figure yet, the
-	// goal is a third of the first figure measured.
+	// today is the figure an earlier build measured under an HTTP storm; the goal is a third of it. 0: no
+	// figure yet, the goal is a third of the first figure measured.
 	today    float64
 	pipeGoal float64 // µs pipelined; 0: none
 }
@@ -122,8 +122,8 @@ func (b *bench) printRedisTime(w io.Writer, withLoad bool) {
 
 func isFloor(label string) bool { return label == labelFloorEval || label == labelFloorHSET }
 
-// callGoal is the goal column of r: under load a third of issue 25's figure (or of the first figure
-// measured, where it gave none), pipelined its µs.
+// callGoal is the goal column of r: under load a third of the row's figure (today), or of the first
+// figure measured where it has none; pipelined its µs.
 func callGoal(r callRow, load float64, loadOK bool, pipe float64, pipeOK bool) string {
 	if isFloor(r.label) {
 		return "(the floor)"

@@ -16,7 +16,7 @@ type goal struct {
 	perSec    float64
 }
 
-// goals: issue 6's, and issue 17's for polls (no lower than measured at 3f9fbb8), holds spread and
+// goals: docs/performance.md's, for polls (no lower than measured at 3f9fbb8), holds spread and
 // contended, and the seat maps.
 var goals = map[string]goal{
 	rowPolls:     {ofCeiling: 0.78},

@@ -109,7 +109,7 @@ func (b *bench) rep(ctx context.Context, rep int) error {
 	}, b.helloURL)
 
 	// The same server driven by wrk, where it is installed: how much of the ceiling the Go generator
-	// itself costs (issue 6 quotes about 50,000 req/s with wrk -t1 -c64 on this machine).
+	// itself costs (about 50,000 req/s with wrk -t1 -c64 on this machine).
 	if _, err := exec.LookPath("wrk"); err == nil {
 		if m, err := runWrk(ctx, b.helloURL, d); err == nil {
 			b.results[rowHelloWrk] = append(b.results[rowHelloWrk], m)

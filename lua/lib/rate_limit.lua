@@ -1,4 +1,4 @@
--- limited(rl, now, ulimit, uburst): the user's rate bucket (issue 15), GCRA at ulimit requests a second
+-- limited(rl, now, ulimit, uburst): the user's rate bucket (docs/abuse.md), GCRA at ulimit requests a second
 -- with bursts of uburst, kept in the string rl as its theoretical arrival time (ms). True when this call
 -- is past the limit, and then the bucket is as it was; ulimit 0 turns the limit off. A call spaced
 -- from the user's last by a gap or more (most calls: a fan joins once, holds a while later) costs one
