@@ -27,6 +27,8 @@
 -- KEYS[17] pow      string: marks the proof's challenge used until it expires (a placeholder without one)
 -- KEYS[18] codes    hash: hex SHA-256(access code) -> owner user ('' while unclaimed)
 -- KEYS[19] order    list: '<seq>|<user>' of the line's arrivals in seq order, the tick's to take from
+-- KEYS[20..] inv|holds  a seat slot's count and HELD set, in pairs, for each seat slot in the concert's own
+--                  slot (a line of one shard): activePerSeat counts the seats there (lib/stock.lua)
 -- ARGV[1] user id
 -- ARGV[2] now (ms)
 -- ARGV[3] ulimit (requests/s, 0 = off)  ARGV[4] uburst
@@ -45,6 +47,7 @@ local rl, pow, codes, order = KEYS[16], KEYS[17], KEYS[18], KEYS[19]
 local user, now = ARGV[1], tonumber(ARGV[2])
 local ulimit, uburst = tonumber(ARGV[3]), tonumber(ARGV[4])
 local powid, powbits, powexp, code = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local slots = {unpack(KEYS, 20)}
 local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'opens', 'pqopens', 'pow', 'codereq', 'aps',
   'noshow', 'seenbase')
 if not conf[1] then
@@ -65,14 +68,14 @@ local sealed = opens and redis.call('HGET', draw, 'sealed') == '1'
 if opens and not sealed and now < pqopens then
   return redis.error_reply('SALE_NOT_OPEN')
 end
-local stock = redis.call('HMGET', inv, 'avail', 'soldout')
-if stock[2] == '1' and not (redis.call('HGET', aseq, user) and
+--#include stock
+local avail, soldout = stock(inv, holds, slots, now, tonumber(conf[9] or '0') > 0)
+if soldout and not (redis.call('HGET', aseq, user) and
     tonumber(redis.call('ZSCORE', active, user) or '0') > now) then
   return redis.error_reply('SOLD_OUT')
 end
 local room = true -- activePerSeat: admitted at once only while ACTIVE stays within aps x AVAILABLE seats
 if tonumber(conf[9] or '0') > 0 then
-  local avail = tonumber(stock[1] or '0') + redis.call('ZCOUNT', holds, '-inf', now)
   room = redis.call('ZCARD', active) < tonumber(conf[9]) * avail
 end
 -- Gates: an access code and a proof of work, asked of a fan without a live token (in the line, the

@@ -28,6 +28,8 @@
 -- KEYS[17] seq       string: arrival sequence (the newest seq: where seen starts afresh)
 -- KEYS[18] order     list: '<seq>|<user>' of the line's arrivals in seq order
 -- KEYS[19] drawn     list: '<seq>|<user>' of a sale's entrants in draw order, taken before order's
+-- KEYS[20..] inv|holds  a seat slot's count and HELD set, in pairs, for each seat slot in the concert's own
+--                   slot (a line of one shard): activePerSeat counts the seats there (lib/stock.lua)
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- With noshow > 0 an ACTIVE fan still in noshow at their deadline (no gated call since admission) is
@@ -43,6 +45,7 @@ local bucket, admitted, left, leftlog, events = KEYS[6], KEYS[7], KEYS[8], KEYS[
 local draw, inv, holds, abandoned, noshow = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local seen, seq, order, drawn = KEYS[16], KEYS[17], KEYS[18], KEYS[19]
 local now, batch = tonumber(ARGV[1]), tonumber(ARGV[2])
+local slots = {unpack(KEYS, 20)}
 local nows = string.format('%d', now) -- printed once for the writes
 local conf = redis.call('HMGET', cfg, 'cap', 'rate', 'ttl', 'paused', 'aps', 'abandon', 'noshow', 'opens', 'seenbase')
 if not conf[1] then
@@ -64,12 +67,12 @@ local tok, ts = budget(bucket, rate, now)
 local n = 0
 local free = cap - redis.call('ZCARD', active)
 local want = math.min(free, math.floor(tok), batch)
-local stock = redis.call('HMGET', inv, 'avail', 'soldout')
 local aps = tonumber(conf[5] or '0')
-if stock[2] == '1' then
+--#include stock
+local avail, soldout = stock(inv, holds, slots, now, aps > 0)
+if soldout then
   want = 0
 elseif aps > 0 then
-  local avail = tonumber(stock[1] or '0') + redis.call('ZCOUNT', holds, '-inf', now)
   want = math.min(want, aps * avail - redis.call('ZCARD', active))
 end
 local dropped = 0

@@ -56,10 +56,11 @@ func saleSeed(s *ticketrush.Sale) string {
 
 // queueJoin is queue_join's call: the user's join with what it carries past the gates (powid "" none,
 // '-' a proof that failed the check; powexp 0 without one), under the rate l.
-func (c ConcertKeys) queueJoin(userID string, pass ticketrush.JoinPass, l UserLimit, now time.Time) (keys, args []string) {
+func (c ConcertKeys) queueJoin(userID string, pass ticketrush.JoinPass, l UserLimit, now time.Time, stock ...string) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Seq(), c.Places(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Events(),
 		c.Prequeue(), c.Draw(), c.Inventory(), c.Holds(), c.Seen(), c.NoShow(), c.UserRate(userID), c.PowUsed(pass.PowID),
 		c.AccessCodes(), c.Order()}
+	keys = append(keys, stock...)
 	powID, powExp := powArgs(pass)
 	args = []string{userID, millis(now), itoa(l.Rate), itoa(l.Burst), powID, itoa(pass.PowBits), powExp, pass.CodeHash}
 	return keys, args
@@ -182,9 +183,10 @@ func (c ConcertKeys) queueStatus(claims ticketrush.QueueClaims, now time.Time) (
 }
 
 // queueTick is queue_tick's call: one admission round of at most batch.
-func (c ConcertKeys) queueTick(now time.Time, batch int) (keys, args []string) {
+func (c ConcertKeys) queueTick(now time.Time, batch int, stock ...string) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(),
 		c.Events(), c.Draw(), c.Inventory(), c.Holds(), c.Abandoned(), c.NoShow(), c.Seen(), c.Seq(), c.Order(), c.Drawn()}
+	keys = append(keys, stock...)
 	return keys, []string{millis(now), itoa(batch)}
 }
 

@@ -23,7 +23,7 @@ type header struct {
 	keysTail, argsTail string
 }
 
-var headerSlot = regexp.MustCompile(`(KEYS|ARGV)\[(\d+)(\.\.)?\]\s+(\w+)`)
+var headerSlot = regexp.MustCompile(`(KEYS|ARGV)\[(\d+)(\.\.)?\]\s+([\w|]+)`)
 
 func parseHeader(t *testing.T, name, src string) header {
 	t.Helper()
@@ -218,8 +218,9 @@ func TestScriptHeaders(t *testing.T) {
 					wantKeys[i] = "events"
 				}
 			}
-			for len(wantKeys) < len(gotKeys) && h.keysTail != "" {
-				wantKeys = append(wantKeys, h.keysTail)
+			tailNames := strings.Split(h.keysTail, "|") // a tail of pairs names both: inv|holds
+			for i := 0; len(wantKeys) < len(gotKeys) && h.keysTail != ""; i++ {
+				wantKeys = append(wantKeys, tailNames[i%len(tailNames)])
 			}
 			assert.Equal(t, wantKeys, gotKeys, "KEYS: the header's names vs the keys Go builds")
 

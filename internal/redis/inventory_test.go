@@ -395,3 +395,35 @@ func slotEventTypes(t *testing.T, s *Store, c rueidis.Client, concertID, schedul
 	t.Helper()
 	return eventTypes(t, c, slotOfConcert(t, s, concertID, scheduleID).Events())
 }
+
+// TestActivePerSeatCountsTheSeatsAsTheyAre: on a line of one shard, whose seat slots are in the concert's
+// own slot, the tick's activePerSeat counts the seats there at the instant it admits, not the count the
+// last carry left: with every seat held since that carry, a fan who gave back their slot frees no room.
+func TestActivePerSeatCountsTheSeatsAsTheyAre(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mod := func(q *ticketrush.QueueSettings) { q.ActivePerSeat, q.ActiveCapacity = 1, 10 }
+		con := oneSchedule(concert(cid, mod))
+		mustLoad(t, s, con)
+		var holders []ticketrush.QueueClaims
+		for _, f := range []string{"a", "b"} {
+			holders = append(holders, join(t, s, cid, f, ticketrush.StatusActive))
+		}
+		waiter := join(t, s, cid, "w", ticketrush.StatusWaiting)
+		_, err := s.Tick(ctx, cid, t0, 10) // the carry: two seats AVAILABLE
+		require.NoError(t, err)
+		for i, h := range holders { // both seats held, and both fans give back their slot, after that carry
+			_, _, err := s.Hold(ctx, h, sA, fmt.Sprintf("VIP-%d", i+1), 100, t0)
+			require.NoError(t, err)
+			_, err = s.Leave(ctx, cid, h.UserID, h.Seq, t0)
+			require.NoError(t, err)
+		}
+		w, err := s.ways(ctx, cid)
+		require.NoError(t, err)
+		_, err = w.line.tick(ctx, t0, 10) // the line's round alone, the carry two seats behind
+		require.NoError(t, err)
+		st, err := s.TokenStatus(ctx, waiter, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusWaiting, st.Status, "no seat is AVAILABLE: nobody is admitted")
+	})
+}

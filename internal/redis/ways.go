@@ -29,7 +29,7 @@ type concertWays struct {
 // waysOf builds the line and the seats of concertID's layout l.
 func (s *Store) waysOf(concertID string, l Layout) concertWays {
 	k := s.keys.Concert(concertID)
-	w := concertWays{layout: l, line: slotLine{s: s, k: k}, seats: newSeatSlots(s, k, concertID, l.Schedules)}
+	w := concertWays{layout: l, line: slotLine{s: s, k: k, stock: stockKeys(k, l.Schedules)}, seats: newSeatSlots(s, k, concertID, l.Schedules)}
 	if l.Shards > 1 {
 		w.line = shardedLine{s: s, k: k, id: concertID, n: l.Shards}
 	}
@@ -79,14 +79,27 @@ type seatWay interface {
 	load(ctx context.Context, c ticketrush.Concert, now time.Time) error
 }
 
-// slotLine is a line in the concert's slot: one script a call.
+// slotLine is a line in the concert's slot: one script a call. stock is the count and HELD set of each
+// seat slot in the concert's own slot, which the line's scripts count activePerSeat's seats from.
 type slotLine struct {
-	s *Store
-	k ConcertKeys
+	s     *Store
+	k     ConcertKeys
+	stock []string
+}
+
+// stockKeys is the inv and holds keys, in pairs, of the seat slots among sched in the concert's own slot.
+func stockKeys(k ConcertKeys, sched []SeatSlot) []string {
+	var out []string
+	for _, slot := range sched {
+		if sk := k.Schedule(slot); sk.together(k) {
+			out = append(out, sk.Inventory(), sk.Holds())
+		}
+	}
+	return out
 }
 
 func (l slotLine) join(ctx context.Context, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
-	keys, args := l.k.queueJoin(userID, pass, l.s.limit, now)
+	keys, args := l.k.queueJoin(userID, pass, l.s.limit, now, l.stock...)
 	msg, err := l.s.exec(ctx, l.s.join, keys, args)
 	if err != nil {
 		return ticketrush.JoinResult{}, err
@@ -117,7 +130,7 @@ func (slotLine) expired(_ context.Context, _ ticketrush.QueueClaims, st ticketru
 }
 
 func (l slotLine) tick(ctx context.Context, now time.Time, batch int) (ticketrush.TickResult, error) {
-	keys, args := l.k.queueTick(now, batch)
+	keys, args := l.k.queueTick(now, batch, l.stock...)
 	msg, err := l.s.exec(ctx, l.s.tick, keys, args)
 	if err != nil {
 		return ticketrush.TickResult{}, err

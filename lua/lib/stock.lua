@@ -1,0 +1,20 @@
+-- stock(inv, holds, slots, now, exact): the concert's AVAILABLE seats (holds past their expiry not swept
+-- yet counted) and whether it is sold out, as the count the tick carries to inv has them
+-- (docs/scaleout.md, "Inventory"). With exact, and slots listing the inv and holds keys, in pairs, of seat
+-- slots in the concert's own slot (a line of one shard), the AVAILABLE seats are summed from those at
+-- the instant of the call instead: activePerSeat admits against the seats as they are, not a tick ago.
+local function stock(inv, holds, slots, now, exact)
+  local s = redis.call('HMGET', inv, 'avail', 'soldout')
+  if not exact then
+    return 0, s[2] == '1'
+  end
+  if #slots == 0 then
+    return tonumber(s[1] or '0') + redis.call('ZCOUNT', holds, '-inf', now), s[2] == '1'
+  end
+  local avail = 0
+  for i = 1, #slots, 2 do
+    avail = avail + tonumber(redis.call('HGET', slots[i], 'avail') or '0') +
+      redis.call('ZCOUNT', slots[i + 1], '-inf', now)
+  end
+  return avail, s[2] == '1'
+end
