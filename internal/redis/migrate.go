@@ -101,8 +101,8 @@ func seenMigrate(k ConcertKeys, batch int) (keys, args []string) {
 
 // migrateSeats moves the seats of a concert that keeps them in its own keys (cfg sched empty: a line of
 // one slot before version 3) into seat slots in the concert's own slot (SlotsTogether): each
-// reservation, with its seat, its place in the HELD or paying set (a claim keeps its time) and its
-// user's open holds, is written as restore writes it (restoreSeatSlots: one MULTI per seat slot, its
+// reservation, with its seat and its place in the HELD or paying set (a claim keeps its time), is
+// written as restore writes it (restoreSeatSlots: one MULTI per seat slot, its
 // keys emptied first), then, in one MULTI on the concert's slot, the old keys go, the fans' gate entries
 // and the concert's count are written and cfg sched names the slots. A crash before that last MULTI
 // leaves the old keys in place and sched empty: the next run moves them again. It returns how many

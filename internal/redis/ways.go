@@ -29,7 +29,8 @@ type concertWays struct {
 // waysOf builds the line and the seats of concertID's layout l.
 func (s *Store) waysOf(concertID string, l Layout) concertWays {
 	k := s.keys.Concert(concertID)
-	w := concertWays{layout: l, line: slotLine{s: s, k: k, stock: stockKeys(k, l.Schedules)}, seats: newSeatSlots(s, k, concertID, l.Schedules)}
+	seats := newSeatSlots(s, k, concertID, l.Schedules)
+	w := concertWays{layout: l, line: slotLine{s: s, k: k, stock: seats.stock()}, seats: seats}
 	if l.Shards > 1 {
 		w.line = shardedLine{s: s, k: k, id: concertID, n: l.Shards}
 	}
@@ -85,17 +86,6 @@ type slotLine struct {
 	s     *Store
 	k     ConcertKeys
 	stock []string
-}
-
-// stockKeys is the inv and holds keys, in pairs, of the seat slots among sched in the concert's own slot.
-func stockKeys(k ConcertKeys, sched []SeatSlot) []string {
-	var out []string
-	for _, slot := range sched {
-		if sk := k.Schedule(slot); sk.together(k) {
-			out = append(out, sk.Inventory(), sk.Holds())
-		}
-	}
-	return out
 }
 
 func (l slotLine) join(ctx context.Context, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
@@ -290,6 +280,19 @@ func newSeatSlots(s *Store, k ConcertKeys, concertID string, sched []SeatSlot) s
 		w.together[slot] = k.Schedule(slot).together(k)
 	}
 	return w
+}
+
+// stock is the inv and holds keys, in pairs, of the seat slots in the concert's own slot, which a line
+// there counts activePerSeat's seats from (lib/stock.lua).
+func (w seatSlots) stock() []string {
+	var out []string
+	for _, slot := range w.sched {
+		if w.together[slot] {
+			sk := w.k.Schedule(slot)
+			out = append(out, sk.Inventory(), sk.Holds())
+		}
+	}
+	return out
 }
 
 // gate is the concert's keys a step on slot follows with in its own call, or nil where the follow is a
