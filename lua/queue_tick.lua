@@ -28,8 +28,9 @@
 -- KEYS[17] seq       string: arrival sequence (the newest seq: where seen starts afresh)
 -- KEYS[18] order     list: '<seq>|<user>' of the line's arrivals in seq order
 -- KEYS[19] drawn     list: '<seq>|<user>' of a sale's entrants in draw order, taken before order's
--- KEYS[20..] inv|holds  a seat slot's count and HELD set, in pairs, for each seat slot in the concert's own
---                   slot (a line of one shard): activePerSeat counts the seats there (lib/stock.lua)
+-- KEYS[20..] inv|holds  a seat slot's count and HELD set, in pairs, for each seat slot of a line of one
+--                   shard (all in the concert's own slot): the round carries their counts onto inv first
+--                   (lib/carry.lua), so the round and the scripts after it read the seats as they are
 -- ARGV[1] now (ms)
 -- ARGV[2] batch: most lapses and most admissions in this call
 -- With noshow > 0 an ACTIVE fan still in noshow at their deadline (no gated call since admission) is
@@ -69,7 +70,16 @@ local free = cap - redis.call('ZCARD', active)
 local want = math.min(free, math.floor(tok), batch)
 local aps = tonumber(conf[5] or '0')
 --#include stock
-local avail, soldout = stock(inv, holds, slots, now, aps > 0)
+--#include carry
+local avail, soldout
+if #slots > 0 then -- a line of one shard: its seat slots' counts carried here, in this call
+  avail, soldout = carry_slots(inv, events, slots, nows)
+  if soldout == nil then
+    return redis.error_reply('NOT_FOUND')
+  end
+else
+  avail, soldout = stock(inv, holds, slots, now, aps > 0)
+end
 if soldout then
   want = 0
 elseif aps > 0 then

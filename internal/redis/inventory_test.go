@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -152,6 +153,44 @@ func TestSoldOut(t *testing.T) {
 		r, err := s.Tick(ctx, cid, t0.Add(time.Minute), 100)
 		require.NoError(t, err)
 		assert.Zero(t, r.Admitted, "a free slot, but nothing to sell")
+	})
+}
+
+// TestOneShardTickCarriesTheCount: the tick of a line of one shard carries its seat slots' counts to the
+// concert's in its own queue_tick call: the round after the last sale marks the concert sold out, with
+// its event once, and no inventory_carry call is made on any tick.
+func TestOneShardTickCarriesTheCount(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, oneSchedule(concert(cid, func(q *ticketrush.QueueSettings) { q.LineShards = 1; q.MaxHoldsPerUser = 2 })))
+		alice := join(t, s, cid, "alice", ticketrush.StatusActive)
+		_, _, err := s.Charge(ctx, "alice", 1000, "", "", t0)
+		require.NoError(t, err)
+		carries := func() float64 { return testutil.ToFloat64(s.inventoryCarry.calls) }
+		before := carries()
+		var held []ticketrush.Reservation
+		for i, seat := range []string{"VIP-1", "VIP-2"} {
+			r, _, err := s.Hold(ctx, alice, sA, seat, 100, t0)
+			require.NoError(t, err)
+			held = append(held, r)
+			_, err = s.Tick(ctx, cid, t0, 10)
+			require.NoError(t, err)
+			snap, err := s.Snapshot(ctx, cid, 0, 10, t0)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1-i), snap.SeatsAvailable, "the tick carried the hold of %s", seat)
+		}
+		for _, r := range held {
+			pay(t, s, "alice", r.ID, 100)
+		}
+		_, err = s.Tick(ctx, cid, t0, 10)
+		require.NoError(t, err)
+		snap, err := s.Snapshot(ctx, cid, 0, 10, t0)
+		require.NoError(t, err)
+		assert.True(t, snap.SoldOut, "the tick after the last sale")
+		_, err = s.Tick(ctx, cid, t0, 10)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"concert.soldout"}, filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "concert.soldout"))
+		assert.Equal(t, before, carries(), "no call of its own for the counts")
 	})
 }
 

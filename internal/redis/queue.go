@@ -105,8 +105,10 @@ func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch
 	if err != nil {
 		return ticketrush.TickResult{}, err
 	}
-	if err := w.seats.carry(ctx, now); err != nil { // the seat slots' counts, where the line reads them
-		return ticketrush.TickResult{}, fmt.Errorf("tick %s: carry inventory: %w", concertID, err)
+	if !w.carried { // the seat slots' counts, where the line reads them, unless its tick carries them
+		if err := w.seats.carry(ctx, now); err != nil {
+			return ticketrush.TickResult{}, fmt.Errorf("tick %s: carry inventory: %w", concertID, err)
+		}
 	}
 	res, err := w.line.tick(ctx, now, batch)
 	if err != nil {

@@ -264,8 +264,9 @@ func (s *Store) stuckSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot
 // carryInventory writes the sum of the schedules' seat counts of a concert whose seats are spread onto
 // the concert's inv (inventory_carry), where the line's scripts read it: a pipelined read of every
 // schedule's count and the holds past their expiry not lapsed yet, then one script call. The admission
-// tick of a sharded line runs it before line_admit, so sold-out closes the line within a tick. A concert
-// whose seats live in its own slot has nothing to carry (its seat scripts keep inv themselves).
+// tick of a sharded line runs it before line_admit, so sold-out closes the line within a tick. A line of
+// one shard, whose seat slots are all in the concert's own slot, carries them in its queue_tick instead
+// (concertWays.carried).
 func (s *Store) carryInventory(ctx context.Context, k ConcertKeys, sched []SeatSlot, now time.Time) error {
 	cmds := make(rueidis.Commands, 0, 2*len(sched))
 	for _, slot := range sched {

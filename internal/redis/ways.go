@@ -24,17 +24,20 @@ type concertWays struct {
 	layout Layout
 	line   lineWay
 	seats  seatWay
+	// carried: the line's tick carries the seat slots' counts in its own call (a line of one shard
+	// with every seat slot in the concert's slot), so the tick makes no call of its own for them.
+	carried bool
 }
 
 // waysOf builds the line and the seats of concertID's layout l.
 func (s *Store) waysOf(concertID string, l Layout) concertWays {
 	k := s.keys.Concert(concertID)
 	seats := newSeatSlots(s, k, concertID, l.Schedules)
-	w := concertWays{layout: l, line: slotLine{s: s, k: k, stock: seats.stock()}, seats: seats}
 	if l.Shards > 1 {
-		w.line = shardedLine{s: s, k: k, id: concertID, n: l.Shards}
+		return concertWays{layout: l, line: shardedLine{s: s, k: k, id: concertID, n: l.Shards}, seats: seats}
 	}
-	return w
+	stock := seats.stock()
+	return concertWays{layout: l, line: slotLine{s: s, k: k, stock: stock}, seats: seats, carried: len(stock) > 0}
 }
 
 // lineWay is how a concert's line is reached: slotLine (the concert's slot) or shardedLine.
@@ -81,7 +84,8 @@ type seatWay interface {
 }
 
 // slotLine is a line in the concert's slot: one script a call. stock is the count and HELD set of each
-// seat slot in the concert's own slot, which the line's scripts count activePerSeat's seats from.
+// seat slot when all are in the concert's own slot (seatSlots.stock), which the tick carries and the
+// join counts activePerSeat's seats from.
 type slotLine struct {
 	s     *Store
 	k     ConcertKeys
@@ -282,15 +286,17 @@ func newSeatSlots(s *Store, k ConcertKeys, concertID string, sched []SeatSlot) s
 	return w
 }
 
-// stock is the inv and holds keys, in pairs, of the seat slots in the concert's own slot, which a line
-// there counts activePerSeat's seats from (lib/stock.lua).
+// stock is the inv and holds keys, in pairs, of every seat slot when all are in the concert's own slot
+// (a line of one shard): its tick carries their counts itself and its join counts activePerSeat's seats
+// from them (lib/carry.lua, lib/stock.lua). Else none: the counts are carried by a call of their own.
 func (w seatSlots) stock() []string {
 	var out []string
 	for _, slot := range w.sched {
-		if w.together[slot] {
-			sk := w.k.Schedule(slot)
-			out = append(out, sk.Inventory(), sk.Holds())
+		if !w.together[slot] {
+			return nil
 		}
+		sk := w.k.Schedule(slot)
+		out = append(out, sk.Inventory(), sk.Holds())
 	}
 	return out
 }
