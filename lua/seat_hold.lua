@@ -26,14 +26,13 @@ local ulimit, uburst = tonumber(ARGV[8]), tonumber(ARGV[9])
 local t = tonumber(now)
 --#include gate
 --#include take
---#include gate_entries
-local expires, refused = gate_reserve(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst)
+local expires, live, refused = gate_check(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst)
 if not expires then
   return refused
 end
 local out = take_hold(seats, holds, res, events, inv,
   {id = id, user = user, seq = seq, schedule = schedule, seat = seat, price = price}, string.format('%d', expires), t, now)
-if out.err then -- the seat refused: the fan's hold limit back at once
-  gate_write(ugate, user, gate_live(ugate, user, t, id))
+if live and not out.err then -- the fan's hold limit counts the hold only once the seat is taken
+  gate_write(ugate, user, live)
 end
 return out

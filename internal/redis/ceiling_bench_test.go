@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -114,6 +115,27 @@ func BenchmarkOneRedisThread(b *testing.B) {
 			})
 		})
 	}
+	// hold-refused: the commonest answer of a contended sale, a seat another fan holds (each fan holds one
+	// seat and asks for the next fan's)
+	b.Run("hold-refused", func(b *testing.B) {
+		s := newConcert(b, b.N)
+		claims := make([]ticketrush.QueueClaims, b.N)
+		for i := range claims {
+			user := "fan-" + strconv.Itoa(i)
+			j, err := s.Join(ctx, cid, user, t0)
+			require.NoError(b, err)
+			claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}
+			_, _, err = s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", i+1), 10, t0)
+			require.NoError(b, err)
+		}
+		measure(b, func(i int) error {
+			_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", (i+1)%b.N+1), 10, t0)
+			if errors.Is(err, ticketrush.ErrSeatUnavailable) {
+				return nil
+			}
+			return fmt.Errorf("a held seat: %w", err)
+		})
+	})
 	// The steps that read a reservation's record and write it back (cjson.decode, cjson.encode): each
 	// fan's hold cancelled, claimed, or sold (claimed and debited before the timer). The storm of make
 	// bench measures the cancel under load; these give it, the claim and the sale a pipelined figure.

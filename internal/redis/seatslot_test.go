@@ -197,6 +197,24 @@ func TestOneShardConcertHoldsInOneCall(t *testing.T) {
 	})
 }
 
+// TestOneCallHoldRefusedLeavesTheLimit: a hold in one call (seat_hold) that the seat refuses writes
+// nothing of the fan's gate: a fan at a limit of one may hold another seat at once.
+func TestOneCallHoldRefusedLeavesTheLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1; q.LineShards = 1 }, "alice", "bob")
+		_, _, err := s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		require.ErrorIs(t, err, ticketrush.ErrSeatUnavailable)
+		n, err := c.Do(ctx, c.B().Hexists().Key(s.keys.Concert(cid).Gate()).Field("alice").Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "no gate entry for the refused hold")
+		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0)
+		require.NoError(t, err, "the limit of one is still free")
+	})
+}
+
 // TestSpreadHoldLimitAcrossSchedules: maxHoldsPerUser counts a fan's open holds over every schedule's
 // slot, exactly: held, being paid, and not once cancelled, lapsed or refused.
 func TestSpreadHoldLimitAcrossSchedules(t *testing.T) {

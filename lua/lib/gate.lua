@@ -1,29 +1,35 @@
 -- The concert's side of a hold (gate_hold, seat_hold): the checks that are not the seat's, and one of
 -- the fan's maxHoldsPerUser reserved for the hold until its expiry (an entry of ugate, lib/gate_entries).
--- gate_reserve(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst): the
--- hold's expiry (ms), or nil and the refusal (gated's, or HOLD_LIMIT_REACHED). Idempotent by id: an
--- entry for id already replies with its time and reserves nothing more.
+-- gate_check(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst): the hold's
+-- expiry (ms) and the fan's entries with the hold's own to write (gate_write) once the hold is to
+-- stand, or nil, nil and the refusal (gated's, or HOLD_LIMIT_REACHED). Writes nothing of the gate, so
+-- that a hold the seat then refuses (seat_hold) costs one read of it. Idempotent by id: an entry for id
+-- already replies with its time and no entries (nothing more to reserve).
+-- gate_reserve(...): the same, the entries written at once (gate_hold, whose seat is taken in a call
+-- after it): the expiry, or nil and the refusal.
 --#include gated
-local function gate_reserve(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst)
+--#include gate_entries
+local function gate_check(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst)
   local conf, refused = gated(cfg, rl, aseq, active, places, noshow, user, seq, t, ulimit, uburst)
   if not conf then
-    return nil, refused
+    return nil, nil, refused
   end
-  -- The fan's entries still counting; one for id already is this call again.
-  local live = {}
-  for rid, till in string.gmatch(redis.call('HGET', ugate, user) or '', '([^,:]+):(%d+)') do
-    if tonumber(till) > t then
-      if rid == id then
-        return tonumber(till)
-      end
-      live[#live + 1] = rid .. ':' .. till
-    end
+  local live, own = gate_live(ugate, user, t, id)
+  if own then
+    return own, nil
   end
   if #live >= tonumber(conf[2]) then
-    return nil, redis.error_reply('HOLD_LIMIT_REACHED')
+    return nil, nil, redis.error_reply('HOLD_LIMIT_REACHED')
   end
   local expires = t + tonumber(conf[1])
   live[#live + 1] = id .. ':' .. string.format('%d', expires)
-  redis.call('HSET', ugate, user, table.concat(live, ','))
-  return expires
+  return expires, live
+end
+
+local function gate_reserve(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst)
+  local expires, live, refused = gate_check(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst)
+  if live then
+    gate_write(ugate, user, live)
+  end
+  return expires, refused
 end
