@@ -432,7 +432,10 @@ func (r *partitionRig) writebehindCutOff(t *testing.T) {
 	// holds' gate), each line shard's (joins, leaves) and its schedule's seat slot's (holds, cancels,
 	// sales). Each consumer group's lag (entries not read) and pending entries (read, not acknowledged),
 	// read at the heal.
-	streams := []string{r.keys.Concert(c.id).Events(), r.keys.Concert(c.id).Schedule(c.layout.Slot(c.sched)).Events()}
+	streams := []string{r.keys.Concert(c.id).Events()}
+	for _, slot := range c.layout.Blocks(c.sched) {
+		streams = append(streams, r.keys.Concert(c.id).Schedule(slot).Events())
+	}
 	for n := range c.layout.Shards {
 		streams = append(streams, r.keys.Concert(c.id).Shard(n).Events())
 	}

@@ -470,20 +470,31 @@ func scaleoutBinary(t *testing.T, redisURL, dbURL string) (string, []string) {
 	return bin, env
 }
 
-// concertRef is one concert of the sale and where its state lives: the masters of its own slot, of its
-// schedule's seat slot and of each line shard.
+// concertRef is one concert of the sale and where its state lives: the masters of its own slot, of each
+// block of its schedule's seats and of each line shard.
 type concertRef struct {
 	id, sched string
 	layout    redis.Layout
-	seatsKey  string // the schedule's seats hash, in its seat slot
-	own       int    // the master of the concert's own slot (line_arrive, line_admit, gate_hold)
-	seats     int    // the master of the schedule's seat slot (seat_take, hold_cancel, payment_claim, seat_sell)
-	shards    []int  // the master of each line shard
+	seatsKey  string                 // the seats hash of the schedule's first block, in its seat slot
+	own       int                    // the master of the concert's own slot (line_arrive, line_admit, gate_hold)
+	seats     int                    // the master of the first block's seat slot (seat_take, hold_cancel, payment_claim, seat_sell)
+	blocks    map[redis.SeatSlot]int // the master of each block's seat slot
+	shards    []int                  // the master of each line shard
+}
+
+// seatsOn is the seats key of a block of the concert's seats on master port ("" none).
+func (c concertRef) seatsOn(keys redis.Keys, port int) string {
+	for _, slot := range c.layout.Blocks(c.sched) {
+		if c.blocks[slot] == port {
+			return keys.Concert(c.id).Schedule(slot).Seats()
+		}
+	}
+	return ""
 }
 
 // placeConcert reads where concert id's state lives as the service does: its layout from its settings
-// (Keys.ReadLayout, as Store.layout), the seat slot of schedule sched in it (Layout.Slot) and that slot's
-// seats key (ConcertKeys.Schedule, as seat_take's call). The test is of the spread layout: a concert whose
+// (Keys.ReadLayout, as Store.layout), the seat slots of schedule sched in it, a block each (Layout.Blocks),
+// and their seats keys (ConcertKeys.Schedule, as seat_take's call). The test is of the spread layout: a concert whose
 // seats live in its own slot fails it.
 func placeConcert(t *testing.T, pc *dbtest.PrivateCluster, rc rueidis.Client, keys redis.Keys, id, sched string) concertRef {
 	t.Helper()
@@ -493,8 +504,12 @@ func placeConcert(t *testing.T, pc *dbtest.PrivateCluster, rc rueidis.Client, ke
 	require.Greater(t, l.Shards, 1, "concert %s has a line of one slot", id)
 	require.NotEmpty(t, l.Schedules, "concert %s keeps its seats in its own slot", id)
 	k := keys.Concert(id)
-	c := concertRef{id: id, sched: sched, layout: l, seatsKey: k.Schedule(l.Slot(sched)).Seats(), own: pc.MasterOf(t, rc, k.Cfg())}
+	c := concertRef{id: id, sched: sched, layout: l, seatsKey: k.Schedule(l.Blocks(sched)[0]).Seats(), own: pc.MasterOf(t, rc, k.Cfg()),
+		blocks: map[redis.SeatSlot]int{}}
 	c.seats = pc.MasterOf(t, rc, c.seatsKey)
+	for _, slot := range l.Blocks(sched) {
+		c.blocks[slot] = pc.MasterOf(t, rc, k.Schedule(slot).Seats())
+	}
 	return c
 }
 

@@ -4,9 +4,9 @@ package main
 
 // The scale-out test (`make scaleout`, which `make test` runs): the real binary as 3 api, 2 scheduler
 // and 2 writebehind processes on a Redis Cluster of the test's own (ports 7100-7105, bus 17100-17105,
-// so that killing one of its masters disturbs no other test), three concerts whose seats live on three
-// different masters, fans spread over the api instances, and the master of one concert's seats
-// SIGKILLed mid-sale.
+// so that killing one of its masters disturbs no other test), three concerts, fans spread over the api
+// instances, and a master that serves a block of one concert's seats and the own slots of the two
+// others SIGKILLed mid-sale.
 // What the fans were told (the client ledger) is checked against Redis and Postgres at the end.
 
 import (
@@ -49,21 +49,22 @@ func TestScaleOut(t *testing.T) {
 		pids[n] = n.cmd.Process.Pid
 	}
 
-	// Three concerts whose seats live on three different masters. A concert's line is spread over the
-	// cluster (lineShards: 8 per master) and so are its seats: its schedule's seats, holds and
-	// reservations live in a seat slot of their own, placed off the concert's own master
-	// (docs/scaleout.md, "Seat slots"). Where each lives is read as the service reads it: the layout in
-	// the concert's settings (ReadLayout), the schedule's seat slot in it (Layout.Slot), that slot's
-	// keys. The master killed below serves the seats of concerts[0] and the own slot (the line's
-	// admissions, the holds' gate) of concerts[1]; the seats of concerts[1] and [2] live elsewhere.
+	// Three concerts and a master to kill. A concert's line is spread over the cluster (lineShards: 8 per
+	// master) and so are its seats: its schedule's seats, holds and reservations live in a block of seat
+	// slots, one a master, placed off the concert's own master (docs/scaleout.md, "Seat slots"). Where
+	// each lives is read as the service reads it: the layout in the concert's settings (ReadLayout), the
+	// schedule's blocks in it (Layout.Blocks), their keys. The master killed below serves a block of the
+	// seats of concerts[0] and the own slots (the line's admissions, the holds' gate) of concerts[1] and
+	// [2], whose seats live elsewhere.
 	rc := dbtest.Client(t, pc.URL)
 	keys := redis.NewKeys("tr")
 	var created, concerts []concertRef
+	killed := 0
 	for i := 0; concerts == nil; i++ {
-		require.Less(t, i, 60, "no three concerts whose seats live on three masters, one with its own slot where another's seats are")
+		require.Less(t, i, 60, "no three concerts, one with seats on a master that serves the own slot of the two others")
 		id, sched := createSaleConcert(t, apis[0].api, "Scale-out "+strconv.Itoa(i), seatsPerConcert, activeCapacity)
 		created = append(created, placeConcert(t, pc, rc, keys, id, sched))
-		concerts = pickConcerts(created)
+		concerts, killed = pickConcerts(created)
 	}
 	for i, c := range concerts { // the master of each line shard, as the service names the shard's keys
 		for n := range c.layout.Shards {
@@ -83,24 +84,27 @@ func TestScaleOut(t *testing.T) {
 	// checker's failover is for the seats of the seat slots that lived there, and only those.
 	require.Eventually(t, func() bool { return l.paid.Load() >= killAfterPaid }, 2*time.Minute, 10*time.Millisecond,
 		"%d payments acknowledged before the kill", l.paid.Load())
-	killed := concerts[0].seats
-	taken := seatsOnNode(t, pc, killed, concerts[0].seatsKey)
+	seatsKey := concerts[0].seatsOn(keys, killed)
+	taken := seatsOnNode(t, pc, killed, seatsKey)
 	require.Positive(t, taken, "master %d holds no seat of concert %s (%s): the kill would miss the sale's seats",
-		killed, concerts[0].id, concerts[0].seatsKey)
+		killed, concerts[0].id, seatsKey)
 	killing := time.Now()
 	pc.Kill(t, killed)
 	killedAt := time.Now()
-	failedOver := map[linearize.Seat]bool{} // a seat of each schedule whose seat slot lived on the killed master
+	byID := map[string]concertRef{}
 	for _, c := range concerts {
-		failedOver[linearize.Seat{Concert: c.id, Schedule: c.sched}] = c.seats == killed
+		byID[c.id] = c
 	}
-	history.Failover(killing, killedAt, func(s linearize.Seat) bool {
-		return failedOver[linearize.Seat{Concert: s.Concert, Schedule: s.Schedule}]
-	})
-	t.Logf("SIGKILLed master %d at %s into the sale, after %d payments: the seat slot of concert %s (%d seats taken), "+
-		"the own slot of concert %s, and %s of the concerts' line shards",
+	// A seat failed over when the seat slot of its block lived on the killed master.
+	failedOver := func(s linearize.Seat) bool {
+		c := byID[s.Concert]
+		return c.blocks[c.layout.Slot(s.Schedule, s.ID)] == killed
+	}
+	history.Failover(killing, killedAt, failedOver)
+	t.Logf("SIGKILLed master %d at %s into the sale, after %d payments: a seat slot of concert %s (%d seats taken), "+
+		"the own slots of concerts %s and %s, and %s of the concerts' line shards",
 		killed, killedAt.Sub(sl.started).Round(time.Millisecond), l.paid.Load(), concerts[0].id, taken, concerts[1].id,
-		shardsOn(concerts, killed))
+		concerts[2].id, shardsOn(concerts, killed))
 
 	sl.finish(t, 3*time.Minute)
 
@@ -134,14 +138,24 @@ func TestScaleOut(t *testing.T) {
 		}
 	}
 
-	// The seats the checker failed over are those that did: a seat slot is served by another master now
-	// (the killed one's replica, elected) exactly when the checker was told its seats failed over.
+	// The seats the checker failed over are those that did: a block's seat slot is served by another
+	// master now (the killed one's replica, elected) exactly when the checker was told the seats of that
+	// block failed over (the check asks a seat of each block).
 	for _, c := range concerts {
-		now := pc.MasterOf(t, rc, c.seatsKey)
-		told := failedOver[linearize.Seat{Concert: c.id, Schedule: c.sched}]
-		assert.NotEqual(t, killed, now, "the seats of concert %s are still on the killed master", c.id)
-		assert.Equal(t, now != c.seats, told, "concert %s: seats on master %d before the kill and %d after, "+
-			"failed over for the checker: %v", c.id, c.seats, now, told)
+		for _, slot := range c.layout.Blocks(c.sched) {
+			seat := ""
+			for i := 1; i <= seatsPerConcert && seat == ""; i++ {
+				if id := fmt.Sprintf("R-%d", i); c.layout.Slot(c.sched, id) == slot {
+					seat = id
+				}
+			}
+			require.NotEmpty(t, seat, "no seat of concert %s in block %s", c.id, slot)
+			now := pc.MasterOf(t, rc, keys.Concert(c.id).Schedule(slot).Seats())
+			told := failedOver(linearize.Seat{Concert: c.id, Schedule: c.sched, ID: seat})
+			assert.NotEqual(t, killed, now, "the seats of concert %s, block %s, are still on the killed master", c.id, slot)
+			assert.Equal(t, now != c.blocks[slot], told, "concert %s, block %s: seats on master %d before the kill and %d "+
+				"after, failed over for the checker: %v", c.id, slot, c.blocks[slot], now, told)
+		}
 	}
 
 	// The write-behind's warnings during the outage: each kind logged at most once per 5 s (a worker
@@ -163,24 +177,39 @@ func TestScaleOut(t *testing.T) {
 	checkRecords(t, bin, env, dbURL, nodes[5:], apis, l)
 }
 
-// pickConcerts returns three of created whose seats live on three different masters, the second with
-// its own slot on the master of the first one's seats (nil when there are none yet): killing that master
-// fails over the seats of the first and the admissions and hold gates of the second, and the seats of
-// the second and third stay where they are.
-func pickConcerts(created []concertRef) []concertRef {
+// pickConcerts returns three of created and a master to kill (nil when there are none yet): the first
+// with seats (a block of its schedule's) on that master, the second and third with their own slots there
+// and so none of their seats (a schedule's blocks are placed off the concert's own master). Killing it
+// fails over a block of the first one's seats and the admissions and hold gates of the others, and the
+// seats of the others stay where they are.
+func pickConcerts(created []concertRef) ([]concertRef, int) {
 	for _, a := range created {
-		for _, b := range created {
-			if b.own != a.seats || b.seats == a.seats {
+		for _, m := range a.blocks {
+			if m == a.own {
 				continue
 			}
-			for _, c := range created {
-				if c.seats != a.seats && c.seats != b.seats {
-					return []concertRef{a, b, c}
+			var others []concertRef
+			for _, b := range created {
+				if b.id != a.id && b.own == m && !b.hasSeatsOn(m) {
+					others = append(others, b)
 				}
+			}
+			if len(others) >= 2 {
+				return []concertRef{a, others[0], others[1]}, m
 			}
 		}
 	}
-	return nil
+	return nil, 0
+}
+
+// hasSeatsOn says whether a block of the concert's seats lives on master port.
+func (c concertRef) hasSeatsOn(port int) bool {
+	for _, m := range c.blocks {
+		if m == port {
+			return true
+		}
+	}
+	return false
 }
 
 // shardsOn says how many of each concert's line shards lived on master port.

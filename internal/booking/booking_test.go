@@ -283,7 +283,9 @@ func (e *env) seatSlot(t *testing.T) redis.ScheduleKeys {
 	l, found, err := keys.ReadLayout(context.Background(), e.client, e.concert.ID)
 	require.NoError(t, err)
 	require.True(t, found)
-	return keys.Concert(e.concert.ID).Schedule(l.Slot(e.schedule()))
+	blocks := l.Blocks(e.schedule())
+	require.Len(t, blocks, 1, "a line of one shard keeps a schedule's seats in one slot")
+	return keys.Concert(e.concert.ID).Schedule(blocks[0])
 }
 
 // soldSeats returns seat -> reservation of every SOLD seat.

@@ -10,11 +10,13 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// gated runs the token status script and cmd in one round trip. A gated call is the fan showing up
-// (noShowSeconds): the same round trip takes them off the concert's no-show watch.
-func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, cmd func() rueidis.Completed) (ticketrush.TokenState, rueidis.RedisResult, error) {
+// gated runs the token status script and the reads in one round trip and returns their replies. A gated
+// call is the fan showing up (noShowSeconds): the same round trip takes them off the concert's no-show
+// watch.
+func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
 	keys, args := s.keys.Concert(c.ConcertID).queueStatus(c, now)
-	msg, data, err := s.execWith(ctx, s.status, keys, args, cmd, s.shown(c))
+	msg, res, err := s.execWith(ctx, s.status, keys, args, append([]func() rueidis.Completed{s.shown(c)}, reads...)...)
+	data := res[min(1, len(res)):]
 	if err != nil {
 		return ticketrush.TokenState{}, data, fmt.Errorf("token status: %w", err)
 	}

@@ -48,22 +48,24 @@ func (in *Inspector) Reservations(ctx context.Context, concertID string) (map[st
 	return out, nil
 }
 
-// SeatStates returns the seats of a schedule that are not available (its seats hash), by seat id;
+// SeatStates returns the seats of a schedule that are not available (its seats hashes, a block's each), by seat id;
 // a value that is no seat state is left out.
 func (in *Inspector) SeatStates(ctx context.Context, concertID, scheduleID string) (map[string]SeatState, error) {
 	sched, err := in.seatSlots(ctx, concertID)
 	if err != nil {
 		return nil, err
 	}
-	key := in.keys.Concert(concertID).Schedule(slotOf(sched, scheduleID)).Seats()
-	raw, err := in.client.Do(ctx, in.client.B().Hgetall().Key(key).Build()).AsStrMap()
-	if err != nil {
-		return nil, fmt.Errorf("HGETALL %s: %w", key, err)
-	}
-	out := make(map[string]SeatState, len(raw))
-	for seat, v := range raw {
-		if st, ok := parseSeatState(v); ok {
-			out[seat] = st
+	out := map[string]SeatState{}
+	for _, slot := range blocksOf(sched, scheduleID) {
+		key := in.keys.Concert(concertID).Schedule(slot).Seats()
+		raw, err := in.client.Do(ctx, in.client.B().Hgetall().Key(key).Build()).AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("HGETALL %s: %w", key, err)
+		}
+		for seat, v := range raw {
+			if st, ok := parseSeatState(v); ok {
+				out[seat] = st
+			}
 		}
 	}
 	return out, nil
@@ -237,15 +239,15 @@ func (in *Inspector) reservationKeys(ctx context.Context, concertID string) ([]s
 }
 
 // SeatSlots reads every seat slot of concert c (ScheduleSlot), each at one moment with the cut of its
-// stream, in the order of c's schedules.
+// stream, in the order of c's schedules and each schedule's blocks.
 func (in *Inspector) SeatSlots(ctx context.Context, c ticketrush.Concert) ([]ConcertSlot, error) {
 	sched, err := in.seatSlots(ctx, c.ID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ConcertSlot, 0, len(c.Schedules))
-	for _, s := range c.Schedules {
-		slot, err := in.ScheduleSlot(ctx, c, slotOf(sched, s.ID))
+	var out []ConcertSlot
+	for _, seatSlot := range slotsOf(sched, scheduleIDsOf(c)) {
+		slot, err := in.ScheduleSlot(ctx, c, seatSlot, blockSeats(c, seatSlot, len(blocksOf(sched, seatSlot.ScheduleID()))))
 		if err != nil {
 			return nil, err
 		}
@@ -254,10 +256,10 @@ func (in *Inspector) SeatSlots(ctx context.Context, c ticketrush.Concert) ([]Con
 	return out, nil
 }
 
-// ScheduleSlot reads the seat slot of schedule scheduleID of concert c (a concert whose seats are
-// spread) in one MULTI, with the cut of its stream: its reservations, seats and seat count, and the
-// count its seats give (Seats of the schedule alone).
-func (in *Inspector) ScheduleSlot(ctx context.Context, c ticketrush.Concert, seatSlot SeatSlot) (ConcertSlot, error) {
+// ScheduleSlot reads seat slot seatSlot of concert c, which keeps seats of its schedule's seats, in one
+// MULTI, with the cut of its stream: its reservations, seats and seat count, and the count its seats
+// give.
+func (in *Inspector) ScheduleSlot(ctx context.Context, c ticketrush.Concert, seatSlot SeatSlot, seats int64) (ConcertSlot, error) {
 	scheduleID := seatSlot.ScheduleID()
 	k := in.keys.Concert(c.ID).Schedule(seatSlot)
 	slot := ConcertSlot{Reservations: map[string]ticketrush.Reservation{}, Seats: map[string]map[string]SeatState{}}
@@ -295,9 +297,7 @@ func (in *Inspector) ScheduleSlot(ctx context.Context, c ticketrush.Concert, sea
 		return slot, fmt.Errorf("read inventory of %s: %w", scheduleID, err)
 	}
 	slot.Inventory, slot.InventoryOK = decodeInventory(inv)
-	one := c
-	one.Schedules = []ticketrush.Schedule{{ID: scheduleID}}
-	slot.Counted = inventoryOf(one, map[string]map[string]string{scheduleID: m})
+	slot.Counted = inventoryOf(seats, map[string]map[string]string{scheduleID: m})
 	slot.Cut = cut(k.Events(), &replies[3], &replies[4])
 	return slot, nil
 }

@@ -3,6 +3,8 @@ package redis
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,43 +39,119 @@ const (
 // stays where its plain tag lands).
 const placementTries = 4096
 
-// SeatSlot names the slot of one schedule's seats of a spread concert: the schedule id, then "@<n>"
+// SeatSlot names a slot of one schedule's seats: the schedule id, then "#<b>" when the schedule's seats
+// are kept in blocks (block b of them, a slot each: seatBlock says which seat is in which), then "@<n>"
 // when the placement chose the tag's suffix n (see above). Its keys are tagged {c:<id>:s:<slot>}.
 type SeatSlot string
 
 // ScheduleID is the schedule whose seats the slot holds.
 func (s SeatSlot) ScheduleID() string {
-	id, _, _ := strings.Cut(string(s), "@")
-	return id
+	if i := strings.IndexAny(string(s), "#@"); i >= 0 {
+		return string(s)[:i]
+	}
+	return string(s)
 }
 
-// Slot is the seat slot of scheduleID in a concert whose seats are spread (Schedules), or the slot of
-// its plain tag for a schedule the layout does not name (its scripts then answer NOT_FOUND).
-func (l Layout) Slot(scheduleID string) SeatSlot { return slotOf(l.Schedules, scheduleID) }
+// Block is which block of its schedule's seats the slot holds (0 for a schedule of one).
+func (s SeatSlot) Block() int {
+	_, rest, ok := strings.Cut(string(s), "#")
+	if !ok {
+		return 0
+	}
+	b, _, _ := strings.Cut(rest, "@")
+	n, _ := strconv.Atoi(b)
+	return n
+}
 
-func slotOf(slots []SeatSlot, scheduleID string) SeatSlot {
+// Slot is the seat slot that keeps seatID of scheduleID.
+func (l Layout) Slot(scheduleID, seatID string) SeatSlot {
+	return seatSlotOf(l.Schedules, scheduleID, seatID)
+}
+
+// Blocks is the seat slots of scheduleID, in block order.
+func (l Layout) Blocks(scheduleID string) []SeatSlot { return blocksOf(l.Schedules, scheduleID) }
+
+// blocksOf is the seat slots of scheduleID among slots, in block order (one, the slot of its plain tag,
+// for a schedule slots do not name: its scripts then answer NOT_FOUND).
+func blocksOf(slots []SeatSlot, scheduleID string) []SeatSlot {
+	var out []SeatSlot
 	for _, s := range slots {
 		if s.ScheduleID() == scheduleID {
-			return s
+			out = append(out, s)
 		}
 	}
-	return SeatSlot(scheduleID)
+	if len(out) == 0 {
+		return []SeatSlot{SeatSlot(scheduleID)}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Block() < out[j].Block() })
+	return out
 }
 
-// ScheduleIDs is the schedules of the seat slots.
+// seatBlock is the block, of blocks, that seatID is kept in: a stable hash of the seat id, so that a
+// section's seats spread over every block.
+func seatBlock(seatID string, blocks int) int {
+	if blocks <= 1 {
+		return 0
+	}
+	return int(crc32.ChecksumIEEE([]byte("seat:"+seatID)) % uint32(blocks))
+}
+
+// blockSeats is how many seats of one schedule of concert c the block of slot keeps, of blocks (every
+// seat of the schedule for a schedule of one block).
+func blockSeats(c ticketrush.Concert, slot SeatSlot, blocks int) int64 {
+	if blocks <= 1 {
+		return int64(c.TotalSeats())
+	}
+	var n int64
+	for _, sec := range c.Sections {
+		for i := 1; i <= sec.Seats; i++ {
+			if seatBlock(sec.Name+"-"+strconv.Itoa(i), blocks) == slot.Block() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// seatSlotOf is the seat slot, among slots, that keeps seatID of scheduleID.
+func seatSlotOf(slots []SeatSlot, scheduleID, seatID string) SeatSlot {
+	b := blocksOf(slots, scheduleID)
+	return b[seatBlock(seatID, len(b))]
+}
+
+// reservationSlot is the seat slot, among slots, that keeps reservation id of scheduleID: the block its
+// id names (ticketrush.ReservationBlock).
+func reservationSlot(slots []SeatSlot, scheduleID, id string) SeatSlot {
+	b := blocksOf(slots, scheduleID)
+	return b[ticketrush.ReservationBlock(id, len(b))]
+}
+
+// ScheduleIDs is the schedules of the seat slots, each once, in their first slot's order.
 func ScheduleIDs(slots []SeatSlot) []string {
-	out := make([]string, len(slots))
-	for i, s := range slots {
-		out[i] = s.ScheduleID()
+	var out []string
+	for _, s := range slots {
+		if id := s.ScheduleID(); !slices.Contains(out, id) {
+			out = append(out, id)
+		}
 	}
 	return out
 }
 
-// slotsOf is the seat slots, among slots, of the schedules ids, in their order.
+// scheduleIDsOf is the ids of c's schedules, in order.
+func scheduleIDsOf(c ticketrush.Concert) []string {
+	out := make([]string, len(c.Schedules))
+	for i, sc := range c.Schedules {
+		out[i] = sc.ID
+	}
+	return out
+}
+
+// slotsOf is every seat slot, among slots, of the schedules ids, in their order and each schedule's in
+// block order.
 func slotsOf(slots []SeatSlot, ids []string) []SeatSlot {
-	out := make([]SeatSlot, len(ids))
-	for i, id := range ids {
-		out[i] = slotOf(slots, id)
+	var out []SeatSlot
+	for _, id := range ids {
+		out = append(out, blocksOf(slots, id)...)
 	}
 	return out
 }
@@ -141,9 +219,10 @@ func SlotsTogether(k ConcertKeys, c ticketrush.Concert) []SeatSlot {
 }
 
 // placeSeatSlots places the seat slots of c's schedules (a concert whose line is spread) on the masters
-// of owners (each slot's master, CLUSTER SLOTS).
+// of owners (each slot's master, CLUSTER SLOTS): each schedule's seats in a block per master (at most
+// ticketrush.MaxSeatBlocks), so that one date's holds spread like its joins, each block on the master
+// with the least expected load so far.
 func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert) []SeatSlot {
-	slots := make([]SeatSlot, len(c.Schedules))
 	load := map[string]float64{} // every master's expected load so far, in schedules
 	var masters []string
 	for _, m := range owners {
@@ -153,32 +232,39 @@ func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert) []Seat
 		}
 	}
 	sort.Strings(masters)
+	blocks := max(1, min(len(masters), ticketrush.MaxSeatBlocks))
 	s := float64(len(c.Schedules))
 	load[owners[slot(k.Cfg())]] += ConcertSlotWeight * s
 	for n := range c.Queue.LineShards {
 		load[owners[slot(k.Shard(n).Places())]] += LineWeight * s / float64(c.Queue.LineShards)
 	}
-	for i, sc := range c.Schedules {
-		target := ""
-		for _, m := range masters {
-			if target == "" || load[m] < load[target] {
-				target = m
+	var slots []SeatSlot
+	for _, sc := range c.Schedules {
+		for b := range blocks {
+			name := sc.ID
+			if blocks > 1 {
+				name += "#" + strconv.Itoa(b)
 			}
-		}
-		for n := 0; n < placementTries; n++ {
-			try := SeatSlot(sc.ID)
-			if n > 0 {
-				try = SeatSlot(sc.ID + "@" + strconv.Itoa(n))
+			target := ""
+			for _, m := range masters {
+				if target == "" || load[m] < load[target] {
+					target = m
+				}
 			}
-			if owners[slot(k.Schedule(try).Seats())] == target {
-				slots[i] = try
-				break
+			placed := SeatSlot(name)
+			for n := 0; n < placementTries; n++ {
+				try := SeatSlot(name)
+				if n > 0 {
+					try = SeatSlot(name + "@" + strconv.Itoa(n))
+				}
+				if owners[slot(k.Schedule(try).Seats())] == target {
+					placed = try
+					break
+				}
 			}
+			load[owners[slot(k.Schedule(placed).Seats())]] += 1 / float64(blocks)
+			slots = append(slots, placed)
 		}
-		if slots[i] == "" {
-			slots[i] = SeatSlot(sc.ID)
-		}
-		load[owners[slot(k.Schedule(slots[i]).Seats())]]++
 	}
 	return slots
 }

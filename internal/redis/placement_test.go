@@ -30,10 +30,10 @@ func spreadConcert(id string, schedules, shards int) ticketrush.Concert {
 	return c
 }
 
-// TestPlaceSeatSlots: on 3 masters, each of 200 concerts of 3 schedules gets its schedules' seat slots
-// off the concert's own master (whose slot weighs about two schedules), at most two on one master, the
-// same for the same slot map. Without the placement the plain tags put a schedule on the concert's
-// master for about a third of the schedules.
+// TestPlaceSeatSlots: on 3 masters, each of 200 concerts of 3 schedules gets each schedule's seats in a
+// block per master, every block off the concert's own master (whose slot weighs about two schedules) and
+// spread evenly over the others, the same for the same slot map. Without the placement the plain tags
+// put a slot on the concert's master about a third of the time.
 func TestPlaceSeatSlots(t *testing.T) {
 	owners := thirds()
 	plain := 0
@@ -42,35 +42,59 @@ func TestPlaceSeatSlots(t *testing.T) {
 		k := NewKeys("tr").Concert(c.ID)
 		home := owners[slot(k.Cfg())]
 		slots := placeSeatSlots(owners, k, c)
-		require.Len(t, slots, 3)
+		require.Len(t, slots, 9, "a block per master of each schedule")
 		per := map[string]int{}
 		for j, s := range slots {
-			assert.Equal(t, c.Schedules[j].ID, s.ScheduleID())
+			assert.Equal(t, c.Schedules[j/3].ID, s.ScheduleID())
+			assert.Equal(t, j%3, s.Block())
 			per[owners[slot(k.Schedule(s).Seats())]]++
-			if owners[slot(k.Schedule(SeatSlot(c.Schedules[j].ID)).Seats())] == home {
+			if owners[slot(k.Schedule(SeatSlot(fmt.Sprintf("%s#%d", c.Schedules[j/3].ID, j%3))).Seats())] == home {
 				plain++
 			}
 		}
-		assert.Zero(t, per[home], "concert %s: a schedule on the concert's master %s: %v", c.ID, home, slots)
+		assert.Zero(t, per[home], "concert %s: a block on the concert's master %s: %v", c.ID, home, slots)
 		for m, n := range per {
-			assert.LessOrEqual(t, n, 2, "concert %s: %d schedules on %s", c.ID, n, m)
+			assert.InDelta(t, 4.5, n, 0.5, "concert %s: %d blocks on %s", c.ID, n, m)
 		}
 		assert.Equal(t, slots, placeSeatSlots(owners, k, c), "the same placement for the same slot map")
 	}
-	assert.Greater(t, plain, 150, "plain tags put about a third of the 600 schedules on the concert's master")
+	assert.Greater(t, plain, 450, "plain tags put about a third of the 1,800 blocks on the concert's master")
 
-	// Many schedules: the concert's own slot weighs 0.6 schedule per schedule, more than a master's
-	// share of the rest, so they go to the other masters, evenly.
-	c := spreadConcert("c-many", 12, 24)
+	// One date: its three blocks go to the two masters that are not the concert's.
+	c := spreadConcert("c-one-date", 1, 24)
 	k := NewKeys("tr").Concert(c.ID)
 	per := map[string]int{}
 	for _, s := range placeSeatSlots(owners, k, c) {
 		per[owners[slot(k.Schedule(s).Seats())]]++
 	}
-	assert.Zero(t, per[owners[slot(k.Cfg())]], "12 schedules: %v", per)
-	for m, n := range per {
-		assert.InDelta(t, 6, n, 1, "12 schedules over two masters, %s: %v", m, per)
+	assert.Zero(t, per[owners[slot(k.Cfg())]], "one date: %v", per)
+	assert.Len(t, per, 2, "one date over the two other masters: %v", per)
+}
+
+// TestSeatBlocks: a seat's block is a stable function of its id, every block keeps about its share of a
+// section's seats, and a reservation id names the block it was made for.
+func TestSeatBlocks(t *testing.T) {
+	c := ticketrush.Concert{Sections: []ticketrush.Section{{Name: "A", Seats: 3000}}}
+	slots := []SeatSlot{"schedule0001#0@4", "schedule0001#1", "schedule0001#2@17"}
+	var total int64
+	for b, sl := range slots {
+		n := blockSeats(c, sl, 3)
+		assert.InDelta(t, 1000, n, 100, "block %d", b)
+		total += n
 	}
+	assert.EqualValues(t, 3000, total)
+	assert.Equal(t, seatSlotOf(slots, "schedule0001", "A-17"), seatSlotOf(slots, "schedule0001", "A-17"))
+	for b := range slots {
+		id := ticketrush.NewReservationIDInBlock("c0ncert0001x", "schedule0001", b)
+		_, sched, ok := ticketrush.ParseReservationID(id)
+		require.True(t, ok, id)
+		assert.Equal(t, "schedule0001", sched)
+		assert.Equal(t, slots[b], reservationSlot(slots, "schedule0001", id), id)
+	}
+	assert.Equal(t, SeatSlot("s1"), reservationSlot([]SeatSlot{"s1"}, "s1", ticketrush.NewReservationID("c0ncert0001x", "s1")))
+	assert.Equal(t, "s1", SeatSlot("s1#2@17").ScheduleID())
+	assert.Equal(t, 2, SeatSlot("s1#2@17").Block())
+	assert.Equal(t, 0, SeatSlot("s1@17").Block())
 }
 
 // TestPlaceSeatSlotsOnCluster: on the local cluster, a concert loaded as the service loads it keeps the
@@ -87,12 +111,16 @@ func TestPlaceSeatSlotsOnCluster(t *testing.T) {
 	l, found, err := s.keys.ReadLayout(ctx, c, con.ID)
 	require.NoError(t, err)
 	require.True(t, found)
-	require.Len(t, l.Schedules, 3)
 	owners, err := slotOwners(ctx, c)
 	require.NoError(t, err)
+	masters := map[string]bool{}
+	for _, o := range owners {
+		masters[o] = true
+	}
+	require.Len(t, l.Schedules, 3*len(masters), "a block per master of each schedule")
 	k := s.keys.Concert(con.ID)
 	for i, sl := range l.Schedules {
-		assert.Equal(t, con.Schedules[i].ID, sl.ScheduleID())
+		assert.Equal(t, con.Schedules[i/len(masters)].ID, sl.ScheduleID())
 		assert.NotEqual(t, owners[slot(k.Cfg())], owners[slot(k.Schedule(sl).Seats())], "seat slot %s on the concert's master", sl)
 	}
 	raw, err := c.Do(ctx, c.B().Hget().Key(k.Cfg()).Field("sched").Build()).ToString()

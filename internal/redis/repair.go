@@ -94,10 +94,10 @@ func eachShard(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketr
 	return nil
 }
 
-// inventoryOf counts a concert's seats from its seat maps (schedule -> seat -> state) as the seat
-// scripts keep the count: a seat in no map is available.
-func inventoryOf(c ticketrush.Concert, seats map[string]map[string]string) Inventory {
-	inv := Inventory{Seats: int64(c.TotalSeats() * len(c.Schedules))}
+// inventoryOf counts total seats from their seat maps (schedule -> seat -> state) as the seat scripts
+// keep the count: a seat in no map is available.
+func inventoryOf(total int64, seats map[string]map[string]string) Inventory {
+	inv := Inventory{Seats: total}
 	inv.Available = inv.Seats
 	for _, m := range seats {
 		for _, v := range m {
@@ -275,7 +275,7 @@ func zadd(key string, members map[string]int64) []func(rueidis.Builder) rueidis.
 
 // restoreSeats builds the writes of reservations res into the seat slot at, and returns the seat count
 // they give of c (whose one schedule is the slot's).
-func restoreSeats(rep *RestoredConcert, at ScheduleKeys, c ticketrush.Concert, res []ticketrush.ReservationRecord) ([]func(rueidis.Builder) rueidis.Completed, Inventory, error) {
+func restoreSeats(rep *RestoredConcert, at ScheduleKeys, total int64, res []ticketrush.ReservationRecord) ([]func(rueidis.Builder) rueidis.Completed, Inventory, error) {
 	var cmds []func(rueidis.Builder) rueidis.Completed
 	records := map[string]string{}
 	seats := map[string]map[string]string{} // schedule -> seat -> state
@@ -325,19 +325,20 @@ func restoreSeats(rep *RestoredConcert, at ScheduleKeys, c ticketrush.Concert, r
 		soldCounts[sched] = strconv.Itoa(n)
 	}
 	cmds = append(cmds, hset(at.Sold(), soldCounts)...)
-	return cmds, inventoryOf(c, seats), nil
+	return cmds, inventoryOf(total, seats), nil
 }
 
-// restoreSeatSlots writes each schedule's reservations, seats and
-// count in its seat slot (one MULTI per slot, its old keys deleted first), and adds to the concert's
+// restoreSeatSlots writes each schedule's reservations, seats and count in its seat slots (each
+// reservation in the block its id names; one MULTI per slot, its old keys deleted first), and adds to the concert's
 // writes (cmds) its gate (each open hold's entry: until its expiry, or PayingGate after its claim while
 // being paid) and its whole count.
 func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConcert, k ConcertKeys, c ticketrush.Concert,
 	slots []SeatSlot, res []ticketrush.ReservationRecord, cmds *[]func(rueidis.Builder) rueidis.Completed) error {
-	bySchedule := map[string][]ticketrush.ReservationRecord{}
+	bySlot := map[SeatSlot][]ticketrush.ReservationRecord{}
 	gate := map[string][]string{}
 	for _, r := range res {
-		bySchedule[r.ScheduleID] = append(bySchedule[r.ScheduleID], r)
+		at := reservationSlot(slots, r.ScheduleID, r.ID)
+		bySlot[at] = append(bySlot[at], r)
 		switch r.Status {
 		case ticketrush.ReservationHeld:
 			gate[r.UserID] = append(gate[r.UserID], r.ID+":"+i64toa(msOf(r.ExpiresAt)))
@@ -346,11 +347,9 @@ func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConc
 		}
 	}
 	total := Inventory{}
-	for _, sc := range c.Schedules {
-		one := c
-		one.Schedules = []ticketrush.Schedule{sc}
-		sk := k.Schedule(slotOf(slots, sc.ID))
-		writes, inv, err := restoreSeats(rep, sk, one, bySchedule[sc.ID])
+	for _, slot := range slotsOf(slots, scheduleIDsOf(c)) {
+		sk := k.Schedule(slot)
+		writes, inv, err := restoreSeats(rep, sk, blockSeats(c, slot, len(blocksOf(slots, slot.ScheduleID()))), bySlot[slot])
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ func TestInventoryOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, inventoryOf(c, tt.seats))
+			assert.Equal(t, tt.want, inventoryOf(int64(c.TotalSeats()*len(c.Schedules)), tt.seats))
 		})
 	}
 }

@@ -37,7 +37,7 @@ func TestReplyShapes(t *testing.T) {
 		"refund":           func(m rueidis.RedisMessage) error { _, err := refundReply("r1", m); return err },
 		"configure":        func(m rueidis.RedisMessage) error { return configureReply(m) },
 		"draw state":       func(m rueidis.RedisMessage) error { _, err := drawStateReply(m); return err },
-		"seats":            func(m rueidis.RedisMessage) error { _, err := seatsReply(m, t0); return err },
+		"seats":            func(m rueidis.RedisMessage) error { return seatsReply(m, t0, map[string]ticketrush.SeatStatus{}) },
 		"remember reserve": func(m rueidis.RedisMessage) error { _, _, err := rememberReply("reserve", m); return err },
 		"remember finish":  func(m rueidis.RedisMessage) error { _, _, err := rememberReply("finish", m); return err },
 		"remember release": func(m rueidis.RedisMessage) error { _, _, err := rememberReply("release", m); return err },
@@ -140,8 +140,8 @@ func TestDecodedValues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ticketrush.DrawState{}, st, "a draw hash without its fields yet")
 
-	seats, err := seatsReply(msg("{'A', 'H|r1|1800000001000', 'B', 'H|r2|1800000000000', 'C', 'P|r3', 'D', 'S|r4'}"), t0)
-	require.NoError(t, err)
+	seats := map[string]ticketrush.SeatStatus{}
+	require.NoError(t, seatsReply(msg("{'A', 'H|r1|1800000001000', 'B', 'H|r2|1800000000000', 'C', 'P|r3', 'D', 'S|r4'}"), t0, seats))
 	assert.Equal(t, map[string]ticketrush.SeatStatus{"A": ticketrush.SeatHeld, "C": ticketrush.SeatHeld, "D": ticketrush.SeatSold},
 		seats, "B's hold lapses at now: AVAILABLE before any sweep")
 

@@ -120,30 +120,31 @@ func (s *Store) evalsha(sc *script, keys, args []string) rueidis.Completed {
 	return s.client.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
-// execWith runs sc and then cmd in one round trip (one pipeline on one hash slot), and then the
-// optional more, whose replies it drops. When Redis does not know the script yet (after a restart), it
-// falls back to separate round trips, which also load it. cmd builds the command: rueidis commands are
-// single-use, and the fallback sends it again.
-func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, cmd func() rueidis.Completed, more ...func() rueidis.Completed) (rueidis.RedisMessage, rueidis.RedisResult, error) {
+// execWith runs sc and then cmds in one round trip (one pipeline, over the slots the commands name),
+// and returns sc's reply and the replies of cmds. When Redis does not know the script yet (after a
+// restart), it falls back to separate round trips, which also load it. cmds build the commands: rueidis
+// commands are single-use, and the fallback sends them again.
+func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, cmds ...func() rueidis.Completed) (rueidis.RedisMessage, []rueidis.RedisResult, error) {
 	start := time.Now()
-	cmds := rueidis.Commands{s.evalsha(sc, keys, args), cmd()}
-	for _, m := range more {
-		cmds = append(cmds, m())
+	all := rueidis.Commands{s.evalsha(sc, keys, args)}
+	for _, c := range cmds {
+		all = append(all, c())
 	}
-	res := s.client.DoMulti(ctx, cmds...)
+	res := s.client.DoMulti(ctx, all...)
 	if isNoScript(res[0].Error()) {
 		msg, err := s.exec(ctx, sc, keys, args)
-		for _, m := range more {
-			s.client.Do(ctx, m())
+		again := make([]rueidis.Completed, len(cmds))
+		for i, c := range cmds {
+			again[i] = c()
 		}
-		return msg, s.client.Do(ctx, cmd()), err
+		return msg, s.client.DoMulti(ctx, again...), err
 	}
 	sc.observe(start)
 	msg, err := res[0].ToMessage()
 	if err != nil {
-		return msg, res[1], s.scriptError(sc, err)
+		return msg, res[1:], s.scriptError(sc, err)
 	}
-	return msg, res[1], nil
+	return msg, res[1:], nil
 }
 
 // unavailable maps the error of a plain command (not a script's reply) as mapError does: a failed

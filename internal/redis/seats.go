@@ -28,11 +28,10 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 // else gate_hold and seat_take). It reports whether it lapsed another fan's expired hold of the seat on
 // the way.
 func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
-	id := ticketrush.NewReservationID(c.ConcertID, scheduleID)
 	var msg rueidis.RedisMessage
 	w, err := s.ways(ctx, c.ConcertID)
 	if err == nil {
-		msg, err = w.seats.hold(ctx, c, scheduleID, seatID, price, id, now)
+		msg, err = w.seats.hold(ctx, c, scheduleID, seatID, price, w.seats.newID(scheduleID, seatID), now)
 	}
 	if errors.Is(err, ticketrush.ErrQueueTokenExpired) {
 		// The hold knows the concert slot's line only: a fan of a sharded line may still wait in theirs.
@@ -70,10 +69,11 @@ func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservat
 	if !ok {
 		return ticketrush.Reservation{}, ticketrush.ErrNotFound
 	}
-	key, err := s.reservationsKey(ctx, concertID, scheduleID)
+	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return ticketrush.Reservation{}, err
 	}
+	key := w.seats.reservationsKey(scheduleID, id)
 	raw, err := s.client.Do(ctx, s.client.B().Hget().Key(key).Field(id).Build()).ToString()
 	if err != nil {
 		if isNil(err) {
@@ -162,84 +162,94 @@ func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaim
 // GatedSeats returns the token's state and the schedule's seat states (seat -> raw state, for the seats
 // that are not plainly available), in one round trip.
 func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error) {
-	key, err := s.seatsKey(ctx, c.ConcertID, scheduleID)
+	keys, err := s.seatsKeys(ctx, c.ConcertID, scheduleID)
 	if err != nil {
 		return ticketrush.TokenState{}, nil, err
 	}
-	read := func() rueidis.Completed { return s.client.B().Hgetall().Key(key).Build() }
-	st, data, err := s.gated(ctx, c, now, read)
+	reads := make([]func() rueidis.Completed, len(keys))
+	for i, key := range keys {
+		reads[i] = func() rueidis.Completed { return s.client.B().Hgetall().Key(key).Build() }
+	}
+	st, data, err := s.gated(ctx, c, now, reads...)
 	if err != nil {
 		return st, nil, err
 	}
-	msg, err := data.ToMessage()
-	if err != nil {
-		_, err = mapError(err)
-		return st, nil, fmt.Errorf("seat map: %w", err)
-	}
-	out, err := seatsReply(msg, now)
-	if err != nil && st.Status.GateError() != nil {
-		return st, nil, nil // the token is refused: its refusal, not the seats' fault, is the answer
-	}
-	if err != nil {
-		return st, nil, fmt.Errorf("seat map: %w", err)
+	out := map[string]ticketrush.SeatStatus{}
+	for _, d := range data {
+		msg, err := d.ToMessage()
+		if err != nil {
+			_, err = mapError(err)
+			return st, nil, fmt.Errorf("seat map: %w", err)
+		}
+		err = seatsReply(msg, now, out)
+		if err != nil && st.Status.GateError() != nil {
+			return st, nil, nil // the token is refused: its refusal, not the seats' fault, is the answer
+		}
+		if err != nil {
+			return st, nil, fmt.Errorf("seat map: %w", err)
+		}
 	}
 	return st, out, nil
 }
 
-// seatsReply reads the HGETALL of a schedule's seats hash into the seats that are not available at now.
+// seatsReply reads the HGETALL of a seats hash of a schedule into out: the seats not available at now.
 // Every entry must be a seat state: one that is not is an error, not a free seat (the seat scripts
 // would refuse a hold of it).
-func seatsReply(msg rueidis.RedisMessage, now time.Time) (map[string]ticketrush.SeatStatus, error) {
+func seatsReply(msg rueidis.RedisMessage, now time.Time, out map[string]ticketrush.SeatStatus) error {
 	raw, err := msg.AsStrMap()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ms := now.UnixMilli()
-	out := make(map[string]ticketrush.SeatStatus, len(raw))
 	for seat, state := range raw {
 		t, ok := takenSeat(state)
 		if !ok {
-			return nil, fmt.Errorf("seat %s: %q is no seat state", seat, state)
+			return fmt.Errorf("seat %s: %q is no seat state", seat, state)
 		}
 		if status := t.StatusAt(ms); status != ticketrush.SeatAvailable { // a lapsed hold not yet swept reads AVAILABLE
 			out[seat] = status
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // TakenSeats reads the seats of each schedule of a concert that are not plainly free (HGETALL of each
-// schedule's seats hash, pipelined in one round trip): what an instance's seat view keeps.
+// seats hash of the schedules, a block's each, pipelined in one round trip): what an instance's seat view keeps.
 func (s *Store) TakenSeats(ctx context.Context, concertID string, scheduleIDs []string) ([]map[string]ticketrush.TakenSeat, error) {
-	cmds := make(rueidis.Commands, len(scheduleIDs))
+	var cmds rueidis.Commands
+	of := make([]int, 0, len(scheduleIDs)) // the schedule of each command
 	for i, id := range scheduleIDs {
-		key, err := s.seatsKey(ctx, concertID, id)
+		keys, err := s.seatsKeys(ctx, concertID, id)
 		if err != nil {
 			return nil, err
 		}
-		cmds[i] = s.client.B().Hgetall().Key(key).Build()
+		for _, key := range keys {
+			cmds = append(cmds, s.client.B().Hgetall().Key(key).Build())
+			of = append(of, i)
+		}
 	}
 	out := make([]map[string]ticketrush.TakenSeat, len(scheduleIDs))
-	for i, res := range s.client.DoMulti(ctx, cmds...) {
+	for i := range out {
+		out[i] = map[string]ticketrush.TakenSeat{}
+	}
+	for j, res := range s.client.DoMulti(ctx, cmds...) {
 		raw, err := res.AsStrMap()
 		if err != nil {
-			return nil, fmt.Errorf("seats of %s: %w", scheduleIDs[i], unavailable(err))
+			return nil, fmt.Errorf("seats of %s: %w", scheduleIDs[of[j]], unavailable(err))
 		}
-		out[i] = takenSeats(raw)
+		takenSeats(raw, out[of[j]])
 	}
 	return out, nil
 }
 
-// takenSeats reads a schedule's seats hash; an entry that is no seat state counts as free, as the seat
+// takenSeats reads a seats hash of a schedule into out; an entry that is no seat state counts as free, as the seat
 // map shows it (the script would refuse it: the view only refuses what the script surely would).
-func takenSeats(raw map[string]string) map[string]ticketrush.TakenSeat {
-	out := make(map[string]ticketrush.TakenSeat, len(raw))
+func takenSeats(raw map[string]string, out map[string]ticketrush.TakenSeat) {
 	for seat, v := range raw {
 		if t, ok := takenSeat(v); ok {
 			out[seat] = t
 		}
 	}
-	return out
 }
 
 // takenSeat reads one seat state of a seats hash; ok is false for anything that is no seat state.

@@ -148,7 +148,7 @@ func (s *Store) scheduleCountsSpread(ctx context.Context, k ConcertKeys, slots [
 	for i, slot := range slots {
 		calls[i] = built(k.Schedule(slot).scheduleCounts(now))
 	}
-	scheduleIDs := ScheduleIDs(slots)
+	scheduleIDs := slotSchedules(slots)
 	msgs, err := s.execMulti(ctx, s.scheduleCounts, calls)
 	if err != nil {
 		return nil, err
@@ -171,7 +171,7 @@ func (s *Store) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims,
 	k := s.keys.Concert(c.ConcertID)
 	keys, args := k.queueStatus(c, now)
 	cmds := rueidis.Commands{s.evalsha(s.status, keys, args), s.shown(c)()}
-	scheduleIDs := ScheduleIDs(slots)
+	scheduleIDs := slotSchedules(slots)
 	for _, slot := range slots {
 		ck, ca := k.Schedule(slot).scheduleCounts(now)
 		cmds = append(cmds, s.evalsha(s.scheduleCounts, ck, ca))
@@ -213,22 +213,22 @@ func (s *Store) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims,
 	return st, out, nil
 }
 
-// seatsKey is the seats hash of a schedule, in whichever slot the concert keeps it.
-func (s *Store) seatsKey(ctx context.Context, concertID, scheduleID string) (string, error) {
+// seatsKeys is the seats hashes of a schedule, one a block of its seats.
+func (s *Store) seatsKeys(ctx context.Context, concertID, scheduleID string) ([]string, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return w.seats.seatsKey(scheduleID), nil
+	return w.seats.seatsKeys(scheduleID), nil
 }
 
-// reservationsKey is the res hash that holds the reservations of a schedule.
-func (s *Store) reservationsKey(ctx context.Context, concertID, scheduleID string) (string, error) {
-	w, err := s.ways(ctx, concertID)
-	if err != nil {
-		return "", err
+// slotSchedules is the schedule of each seat slot, in their order (a schedule once a block).
+func slotSchedules(slots []SeatSlot) []string {
+	out := make([]string, len(slots))
+	for i, s := range slots {
+		out[i] = s.ScheduleID()
 	}
-	return w.seats.reservationsKey(scheduleID), nil
+	return out
 }
 
 // stuckSpread lists the reservations claimed before before over every schedule's slot (one pipelined

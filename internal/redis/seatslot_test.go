@@ -19,19 +19,38 @@ const sC = "schedule000c"
 
 var spreadSchedules = []string{sA, sB, sC}
 
-// seatSlot is the keys of the seat slot of schedule scheduleID of concert cid, where its placement put it.
-func seatSlot(t *testing.T, s *Store, scheduleID string) ScheduleKeys {
+// seatSlot is the keys of the seat slot that keeps seatID of schedule scheduleID of concert cid, where
+// its placement put it (a schedule's seats may be kept in blocks, a slot each).
+func seatSlot(t *testing.T, s *Store, scheduleID, seatID string) ScheduleKeys {
 	t.Helper()
-	return slotOfConcert(t, s, cid, scheduleID)
+	w, err := s.ways(context.Background(), cid)
+	require.NoError(t, err)
+	require.NotEmpty(t, w.layout.Schedules, "the seats of %s are placed", cid)
+	return s.keys.Concert(cid).Schedule(w.layout.Slot(scheduleID, seatID))
 }
 
-// slotOfConcert is the keys of the seat slot of schedule scheduleID of concertID, where its placement put it.
+// seatBlocks is the keys of every seat slot of schedule scheduleID of concert cid.
+func seatBlocks(t *testing.T, s *Store, scheduleID string) []ScheduleKeys {
+	t.Helper()
+	w, err := s.ways(context.Background(), cid)
+	require.NoError(t, err)
+	var out []ScheduleKeys
+	for _, slot := range w.layout.Blocks(scheduleID) {
+		out = append(out, s.keys.Concert(cid).Schedule(slot))
+	}
+	return out
+}
+
+// slotOfConcert is the keys of the seat slot of schedule scheduleID of concertID, where its placement put
+// it: for a concert that keeps each schedule's seats in one slot (a line of one shard).
 func slotOfConcert(t *testing.T, s *Store, concertID, scheduleID string) ScheduleKeys {
 	t.Helper()
 	w, err := s.ways(context.Background(), concertID)
 	require.NoError(t, err)
 	require.NotEmpty(t, w.layout.Schedules, "the seats of %s are placed", concertID)
-	return s.keys.Concert(concertID).Schedule(w.layout.Slot(scheduleID))
+	blocks := w.layout.Blocks(scheduleID)
+	require.Len(t, blocks, 1, "%s's seats in one slot", scheduleID)
+	return s.keys.Concert(concertID).Schedule(blocks[0])
 }
 
 // spreadSale loads a concert of three schedules whose line is spread over 3 shards (so its seats are
@@ -94,7 +113,7 @@ func TestSpreadSeatsEndToEnd(t *testing.T) {
 		assert.False(t, lapsed)
 		assert.Equal(t, t0.Add(10*time.Second), r.ExpiresAt)
 		assert.Equal(t, r.ID+":"+millis(r.ExpiresAt), gateEntries(t, c, s, "alice"))
-		_, err = c.Do(ctx, c.B().Hget().Key(seatSlot(t, s, sB).Reservations()).Field(r.ID).Build()).ToString()
+		_, err = c.Do(ctx, c.B().Hget().Key(seatSlot(t, s, sB, "VIP-1").Reservations()).Field(r.ID).Build()).ToString()
 		require.NoError(t, err, "the reservation is in its schedule's slot")
 		n, err := c.Do(ctx, c.B().Hlen().Key(k.Reservations()).Build()).AsInt64()
 		require.NoError(t, err)
@@ -160,9 +179,9 @@ func TestSpreadSeatsEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 1, Sold: 1}, {ScheduleID: sB}, {ScheduleID: sC}}, counts)
 		assert.Equal(t, []string{"hold.create", "payment.claim", "sale"},
-			filter(eventTypes(t, c, seatSlot(t, s, sA).Events()), "hold.", "payment.", "sale"))
-		assert.Equal(t, []string{"hold.create", "hold.cancel"}, filter(eventTypes(t, c, seatSlot(t, s, sB).Events()), "hold.", "payment.", "sale"))
-		assert.Equal(t, []string{"hold.create", "hold.lapse"}, filter(eventTypes(t, c, seatSlot(t, s, sC).Events()), "hold.", "payment.", "sale"))
+			filter(eventTypes(t, c, seatSlot(t, s, sA, "VIP-2").Events()), "hold.", "payment.", "sale"))
+		assert.Equal(t, []string{"hold.create", "hold.cancel"}, filter(eventTypes(t, c, seatSlot(t, s, sB, "VIP-1").Events()), "hold.", "payment.", "sale"))
+		assert.Equal(t, []string{"hold.create", "hold.lapse"}, filter(eventTypes(t, c, seatSlot(t, s, sC, "VIP-2").Events()), "hold.", "payment.", "sale"))
 		assert.Equal(t, []string{"queue.done"}, filter(eventTypes(t, c, k.Events()), "hold.", "payment.", "sale", "queue.done"),
 			"the concert's stream has the fan's DONE, no seat event")
 	})
@@ -267,7 +286,7 @@ func TestSpreadHoldCrashBetweenSteps(t *testing.T) {
 				require.ErrorIs(t, err, errCrash)
 				s.crash = nil
 				assert.NotEmpty(t, gateEntries(t, c, s, "alice"), "step 1 ran")
-				n, err := c.Do(ctx, c.B().Hlen().Key(seatSlot(t, s, sA).Reservations()).Build()).AsInt64()
+				n, err := c.Do(ctx, c.B().Hlen().Key(seatSlot(t, s, sA, "VIP-1").Reservations()).Build()).AsInt64()
 				require.NoError(t, err)
 				assert.Equal(t, map[string]int64{"gate": 0, "take": 1}[step], n, "no reservation of alice's")
 
@@ -446,9 +465,13 @@ func TestSpreadConcurrentHoldsNeverSellASeatTwice(t *testing.T) {
 		for _, sched := range spreadSchedules {
 			states, err := in.SeatStates(ctx, cid, sched)
 			require.NoError(t, err)
-			res, err := c.Do(ctx, c.B().Hgetall().Key(seatSlot(t, s, sched).Inventory()).Build()).AsStrMap()
-			require.NoError(t, err)
-			assert.Equal(t, fmt.Sprint(2-len(states)), res["avail"], "schedule %s: avail against its seats", sched)
+			avail := 0
+			for _, b := range seatBlocks(t, s, sched) {
+				res, err := c.Do(ctx, c.B().Hget().Key(b.Inventory()).Field("avail").Build()).AsInt64()
+				require.NoError(t, err)
+				avail += int(res)
+			}
+			assert.Equal(t, 2-len(states), avail, "schedule %s: avail against its seats", sched)
 			for seat, st := range states {
 				assert.Equal(t, SeatSold, st.Kind, "%s/%s", sched, seat)
 				assert.Equal(t, 1, sold[sched+"/"+seat])
@@ -488,14 +511,21 @@ func TestRestoreSpreadConcert(t *testing.T) {
 
 		slots, err := in.SeatSlots(ctx, con)
 		require.NoError(t, err)
-		require.Len(t, slots, 3)
+		per := map[string]Inventory{} // each schedule's count, summed over its blocks
+		kept := map[string]int{}      // each schedule's reservations
 		for i, slot := range slots {
 			assert.True(t, slot.InventoryOK)
-			assert.Equal(t, slot.Counted, slot.Inventory, "schedule %d", i)
+			assert.Equal(t, slot.Counted, slot.Inventory, "seat slot %d", i)
+			for sched := range slot.Seats {
+				p := per[sched]
+				p.Seats, p.Available, p.Sold = p.Seats+slot.Inventory.Seats, p.Available+slot.Inventory.Available, p.Sold+slot.Inventory.Sold
+				per[sched] = p
+				kept[sched] += len(slot.Reservations)
+			}
 		}
-		assert.Equal(t, Inventory{Seats: 2, Available: 1}, slots[0].Inventory)
-		assert.Equal(t, Inventory{Seats: 2, Available: 1, Sold: 1}, slots[1].Inventory)
-		assert.Len(t, slots[1].Reservations, 1)
+		assert.Equal(t, Inventory{Seats: 2, Available: 1}, per[sA])
+		assert.Equal(t, Inventory{Seats: 2, Available: 1, Sold: 1}, per[sB])
+		assert.Equal(t, 1, kept[sB])
 		assert.Equal(t, held.ID+":"+millis(held.ExpiresAt), gateEntries(t, c, s, "alice"))
 
 		// The line restarts empty: alice joins again, and her restored hold still counts.
@@ -521,7 +551,7 @@ func TestSpreadHoldTakesALapsedSeat(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := spreadSale(t, s, nil, "alice", "bob")
-		slot := seatSlot(t, s, sB)
+		slot := seatSlot(t, s, sB, "VIP-1")
 		old, _, err := s.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
 		require.NoError(t, err)
 

@@ -74,8 +74,12 @@ type seatWay interface {
 	sweep(ctx context.Context, scheduleIDs []string, now time.Time, batch int) (int, error)
 	counts(ctx context.Context, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error)
 	gatedCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error)
-	seatsKey(scheduleID string) string
-	reservationsKey(scheduleID string) string
+	// newID is a fresh reservation id of seatID, naming its seat's block (ticketrush.ReservationBlock).
+	newID(scheduleID, seatID string) string
+	// seatsKeys is the seats hashes of a schedule, one a block; reservationsKey the res hash that keeps
+	// reservation id.
+	seatsKeys(scheduleID string) []string
+	reservationsKey(scheduleID, id string) string
 	stuck(ctx context.Context, before time.Time, limit int) ([]string, error)
 	// carry sums the schedules' seat counts onto the concert's, where the line reads them.
 	carry(ctx context.Context, now time.Time) error
@@ -311,7 +315,7 @@ func (w seatSlots) gate(slot SeatSlot) *ConcertKeys {
 }
 
 func (w seatSlots) hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
-	slot := slotOf(w.sched, scheduleID)
+	slot := seatSlotOf(w.sched, scheduleID, seatID)
 	if w.together[slot] {
 		keys, args := w.k.seatHold(w.k.Schedule(slot), c, seatID, price, id, w.s.limit, now)
 		return w.s.exec(ctx, w.s.seatHold, keys, args)
@@ -324,7 +328,7 @@ func (w seatSlots) hold(ctx context.Context, c ticketrush.QueueClaims, scheduleI
 // it is left to run out (a gate entry carries its own expiry).
 func (w seatSlots) step(ctx context.Context, id, scheduleID string, now time.Time, must bool, what string,
 	step func(sk ScheduleKeys, gate *ConcertKeys) (*script, []string, []string)) (ticketrush.Reservation, error) {
-	slot := slotOf(w.sched, scheduleID)
+	slot := reservationSlot(w.sched, scheduleID, id)
 	gate := w.gate(slot)
 	sc, keys, args := step(w.k.Schedule(slot), gate)
 	r, err := w.s.reservationScript(ctx, sc, w.id, keys, args)
@@ -342,19 +346,53 @@ func (w seatSlots) sweep(ctx context.Context, scheduleIDs []string, now time.Tim
 }
 
 func (w seatSlots) counts(ctx context.Context, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
-	return w.s.scheduleCountsSpread(ctx, w.k, slotsOf(w.sched, scheduleIDs), now)
+	counts, err := w.s.scheduleCountsSpread(ctx, w.k, slotsOf(w.sched, scheduleIDs), now)
+	return bySchedule(scheduleIDs, counts), err
 }
 
 func (w seatSlots) gatedCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
-	return w.s.gatedCountsSpread(ctx, c, slotsOf(w.sched, scheduleIDs), now)
+	st, counts, err := w.s.gatedCountsSpread(ctx, c, slotsOf(w.sched, scheduleIDs), now)
+	if counts == nil {
+		return st, nil, err
+	}
+	return st, bySchedule(scheduleIDs, counts), err
 }
 
-func (w seatSlots) seatsKey(scheduleID string) string {
-	return w.k.Schedule(slotOf(w.sched, scheduleID)).Seats()
+func (w seatSlots) newID(scheduleID, seatID string) string {
+	b := blocksOf(w.sched, scheduleID)
+	if len(b) == 1 {
+		return ticketrush.NewReservationID(w.id, scheduleID)
+	}
+	return ticketrush.NewReservationIDInBlock(w.id, scheduleID, seatBlock(seatID, len(b)))
 }
 
-func (w seatSlots) reservationsKey(scheduleID string) string {
-	return w.k.Schedule(slotOf(w.sched, scheduleID)).Reservations()
+func (w seatSlots) seatsKeys(scheduleID string) []string {
+	b := blocksOf(w.sched, scheduleID)
+	out := make([]string, len(b))
+	for i, slot := range b {
+		out[i] = w.k.Schedule(slot).Seats()
+	}
+	return out
+}
+
+func (w seatSlots) reservationsKey(scheduleID, id string) string {
+	return w.k.Schedule(reservationSlot(w.sched, scheduleID, id)).Reservations()
+}
+
+// bySchedule sums the counts of each block of a schedule (counts, one a seat slot) into one a schedule,
+// in the order of scheduleIDs.
+func bySchedule(scheduleIDs []string, counts []ticketrush.ScheduleCount) []ticketrush.ScheduleCount {
+	out := make([]ticketrush.ScheduleCount, len(scheduleIDs))
+	for i, id := range scheduleIDs {
+		out[i].ScheduleID = id
+		for _, c := range counts {
+			if c.ScheduleID == id {
+				out[i].Taken += c.Taken
+				out[i].Sold += c.Sold
+			}
+		}
+	}
+	return out
 }
 
 func (w seatSlots) stuck(ctx context.Context, before time.Time, limit int) ([]string, error) {
@@ -368,7 +406,8 @@ func (w seatSlots) carry(ctx context.Context, now time.Time) error {
 func (w seatSlots) load(ctx context.Context, c ticketrush.Concert, now time.Time) error {
 	calls := make([]call, len(w.sched))
 	for i, slot := range w.sched {
-		calls[i] = built(w.k.Schedule(slot).scheduleLoad(c.TotalSeats(), now))
+		seats := blockSeats(c, slot, len(blocksOf(w.sched, slot.ScheduleID())))
+		calls[i] = built(w.k.Schedule(slot).scheduleLoad(int(seats), now))
 	}
 	_, err := w.s.execMulti(ctx, w.s.scheduleLoad, calls)
 	return err

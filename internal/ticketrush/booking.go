@@ -157,6 +157,27 @@ func NewReservationID(concertID, scheduleID string) string {
 	return concertID + scheduleID + NewID()
 }
 
+// MaxSeatBlocks is the most blocks a schedule's seats may be kept in: a reservation id names its block
+// by one character of its random part (NewReservationIDInBlock).
+const MaxSeatBlocks = len(idAlphabet)
+
+// NewReservationIDInBlock returns a fresh reservation id of a seat in block (below MaxSeatBlocks) of a
+// schedule whose seats are kept in blocks: the first character of its random part names the block, so
+// that a step on the reservation finds its seat's block from the id alone (ReservationBlock).
+func NewReservationIDInBlock(concertID, scheduleID string, block int) string {
+	id := NewReservationID(concertID, scheduleID)
+	return id[:2*idLen] + idAlphabet[block:block+1] + id[2*idLen+1:]
+}
+
+// ReservationBlock is the block, of blocks, that reservation id names (NewReservationIDInBlock); 0 for
+// a schedule of one block, whatever the id.
+func ReservationBlock(id string, blocks int) int {
+	if blocks <= 1 || len(id) != 3*idLen {
+		return 0
+	}
+	return max(0, strings.IndexByte(idAlphabet, id[2*idLen])) % blocks
+}
+
 // ParseReservationID returns the concert and schedule of a reservation id.
 func ParseReservationID(id string) (concertID, scheduleID string, ok bool) {
 	if len(id) != 3*idLen || !ValidID(id[:idLen]) || !ValidID(id[idLen:2*idLen]) || !ValidID(id[2*idLen:]) {
