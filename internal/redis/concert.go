@@ -12,13 +12,13 @@ import (
 
 // LoadConcert writes a concert's catalog and settings unless Redis has them already; it reports
 // whether it wrote. Its seat slots are its recorded placement, or for a concert without one (the tools',
-// the tests') what SeatPlacement gives.
+// the tests') the one Redis holds, else a new one as PlaceSeats gives.
 func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.Time) (bool, error) {
 	k := s.keys.Concert(c.ID)
 	sched := c.Placement.Slots
 	if !c.Placement.Recorded {
 		var err error
-		if sched, err = SeatPlacement(ctx, s.client, k, c); err != nil {
+		if sched, err = seatPlacement(ctx, s.client, k, c, 0); err != nil {
 			return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 		}
 	}
@@ -37,10 +37,10 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 	return loaded, nil
 }
 
-// PlaceSeats is the placement of a concert about to be created (PlaceSeatSlots), or of one created
-// before placements were recorded (SeatPlacement: the one Redis holds, else a new one).
+// PlaceSeats is the placement of a concert about to be created (PlaceSeatSlots, in a block of seat slots
+// per master on a cluster), or the one Redis holds of it.
 func (s *Store) PlaceSeats(ctx context.Context, c ticketrush.Concert) (string, error) {
-	return SeatPlacement(ctx, s.client, s.keys.Concert(c.ID), c)
+	return seatPlacement(ctx, s.client, s.keys.Concert(c.ID), c, 0)
 }
 
 // loadReply reads concert_load's 1 (loaded) or 0 (there already).

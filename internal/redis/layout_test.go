@@ -39,7 +39,7 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.Paused = false }, "alice")
 		conc := concert(cid, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second; q.Paused = false })
 		conc.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}, {ID: sB, StartsAt: t0}} // sale's
-		sched, err := PlaceSeatSlots(ctx, c, k, conc)
+		sched, err := PlaceSeatSlots(ctx, c, k, conc, 0)
 		require.NoError(t, err)
 		meta, cfg := concertHashes(conc, sched)
 		gotMeta, err := c.Do(ctx, c.B().Hgetall().Key(k.Meta()).Build()).AsStrMap()

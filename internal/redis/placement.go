@@ -178,9 +178,9 @@ func joinSlots(slots []SeatSlot) string {
 
 // PlaceSeatSlots returns a new placement of concert c's seat slots, the cfg sched value: for a line of
 // one shard each schedule's slot in the concert's own (SlotsTogether), and for a line over shards its
-// schedule ids on a single Redis and on a Redis Cluster each schedule's slot placed on a master (see
-// above).
-func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert) (string, error) {
+// schedule ids on a single Redis and on a Redis Cluster each schedule's seats in blocks slots (0: one a
+// master) placed on the masters (see above).
+func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert, blocks int) (string, error) {
 	if c.Queue.LineShards <= 1 {
 		return joinSlots(SlotsTogether(k, c)), nil
 	}
@@ -195,7 +195,7 @@ func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 	if err != nil {
 		return "", fmt.Errorf("place the seat slots of %s: %w", c.ID, err)
 	}
-	return joinSlots(placeSeatSlots(owners, k, c)), nil
+	return joinSlots(placeSeatSlots(owners, k, c, blocks)), nil
 }
 
 // togetherTries bounds the search for a tag suffix whose slot is the concert's: each try lands there
@@ -219,10 +219,10 @@ func SlotsTogether(k ConcertKeys, c ticketrush.Concert) []SeatSlot {
 }
 
 // placeSeatSlots places the seat slots of c's schedules (a concert whose line is spread) on the masters
-// of owners (each slot's master, CLUSTER SLOTS): each schedule's seats in a block per master (at most
-// ticketrush.MaxSeatBlocks), so that one date's holds spread like its joins, each block on the master
-// with the least expected load so far.
-func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert) []SeatSlot {
+// of owners (each slot's master, CLUSTER SLOTS): each schedule's seats in blocks slots (0: a block per
+// master, at most ticketrush.MaxSeatBlocks, so that one date's holds spread like its joins), each block
+// on the master with the least expected load so far.
+func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert, blocks int) []SeatSlot {
 	load := map[string]float64{} // every master's expected load so far, in schedules
 	var masters []string
 	for _, m := range owners {
@@ -232,7 +232,9 @@ func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert) []Seat
 		}
 	}
 	sort.Strings(masters)
-	blocks := max(1, min(len(masters), ticketrush.MaxSeatBlocks))
+	if blocks <= 0 {
+		blocks = max(1, min(len(masters), ticketrush.MaxSeatBlocks))
+	}
 	s := float64(len(c.Schedules))
 	load[owners[slot(k.Cfg())]] += ConcertSlotWeight * s
 	for n := range c.Queue.LineShards {
@@ -269,11 +271,17 @@ func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert) []Seat
 	return slots
 }
 
-// SeatPlacement is the placement to record for concert c (a cfg sched value): the seat slots its
-// settings in Redis name when Redis holds c (a concert created before placements were recorded: the
-// slots every running process reads, none when its seats live in its own slot), else a new placement
-// (PlaceSeatSlots: a concert being created, or one Redis lost).
+// SeatPlacement is the placement to record for concert c, created before placements were recorded (a
+// cfg sched value): the seat slots its settings in Redis name when Redis holds c (the slots every running
+// process reads, none when its seats live in its own slot), else a new placement of one block a
+// schedule (PlaceSeatSlots): the reservations such a concert has, restored later, were made before
+// seats went into blocks, and their ids name none.
 func SeatPlacement(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert) (string, error) {
+	return seatPlacement(ctx, rdb, k, c, 1)
+}
+
+// seatPlacement is SeatPlacement, a new placement in blocks slots a schedule (0: one a master).
+func seatPlacement(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert, blocks int) (string, error) {
 	v, err := rdb.Do(ctx, rdb.B().Hmget().Key(k.Cfg()).Field("cap", "sched").Build()).ToArray()
 	if err != nil {
 		return "", fmt.Errorf("placement of %s: %w", c.ID, unavailable(err))
@@ -289,7 +297,7 @@ func SeatPlacement(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c tic
 			return raw, nil
 		}
 	}
-	return PlaceSeatSlots(ctx, rdb, k, c)
+	return PlaceSeatSlots(ctx, rdb, k, c, blocks)
 }
 
 // slotOwners reads CLUSTER SLOTS: the id of the master serving each of the 16384 slots ("" none).

@@ -41,7 +41,7 @@ func TestPlaceSeatSlots(t *testing.T) {
 		c := spreadConcert(fmt.Sprintf("c%011d", i), 3, 24)
 		k := NewKeys("tr").Concert(c.ID)
 		home := owners[slot(k.Cfg())]
-		slots := placeSeatSlots(owners, k, c)
+		slots := placeSeatSlots(owners, k, c, 0)
 		require.Len(t, slots, 9, "a block per master of each schedule")
 		per := map[string]int{}
 		for j, s := range slots {
@@ -56,7 +56,7 @@ func TestPlaceSeatSlots(t *testing.T) {
 		for m, n := range per {
 			assert.InDelta(t, 4.5, n, 0.5, "concert %s: %d blocks on %s", c.ID, n, m)
 		}
-		assert.Equal(t, slots, placeSeatSlots(owners, k, c), "the same placement for the same slot map")
+		assert.Equal(t, slots, placeSeatSlots(owners, k, c, 0), "the same placement for the same slot map")
 	}
 	assert.Greater(t, plain, 450, "plain tags put about a third of the 1,800 blocks on the concert's master")
 
@@ -64,11 +64,19 @@ func TestPlaceSeatSlots(t *testing.T) {
 	c := spreadConcert("c-one-date", 1, 24)
 	k := NewKeys("tr").Concert(c.ID)
 	per := map[string]int{}
-	for _, s := range placeSeatSlots(owners, k, c) {
+	for _, s := range placeSeatSlots(owners, k, c, 0) {
 		per[owners[slot(k.Schedule(s).Seats())]]++
 	}
 	assert.Zero(t, per[owners[slot(k.Cfg())]], "one date: %v", per)
 	assert.Len(t, per, 2, "one date over the two other masters: %v", per)
+
+	// A placement of one block a schedule (a concert created before blocks): the schedules' slots.
+	c = spreadConcert("c-before", 3, 24)
+	k = NewKeys("tr").Concert(c.ID)
+	for j, s := range placeSeatSlots(owners, k, c, 1) {
+		assert.Equal(t, c.Schedules[j].ID, s.ScheduleID())
+		assert.NotContains(t, string(s), "#")
+	}
 }
 
 // TestSeatBlocks: a seat's block is a stable function of its id, every block keeps about its share of a
@@ -128,4 +136,13 @@ func TestPlaceSeatSlotsOnCluster(t *testing.T) {
 	kept, err := SeatPlacement(ctx, c, k, con)
 	require.NoError(t, err)
 	assert.Equal(t, raw, kept, "the placement recorded for a concert Redis holds is the one its settings name")
+
+	// A concert Redis does not hold, created before placements were recorded: one block a schedule, so
+	// that its reservations, whose ids name no block, are restored where their seats are looked for.
+	old := concert(ticketrush.NewID(), func(q *ticketrush.QueueSettings) { q.LineShards = 24 })
+	old.Schedules = spreadConcert("", 3, 0).Schedules
+	placed, err := SeatPlacement(ctx, c, s.keys.Concert(old.ID), old)
+	require.NoError(t, err)
+	require.Len(t, splitSchedules(placed), 3, placed)
+	assert.NotContains(t, placed, "#")
 }
