@@ -207,8 +207,6 @@ var concertEventFields = map[string][]string{
 	"queue.lapse":      {"user", "seq", "at"},
 	"queue.leave":      {"user", "seq", "from", "ord", "at"},
 	"queue.done":       {"user", "seq", "at"},
-	"queue.abandon":    {"user", "seq", "seen", "at"},
-	"queue.noshow":     {"user", "seq", "at"},
 	"queue.prequeue":   {"user", "at"},
 	"queue.unprequeue": {"user", "at"},
 	"draw.seal":        {"n", "base", "seq", "at"},
@@ -248,18 +246,11 @@ var queueEvents = map[string]bool{
 	"queue.configure": true, "queue.done": true,
 	"queue.prequeue": true, "draw.seal": true, "draw.place": true, "draw.done": true, "queue.unprequeue": true,
 	"concert.soldout": true, // the sale of the last seat: recorded in processed_batches with its time
-	"queue.abandon":   true, // a WAITING fan dropped for silence (seq, when last seen)
-	"queue.noshow":    true, // an ACTIVE fan expired for making no gated call
 }
 
 // roundEvents are the events an admission round writes once for all the fans it took of a kind: users
 // and seqs, comma lists in the order taken.
 var roundEvents = map[string]bool{"queue.admits": true, "queue.lapses": true, "queue.abandons": true, "queue.noshows": true}
-
-// legacyEvents are event types no script writes any more (a round now writes one event for each kind,
-// not one a fan), which a stream written by an earlier build may still hold for the write-behind: the
-// decoder still knows them.
-var legacyEvents = map[string]bool{"queue.abandon": true, "queue.noshow": true}
 
 // ledgerTypes maps the wallet's point events to their ledger type.
 var ledgerTypes = map[string]ticketrush.LedgerType{
