@@ -18,7 +18,8 @@
 -- KEYS[9]  leftlog   zset: member seq, score leave ordinal
 -- KEYS[10] events    stream: the concert's outbox
 -- KEYS[11] draw      hash: the on-sale's draw; drawnAt once every entrant is placed
--- KEYS[12] inv       hash: avail, soldout: the inventory the line protects (kept by the seat scripts)
+-- KEYS[12] inv       hash: avail, soldout: the inventory the line protects (carried from the seat slots'
+--                    counts by the tick: below, or by inventory_carry)
 -- KEYS[13] holds     zset: member res, score expires (ms): lapsed but unswept holds count as available
 -- KEYS[14] abandoned string: fans dropped so far for not polling (abandonAfter) or not showing up
 -- KEYS[15] noshow    zset: member user, score the deadline (ms) of their first gated call after admission

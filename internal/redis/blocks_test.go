@@ -128,8 +128,13 @@ func TestOneDateInBlocks(t *testing.T) {
 		}
 		assert.EqualValues(t, 12, seatsTotal, "the blocks' seats are the date's")
 		require.Len(t, recs, 3)
-		_, err = RestoreConcert(ctx, c, k, con, recs, ticketrush.QueueMark{ConcertID: cid, MaxSeq: 10})
+		// a record whose id names another block than its seat's: restored, its seat would read free
+		stray := ticketrush.ReservationRecord{Reservation: ticketrush.Reservation{ID: ticketrush.NewReservationIDInBlock(cid, sA, 1),
+			UserID: "carol", ConcertID: cid, ScheduleID: sA, SeatID: seats[0], Seq: 9, Price: 100, Status: ticketrush.ReservationHeld,
+			ExpiresAt: t0.Add(time.Minute), CreatedAt: t0}, PaidAmount: -1}
+		rep, err := RestoreConcert(ctx, c, k, con, append(recs, stray), ticketrush.QueueMark{ConcertID: cid, MaxSeq: 10})
 		require.NoError(t, err)
+		assert.Equal(t, []string{stray.ID}, rep.Skipped, "skipped: its id names block 1, its seat is in block 0")
 		after, err := in.SeatSlots(ctx, con)
 		require.NoError(t, err)
 		for i := range before {

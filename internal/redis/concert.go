@@ -12,13 +12,14 @@ import (
 
 // LoadConcert writes a concert's catalog and settings unless Redis has them already; it reports
 // whether it wrote. Its seat slots are its recorded placement, or for a concert without one (the tools',
-// the tests') the one Redis holds, else a new one as PlaceSeats gives.
+// the tests') what SeatPlacement gives: the one Redis holds, else one block a schedule. A concert that
+// should keep its seats in blocks is placed first (PlaceSeats) and loaded with that placement recorded.
 func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.Time) (bool, error) {
 	k := s.keys.Concert(c.ID)
 	sched := c.Placement.Slots
 	if !c.Placement.Recorded {
 		var err error
-		if sched, err = seatPlacement(ctx, s.client, k, c, 0); err != nil {
+		if sched, err = SeatPlacement(ctx, s.client, k, c); err != nil {
 			return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 		}
 	}

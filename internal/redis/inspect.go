@@ -247,7 +247,7 @@ func (in *Inspector) SeatSlots(ctx context.Context, c ticketrush.Concert) ([]Con
 	}
 	var out []ConcertSlot
 	for _, seatSlot := range slotsOf(sched, scheduleIDsOf(c)) {
-		slot, err := in.ScheduleSlot(ctx, c, seatSlot, blockSeats(c, seatSlot, len(blocksOf(sched, seatSlot.ScheduleID()))))
+		slot, err := in.ScheduleSlot(ctx, c, seatSlot, blockSeats(c, sched, seatSlot))
 		if err != nil {
 			return nil, err
 		}

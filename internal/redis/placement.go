@@ -17,9 +17,10 @@ import (
 // Where the seat slots of a spread concert land. A slot's master follows from its hash tag, and a tag
 // of a schedule id alone lands wherever CRC16 sends it: with 3 schedules on 3 masters, two schedules
 // share a master, often the concert's own, two times in three. So at creation the concert places them
-// (PlaceSeatSlots): each schedule goes to the master with the least expected load so far, each master
-// starting with the load of the concert's own slot and of the line shards it serves, and the slot's tag
-// gets the first suffix "@<n>" whose slot that master serves. The placement is recorded with the concert
+// (PlaceSeatSlots): each schedule, or each block of a schedule's seats where the masters outnumber the
+// schedules, goes to the master with the least expected load so far, each master starting with the load
+// of the concert's own slot and of the line shards it serves, and the slot's tag gets the first suffix
+// "@<n>" whose slot that master serves. The placement is recorded with the concert
 // in Postgres (ticketrush.Placement) and kept in its settings (cfg sched); restore writes the recorded
 // one, and it is never recomputed for a concert that has one: a reshard or a failover later moves slots,
 // never keys (docs/scaleout.md, "Placement").
@@ -96,16 +97,19 @@ func seatBlock(seatID string, blocks int) int {
 	return int(crc32.ChecksumIEEE([]byte("seat:"+seatID)) % uint32(blocks))
 }
 
-// blockSeats is how many seats of one schedule of concert c the block of slot keeps, of blocks (every
-// seat of the schedule for a schedule of one block).
-func blockSeats(c ticketrush.Concert, slot SeatSlot, blocks int) int64 {
-	if blocks <= 1 {
+// blockSeats is how many seats of one schedule of concert c its seat slot slot keeps, among slots (every
+// seat of the schedule for a schedule of one block). A block is its place among its schedule's slots in
+// block order, as seatSlotOf and reservationSlot take it.
+func blockSeats(c ticketrush.Concert, slots []SeatSlot, slot SeatSlot) int64 {
+	b := blocksOf(slots, slot.ScheduleID())
+	if len(b) <= 1 {
 		return int64(c.TotalSeats())
 	}
+	at := slices.Index(b, slot)
 	var n int64
 	for _, sec := range c.Sections {
 		for i := 1; i <= sec.Seats; i++ {
-			if seatBlock(sec.Name+"-"+strconv.Itoa(i), blocks) == slot.Block() {
+			if seatBlock(sec.Name+"-"+strconv.Itoa(i), len(b)) == at {
 				n++
 			}
 		}
@@ -219,9 +223,10 @@ func SlotsTogether(k ConcertKeys, c ticketrush.Concert) []SeatSlot {
 }
 
 // placeSeatSlots places the seat slots of c's schedules (a concert whose line is spread) on the masters
-// of owners (each slot's master, CLUSTER SLOTS): each schedule's seats in blocks slots (0: a block per
-// master, at most ticketrush.MaxSeatBlocks, so that one date's holds spread like its joins), each block
-// on the master with the least expected load so far.
+// of owners (each slot's master, CLUSTER SLOTS): each schedule's seats in blocks slots (0: about a slot a
+// master over the schedules, at most ticketrush.MaxSeatBlocks a schedule, so that one date's holds
+// spread like its joins and a concert of many dates keeps a slot a date), each block on the master with
+// the least expected load so far.
 func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert, blocks int) []SeatSlot {
 	load := map[string]float64{} // every master's expected load so far, in schedules
 	var masters []string
@@ -232,8 +237,8 @@ func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert, blocks
 		}
 	}
 	sort.Strings(masters)
-	if blocks <= 0 {
-		blocks = max(1, min(len(masters), ticketrush.MaxSeatBlocks))
+	if blocks <= 0 { // about a seat slot a master over the concert's schedules
+		blocks = max(1, min(len(masters)/max(1, len(c.Schedules)), ticketrush.MaxSeatBlocks))
 	}
 	s := float64(len(c.Schedules))
 	load[owners[slot(k.Cfg())]] += ConcertSlotWeight * s

@@ -25,11 +25,12 @@ type RestoredConcert struct {
 
 // RestoreConcert replaces a concert's keys with its state from the record: its catalog and settings
 // (the meta and cfg hashes); its line, empty, above every arrival and leave ever issued (the seq, head
-// and leftn strings); and every reservation (the res hash) with its seat (a seats hash per schedule):
-// a held one in the holds zset (score: its expiry, Unix ms), one being paid in the paying zset (score:
-// when it was claimed, Unix ms), both in their user's open reservations (uholds); the sold seats
-// counted per schedule (the sold hash) and the concert's seat count (inv, inventoryOf). The seats go to
-// the slots of c's recorded placement (SeatPlacement's for a concert without one).
+// and leftn strings); and every reservation (the res hash) with its seat (a seats hash per seat slot)
+// in the seat slot of its block: a held one in the holds zset (score: its expiry, Unix ms), one being
+// paid in the paying zset (score: when it was claimed, Unix ms), each open one in its fan's gate entry;
+// the sold seats counted per schedule (the sold hash), each slot's seat count and the concert's (inv,
+// inventoryOf). The seats go to the slots of c's recorded placement (SeatPlacement's for a concert
+// without one).
 func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert,
 	res []ticketrush.ReservationRecord, mark ticketrush.QueueMark) (RestoredConcert, error) {
 	var rep RestoredConcert
@@ -329,7 +330,8 @@ func restoreSeats(rep *RestoredConcert, at ScheduleKeys, total int64, res []tick
 }
 
 // restoreSeatSlots writes each schedule's reservations, seats and count in its seat slots (each
-// reservation in the block its id names; one MULTI per slot, its old keys deleted first), and adds to the concert's
+// reservation in the block its id names, and skipped when its seat is another block's; one MULTI per
+// slot, its old keys deleted first), and adds to the concert's
 // writes (cmds) its gate (each open hold's entry: until its expiry, or PayingGate after its claim while
 // being paid) and its whole count.
 func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConcert, k ConcertKeys, c ticketrush.Concert,
@@ -338,6 +340,12 @@ func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConc
 	gate := map[string][]string{}
 	for _, r := range res {
 		at := reservationSlot(slots, r.ScheduleID, r.ID)
+		if at != seatSlotOf(slots, r.ScheduleID, r.SeatID) {
+			// an id that names another block than its seat's: restored, its seat would be free where a
+			// hold of it looks (the seats of a schedule in blocks are never made so; see ticketrush.ReservationBlock)
+			rep.Skipped = append(rep.Skipped, r.ID)
+			continue
+		}
 		bySlot[at] = append(bySlot[at], r)
 		switch r.Status {
 		case ticketrush.ReservationHeld:
@@ -349,7 +357,7 @@ func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConc
 	total := Inventory{}
 	for _, slot := range slotsOf(slots, scheduleIDsOf(c)) {
 		sk := k.Schedule(slot)
-		writes, inv, err := restoreSeats(rep, sk, blockSeats(c, slot, len(blocksOf(slots, slot.ScheduleID()))), bySlot[slot])
+		writes, inv, err := restoreSeats(rep, sk, blockSeats(c, slots, slot), bySlot[slot])
 		if err != nil {
 			return err
 		}

@@ -8,8 +8,8 @@ import (
 )
 
 // Every concert keeps each schedule's seats, holds, reservations, payments being made, sold count and
-// seat count, and an event stream, in a seat slot of its own, tagged {c:<id>:s:<slot>} (docs/scaleout.md,
-// "Seat slots"). The concert's slot keeps what the line reads: the fans' open holds over every schedule
+// seat count, and an event stream, in a seat slot of its own, or on a cluster in a block of seat slots
+// (placement.go), each tagged {c:<id>:s:<slot>} (docs/scaleout.md, "Seat slots"). The concert's slot keeps what the line reads: the fans' open holds over every schedule
 // (the gate, ugate) and the concert's seat count, which the tick carries there from the schedules'
 // counts. Where each seat slot lands is chosen at creation (placement.go): a line of one shard keeps
 // them in the concert's own slot, where a hold and each step of a reservation are one call.
@@ -24,7 +24,7 @@ func (c ConcertKeys) Schedule(slot SeatSlot) ScheduleKeys {
 // (gate_hold): the per-fan hold limit of a concert whose seats are spread.
 func (c ConcertKeys) Gate() string { return c.base + "ugate" }
 
-// ScheduleKeys names the keys of one schedule's slot; all share the hash tag {c:<id>:s:<schedule>}.
+// ScheduleKeys names the keys of one seat slot of a schedule; all share the hash tag {c:<id>:s:<slot>}.
 type ScheduleKeys struct{ base, schedule string }
 
 func (s ScheduleKeys) Seats() string        { return s.base + "seats" }

@@ -272,8 +272,9 @@ func (l shardedLine) migrations() []call {
 func (l shardedLine) shards() int           { return l.n }
 func (l shardedLine) prequeue(n int) string { return l.k.Shard(n).Prequeue() }
 
-// seatSlots are a concert's seats in a seat slot per schedule (seatslot.go). A step on a seat slot in the
-// concert's own slot (together) is one call; on another, a short chain over that slot and the concert's.
+// seatSlots are a concert's seats in a seat slot per schedule, or per block of a schedule (seatslot.go,
+// placement.go). A step on a seat slot in the concert's own slot (together) is one call; on another, a
+// short chain over that slot and the concert's.
 type seatSlots struct {
 	s        *Store
 	k        ConcertKeys
@@ -406,7 +407,7 @@ func (w seatSlots) carry(ctx context.Context, now time.Time) error {
 func (w seatSlots) load(ctx context.Context, c ticketrush.Concert, now time.Time) error {
 	calls := make([]call, len(w.sched))
 	for i, slot := range w.sched {
-		seats := blockSeats(c, slot, len(blocksOf(w.sched, slot.ScheduleID())))
+		seats := blockSeats(c, w.sched, slot)
 		calls[i] = built(w.k.Schedule(slot).scheduleLoad(int(seats), now))
 	}
 	_, err := w.s.execMulti(ctx, w.s.scheduleLoad, calls)

@@ -398,6 +398,11 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 	for i := range capacitySchedules {
 		con.Schedules = append(con.Schedules, ticketrush.Schedule{ID: ticketrush.NewID(), StartsAt: now.Add(time.Duration(i+1) * 24 * time.Hour)})
 	}
+	slots, err := store.PlaceSeats(ctx, con) // as a create places it: on a cluster, the date's seats in a block per master
+	if err != nil {
+		return res, err
+	}
+	con.Placement = ticketrush.Placement{Recorded: true, Slots: slots}
 	if _, err := store.LoadConcert(ctx, con, now); err != nil {
 		return res, err
 	}
