@@ -261,22 +261,30 @@ func TestShardedLineFairness(t *testing.T) {
 		require.Len(t, admitted, fans, "every fan admitted once")
 		slices.SortFunc(answers, func(a, b answer) int { return a.end.Compare(b.end) })
 		worst, widest := 0, 0
+		var ahead, longest time.Duration // the most one fan's answer came after one they passed; the longest join
 		for i, f := range answers {
 			over, during := 0, 0
 			for _, g := range answers[:i] {
 				if admitted[g.user] > admitted[f.user] {
 					over++
+					// in time: g's join was answered while f's was in flight, so at most f's own join
+					// time before f's answer
+					assert.True(t, g.end.After(f.start), "%s was admitted ahead of %s, whose join was answered %s before %s's began",
+						f.user, g.user, f.start.Sub(g.end), f.user)
+					ahead = max(ahead, f.end.Sub(g.end))
 				}
 				if g.end.After(f.start) {
 					during++
 				}
 			}
 			worst, widest = max(worst, over), max(widest, during)
+			longest = max(longest, f.end.Sub(f.start))
 			assert.LessOrEqual(t, over, during, "%s was admitted ahead of %d earlier-answered fans; only %d were answered while its join was in flight",
 				f.user, over, during)
 		}
-		t.Logf("%d fans over 6 shards from %d clients: most earlier-answered fans one fan was admitted ahead of: %d; most joins answered during one join: %d",
-			fans, clients, worst, widest)
+		t.Logf("%d fans over 6 shards from %d clients: most earlier-answered fans one fan was admitted ahead of: %d; most joins answered during one join: %d; "+
+			"most time by which a passed fan's answer came first: %s (the longest join: %s)",
+			fans, clients, worst, widest, ahead.Round(time.Microsecond), longest.Round(time.Microsecond))
 	})
 }
 
