@@ -556,5 +556,3 @@ func noSeat(c ticketrush.Concert, scheduleID, seat string) error {
 		"schedule %s has no seat %.64q; seat ids are <section>-<number> from 1, as GET /v1/concerts/%s/schedules/%s/seats lists them",
 		scheduleID, seat, c.ID, scheduleID))
 }
-
-func seatID(section string, n int) string { return fmt.Sprintf("%s-%d", section, n) }

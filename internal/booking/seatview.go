@@ -160,7 +160,7 @@ func baseSeats(c ticketrush.Concert) []ticketrush.Seat {
 	out := make([]ticketrush.Seat, 0, c.TotalSeats())
 	for _, sec := range c.Sections {
 		for n := 1; n <= sec.Seats; n++ {
-			out = append(out, ticketrush.Seat{ID: seatID(sec.Name, n), Section: sec.Name, Price: sec.Price,
+			out = append(out, ticketrush.Seat{ID: ticketrush.SeatID(sec.Name, n), Section: sec.Name, Price: sec.Price,
 				Status: ticketrush.SeatAvailable})
 		}
 	}

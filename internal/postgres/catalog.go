@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -111,7 +110,7 @@ func (r *seatRows) Next() bool {
 		}
 	}
 	s := r.c.Sections[r.sec]
-	r.row[0], r.row[1], r.row[2], r.row[3] = r.c.Schedules[r.sched].ID, s.Name+"-"+strconv.Itoa(r.n), s.Name, s.Price
+	r.row[0], r.row[1], r.row[2], r.row[3] = r.c.Schedules[r.sched].ID, ticketrush.SeatID(s.Name, r.n), s.Name, s.Price
 	return true
 }
 

@@ -16,7 +16,7 @@ import (
 func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
 	keys, args := s.keys.Concert(c.ConcertID).queueStatus(c, now)
 	msg, res, err := s.execWith(ctx, s.status, keys, args, append([]func() rueidis.Completed{s.shown(c)}, reads...)...)
-	data := res[min(1, len(res)):]
+	data := res[1:] // after the show-up's reply: execWith answers each command, on its fallback too
 	if err != nil {
 		return ticketrush.TokenState{}, data, fmt.Errorf("token status: %w", err)
 	}

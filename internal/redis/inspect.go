@@ -56,7 +56,7 @@ func (in *Inspector) SeatStates(ctx context.Context, concertID, scheduleID strin
 		return nil, err
 	}
 	out := map[string]SeatState{}
-	for _, slot := range blocksOf(sched, scheduleID) {
+	for _, slot := range blocksBySchedule(sched).of(scheduleID) {
 		key := in.keys.Concert(concertID).Schedule(slot).Seats()
 		raw, err := in.client.Do(ctx, in.client.B().Hgetall().Key(key).Build()).AsStrMap()
 		if err != nil {
@@ -245,9 +245,10 @@ func (in *Inspector) SeatSlots(ctx context.Context, c ticketrush.Concert) ([]Con
 	if err != nil {
 		return nil, err
 	}
+	blocks := blocksBySchedule(sched)
 	var out []ConcertSlot
-	for _, seatSlot := range slotsOf(sched, scheduleIDsOf(c)) {
-		slot, err := in.ScheduleSlot(ctx, c, seatSlot, blockSeats(c, sched, seatSlot))
+	for _, seatSlot := range blocks.all(c.ScheduleIDs()) {
+		slot, err := in.ScheduleSlot(ctx, c, seatSlot, blocks.seats(c, seatSlot))
 		if err != nil {
 			return nil, err
 		}

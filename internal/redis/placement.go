@@ -66,25 +66,57 @@ func (s SeatSlot) Block() int {
 
 // Slot is the seat slot that keeps seatID of scheduleID.
 func (l Layout) Slot(scheduleID, seatID string) SeatSlot {
-	return seatSlotOf(l.Schedules, scheduleID, seatID)
+	return blocksBySchedule(l.Schedules).seat(scheduleID, seatID)
 }
 
 // Blocks is the seat slots of scheduleID, in block order.
-func (l Layout) Blocks(scheduleID string) []SeatSlot { return blocksOf(l.Schedules, scheduleID) }
+func (l Layout) Blocks(scheduleID string) []SeatSlot {
+	return blocksBySchedule(l.Schedules).of(scheduleID)
+}
 
-// blocksOf is the seat slots of scheduleID among slots, in block order (one, the slot of its plain tag,
-// for a schedule slots do not name: its scripts then answer NOT_FOUND).
-func blocksOf(slots []SeatSlot, scheduleID string) []SeatSlot {
-	var out []SeatSlot
+// seatBlocks is the seat slots of each schedule, in block order: a block is its place there, as a seat's
+// (seatBlock) and a reservation id's (ticketrush.ReservationBlock) are.
+type seatBlocks map[string][]SeatSlot
+
+// blocksBySchedule groups slots by schedule, each schedule's in block order.
+func blocksBySchedule(slots []SeatSlot) seatBlocks {
+	out := seatBlocks{}
 	for _, s := range slots {
-		if s.ScheduleID() == scheduleID {
-			out = append(out, s)
-		}
+		out[s.ScheduleID()] = append(out[s.ScheduleID()], s)
 	}
-	if len(out) == 0 {
-		return []SeatSlot{SeatSlot(scheduleID)}
+	for _, b := range out {
+		sort.SliceStable(b, func(i, j int) bool { return b[i].Block() < b[j].Block() })
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Block() < out[j].Block() })
+	return out
+}
+
+// of is the seat slots of scheduleID (one, the slot of its plain tag, for a schedule b does not name:
+// its scripts then answer NOT_FOUND).
+func (b seatBlocks) of(scheduleID string) []SeatSlot {
+	if s, ok := b[scheduleID]; ok {
+		return s
+	}
+	return []SeatSlot{SeatSlot(scheduleID)}
+}
+
+// seat is the seat slot that keeps seatID of scheduleID.
+func (b seatBlocks) seat(scheduleID, seatID string) SeatSlot {
+	s := b.of(scheduleID)
+	return s[seatBlock(seatID, len(s))]
+}
+
+// reservation is the seat slot that keeps reservation id of scheduleID: the block its id names.
+func (b seatBlocks) reservation(scheduleID, id string) SeatSlot {
+	s := b.of(scheduleID)
+	return s[ticketrush.ReservationBlock(id, len(s))]
+}
+
+// all is every seat slot of the schedules ids, in their order and each schedule's in block order.
+func (b seatBlocks) all(ids []string) []SeatSlot {
+	var out []SeatSlot
+	for _, id := range ids {
+		out = append(out, b.of(id)...)
+	}
 	return out
 }
 
@@ -97,37 +129,23 @@ func seatBlock(seatID string, blocks int) int {
 	return int(crc32.ChecksumIEEE([]byte("seat:"+seatID)) % uint32(blocks))
 }
 
-// blockSeats is how many seats of one schedule of concert c its seat slot slot keeps, among slots (every
-// seat of the schedule for a schedule of one block). A block is its place among its schedule's slots in
-// block order, as seatSlotOf and reservationSlot take it.
-func blockSeats(c ticketrush.Concert, slots []SeatSlot, slot SeatSlot) int64 {
-	b := blocksOf(slots, slot.ScheduleID())
-	if len(b) <= 1 {
+// seats is how many seats of one schedule of concert c its seat slot slot keeps (every seat of the
+// schedule for a schedule of one block).
+func (b seatBlocks) seats(c ticketrush.Concert, slot SeatSlot) int64 {
+	s := b.of(slot.ScheduleID())
+	if len(s) <= 1 {
 		return int64(c.TotalSeats())
 	}
-	at := slices.Index(b, slot)
+	at := slices.Index(s, slot)
 	var n int64
 	for _, sec := range c.Sections {
 		for i := 1; i <= sec.Seats; i++ {
-			if seatBlock(sec.Name+"-"+strconv.Itoa(i), len(b)) == at {
+			if seatBlock(ticketrush.SeatID(sec.Name, i), len(s)) == at {
 				n++
 			}
 		}
 	}
 	return n
-}
-
-// seatSlotOf is the seat slot, among slots, that keeps seatID of scheduleID.
-func seatSlotOf(slots []SeatSlot, scheduleID, seatID string) SeatSlot {
-	b := blocksOf(slots, scheduleID)
-	return b[seatBlock(seatID, len(b))]
-}
-
-// reservationSlot is the seat slot, among slots, that keeps reservation id of scheduleID: the block its
-// id names (ticketrush.ReservationBlock).
-func reservationSlot(slots []SeatSlot, scheduleID, id string) SeatSlot {
-	b := blocksOf(slots, scheduleID)
-	return b[ticketrush.ReservationBlock(id, len(b))]
 }
 
 // ScheduleIDs is the schedules of the seat slots, each once, in their first slot's order.
@@ -137,25 +155,6 @@ func ScheduleIDs(slots []SeatSlot) []string {
 		if id := s.ScheduleID(); !slices.Contains(out, id) {
 			out = append(out, id)
 		}
-	}
-	return out
-}
-
-// scheduleIDsOf is the ids of c's schedules, in order.
-func scheduleIDsOf(c ticketrush.Concert) []string {
-	out := make([]string, len(c.Schedules))
-	for i, sc := range c.Schedules {
-		out[i] = sc.ID
-	}
-	return out
-}
-
-// slotsOf is every seat slot, among slots, of the schedules ids, in their order and each schedule's in
-// block order.
-func slotsOf(slots []SeatSlot, ids []string) []SeatSlot {
-	var out []SeatSlot
-	for _, id := range ids {
-		out = append(out, blocksOf(slots, id)...)
 	}
 	return out
 }

@@ -106,20 +106,20 @@ func TestSeatBlocks(t *testing.T) {
 	slots := []SeatSlot{"schedule0001#0@4", "schedule0001#1", "schedule0001#2@17"}
 	var total int64
 	for b, sl := range slots {
-		n := blockSeats(c, slots, sl)
+		n := blocksBySchedule(slots).seats(c, sl)
 		assert.InDelta(t, 1000, n, 100, "block %d", b)
 		total += n
 	}
 	assert.EqualValues(t, 3000, total)
-	assert.Equal(t, seatSlotOf(slots, "schedule0001", "A-17"), seatSlotOf(slots, "schedule0001", "A-17"))
+	assert.Equal(t, blocksBySchedule(slots).seat("schedule0001", "A-17"), blocksBySchedule(slots).seat("schedule0001", "A-17"))
 	for b := range slots {
 		id := ticketrush.NewReservationIDInBlock("c0ncert0001x", "schedule0001", b)
 		_, sched, ok := ticketrush.ParseReservationID(id)
 		require.True(t, ok, id)
 		assert.Equal(t, "schedule0001", sched)
-		assert.Equal(t, slots[b], reservationSlot(slots, "schedule0001", id), id)
+		assert.Equal(t, slots[b], blocksBySchedule(slots).reservation("schedule0001", id), id)
 	}
-	assert.Equal(t, SeatSlot("s1"), reservationSlot([]SeatSlot{"s1"}, "s1", ticketrush.NewReservationID("c0ncert0001x", "s1")))
+	assert.Equal(t, SeatSlot("s1"), blocksBySchedule([]SeatSlot{"s1"}).reservation("s1", ticketrush.NewReservationID("c0ncert0001x", "s1")))
 	assert.Equal(t, "s1", SeatSlot("s1#2@17").ScheduleID())
 	assert.Equal(t, 2, SeatSlot("s1#2@17").Block())
 	assert.Equal(t, 0, SeatSlot("s1@17").Block())

@@ -34,11 +34,7 @@ type RestoredConcert struct {
 func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert,
 	res []ticketrush.ReservationRecord, mark ticketrush.QueueMark) (RestoredConcert, error) {
 	var rep RestoredConcert
-	scheduleIDs := make([]string, len(c.Schedules))
-	for i, s := range c.Schedules {
-		scheduleIDs[i] = s.ID
-	}
-	gone := append(k.All(scheduleIDs), k.Gate())
+	gone := append(k.All(c.ScheduleIDs()), k.Gate())
 	sched := c.Placement.Slots
 	if !c.Placement.Recorded {
 		var err error
@@ -336,11 +332,12 @@ func restoreSeats(rep *RestoredConcert, at ScheduleKeys, total int64, res []tick
 // being paid) and its whole count.
 func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConcert, k ConcertKeys, c ticketrush.Concert,
 	slots []SeatSlot, res []ticketrush.ReservationRecord, cmds *[]func(rueidis.Builder) rueidis.Completed) error {
+	blocks := blocksBySchedule(slots)
 	bySlot := map[SeatSlot][]ticketrush.ReservationRecord{}
 	gate := map[string][]string{}
 	for _, r := range res {
-		at := reservationSlot(slots, r.ScheduleID, r.ID)
-		if at != seatSlotOf(slots, r.ScheduleID, r.SeatID) {
+		at := blocks.reservation(r.ScheduleID, r.ID)
+		if at != blocks.seat(r.ScheduleID, r.SeatID) {
 			// an id that names another block than its seat's: restored, its seat would be free where a
 			// hold of it looks (the seats of a schedule in blocks are never made so; see ticketrush.ReservationBlock)
 			rep.Skipped = append(rep.Skipped, r.ID)
@@ -355,9 +352,9 @@ func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConc
 		}
 	}
 	total := Inventory{}
-	for _, slot := range slotsOf(slots, scheduleIDsOf(c)) {
+	for _, slot := range blocks.all(c.ScheduleIDs()) {
 		sk := k.Schedule(slot)
-		writes, inv, err := restoreSeats(rep, sk, blockSeats(c, slots, slot), bySlot[slot])
+		writes, inv, err := restoreSeats(rep, sk, blocks.seats(c, slot), bySlot[slot])
 		if err != nil {
 			return err
 		}

@@ -162,10 +162,11 @@ func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaim
 // GatedSeats returns the token's state and the schedule's seat states (seat -> raw state, for the seats
 // that are not plainly available), in one round trip.
 func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error) {
-	keys, err := s.seatsKeys(ctx, c.ConcertID, scheduleID)
+	w, err := s.ways(ctx, c.ConcertID)
 	if err != nil {
 		return ticketrush.TokenState{}, nil, err
 	}
+	keys := w.seats.seatsKeys(scheduleID)
 	reads := make([]func() rueidis.Completed, len(keys))
 	for i, key := range keys {
 		reads[i] = func() rueidis.Completed { return s.client.B().Hgetall().Key(key).Build() }
@@ -216,14 +217,14 @@ func seatsReply(msg rueidis.RedisMessage, now time.Time, out map[string]ticketru
 // TakenSeats reads the seats of each schedule of a concert that are not plainly free (HGETALL of each
 // seats hash of the schedules, a block's each, pipelined in one round trip): what an instance's seat view keeps.
 func (s *Store) TakenSeats(ctx context.Context, concertID string, scheduleIDs []string) ([]map[string]ticketrush.TakenSeat, error) {
+	w, err := s.ways(ctx, concertID)
+	if err != nil {
+		return nil, err
+	}
 	var cmds rueidis.Commands
 	of := make([]int, 0, len(scheduleIDs)) // the schedule of each command
 	for i, id := range scheduleIDs {
-		keys, err := s.seatsKeys(ctx, concertID, id)
-		if err != nil {
-			return nil, err
-		}
-		for _, key := range keys {
+		for _, key := range w.seats.seatsKeys(id) {
 			cmds = append(cmds, s.client.B().Hgetall().Key(key).Build())
 			of = append(of, i)
 		}

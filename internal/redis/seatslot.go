@@ -213,15 +213,6 @@ func (s *Store) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims,
 	return st, out, nil
 }
 
-// seatsKeys is the seats hashes of a schedule, one a block of its seats.
-func (s *Store) seatsKeys(ctx context.Context, concertID, scheduleID string) ([]string, error) {
-	w, err := s.ways(ctx, concertID)
-	if err != nil {
-		return nil, err
-	}
-	return w.seats.seatsKeys(scheduleID), nil
-}
-
 // slotSchedules is the schedule of each seat slot, in their order (a schedule once a block).
 func slotSchedules(slots []SeatSlot) []string {
 	out := make([]string, len(slots))

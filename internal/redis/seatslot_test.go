@@ -29,8 +29,8 @@ func seatSlot(t *testing.T, s *Store, scheduleID, seatID string) ScheduleKeys {
 	return s.keys.Concert(cid).Schedule(w.layout.Slot(scheduleID, seatID))
 }
 
-// seatBlocks is the keys of every seat slot of schedule scheduleID of concert cid.
-func seatBlocks(t *testing.T, s *Store, scheduleID string) []ScheduleKeys {
+// scheduleBlocks is the keys of every seat slot of schedule scheduleID of concert cid.
+func scheduleBlocks(t *testing.T, s *Store, scheduleID string) []ScheduleKeys {
 	t.Helper()
 	w, err := s.ways(context.Background(), cid)
 	require.NoError(t, err)
@@ -466,7 +466,7 @@ func TestSpreadConcurrentHoldsNeverSellASeatTwice(t *testing.T) {
 			states, err := in.SeatStates(ctx, cid, sched)
 			require.NoError(t, err)
 			avail := 0
-			for _, b := range seatBlocks(t, s, sched) {
+			for _, b := range scheduleBlocks(t, s, sched) {
 				res, err := c.Do(ctx, c.B().Hget().Key(b.Inventory()).Field("avail").Build()).AsInt64()
 				require.NoError(t, err)
 				avail += int(res)
@@ -567,7 +567,7 @@ func TestSpreadHoldTakesALapsedSeat(t *testing.T) {
 		assert.Equal(t, []string{r.ID}, held, "only alice's hold is HELD")
 		assert.Equal(t, []string{"hold.create", "hold.lapse", "hold.create"}, filter(eventTypes(t, c, slot.Events()), "hold."))
 		avail := int64(0)
-		for _, b := range seatBlocks(t, s, sB) {
+		for _, b := range scheduleBlocks(t, s, sB) {
 			n, err := c.Do(ctx, c.B().Hget().Key(b.Inventory()).Field("avail").Build()).AsInt64()
 			require.NoError(t, err)
 			avail += n

@@ -280,11 +280,12 @@ type seatSlots struct {
 	k        ConcertKeys
 	id       string
 	sched    []SeatSlot
+	blocks   seatBlocks // sched by schedule, built once with the layout: no grouping per call
 	together map[SeatSlot]bool
 }
 
 func newSeatSlots(s *Store, k ConcertKeys, concertID string, sched []SeatSlot) seatSlots {
-	w := seatSlots{s: s, k: k, id: concertID, sched: sched, together: map[SeatSlot]bool{}}
+	w := seatSlots{s: s, k: k, id: concertID, sched: sched, blocks: blocksBySchedule(sched), together: map[SeatSlot]bool{}}
 	for _, slot := range sched {
 		w.together[slot] = k.Schedule(slot).together(k)
 	}
@@ -316,7 +317,7 @@ func (w seatSlots) gate(slot SeatSlot) *ConcertKeys {
 }
 
 func (w seatSlots) hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
-	slot := seatSlotOf(w.sched, scheduleID, seatID)
+	slot := w.blocks.seat(scheduleID, seatID)
 	if w.together[slot] {
 		keys, args := w.k.seatHold(w.k.Schedule(slot), c, seatID, price, id, w.s.limit, now)
 		return w.s.exec(ctx, w.s.seatHold, keys, args)
@@ -329,7 +330,7 @@ func (w seatSlots) hold(ctx context.Context, c ticketrush.QueueClaims, scheduleI
 // it is left to run out (a gate entry carries its own expiry).
 func (w seatSlots) step(ctx context.Context, id, scheduleID string, now time.Time, must bool, what string,
 	step func(sk ScheduleKeys, gate *ConcertKeys) (*script, []string, []string)) (ticketrush.Reservation, error) {
-	slot := reservationSlot(w.sched, scheduleID, id)
+	slot := w.blocks.reservation(scheduleID, id)
 	gate := w.gate(slot)
 	sc, keys, args := step(w.k.Schedule(slot), gate)
 	r, err := w.s.reservationScript(ctx, sc, w.id, keys, args)
@@ -343,16 +344,16 @@ func (w seatSlots) step(ctx context.Context, id, scheduleID string, now time.Tim
 }
 
 func (w seatSlots) sweep(ctx context.Context, scheduleIDs []string, now time.Time, batch int) (int, error) {
-	return w.s.sweepSpread(ctx, w.k, slotsOf(w.sched, scheduleIDs), now, batch)
+	return w.s.sweepSpread(ctx, w.k, w.blocks.all(scheduleIDs), now, batch)
 }
 
 func (w seatSlots) counts(ctx context.Context, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
-	counts, err := w.s.scheduleCountsSpread(ctx, w.k, slotsOf(w.sched, scheduleIDs), now)
+	counts, err := w.s.scheduleCountsSpread(ctx, w.k, w.blocks.all(scheduleIDs), now)
 	return bySchedule(scheduleIDs, counts), err
 }
 
 func (w seatSlots) gatedCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
-	st, counts, err := w.s.gatedCountsSpread(ctx, c, slotsOf(w.sched, scheduleIDs), now)
+	st, counts, err := w.s.gatedCountsSpread(ctx, c, w.blocks.all(scheduleIDs), now)
 	if counts == nil {
 		return st, nil, err
 	}
@@ -360,7 +361,7 @@ func (w seatSlots) gatedCounts(ctx context.Context, c ticketrush.QueueClaims, sc
 }
 
 func (w seatSlots) newID(scheduleID, seatID string) string {
-	b := blocksOf(w.sched, scheduleID)
+	b := w.blocks.of(scheduleID)
 	if len(b) == 1 {
 		return ticketrush.NewReservationID(w.id, scheduleID)
 	}
@@ -368,7 +369,7 @@ func (w seatSlots) newID(scheduleID, seatID string) string {
 }
 
 func (w seatSlots) seatsKeys(scheduleID string) []string {
-	b := blocksOf(w.sched, scheduleID)
+	b := w.blocks.of(scheduleID)
 	out := make([]string, len(b))
 	for i, slot := range b {
 		out[i] = w.k.Schedule(slot).Seats()
@@ -377,7 +378,7 @@ func (w seatSlots) seatsKeys(scheduleID string) []string {
 }
 
 func (w seatSlots) reservationsKey(scheduleID, id string) string {
-	return w.k.Schedule(reservationSlot(w.sched, scheduleID, id)).Reservations()
+	return w.k.Schedule(w.blocks.reservation(scheduleID, id)).Reservations()
 }
 
 // bySchedule sums the counts of each block of a schedule (counts, one a seat slot) into one a schedule,
@@ -407,8 +408,7 @@ func (w seatSlots) carry(ctx context.Context, now time.Time) error {
 func (w seatSlots) load(ctx context.Context, c ticketrush.Concert, now time.Time) error {
 	calls := make([]call, len(w.sched))
 	for i, slot := range w.sched {
-		seats := blockSeats(c, w.sched, slot)
-		calls[i] = built(w.k.Schedule(slot).scheduleLoad(int(seats), now))
+		calls[i] = built(w.k.Schedule(slot).scheduleLoad(int(w.blocks.seats(c, slot)), now))
 	}
 	_, err := w.s.execMulti(ctx, w.s.scheduleLoad, calls)
 	return err

@@ -111,6 +111,9 @@ type ScheduleCount struct {
 	Sold       int64
 }
 
+// SeatID is the id of seat n (from 1) of section: "<section>-<n>", as Seat reads it.
+func SeatID(section string, n int) string { return section + "-" + strconv.Itoa(n) }
+
 // Seat returns the section and price of seatID ("<section>-<n>") in the concert, if it exists.
 func (c Concert) Seat(seatID string) (Section, bool) {
 	name, num, ok := strings.Cut(seatID, "-")

@@ -25,13 +25,9 @@ end
 -- carry_slots(inv, events, slots, now): carry from the seat slots whose inv and holds keys slots lists,
 -- in pairs (those in the concert's own slot: a line of one shard's tick carries them in its own call).
 -- Returns the AVAILABLE seats and whether sold out, or nil when the concert has no count.
+--#include stock
 local function carry_slots(inv, events, slots, now)
-  local avail, sold = 0, 0
-  for i = 1, #slots, 2 do
-    local c = redis.call('HMGET', slots[i], 'avail', 'sold')
-    avail = avail + tonumber(c[1] or '0') + redis.call('ZCOUNT', slots[i + 1], '-inf', now)
-    sold = sold + tonumber(c[2] or '0')
-  end
+  local avail, sold = slot_counts(slots, now)
   local out = carry(inv, events, string.format('%d', avail), string.format('%d', sold), now)
   return avail, out
 end
