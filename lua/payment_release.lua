@@ -9,7 +9,7 @@
 -- KEYS[6] inv      hash: avail (the seat comes back when the hold has lapsed)
 -- KEYS[7] ugate    hash: user -> comma list of '<res>:<until ms>' (the concert's gate entries); this key
 --                  and the four after it are given when the schedule's seat slot is the concert's own:
---                  the fan's entry then follows the step in this call (lib/follow.lua), as gate_follow
+--                  the fan's entry then follows the step in this call (lib/follow.lua), as gate_apply's follow
 --                  does after it otherwise
 -- KEYS[8] active   zset: member user, score activeUntil (ms)
 -- KEYS[9] aseq     hash: user -> seq of the ACTIVE token

@@ -1,6 +1,6 @@
 -- seat_sell: step 3 of a payment of a concert whose seats are spread over slots of their own, on the
 -- schedule's slot, once the wallet is debited: the reservation becomes PAID and its seat SOLD (the fan's
--- DONE follows it: lib/follow.lua, in this call or gate_follow's). Selling a PAID reservation again replies with it
+-- DONE follows it: lib/follow.lua, in this call or gate_apply's). Selling a PAID reservation again replies with it
 -- unchanged.
 -- KEYS[1] seats    hash: seat -> state
 -- KEYS[2] res      hash: res -> reservation JSON, the schedule's
@@ -10,7 +10,7 @@
 -- KEYS[6] inv      hash: seats, avail, sold, soldout ('1' once every seat of the schedule is sold)
 -- KEYS[7] ugate    hash: user -> comma list of '<res>:<until ms>' (the concert's gate entries); this key
 --                  and the four after it are given when the schedule's seat slot is the concert's own:
---                  the fan's entry then follows the step in this call (lib/follow.lua), as gate_follow
+--                  the fan's entry then follows the step in this call (lib/follow.lua), as gate_apply's follow
 --                  does after it otherwise
 -- KEYS[8] active   zset: member user, score activeUntil (ms)
 -- KEYS[9] aseq     hash: user -> seq of the ACTIVE token

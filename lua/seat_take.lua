@@ -1,6 +1,6 @@
 -- seat_take: step 2 of a hold of a concert whose seats are spread over slots of their own, on the
--- schedule's slot, once gate_hold reserved the fan's hold: the seat must be free (a hold past its expiry
--- counts as free and is lapsed here); the reservation is written HELD until the expiry gate_hold gave.
+-- schedule's slot, once gate_apply reserved the fan's hold: the seat must be free (a hold past its expiry
+-- counts as free and is lapsed here); the reservation is written HELD until the expiry gate_apply gave.
 -- Idempotent by id: the reservation written already is replied again.
 -- KEYS[1] seats    hash: seat -> 'H|<res>|<expires ms>' | 'P|<res>' (being paid) | 'S|<res>' (sold)
 -- KEYS[2] holds    zset: member res, score expires (ms): every HELD reservation of the schedule
@@ -8,7 +8,7 @@
 -- KEYS[4] events   stream: the schedule's outbox
 -- KEYS[5] inv      hash: seats, avail (one seat fewer, unless it was another fan's lapsed hold), sold, soldout
 -- ARGV[1] user  ARGV[2] seq of the caller's queue token  ARGV[3] schedule  ARGV[4] seat  ARGV[5] price
--- ARGV[6] id (of the new reservation)  ARGV[7] expires (ms, from gate_hold)  ARGV[8] now (ms)
+-- ARGV[6] id (of the new reservation)  ARGV[7] expires (ms, from gate_apply)  ARGV[8] now (ms)
 -- Reply: {res, expires (ms), created (ms), lapsed (1 when another fan's expired hold of the seat was lapsed)}
 -- Errors: NOT_FOUND (the schedule's seats are not loaded), SEAT_UNAVAILABLE
 local seats, holds, res, events, inv = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]

@@ -476,7 +476,7 @@ type concertRef struct {
 	id, sched string
 	layout    redis.Layout
 	seatsKey  string                 // the seats hash of the schedule's first block, in its seat slot
-	own       int                    // the master of the concert's own slot (line_arrive, line_admit, gate_hold)
+	own       int                    // the master of the concert's own slot (line_arrive, line_admit, gate_apply)
 	seats     int                    // the master of the first block's seat slot (seat_take, hold_cancel, payment_claim, seat_sell)
 	blocks    map[redis.SeatSlot]int // the master of each block's seat slot
 	shards    []int                  // the master of each line shard

@@ -34,18 +34,13 @@ func TestArrivalsOfABatch(t *testing.T) {
 		require.Equal(t, ticketrush.StatusActive, first.Status)
 
 		// A call in flight: the joins queue behind it.
-		s.arrivals.mu.Lock()
-		s.arrivals.of = map[string]*arrivalQueue{"ab": {busy: true}}
-		q := s.arrivals.of["ab"]
-		s.arrivals.mu.Unlock()
+		q := s.arrivals.inFlight("ab") // a call in flight
 		users := []string{"fan-1", "fan-0", "fan-2", "fan-3"}
 		got := make([]arrival, len(users))
 		var wg sync.WaitGroup
 		for i, u := range users {
 			require.Eventually(t, func() bool { // each queued before the next: the batch's order is theirs
-				s.arrivals.mu.Lock()
-				defer s.arrivals.mu.Unlock()
-				return len(q.waiting) == i
+				return s.arrivals.waiting(q) == i
 			}, 5*time.Second, time.Millisecond)
 			wg.Go(func() {
 				a, err := s.arrive(ctx, "ab", u, "", t0.Add(time.Second))
@@ -54,12 +49,10 @@ func TestArrivalsOfABatch(t *testing.T) {
 			})
 		}
 		require.Eventually(t, func() bool {
-			s.arrivals.mu.Lock()
-			defer s.arrivals.mu.Unlock()
-			return len(q.waiting) == len(users)
+			return s.arrivals.waiting(q) == len(users)
 		}, 5*time.Second, time.Millisecond)
 		calls := count(t, s.lineArrive.calls)
-		s.sendArrivals(ctx, "ab", q) // the call in flight returns: the next goes
+		s.arrivals.flush(ctx, "ab", q) // the call in flight returns: the next goes
 		wg.Wait()
 		assert.Equal(t, calls+1, count(t, s.lineArrive.calls), "one call for the four joins")
 		for i, want := range []struct {
@@ -69,9 +62,7 @@ func TestArrivalsOfABatch(t *testing.T) {
 			assert.Equal(t, want.status, got[i].status, users[i])
 			assert.Equal(t, want.seq, got[i].seq, users[i])
 		}
-		s.arrivals.mu.Lock()
-		assert.Empty(t, s.arrivals.of, "no call in flight, nobody waiting: the queue is gone")
-		s.arrivals.mu.Unlock()
+		assert.Zero(t, s.arrivals.queues(), "no call in flight, nobody waiting: the queue is gone")
 	})
 }
 
@@ -176,10 +167,7 @@ func TestAGoneJoinsArrivalIsAGap(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		mustLoad(t, s, shardedConcert("gj", 4, func(q *ticketrush.QueueSettings) { q.Paused = true }))
-		s.arrivals.mu.Lock()
-		s.arrivals.of = map[string]*arrivalQueue{"gj": {busy: true}} // a call in flight
-		q := s.arrivals.of["gj"]
-		s.arrivals.mu.Unlock()
+		q := s.arrivals.inFlight("gj") // a call in flight
 		gone, cancel := context.WithCancel(ctx)
 		done := make(chan error)
 		go func() {
@@ -187,13 +175,11 @@ func TestAGoneJoinsArrivalIsAGap(t *testing.T) {
 			done <- err
 		}()
 		require.Eventually(t, func() bool {
-			s.arrivals.mu.Lock()
-			defer s.arrivals.mu.Unlock()
-			return len(q.waiting) == 1
+			return s.arrivals.waiting(q) == 1
 		}, 5*time.Second, time.Millisecond)
 		cancel()
 		require.ErrorIs(t, <-done, context.Canceled)
-		s.sendArrivals(ctx, "gj", q) // takes seq 1 for the join that is gone
+		s.arrivals.flush(ctx, "gj", q) // takes seq 1 for the join that is gone
 
 		next, err := s.Join(ctx, "gj", "next-fan", t0)
 		require.NoError(t, err)
@@ -276,7 +262,7 @@ func TestArrivalsLapseATokenOnce(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, res[0].err)
 		require.NoError(t, res[1].err)
-		assert.Equal(t, []uint64{2, 3}, []uint64{res[0].a.seq, res[1].a.seq}, "a seq each")
+		assert.Equal(t, []uint64{2, 3}, []uint64{res[0].res.seq, res[1].res.seq}, "a seq each")
 		entries, err := c.Do(ctx, c.B().Xrange().Key(s.keys.Concert("lo").Events()).Start("-").End("+").Build()).AsXRange()
 		require.NoError(t, err)
 		lapses := 0

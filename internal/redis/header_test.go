@@ -268,12 +268,12 @@ func TestScriptHeaders(t *testing.T) {
 func seatSlotCalls(k ConcertKeys, claims ticketrush.QueueClaims, lim UserLimit, now time.Time, at string) []scriptCall {
 	s1 := k.Schedule("s1")
 	return []scriptCall{
-		{"gate_hold", built(k.gateHold(claims, "r1", lim, now)),
-			map[string]string{"user": "fan-1", "seq": "7", "id": "r1", "now": at, "ulimit": "20", "uburst": "40"}},
-		{"gate_follow", built(k.gateFollow(ticketrush.Reservation{UserID: "fan-1", ID: "r1", Seq: 7, Status: ticketrush.ReservationPaying,
-			ExpiresAt: now.Add(time.Second)}, now)),
-			map[string]string{"user": "fan-1", "id": "r1", "seq": "7", "status": "PAYING", "expires": "1800000001000", "now": at,
-				"paying": "60000"}},
+		{"gate_apply", built(k.gateApply([]gateStep{
+			{kind: gateHoldStep, user: "fan-1", id: "r1", seq: 7, now: now},
+			{kind: gateFollowStep, user: "fan-1", id: "r1", seq: 7, status: "PAYING", expires: now.Add(time.Second), now: now},
+		}, lim)),
+			map[string]string{"ulimit": "20", "uburst": "40", "paying": "60000",
+				"steps": "H,fan-1,r1,7,,," + at + ",F,fan-1,r1,7,PAYING,1800000001000," + at}},
 		{"inventory_carry", built(k.inventoryCarry(40, 2, now)), map[string]string{"avail": "40", "sold": "2", "now": at}},
 		{"schedule_load", built(s1.scheduleLoad(30, now)), map[string]string{"seats": "30", "now": at}},
 		{"seat_take", built(s1.seatTake(claims, "A-1", 500, "r1", now.Add(time.Second), now)),

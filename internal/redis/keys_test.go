@@ -139,8 +139,8 @@ func seatSlotKeys(k ConcertKeys, claims ticketrush.QueueClaims, lim UserLimit) m
 	keysOf := func(keys, _ []string) []string { return keys }
 	s := k.Schedule("sched0000002")
 	return map[string][]string{
-		"gate_hold":                keysOf(k.gateHold(claims, "r1", lim, t0)),
-		"gate_follow":              keysOf(k.gateFollow(ticketrush.Reservation{UserID: "fan-42", ID: "r1"}, t0)),
+		"gate_apply": keysOf(k.gateApply([]gateStep{{kind: gateHoldStep, user: "fan-42", id: "r1", seq: 7, now: t0},
+			{kind: gateFollowStep, user: "fan-42", id: "r1", now: t0}}, lim)),
 		"inventory_carry":          keysOf(k.inventoryCarry(1, 1, t0)),
 		"schedule_load":            keysOf(s.scheduleLoad(10, t0)),
 		"seat_take":                keysOf(s.seatTake(claims, "A-1", 100, "r1", t0, t0)),

@@ -25,7 +25,7 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 
 // Hold holds a seat for the fan of claims: the token ACTIVE, the fan under the hold limit and the seat
 // free, then the reservation and its event written (one call where the seat slot is the concert's own,
-// else gate_hold and seat_take). It reports whether it lapsed another fan's expired hold of the seat on
+// else gate_apply's hold step and seat_take). It reports whether it lapsed another fan's expired hold of the seat on
 // the way.
 func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
 	var msg rueidis.RedisMessage
@@ -87,7 +87,7 @@ func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservat
 
 // Cancel gives back the user's HELD reservation. The cancel stands whatever the gate's step answers
 // (where it is a call of its own): a gate entry left behind runs out at the hold's expiry (and
-// gate_follow's failure is counted in the script error metric).
+// a follow's failure is counted in the script error metric).
 func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error) {
 	return s.reservationStep(ctx, id, now, false, "cancel",
 		func(sk ScheduleKeys, gate *ConcertKeys) (*script, []string, []string) {

@@ -19,12 +19,12 @@ import (
 // short chain of idempotent steps keyed by the reservation id, as a payment is (docs/scaleout.md, "Seat
 // slots"):
 //
-//   - a hold: gate_hold on the concert's slot (rate, token ACTIVE, shown up, one of the fan's
+//   - a hold: gate_apply's hold step on the concert's slot (rate, token ACTIVE, shown up, one of the fan's
 //     maxHoldsPerUser reserved until the hold's expiry), then seat_take on the schedule's; a refusal there
-//     gives the gate entry back (gate_follow). A crash between the two leaves a gate entry that stops
+//     gives the gate entry back (gate_apply's follow). A crash between the two leaves a gate entry that stops
 //     counting at the expiry the hold would have had.
 //   - a cancel, a payment's claim, release and sale: the reservation's step on the schedule's slot, then
-//     its gate entry follows it on the concert's slot (gate_follow, which after a sale makes the fan's
+//     its gate entry follows it on the concert's slot (gate_apply's follow, which after a sale makes the fan's
 //     token DONE when it was their last open hold). A crash between leaves an entry that counts at most
 //     until the hold's expiry, or PayingGate after a claim.
 //   - a lapse needs no step on the concert's slot: the gate entry ran out with the hold.
@@ -43,7 +43,7 @@ func (s *Store) loadSchedules(ctx context.Context, c ticketrush.Concert, now tim
 	return w.seats.load(ctx, c, now)
 }
 
-// holdSpread is a hold of a seat whose seat slot is not the concert's: gate_hold, then seat_take, then
+// holdSpread is a hold of a seat whose seat slot is not the concert's: gate_apply's hold step, then seat_take, then
 // the gate entry given back when seat_take refused. An answer lost on the way (ErrUnavailable) gives nothing back:
 // the seat may be held; the entry runs out with the hold either way.
 func (s *Store) holdSpread(ctx context.Context, c ticketrush.QueueClaims, slot SeatSlot, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
@@ -62,32 +62,86 @@ func (s *Store) holdSpread(ctx context.Context, c ticketrush.QueueClaims, slot S
 			return rueidis.RedisMessage{}, err
 		}
 		// The fan's hold limit back at once; if this fails too, the entry runs out at expires.
-		_ = s.gateFollow(ctx, k, ticketrush.Reservation{UserID: c.UserID, ID: id, Seq: c.Seq}, now) // no status: gone
+		_ = s.gateFollow(ctx, ticketrush.Reservation{ConcertID: c.ConcertID, UserID: c.UserID, ID: id, Seq: c.Seq}, now) // no status: gone
 	}
 	return msg, err
 }
 
 // gateHold is step 1 of a hold whose seat slot is not the concert's: the hold's expiry, or the gate's
-// refusal.
+// refusal (gate_apply's H step, in a batch: gates).
 func (s *Store) gateHold(ctx context.Context, c ticketrush.QueueClaims, id string, now time.Time) (time.Time, error) {
-	keys, args := s.keys.Concert(c.ConcertID).gateHold(c, id, s.limit, now)
-	msg, err := s.exec(ctx, s.gateHoldSc, keys, args)
+	ms, err := s.gates.do(ctx, c.ConcertID, gateStep{kind: gateHoldStep, user: c.UserID, id: id, seq: c.Seq, now: now})
 	if err != nil {
 		return time.Time{}, err
 	}
-	ms, err := msg.ToInt64()
-	if err != nil || ms <= now.UnixMilli() {
-		return time.Time{}, fmt.Errorf("gate_hold reply: %d (%v)", ms, err)
+	if ms <= now.UnixMilli() {
+		return time.Time{}, fmt.Errorf("gate_apply: a hold's expiry %d, not after now", ms)
 	}
 	return time.UnixMilli(ms), nil
 }
 
 // gateFollow sets the fan's gate entry of r, as a step on its seat slot left it, on the concert's slot
-// (lib/follow.lua).
-func (s *Store) gateFollow(ctx context.Context, k ConcertKeys, r ticketrush.Reservation, now time.Time) error {
-	keys, args := k.gateFollow(r, now)
-	_, err := s.exec(ctx, s.gateFollowSc, keys, args)
+// (gate_apply's F step, in a batch: gates; lib/follow.lua).
+func (s *Store) gateFollow(ctx context.Context, r ticketrush.Reservation, now time.Time) error {
+	_, err := s.gates.do(ctx, r.ConcertID, gateStep{kind: gateFollowStep, user: r.UserID, id: r.ID, seq: r.Seq,
+		status: string(r.Status), expires: r.ExpiresAt, now: now})
 	return err
+}
+
+// The gate's steps of a concert whose seat slots are not its own go to the concert's slot in batches
+// (batch.go): gate_apply decides each as if alone, in the batch's order.
+const (
+	maxGateSteps = 256
+	gateWait     = 3 * time.Second // bounds a gate_apply call: no one request's deadline is the batch's
+)
+
+// gateStep is one step of gate_apply: a hold's (gateHoldStep) or a follow (gateFollowStep, of the
+// reservation as its step left it: status and expires).
+type gateStep struct {
+	kind             string
+	user, id, status string
+	seq              uint64
+	expires, now     time.Time
+}
+
+const (
+	gateHoldStep   = "H"
+	gateFollowStep = "F"
+)
+
+// newGates is the store's batches of gate_apply calls. A hold step whose request ended first keeps its
+// entry until the hold's expiry, as a lost answer does.
+func (s *Store) newGates() *batches[gateStep, int64] {
+	return &batches[gateStep, int64]{max: maxGateSteps, wait: gateWait, send: s.sendGates}
+}
+
+// sendGates is one gate_apply call for a batch of steps of concertID: each hold's expiry (ms) or refusal,
+// each follow's 1 when the fan's token became DONE, else 0.
+func (s *Store) sendGates(ctx context.Context, concertID string, steps []gateStep) ([]batchResult[int64], error) {
+	keys, args := s.keys.Concert(concertID).gateApply(steps, s.limit)
+	msg, err := s.exec(ctx, s.gateApply, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	items, err := msg.ToArray()
+	if err != nil || len(items) != len(steps) {
+		return nil, fmt.Errorf("gate_apply reply: %d items for %d steps (%v)", len(items), len(steps), err)
+	}
+	out := make([]batchResult[int64], len(steps))
+	for i, it := range items {
+		if it.IsInt64() {
+			out[i].res, _ = it.AsInt64()
+			continue
+		}
+		code, _ := it.ToString()
+		e, ok := ticketrush.ErrorOf(ticketrush.Code(code))
+		if !ok || steps[i].kind != gateHoldStep {
+			return nil, fmt.Errorf("gate_apply reply: %q for a %s step", code, steps[i].kind)
+		}
+		s.metrics.errors.WithLabelValues(s.gateApply.name, code).Inc()
+		out[i].err = e
+	}
+	return out, nil
 }
 
 // follow sets the gate entry of r, as its step on the schedule's slot left it, on the concert's slot:
@@ -97,7 +151,7 @@ func (s *Store) follow(ctx context.Context, r ticketrush.Reservation, now time.T
 	if err := s.crashAt("follow"); err != nil {
 		return err
 	}
-	return s.gateFollow(ctx, s.keys.Concert(r.ConcertID), r, now)
+	return s.gateFollow(ctx, r, now)
 }
 
 // lost reports whether err may hide a step that ran (the answer was lost), rather than a refusal. A
@@ -297,8 +351,7 @@ func (k Keys) SeatEvents(concertID string, slot SeatSlot) EventSource {
 }
 
 func (s *Store) newSeatSlotScripts() {
-	s.gateHoldSc = s.newScript("gate_hold", false)
-	s.gateFollowSc = s.newScript("gate_follow", false)
+	s.gateApply = s.newScript("gate_apply", false)
 	s.seatTake = s.newScript("seat_take", false)
 	s.seatSell = s.newScript("seat_sell", false)
 	s.scheduleLoad = s.newScript("schedule_load", false)

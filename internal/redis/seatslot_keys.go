@@ -21,7 +21,7 @@ func (c ConcertKeys) Schedule(slot SeatSlot) ScheduleKeys {
 }
 
 // Gate is the concert's hash user -> the fan's open holds over every schedule, '<res>:<until ms>' each
-// (gate_hold): the per-fan hold limit of a concert whose seats are spread.
+// (gate_apply): the per-fan hold limit of a concert whose seats are spread.
 func (c ConcertKeys) Gate() string { return c.base + "ugate" }
 
 // ScheduleKeys names the keys of one seat slot of a schedule; all share the hash tag {c:<id>:s:<slot>}.
@@ -61,16 +61,21 @@ func (s ScheduleKeys) All() []string {
 		s.Events(), s.DeadLetters()}
 }
 
-// gateHold is gate_hold's call: step 1 of the hold of reservation resID by the fan of claims.
-func (c ConcertKeys) gateHold(claims ticketrush.QueueClaims, resID string, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Gate(), c.NoShow(), c.UserRate(claims.UserID)}
-	return keys, []string{claims.UserID, utoa(claims.Seq), resID, millis(now), itoa(l.Rate), itoa(l.Burst)}
-}
-
-// gateFollow is gate_follow's call: the fan's gate entry of reservation r follows the step that left r
-// as it is.
-func (c ConcertKeys) gateFollow(r ticketrush.Reservation, now time.Time) (keys, args []string) {
-	return c.followKeys(), []string{r.UserID, r.ID, utoa(r.Seq), string(r.Status), millis(r.ExpiresAt), millis(now), ms(PayingGate)}
+// gateApply is gate_apply's call: a batch of the gate's steps of the concert, under the rate l.
+func (c ConcertKeys) gateApply(steps []gateStep, l UserLimit) (keys, args []string) {
+	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Gate(), c.NoShow(), c.Done(), c.Events()}
+	args = make([]string, 0, 3+7*len(steps))
+	args = append(args, itoa(l.Rate), itoa(l.Burst), ms(PayingGate))
+	for _, st := range steps {
+		status, expires := "", ""
+		if st.kind == gateHoldStep {
+			keys = append(keys, c.UserRate(st.user))
+		} else {
+			status, expires = st.status, millis(st.expires)
+		}
+		args = append(args, st.kind, st.user, st.id, utoa(st.seq), status, expires, millis(st.now))
+	}
+	return keys, args
 }
 
 // followKeys is the concert's keys a fan's gate entry follows a step with (lib/follow.lua).
@@ -78,7 +83,7 @@ func (c ConcertKeys) followKeys() []string {
 	return []string{c.Gate(), c.Active(), c.ActiveSeq(), c.Done(), c.Events()}
 }
 
-// seatHold is seat_hold's call: gate_hold's and seat_take's in one, for a seat slot s in the concert's
+// seatHold is seat_hold's call: the gate's and seat_take's in one, for a seat slot s in the concert's
 // own slot.
 func (c ConcertKeys) seatHold(s ScheduleKeys, claims ticketrush.QueueClaims, seatID string, price int64, resID string, l UserLimit, now time.Time) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Gate(), c.NoShow(), c.UserRate(claims.UserID),

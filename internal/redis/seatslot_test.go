@@ -268,7 +268,7 @@ func TestSpreadHoldLimitAcrossSchedules(t *testing.T) {
 	})
 }
 
-// TestSpreadHoldCrashBetweenSteps: a hold whose process died after gate_hold (step 1) and before
+// TestSpreadHoldCrashBetweenSteps: a hold whose process died after gate_apply's hold step (step 1) and before
 // seat_take leaves a gate entry that counts against the fan's limit until the expiry the hold would
 // have had, and not after; one that died after seat_take refused, before the give-back, the same.
 func TestSpreadHoldCrashBetweenSteps(t *testing.T) {

@@ -95,17 +95,18 @@ type Store struct {
 	lineMigrate, seenMigrate                                                    *script
 	lineSeal, linePlace                                                         *script
 	lines                                                                       lines
-	arrivals                                                                    arrivals
+	arrivals                                                                    *batches[arrivalJoin, arrival]
 
 	limit UserLimit // the per-user rate of join, hold, cancel, pay and charge; zero: off
 
 	sources map[string]string // scripts run in place of the embedded ones (WithScript; tests only)
 
 	// The seat slots of a concert whose seats are spread (seatslot.go).
-	layouts                                      layouts
-	gateHoldSc, gateFollowSc, seatTake, seatSell *script
-	scheduleLoad, inventoryCarry                 *script
-	crash                                        func(step string) error // a chain's step boundary; tests only
+	layouts                       layouts
+	gateApply, seatTake, seatSell *script
+	gates                         *batches[gateStep, int64]
+	scheduleLoad, inventoryCarry  *script
+	crash                         func(step string) error // a chain's step boundary; tests only
 }
 
 // LimitUsers sets the per-user rate the state-changing scripts enforce (0 turns it off). Call it before
@@ -126,6 +127,8 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 		}, func() float64 { return float64(s.UnreplicatedSlots()) }))
 	}
 	s.lineArrive = s.newScript("line_arrive", false)
+	s.arrivals = s.newArrivals()
+	s.gates = s.newGates()
 	s.lineEnter = s.newScript("line_enter", false)
 	s.lineHeads = s.newScript("line_heads", false)
 	s.lineMigrate = s.newScript("line_migrate", false)

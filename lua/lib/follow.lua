@@ -1,4 +1,4 @@
--- The fan's gate entry follows a step of their reservation (gate_follow; a cancel, claim, release or
+-- The fan's gate entry follows a step of their reservation (gate_apply's follow; a cancel, claim, release or
 -- sale whose seats share the concert's slot follows in the same call).
 -- follow(ugate, active, aseq, done, events, rec, t, now, paying): rec is the reservation as the step left
 -- it ({id, user, seq, status, expiresAt}). Its entry counts until its expiry while HELD, until paying ms

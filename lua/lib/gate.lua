@@ -1,11 +1,11 @@
--- The concert's side of a hold (gate_hold, seat_hold): the checks that are not the seat's, and one of
+-- The concert's side of a hold (gate_apply, seat_hold): the checks that are not the seat's, and one of
 -- the fan's maxHoldsPerUser reserved for the hold until its expiry (an entry of ugate, lib/gate_entries).
 -- gate_check(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst): the hold's
 -- expiry (ms) and the fan's entries with the hold's own to write (gate_write) once the hold is to
 -- stand, or nil, nil and the refusal (gated's, or HOLD_LIMIT_REACHED). Writes nothing of the gate, so
 -- that a hold the seat then refuses (seat_hold) costs one read of it. Idempotent by id: an entry for id
 -- already replies with its time and no entries (nothing more to reserve).
--- gate_reserve(...): the same, the entries written at once (gate_hold, whose seat is taken in a call
+-- gate_reserve(...): the same, the entries written at once (gate_apply, whose seat is taken in a call
 -- after it): the expiry, or nil and the refusal.
 --#include gated
 --#include gate_entries

@@ -1,5 +1,5 @@
 -- gated(cfg, rl, aseq, active, places, noshow, user, seq, t, ulimit, uburst): the checks a hold makes on
--- the concert's slot before the seat's (seat_hold, gate_hold): the concert in Redis (its settings hold
+-- the concert's slot before the seat's (seat_hold, gate_apply): the concert in Redis (its settings hold
 -- and maxholds), the user's rate, the queue token of arrival seq ACTIVE at t; the fan is then off the
 -- no-show watch, whatever the seat's answer (a gated call: they showed up). Returns the settings
 -- {hold (ms), maxholds}, or nil and the error reply: NOT_FOUND, RATE_LIMITED, QUEUE_NOT_ACTIVE,

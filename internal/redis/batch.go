@@ -1,0 +1,137 @@
+package redis
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Some calls of a concert run on its own slot for every fan: the joins' arrival seqs (line_arrive) and
+// the gate of the holds and of the steps of reservations (gate_apply), the steps of a concert's calls
+// that the cluster's size does not spread. An instance sends each kind in batches, without waiting for
+// one to fill: a call that finds no call of its kind and concert in flight is sent at once, alone; the
+// calls that arrive while one is in flight go together in the next, sent when it returns. An idle
+// concert costs no added wait; a storm pays the concert's slot one script call a batch, not one a fan
+// (docs/scaleout.md, "Calls that share the concert's slot"). The script decides each in the batch as
+// if alone, in the batch's order: a call answered before another was sent was decided first.
+
+// batchItem is one call waiting for its batch: its arguments and its answer.
+type batchItem[A, R any] struct {
+	arg   A
+	done  chan struct{}
+	res   R
+	err   error
+	state atomic.Int32 // itemWaiting, then itemAnswered (by the batch) or itemGone (its request ended first)
+}
+
+const (
+	itemWaiting int32 = iota
+	itemAnswered
+	itemGone
+)
+
+// batchQueue is one concert's calls waiting for a batch, and whether one is in flight.
+type batchQueue[A, R any] struct {
+	busy    bool
+	waiting []*batchItem[A, R]
+}
+
+// batchResult is one call's answer in a batch's reply: its result, or its refusal.
+type batchResult[R any] struct {
+	res R
+	err error
+}
+
+// batches sends one kind of call in batches per concert.
+type batches[A, R any] struct {
+	max  int           // the most calls one batch carries
+	wait time.Duration // bounds a batch's call: no one request's deadline is the batch's
+	// send runs one batch of concertID and returns an answer for each of args, in order, or the error of
+	// them all.
+	send func(ctx context.Context, concertID string, args []A) ([]batchResult[R], error)
+	// gone, when set, is called once a batch is answered with each call whose request ended before its
+	// answer came, and that answer (ctx: the batch's).
+	gone func(ctx context.Context, concertID string, arg A, res R)
+
+	mu sync.Mutex
+	of map[string]*batchQueue[A, R]
+}
+
+// do is the call arg of concertID, sent in a batch with the calls of the same concert that arrive
+// meanwhile. A call whose ctx ends first returns its error; what the batch then does for it is gone's.
+func (b *batches[A, R]) do(ctx context.Context, concertID string, arg A) (R, error) {
+	it := &batchItem[A, R]{arg: arg, done: make(chan struct{})}
+	b.mu.Lock()
+	if b.of == nil {
+		b.of = map[string]*batchQueue[A, R]{}
+	}
+	q := b.of[concertID]
+	if q == nil {
+		q = &batchQueue[A, R]{}
+		b.of[concertID] = q
+	}
+	q.waiting = append(q.waiting, it)
+	lead := !q.busy
+	q.busy = true
+	b.mu.Unlock()
+	if lead {
+		b.flush(ctx, concertID, q)
+	}
+	select {
+	case <-it.done:
+	case <-ctx.Done():
+		if it.state.CompareAndSwap(itemWaiting, itemGone) {
+			var zero R
+			return zero, ctx.Err()
+		}
+		<-it.done // answered meanwhile
+	}
+	return it.res, it.err
+}
+
+// flush sends the calls waiting in q, up to max, in one batch, answers each, and hands the queue on: to
+// a goroutine that sends the next batch when calls arrived meanwhile, else idle. The batch runs for
+// wait at most, whatever becomes of ctx: it answers other calls too.
+func (b *batches[A, R]) flush(ctx context.Context, concertID string, q *batchQueue[A, R]) {
+	b.mu.Lock()
+	batch := q.waiting[:min(len(q.waiting), b.max)]
+	q.waiting = q.waiting[len(batch):]
+	b.mu.Unlock()
+
+	args := make([]A, len(batch))
+	for i, it := range batch {
+		args[i] = it.arg
+	}
+	call, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.wait)
+	defer cancel()
+	res, err := b.send(call, concertID, args)
+	var gone []*batchItem[A, R] // whose request ended first, told to b.gone once the others are answered
+	for i, it := range batch {
+		if err != nil {
+			it.err = err
+		} else {
+			it.res, it.err = res[i].res, res[i].err
+		}
+		if !it.state.CompareAndSwap(itemWaiting, itemAnswered) && it.err == nil {
+			gone = append(gone, it)
+		}
+		close(it.done)
+	}
+	for _, it := range gone {
+		if b.gone != nil {
+			b.gone(call, concertID, it.arg, it.res)
+		}
+	}
+
+	b.mu.Lock()
+	more := len(q.waiting) > 0
+	if !more {
+		q.busy = false
+		delete(b.of, concertID)
+	}
+	b.mu.Unlock()
+	if more {
+		go b.flush(context.WithoutCancel(ctx), concertID, q)
+	}
+}

@@ -1,0 +1,202 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/ticketrush"
+)
+
+// TestGateStepsOfABatch: the gate steps that arrive while a gate_apply call of their concert is in
+// flight go in the next call, one for all of them, and each is decided as if alone, in the order they
+// arrived: of a fan's two holds with a limit of one, the first queued gets it; a cancel queued behind
+// them gives the fan's entry back.
+func TestGateStepsOfABatch(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1 }, "alice", "bob")
+		q := s.gates.inFlight(cid) // a call in flight: the steps queue behind it
+		type hold struct {
+			fan, schedule, seat string
+			want                error
+		}
+		holds := []hold{{"alice", sA, "VIP-1", nil}, {"alice", sB, "VIP-1", ticketrush.ErrHoldLimitReached}, {"bob", sC, "VIP-2", nil}}
+		got := make([]ticketrush.Reservation, len(holds))
+		var wg sync.WaitGroup
+		for i, h := range holds {
+			require.Eventually(t, func() bool { return s.gates.waiting(q) == i }, 5*time.Second, time.Millisecond,
+				"each queued before the next: the batch's order is theirs")
+			wg.Go(func() {
+				r, _, err := s.Hold(ctx, fans[h.fan], h.schedule, h.seat, 100, t0)
+				if h.want == nil {
+					assert.NoError(t, err, "%s's hold of %s", h.fan, h.schedule)
+				} else {
+					assert.ErrorIs(t, err, h.want, "%s's hold of %s", h.fan, h.schedule)
+				}
+				got[i] = r
+			})
+		}
+		require.Eventually(t, func() bool { return s.gates.waiting(q) == len(holds) }, 5*time.Second, time.Millisecond)
+		calls := count(t, s.gateApply.calls)
+		s.gates.flush(ctx, cid, q) // the call in flight returns: the next goes
+		wg.Wait()
+		assert.Equal(t, calls+1, count(t, s.gateApply.calls), "one call for the three holds")
+		assert.Equal(t, got[0].ID+":"+millis(got[0].ExpiresAt), gateEntries(t, c, s, "alice"), "alice's first hold counts")
+		assert.Zero(t, s.gates.queues(), "no call in flight, nobody waiting: the queue is gone")
+
+		// A cancel's follow, queued behind a hold of the same fan: the hold sees the limit taken.
+		q = s.gates.inFlight(cid)
+		var cancelled ticketrush.Reservation
+		wg.Go(func() {
+			var err error
+			cancelled, err = s.Cancel(ctx, "alice", got[0].ID, t0.Add(time.Second))
+			assert.NoError(t, err)
+		})
+		require.Eventually(t, func() bool { return s.gates.waiting(q) == 1 }, 5*time.Second, time.Millisecond)
+		wg.Go(func() {
+			_, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0.Add(time.Second))
+			assert.NoError(t, err, "the cancel's follow went first: alice's limit is free")
+		})
+		require.Eventually(t, func() bool { return s.gates.waiting(q) == 2 }, 5*time.Second, time.Millisecond)
+		s.gates.flush(ctx, cid, q)
+		wg.Wait()
+		assert.Equal(t, ticketrush.ReservationCancelled, cancelled.Status)
+	})
+}
+
+// TestConcurrentHoldsShareGateCalls: holds of many fans sent at once, each of a seat of its own, all
+// stand, each fan's entry is theirs, and the concert's slot takes fewer gate calls than holds.
+func TestConcurrentHoldsShareGateCalls(t *testing.T) {
+	const fans = 48
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		users := make([]string, fans)
+		for i := range users {
+			users[i] = "fan-" + itoa(i)
+		}
+		con := concert(cid, func(q *ticketrush.QueueSettings) {
+			q.LineShards, q.HoldTTL, q.ActiveTTL, q.ActiveCapacity, q.MaxHoldsPerUser = 3, 10*time.Second, time.Hour, fans, 1
+		})
+		con.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}, {ID: sB, StartsAt: t0}, {ID: sC, StartsAt: t0}}
+		con.Sections = []ticketrush.Section{{Name: "GEN", Price: 100, Seats: fans / 3}}
+		mustLoad(t, s, con)
+		claims := map[string]ticketrush.QueueClaims{}
+		for _, u := range users {
+			r, err := s.Join(ctx, cid, u, t0)
+			require.NoError(t, err)
+			require.Equal(t, ticketrush.StatusActive, r.Status, "%s admitted at once", u)
+			claims[u] = ticketrush.QueueClaims{UserID: u, ConcertID: cid, Seq: r.Seq}
+		}
+		calls := count(t, s.gateApply.calls)
+		ids := make([]string, fans)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, u := range users {
+			wg.Go(func() {
+				<-start
+				r, _, err := s.Hold(ctx, claims[u], spreadSchedules[i%3], "GEN-"+itoa(1+i/3), 100, t0)
+				if assert.NoError(t, err, u) {
+					ids[i] = r.ID
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, u := range users {
+			assert.Contains(t, gateEntries(t, c, s, u), ids[i], "%s's entry is their hold's", u)
+		}
+		sent := count(t, s.gateApply.calls) - calls
+		t.Logf("%d holds, %.0f gate_apply calls", fans, sent)
+		assert.Less(t, sent, float64(fans), "holds in flight together share a call")
+	})
+}
+
+// BenchmarkGateBatch: gate_apply alone on a Redis of its own, batches of 128 steps of fans each holding
+// once (hold) and then giving it back (follow, the cancel's), each fan's token ACTIVE; reports Redis's
+// time per step (INFO commandstats' evalsha usec): what a hold and a cancel cost the concert's own slot
+// of a concert whose seat slots are elsewhere, the part of them that no number of masters spreads.
+//
+//	go test -run '^$' -bench BenchmarkGateBatch -benchtime 100x ./internal/redis/
+func BenchmarkGateBatch(b *testing.B) {
+	const batch = 128
+	for _, kind := range []string{gateHoldStep, gateFollowStep} {
+		b.Run(map[string]string{gateHoldStep: "hold", gateFollowStep: "follow"}[kind], func(b *testing.B) {
+			c := dbtest.Client(b, dbtest.PrivateRedis(b))
+			s := NewStore(c, "bench", prometheus.NewRegistry())
+			s.LimitUsers(UserLimit{Rate: 20, Burst: 40})
+			ctx := context.Background()
+			_, err := s.LoadConcert(ctx, shardedConcert("gb", 8, func(q *ticketrush.QueueSettings) {
+				q.HoldTTL, q.MaxHoldsPerUser = time.Hour, 4
+			}), t0)
+			require.NoError(b, err)
+			k := s.keys.Concert("gb")
+			steps := make([][]gateStep, b.N)
+			for i := range steps {
+				cmds := make(rueidis.Commands, 0, 2*batch)
+				for j := range batch {
+					seq := uint64(i*batch + j + 1)
+					st := gateStep{kind: gateHoldStep, user: "fan-" + utoa(seq), id: "r" + utoa(seq), seq: seq, now: t0}
+					steps[i] = append(steps[i], st)
+					cmds = append(cmds, c.B().Hset().Key(k.ActiveSeq()).FieldValue().FieldValue(st.user, utoa(seq)).Build(),
+						c.B().Zadd().Key(k.Active()).ScoreMember().ScoreMember(float64(t0.Add(time.Hour).UnixMilli()), st.user).Build())
+				}
+				for _, r := range c.DoMulti(ctx, cmds...) {
+					require.NoError(b, r.Error())
+				}
+			}
+			run := func(steps []gateStep) {
+				keys, args := k.gateApply(steps, s.limit)
+				msg, err := s.exec(ctx, s.gateApply, keys, args)
+				require.NoError(b, err)
+				items, err := msg.ToArray()
+				require.NoError(b, err)
+				for _, it := range items {
+					require.True(b, it.IsInt64(), "a step refused: %v", it)
+				}
+			}
+			if kind == gateFollowStep { // the holds first, not timed
+				for i := range steps {
+					run(steps[i])
+					for j := range steps[i] {
+						steps[i][j].kind, steps[i][j].status = gateFollowStep, string(ticketrush.ReservationCancelled)
+					}
+				}
+			}
+			before := evalshaUsec(b, c)
+			b.ResetTimer()
+			for i := range b.N {
+				run(steps[i])
+			}
+			b.StopTimer()
+			b.ReportMetric((evalshaUsec(b, c)-before)/float64(b.N*batch), "redis-µs/step")
+		})
+	}
+}
+
+// evalshaUsec is INFO commandstats' usec of EVALSHA on c: Redis's time in script calls so far.
+func evalshaUsec(b *testing.B, c rueidis.Client) float64 {
+	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+	require.NoError(b, err)
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+			for _, f := range strings.Split(v, ",") {
+				if u, ok := strings.CutPrefix(f, "usec="); ok {
+					x, err := strconv.ParseFloat(u, 64)
+					require.NoError(b, err)
+					return x
+				}
+			}
+		}
+	}
+	return 0
+}
