@@ -24,9 +24,13 @@ local rl, seats, holds, res, events, inv = KEYS[7], KEYS[8], KEYS[9], KEYS[10], 
 local user, seq, schedule, seat, price, id, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local ulimit, uburst = tonumber(ARGV[8]), tonumber(ARGV[9])
 local t = tonumber(now)
+--#include rate_limit
 --#include gate
 --#include take
-local expires, live, refused = gate_check(cfg, rl, aseq, active, places, noshow, ugate, user, seq, id, t, ulimit, uburst)
+local function limit(at)
+  return limited(rl, at, ulimit, uburst)
+end
+local expires, live, refused = gate_check(cfg, limit, aseq, active, places, noshow, ugate, user, seq, id, t)
 if not expires then
   return refused
 end

@@ -200,3 +200,29 @@ func evalshaUsec(b *testing.B, c rueidis.Client) float64 {
 	}
 	return 0
 }
+
+// TestSpreadHoldRateInTheGateRecord: the holds of a fan of a concert whose seats are elsewhere are held
+// to the user's rate by a bucket kept in their gate record, across batches and across a cancel that
+// leaves them no open hold; a refused hold changes nothing of it, and another fan's bucket is theirs.
+func TestSpreadHoldRateInTheGateRecord(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 4 }, "alice", "bob")
+		s.LimitUsers(UserLimit{Rate: 1, Burst: 2})
+		first, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		require.NoError(t, err)
+		_, err = s.Cancel(ctx, "alice", first.ID, t0) // no open hold left: the record keeps the bucket
+		require.NoError(t, err)
+		assert.Regexp(t, `^~[0-9.]+$`, gateEntries(t, c, s, "alice"), "the bucket alone, while its time is to come")
+		_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0)
+		require.NoError(t, err, "the burst's second call")
+		_, _, err = s.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0)
+		require.ErrorIs(t, err, ticketrush.ErrRateLimited, "a third within the burst")
+		_, _, err = s.Hold(ctx, fans["bob"], sC, "VIP-1", 100, t0)
+		require.NoError(t, err, "bob's bucket is his own")
+		_, _, err = s.Hold(ctx, fans["alice"], sC, "VIP-2", 100, t0.Add(time.Second))
+		require.NoError(t, err, "a second later: one more")
+		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0.Add(time.Second))
+		require.ErrorIs(t, err, ticketrush.ErrRateLimited)
+	})
+}

@@ -61,16 +61,14 @@ func (s ScheduleKeys) All() []string {
 		s.Events(), s.DeadLetters()}
 }
 
-// gateApply is gate_apply's call: a batch of the gate's steps of the concert, under the rate l.
+// gateApply is gate_apply's call: a batch of the gate's steps of the concert, the holds under the rate l.
 func (c ConcertKeys) gateApply(steps []gateStep, l UserLimit) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Gate(), c.NoShow(), c.Done(), c.Events()}
 	args = make([]string, 0, 3+7*len(steps))
 	args = append(args, itoa(l.Rate), itoa(l.Burst), ms(PayingGate))
 	for _, st := range steps {
 		status, expires := "", ""
-		if st.kind == gateHoldStep {
-			keys = append(keys, c.UserRate(st.user))
-		} else {
+		if st.kind == gateFollowStep {
 			status, expires = st.status, millis(st.expires)
 		}
 		args = append(args, st.kind, st.user, st.id, utoa(st.seq), status, expires, millis(st.now))
