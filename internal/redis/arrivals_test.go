@@ -274,3 +274,34 @@ func TestArrivalsLapseATokenOnce(t *testing.T) {
 		assert.Equal(t, 1, lapses, "the token lapsed once")
 	})
 }
+
+// TestALostEnterIsSettled: a join whose step in its shard was lost (the request's deadline passed before
+// its answer, here before it was sent) has that step asked again past the deadline, so that its seq is
+// never an unlogged gap: the fan's retry finds their place, and the fans behind read exact positions.
+func TestALostEnterIsSettled(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, shardedConcert("le", 4, func(q *ticketrush.QueueSettings) { q.Paused = true }))
+		s.crash = func(at string) error {
+			if at == "enter" {
+				return context.DeadlineExceeded
+			}
+			return nil
+		}
+		_, err := s.Join(ctx, "le", "alice", t0)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		s.crash = nil
+		bob, err := s.Join(ctx, "le", "bob", t0)
+		require.NoError(t, err)
+		alice, err := s.Join(ctx, "le", "alice", t0) // the client's retry
+		require.NoError(t, err)
+		for want, f := range []struct {
+			user string
+			seq  uint64
+		}{{"alice", alice.Seq}, {"bob", bob.Seq}} {
+			st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "le", UserID: f.user, Seq: f.seq}, t0)
+			require.NoError(t, err)
+			assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: int64(want + 1)}, st, f.user)
+		}
+	})
+}

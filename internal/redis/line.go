@@ -133,7 +133,11 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 			continue
 		}
 		keys, args := sh.lineEnter(userID, a, pass, s.limit, now)
-		msg, err := s.exec(ctx, s.lineEnter, keys, args)
+		var msg rueidis.RedisMessage
+		err = s.crashAt("enter") // tests: the step's answer lost before it was sent
+		if err == nil {
+			msg, err = s.exec(ctx, s.lineEnter, keys, args)
+		}
 		var res ticketrush.JoinResult
 		var sealed bool
 		if err == nil {
@@ -147,8 +151,10 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 		}
 		// A seq the shard answered without taking it, or that never reached the shard (its connection
 		// could not be dialled), is a gap to log, whatever is left of the request's time. One whose answer
-		// was lost (the shard may have taken it) is left alone: the fan behind it reads one place too many
-		// until the head passes it, where logging it would make a fan in line read EXPIRED.
+		// was lost (the shard may have taken it) is settled: asked again past the request's deadline.
+		if a.seq > 0 && lost(err) {
+			s.settleEnter(ctx, c, sh, userID, a, pass, now)
+		}
 		if a.seq > 0 && !lost(err) && (err != nil || res.Status != ticketrush.StatusWaiting || !res.Created) {
 			if gapErr := s.logGap(ctx, c, userID, a.seq, now); gapErr != nil && err == nil {
 				err = gapErr
@@ -169,6 +175,27 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 		return ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: res.Seq, ActiveUntil: fromMillis(till), Created: true}, nil
 	}
 	return ticketrush.JoinResult{}, fmt.Errorf("join %s: the draw's seal did not hold", concertID)
+}
+
+// settleEnter settles seq a.seq of a join whose line_enter's answer was lost: the same step sent again,
+// for gapWait whatever is left of the request's time and past the user's rate (it is the same join). The
+// fan found waiting at a.seq took it, or takes it now (their retry finds their place); found waiting at
+// another seq, or refused, a.seq is a gap to log. Where it cannot be asked, the seq is left alone: the
+// fan behind it reads one place too many until the head passes it, where logging it could make a fan
+// in line read EXPIRED.
+func (s *Store) settleEnter(ctx context.Context, c ConcertKeys, sh ShardKeys, userID string, a arrival, pass ticketrush.JoinPass, now time.Time) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gapWait)
+	defer cancel()
+	keys, args := sh.lineEnter(userID, a, pass, UserLimit{}, now)
+	msg, err := s.exec(ctx, s.lineEnter, keys, args)
+	var res ticketrush.JoinResult
+	if err == nil {
+		res, _, err = enterReply(msg)
+	}
+	if lost(err) || res.Status == ticketrush.StatusWaiting && res.Seq == a.seq {
+		return
+	}
+	_ = s.logGap(ctx, c, userID, a.seq, now)
 }
 
 // enterReply reads line_enter's {status, seq, activeUntil, created}; sealed when the shard's pre-queue
