@@ -36,7 +36,7 @@ func TestLayoutMigration(t *testing.T) {
 	require.True(t, found)
 	wait := func(user string) string { // where an older build kept the user's place
 		if layout.Shards > 1 {
-			return k.Shard(redis.LineShard(user, layout.Shards)).LegacyWait()
+			return k.Placed(layout.ShardAt).Shard(redis.LineShard(user, layout.Shards)).LegacyWait()
 		}
 		return k.LegacyWait()
 	}

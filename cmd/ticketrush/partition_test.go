@@ -275,7 +275,7 @@ func (r *partitionRig) probe(concertID, user string) string {
 	if err != nil {
 		return err.Error()
 	}
-	sh := k.Shard(redis.LineShard(user, l.Shards))
+	sh := k.Placed(l.ShardAt).Shard(redis.LineShard(user, l.Shards))
 	get := func(cmd rueidis.Completed) string {
 		v, err := r.rc.Do(ctx, cmd).ToString()
 		if err != nil {
@@ -437,7 +437,7 @@ func (r *partitionRig) writebehindCutOff(t *testing.T) {
 		streams = append(streams, r.keys.Concert(c.id).Schedule(slot).Events())
 	}
 	for n := range c.layout.Shards {
-		streams = append(streams, r.keys.Concert(c.id).Shard(n).Events())
+		streams = append(streams, r.keys.Concert(c.id).Placed(c.layout.ShardAt).Shard(n).Events())
 	}
 	var backlog, claimed int64
 	r.run(t, "writebehind-cut-off", c, fault{lasts: partitionCut, begin: func() func() {

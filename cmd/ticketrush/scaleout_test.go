@@ -68,7 +68,7 @@ func TestScaleOut(t *testing.T) {
 	}
 	for i, c := range concerts { // the master of each line shard, as the service names the shard's keys
 		for n := range c.layout.Shards {
-			concerts[i].shards = append(concerts[i].shards, pc.MasterOf(t, rc, keys.Concert(c.id).Shard(n).Places()))
+			concerts[i].shards = append(concerts[i].shards, pc.MasterOf(t, rc, keys.Concert(c.id).Placed(c.layout.ShardAt).Shard(n).Places()))
 		}
 	}
 	for _, c := range concerts {

@@ -1,5 +1,12 @@
 package redis
 
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
 // inFlight makes a batch of concertID look in flight: the calls made from now on wait in the queue it
 // returns until the test flushes it.
 func (b *batches[A, R]) inFlight(concertID string) *batchQueue[A, R] {
@@ -25,4 +32,14 @@ func (b *batches[A, R]) queues() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.of)
+}
+
+// lineOf is concertID's line over shards, as its layout builds it.
+func lineOf(t testing.TB, s *Store, concertID string) shardedLine {
+	t.Helper()
+	w, err := s.ways(context.Background(), concertID)
+	require.NoError(t, err)
+	l, ok := w.line.(shardedLine)
+	require.True(t, ok, "%s's line is over shards", concertID)
+	return l
 }

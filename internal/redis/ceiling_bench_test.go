@@ -380,7 +380,7 @@ func BenchmarkLinePlace(b *testing.B) {
 	require.NoError(b, c.Do(ctx, c.B().ConfigResetstat().Build()).Error())
 	b.ResetTimer()
 	for from := 0; from < b.N; from += batch {
-		require.NoError(b, s.placeLine(ctx, cid, shards, 0, int64(from), entrants[from:min(from+batch, b.N)]))
+		require.NoError(b, s.placeLine(ctx, lineOf(b, s, cid), 0, int64(from), entrants[from:min(from+batch, b.N)]))
 	}
 	b.StopTimer()
 	us := commandStats(b, c)["evalsha"].usec / float64(b.N)

@@ -69,21 +69,21 @@ func (k Keys) ConcertEvents(concertID string) EventSource {
 	return EventSource{Stream: c.Events(), DeadLetters: c.DeadLetters(), ConcertID: concertID}
 }
 
-// LineEvents is the event stream of shard n of a concert's line spread over several slots (its joins).
-func (k Keys) LineEvents(concertID string, n int) EventSource {
-	sh := k.Concert(concertID).Shard(n)
+// LineEvents is the event stream of shard n of a concert's line spread over several slots (its joins),
+// the line's shards tagged as layout l has them.
+func (k Keys) LineEvents(concertID string, l Layout, n int) EventSource {
+	sh := k.Concert(concertID).Placed(l.ShardAt).Shard(n)
 	return EventSource{Stream: sh.Events(), DeadLetters: sh.DeadLetters(), ConcertID: concertID, Shard: n}
 }
 
-// ConcertSources is every event stream of a concert whose line is spread over shards slots: the
-// concert's, then each shard's (none more for a line of one shard), then each seat slot's of the
-// schedules whose seats have a slot of their own (Layout.Schedules; none for seats in the concert's slot).
-func (k Keys) ConcertSources(concertID string, shards int, seatSlots ...SeatSlot) []EventSource {
+// ConcertSources is every event stream of a concert of layout l: the concert's, then each shard's of
+// its line (none more for a line of one shard), then each seat slot's (Layout.Schedules).
+func (k Keys) ConcertSources(concertID string, l Layout) []EventSource {
 	out := []EventSource{k.ConcertEvents(concertID)}
-	for n := 0; n < shards && shards > 1; n++ {
-		out = append(out, k.LineEvents(concertID, n))
+	for n := 0; n < l.Shards && l.Shards > 1; n++ {
+		out = append(out, k.LineEvents(concertID, l, n))
 	}
-	for _, slot := range seatSlots {
+	for _, slot := range l.Schedules {
 		out = append(out, k.SeatEvents(concertID, slot))
 	}
 	return out
@@ -98,7 +98,7 @@ func (k Keys) AllEventStreams(ctx context.Context, c rueidis.Client, concertIDs 
 		if err != nil {
 			return nil, err
 		}
-		for _, src := range k.ConcertSources(id, l.Shards, l.Schedules...) {
+		for _, src := range k.ConcertSources(id, l) {
 			out = append(out, src.Stream)
 		}
 	}

@@ -306,8 +306,8 @@ func TestScriptEventsDecode(t *testing.T) {
 			switch stream {
 			case concertStream:
 				from = sampleConcert
-			case keys.LineEvents("c1", 3).Stream:
-				from = keys.LineEvents("c1", 3)
+			case keys.LineEvents("c1", Layout{Shards: 4}, 3).Stream:
+				from = keys.LineEvents("c1", Layout{Shards: 4}, 3)
 			case keys.Concert("c1").Schedule("s1").Events(): // a seat slot's (seatslot.go)
 				from = NewKeys("tr").SeatEvents("c0ncert00001", "sched0000001")
 			case walletStream:

@@ -36,7 +36,17 @@ func (k Keys) Concert(id string) ConcertKeys {
 
 // ConcertKeys names the keys of one concert; all share the hash tag {c:<id>}, but the shards of a line
 // spread over several slots (Shard).
-type ConcertKeys struct{ base, shard string }
+type ConcertKeys struct {
+	base, shard string
+	at          []int // the tag suffix of each shard of the line where its placement chose one (Placed)
+}
+
+// Placed is c with the tag suffix of each shard of its line as its placement chose them (Layout.ShardAt;
+// 0 or none: no suffix).
+func (c ConcertKeys) Placed(at []int) ConcertKeys {
+	c.at = at
+	return c
+}
 
 // LineShard is the shard of a user in a line of shards shards: a stable hash of the user id.
 func LineShard(userID string, shards int) int {
@@ -47,9 +57,25 @@ func LineShard(userID string, shards int) int {
 }
 
 // Shard returns the keys of shard n of a line spread over several slots (lineShards > 1), tagged
-// {c:<id>:q<n>}: a waiting fan's place, liveness, rate bucket and proof of work live in their shard.
-// A line of one shard keeps every key in the concert's slot instead (the keys above).
-func (c ConcertKeys) Shard(n int) ShardKeys { return ShardKeys{base: c.shard + strconv.Itoa(n) + "}:"} }
+// {c:<id>:q<n>}, or {c:<id>:q<n>@<m>} where the placement chose suffix m for it (placement.go): a
+// waiting fan's place, liveness, rate bucket and proof of work live in their shard. A line of one shard
+// keeps every key in the concert's slot instead (the keys above).
+func (c ConcertKeys) Shard(n int) ShardKeys {
+	at := 0
+	if n < len(c.at) {
+		at = c.at[n]
+	}
+	return c.shardAt(n, at)
+}
+
+// shardAt is the keys of shard n tagged with suffix at (0: none).
+func (c ConcertKeys) shardAt(n, at int) ShardKeys {
+	tag := c.shard + strconv.Itoa(n)
+	if at > 0 {
+		tag += "@" + strconv.Itoa(at)
+	}
+	return ShardKeys{base: tag + "}:"}
+}
 
 // LineWaiting is the number of fans waiting in every shard of a sharded line, as the last tick counted.
 func (c ConcertKeys) LineWaiting() string { return c.base + "q:lw" }

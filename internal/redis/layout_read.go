@@ -20,15 +20,19 @@ import (
 type Layout struct {
 	Shards    int
 	Schedules []SeatSlot
+	ShardAt   []int // the tag suffix of each shard of the line, where the placement chose them (nil: none)
 }
 
-// Follows reports whether l puts the seats where p, the concert's recorded placement, puts them (always,
-// while none is recorded).
+// Follows reports whether l puts the seats and the line's shards where p, the concert's recorded
+// placement, puts them (always, while none is recorded).
 func (l Layout) Follows(p ticketrush.Placement) bool {
 	if !p.Recorded {
 		return true
 	}
-	rest := p.Slots
+	rest, line, placed := strings.Cut(p.Slots, "|")
+	if placed != (len(l.ShardAt) > 0) || placed && line != strings.TrimPrefix(formatPlacement(nil, l.ShardAt), "|") {
+		return false
+	}
 	for i, s := range l.Schedules {
 		if i > 0 {
 			if !strings.HasPrefix(rest, ",") {
@@ -63,7 +67,7 @@ func (k Keys) ReadLayout(ctx context.Context, c rueidis.Client, concertID string
 	}
 	if !v[2].IsNil() {
 		raw, _ := v[2].ToString()
-		l.Schedules = splitSchedules(raw)
+		l.Schedules, l.ShardAt = splitSchedules(raw), splitShardAt(raw)
 	}
 	return l, true, nil
 }

@@ -114,8 +114,8 @@ func (s *Store) execMulti(ctx context.Context, sc *script, calls []call) ([]ruei
 // fan's shard. A seq the join did not take (a rejoin, or a refusal in the shard) is logged as a gap
 // (line_left). When nobody waited and the active set had room, the fan is admitted at once if nobody is
 // ahead of them in any shard (line_admit, first mode), as a join to a line of one shard is.
-func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, n int, now time.Time) (ticketrush.JoinResult, error) {
-	c := s.keys.Concert(concertID)
+func (s *Store) joinLine(ctx context.Context, l shardedLine, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
+	concertID, n, c := l.id, l.n, l.k
 	shard := LineShard(userID, n)
 	sh := c.Shard(shard)
 	for range 2 { // a join that finds the opening passed and the draw not sealed seals it, then arrives
@@ -127,7 +127,7 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 		case ticketrush.StatusActive:
 			return ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: a.seq, ActiveUntil: fromMillis(a.till)}, nil
 		case "SEAL":
-			if _, err := s.sealLine(ctx, concertID, n, now); err != nil {
+			if _, err := s.sealLine(ctx, l, now); err != nil {
 				return ticketrush.JoinResult{}, err
 			}
 			continue
@@ -144,7 +144,7 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 			res, sealed, err = enterReply(msg)
 		}
 		if sealed { // the pre-queue closed under this join: the opening has passed for a sealer
-			if _, err := s.sealLine(ctx, concertID, n, now); err != nil {
+			if _, err := s.sealLine(ctx, l, now); err != nil {
 				return ticketrush.JoinResult{}, err
 			}
 			continue
@@ -164,7 +164,7 @@ func (s *Store) joinLine(ctx context.Context, concertID, userID string, pass tic
 		if err != nil || !res.Created || !a.room {
 			return res, err
 		}
-		r, err := s.admitLine(ctx, concertID, now, 1, 0, "first", []lineFan{{user: userID, seq: res.Seq, seen: now.UnixMilli(), shard: shard}})
+		r, err := s.admitLine(ctx, l, now, 1, 0, "first", []lineFan{{user: userID, seq: res.Seq, seen: now.UnixMilli(), shard: shard}})
 		if err != nil || len(r.left) == 0 {
 			return res, nil // waits for the next tick, which admits in order
 		}
@@ -242,8 +242,8 @@ type admitted struct {
 
 // admitLine runs line_admit over the candidates (in seq order) and then line_pop in the shards of
 // those that left the line.
-func (s *Store) admitLine(ctx context.Context, concertID string, now time.Time, batch int, waiting int64, mode string, candidates []lineFan) (admitted, error) {
-	c := s.keys.Concert(concertID)
+func (s *Store) admitLine(ctx context.Context, l shardedLine, now time.Time, batch int, waiting int64, mode string, candidates []lineFan) (admitted, error) {
+	c := l.k
 	keys, args := c.lineAdmit(now, batch, waiting, mode, candidates)
 	msg, err := s.exec(ctx, s.lineAdmit, keys, args)
 	if err != nil {
@@ -309,8 +309,8 @@ func (s *Store) headsPerShard(concertID string, n, batch int) int {
 }
 
 // tickLine is one admission round of a line of n shards.
-func (s *Store) tickLine(ctx context.Context, concertID string, n int, now time.Time, batch int) (ticketrush.TickResult, error) {
-	c := s.keys.Concert(concertID)
+func (s *Store) tickLine(ctx context.Context, l shardedLine, now time.Time, batch int) (ticketrush.TickResult, error) {
+	concertID, n, c := l.id, l.n, l.k
 	k := s.headsPerShard(concertID, n, batch)
 	// The newest arrival before the heads are read: the shards are read one after another, so a fan who
 	// entered one after its read but took a seq before this one may be missing from the heads; past this
@@ -349,7 +349,7 @@ func (s *Store) tickLine(ctx context.Context, concertID string, n int, now time.
 	}
 	slices.SortFunc(fans, func(a, b lineFan) int { return cmp.Compare(a.seq, b.seq) })
 	fans = slices.DeleteFunc(fans, func(f lineFan) bool { return f.seq > cut })
-	a, err := s.admitLine(ctx, concertID, now, batch, waiting, "tick", fans)
+	a, err := s.admitLine(ctx, l, now, batch, waiting, "tick", fans)
 	s.lines.mu.Lock()
 	s.lines.last[concertID] = len(a.left)
 	s.lines.mu.Unlock()
@@ -382,8 +382,8 @@ func headsReply(msg rueidis.RedisMessage, shard int) (shardHeads, error) {
 // (line_left: the ACTIVE slot given back, or the seq quit so that no round admits it, whatever heads
 // it read before), then taken out of the fan's shard (line_leave). A leave answered is final; one that
 // fails after its first step was not answered, and a retry completes it.
-func (s *Store) leaveLine(ctx context.Context, concertID, userID string, seq uint64, n int, now time.Time) (ticketrush.QueueStatus, error) {
-	c := s.keys.Concert(concertID)
+func (s *Store) leaveLine(ctx context.Context, l shardedLine, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
+	n, c := l.n, l.k
 	decided, err := s.lineLeft(ctx, c, userID, seq, "LEAVE", now)
 	if err != nil {
 		return "", err
@@ -403,12 +403,12 @@ func (s *Store) leaveLine(ctx context.Context, concertID, userID string, seq uin
 // statusLine is the exact state of a token of a line of n shards: ACTIVE, DONE or gone on the
 // concert's slot, else WAITING if the fan's shard has them, placed by the head and the leaves logged
 // on the concert's slot, else what the concert's slot says when read again after the shard.
-func (s *Store) statusLine(ctx context.Context, claims ticketrush.QueueClaims, n int, now time.Time) (ticketrush.TokenState, error) {
+func (s *Store) statusLine(ctx context.Context, l shardedLine, claims ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
 	st, err := s.concertStatus(ctx, claims, now)
 	if err != nil || st.Status != ticketrush.StatusExpired {
 		return st, err
 	}
-	return s.shardStatus(ctx, claims, n, now)
+	return s.shardStatus(ctx, l, claims, now)
 }
 
 // concertStatus is queue_status on the concert's slot.
@@ -423,8 +423,8 @@ func (s *Store) concertStatus(ctx context.Context, claims ticketrush.QueueClaims
 
 // shardStatus is the state of a token that the concert's slot did not know as ACTIVE or DONE: WAITING
 // in the fan's shard, else what the concert's slot says when read again.
-func (s *Store) shardStatus(ctx context.Context, claims ticketrush.QueueClaims, n int, now time.Time) (ticketrush.TokenState, error) {
-	c := s.keys.Concert(claims.ConcertID)
+func (s *Store) shardStatus(ctx context.Context, l shardedLine, claims ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+	n, c := l.n, l.k
 	seq := utoa(claims.Seq)
 	res := s.client.DoMulti(ctx,
 		s.client.B().Hget().Key(c.Shard(LineShard(claims.UserID, n)).Places()).Field(claims.UserID).Build(),
@@ -469,8 +469,8 @@ func (s *Store) leavesBetween(ctx context.Context, c ConcertKeys, head, seq int6
 
 // markAliveLine writes the liveness of a line of n shards: an HSET per shard the fans are in and
 // seenChunk of them, in one round trip (a command of at most seenChunk fields is short).
-func (s *Store) markAliveLine(ctx context.Context, concertID string, seen []ticketrush.Arrival, n int, now time.Time) error {
-	c := s.keys.Concert(concertID)
+func (s *Store) markAliveLine(ctx context.Context, l shardedLine, seen []ticketrush.Arrival, now time.Time) error {
+	n, c := l.n, l.k
 	at := millis(now)
 	byShard := map[int][]uint64{}
 	for _, a := range seen {

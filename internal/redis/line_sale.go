@@ -20,8 +20,8 @@ import (
 
 // sealLine seals the draw of a line of n shards: every shard's pre-queue, then the concert's draw with
 // the sum of their entrants. The caller has seen the opening pass; a seal done already changes nothing.
-func (s *Store) sealLine(ctx context.Context, concertID string, n int, now time.Time) (ticketrush.DrawState, error) {
-	c := s.keys.Concert(concertID)
+func (s *Store) sealLine(ctx context.Context, l shardedLine, now time.Time) (ticketrush.DrawState, error) {
+	n, c := l.n, l.k
 	calls := make([]call, n)
 	for i := range n {
 		calls[i] = built(c.Shard(i).lineSeal())
@@ -61,8 +61,8 @@ func (s *Store) opened(ctx context.Context, concertID string, now time.Time) (bo
 
 // placeLine places a batch of the draw of a line of n shards in the entrants' shards; base is the
 // draw's base seq, from its place before the batch.
-func (s *Store) placeLine(ctx context.Context, concertID string, n int, base, from int64, batch []draw.Entrant) error {
-	c := s.keys.Concert(concertID)
+func (s *Store) placeLine(ctx context.Context, l shardedLine, base, from int64, batch []draw.Entrant) error {
+	n, c := l.n, l.k
 	byShard := map[int][]lineFan{}
 	for i, e := range batch {
 		sh := LineShard(e.User, n)
@@ -78,8 +78,8 @@ func (s *Store) placeLine(ctx context.Context, concertID string, n int, base, fr
 
 // prequeueStatusLine is the state of a pre-queue token of a line of n shards: from the entrant's shard
 // (entered, placed at -seq, waiting) and the concert's slot (ACTIVE, drawn, the head and the leaves).
-func (s *Store) prequeueStatusLine(ctx context.Context, concertID, userID string, n int, now time.Time) (ticketrush.TokenState, uint64, error) {
-	c := s.keys.Concert(concertID)
+func (s *Store) prequeueStatusLine(ctx context.Context, l shardedLine, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
+	concertID, n, c := l.id, l.n, l.k
 	sh := c.Shard(LineShard(userID, n))
 	res := s.client.DoMulti(ctx,
 		s.client.B().Zscore().Key(sh.Prequeue()).Member(userID).Build(),

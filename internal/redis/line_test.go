@@ -167,7 +167,7 @@ func TestShardedLineConcurrentTicks(t *testing.T) {
 		assert.Equal(t, uint64(capacity), seqs[capacity-1], "the first arrivals, none skipped")
 
 		joins := 0
-		for _, src := range s.keys.ConcertSources("ct", 8)[1:] {
+		for _, src := range s.keys.ConcertSources("ct", Layout{Shards: 8})[1:] {
 			for _, typ := range eventTypes(t, c, src.Stream) {
 				if typ == "queue.join" {
 					joins++
@@ -344,7 +344,7 @@ func TestLinePlaceOncePerEntrant(t *testing.T) {
 			}
 			return out
 		}
-		require.NoError(t, s.placeLine(ctx, "pl", n, 100, 0, batch))
+		require.NoError(t, s.placeLine(ctx, shardedLine{s: s, k: k, id: "pl", n: n}, 100, 0, batch))
 		assert.Equal(t, map[string]float64{"ann": 101, "bob": 102, "cy": 103, "dee": 104, "eve": 105}, where())
 		for _, u := range users[:5] {
 			pre, err := c.Do(ctx, c.B().Zscore().Key(k.Shard(LineShard(u, n)).Prequeue()).Member(u).Build()).AsFloat64()
@@ -353,7 +353,7 @@ func TestLinePlaceOncePerEntrant(t *testing.T) {
 		}
 		// ann is admitted (out of the line); the batch comes again, shifted as a wrong retry would be
 		require.NoError(t, c.Do(ctx, c.B().Hdel().Key(k.Shard(LineShard("ann", n)).Places()).Field("ann").Build()).Error())
-		require.NoError(t, s.placeLine(ctx, "pl", n, 200, 0, batch))
+		require.NoError(t, s.placeLine(ctx, shardedLine{s: s, k: k, id: "pl", n: n}, 200, 0, batch))
 		assert.Equal(t, map[string]float64{"bob": 102, "cy": 103, "dee": 104, "eve": 105}, where(), "nobody placed twice")
 	})
 }

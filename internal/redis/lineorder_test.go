@@ -97,7 +97,7 @@ func TestShardedLeaveIsFinalWhateverTheRoundIsDoing(t *testing.T) {
 			from, err := s.Leave(ctx, "lh", f.UserID, f.Seq, now)
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.StatusWaiting, from)
-			r, err := s.admitLine(ctx, "lh", now, 100, 1, "tick", heads)
+			r, err := s.admitLine(ctx, lineOf(t, s, "lh"), now, 100, 1, "tick", heads)
 			require.NoError(t, err)
 			assert.Zero(t, r.res.Admitted)
 			notActive(t, s, c, f, now)
@@ -128,7 +128,7 @@ func TestShardedLeaveIsFinalWhateverTheRoundIsDoing(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.StatusActive, from, "admitted: the leave gives the slot back")
 			notActive(t, s, c, f, now)
-			_, err = s.admitLine(ctx, "lp", now.Add(time.Second), 100, 1, "tick", stale)
+			_, err = s.admitLine(ctx, lineOf(t, s, "lp"), now.Add(time.Second), 100, 1, "tick", stale)
 			require.NoError(t, err)
 			notActive(t, s, c, f, now.Add(time.Second))
 		})
@@ -201,7 +201,7 @@ func TestShardedStatusSeesAnAdmissionBetweenItsReads(t *testing.T) {
 		res, err := s.Tick(ctx, "sa", now, 100) // the round admits the fan and takes them out of the shard
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Admitted)
-		st, err = s.shardStatus(ctx, f, n, now) // the poll's second read
+		st, err = s.shardStatus(ctx, lineOf(t, s, f.ConcertID), f, now) // the poll's second read
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusActive, st.Status, "a fan admitted between the poll's reads")
 	})

@@ -25,6 +25,12 @@ import (
 // one, and it is never recomputed for a concert that has one: a reshard or a failover later moves slots,
 // never keys (docs/scaleout.md, "Placement").
 
+// LineArriveWeight is the Redis time of a concert's own slot per join (line_arrive, in batches) against a
+// fan's in their line shard (line_enter and its replica wait), as make capacity measures them on a
+// cluster (about 4 µs against 25-60): where the line's shards go, the concert's master counts as
+// carrying that share of them already.
+const LineArriveWeight = 0.15
+
 // ConcertSlotWeight is the Redis time of a concert's own slot per fan (line_arrive, line_admit and the
 // gate steps of a hold and a cancel), against a schedule slot's per fan holding there (seat_take,
 // hold_cancel), as the spread bench measured it (BenchmarkOneConcertSpreadOnCluster: 43-47 µs against
@@ -159,7 +165,12 @@ func ScheduleIDs(slots []SeatSlot) []string {
 	return out
 }
 
+// A placement (the cfg sched value, and the record's) is the seat slots, comma-separated, then, for a
+// line whose shards were placed, "|" and the tag suffix of each shard (0: none), comma-separated.
+
+// splitSchedules is the seat slots of placement raw.
 func splitSchedules(raw string) []SeatSlot {
+	raw, _, _ = strings.Cut(raw, "|")
 	if raw == "" {
 		return nil
 	}
@@ -167,6 +178,21 @@ func splitSchedules(raw string) []SeatSlot {
 	out := make([]SeatSlot, len(parts))
 	for i, p := range parts {
 		out[i] = SeatSlot(p)
+	}
+	return out
+}
+
+// splitShardAt is the tag suffix of each shard of the line of placement raw (nil: none placed); an
+// entry that does not read as a suffix reads as none.
+func splitShardAt(raw string) []int {
+	_, line, ok := strings.Cut(raw, "|")
+	if !ok || line == "" {
+		return nil
+	}
+	parts := strings.Split(line, ",")
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		out[i], _ = strconv.Atoi(p)
 	}
 	return out
 }
@@ -179,10 +205,24 @@ func joinSlots(slots []SeatSlot) string {
 	return strings.Join(parts, ",")
 }
 
+// formatPlacement is the placement of seat slots slots and line shards placed at at (nil: none).
+func formatPlacement(slots []SeatSlot, at []int) string {
+	out := joinSlots(slots)
+	if len(at) == 0 {
+		return out
+	}
+	parts := make([]string, len(at))
+	for i, a := range at {
+		parts[i] = strconv.Itoa(a)
+	}
+	return out + "|" + strings.Join(parts, ",")
+}
+
 // PlaceSeatSlots returns a new placement of concert c's seat slots, the cfg sched value: for a line of
 // one shard each schedule's slot in the concert's own (SlotsTogether), and for a line over shards its
-// schedule ids on a single Redis and on a Redis Cluster each schedule's seats in blocks slots (0: one a
-// master) placed on the masters (see above).
+// schedule ids on a single Redis and on a Redis Cluster each schedule's seats in blocks slots placed on
+// the masters (see above). blocks 0 is a new concert's placement: about a block a master, and the
+// line's shards placed too (placeLineShards); a concert placed again keeps its line's shards' tags.
 func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert, blocks int) (string, error) {
 	if c.Queue.LineShards <= 1 {
 		return joinSlots(SlotsTogether(k, c)), nil
@@ -198,7 +238,48 @@ func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 	if err != nil {
 		return "", fmt.Errorf("place the seat slots of %s: %w", c.ID, err)
 	}
-	return joinSlots(placeSeatSlots(owners, k, c, blocks)), nil
+	var at []int
+	if blocks <= 0 {
+		at = placeLineShards(owners, k, c.Queue.LineShards)
+	}
+	return formatPlacement(placeSeatSlots(owners, k.Placed(at), c, blocks), at), nil
+}
+
+// placeLineShards is the tag suffix of each of a new concert's shards shards on the masters of owners
+// (each slot's master): each shard on the master with the fewest so far, the concert's own master
+// counted as carrying LineArriveWeight of the shards already (its slot takes every join's arrival seq);
+// nil on one master. A shard whose master no suffix reaches within placementTries keeps its plain tag.
+func placeLineShards(owners []string, k ConcertKeys, shards int) []int {
+	load := map[string]float64{}
+	var masters []string
+	for _, m := range owners {
+		if _, seen := load[m]; m != "" && !seen {
+			load[m] = 0
+			masters = append(masters, m)
+		}
+	}
+	if len(masters) < 2 || shards < 2 {
+		return nil
+	}
+	sort.Strings(masters)
+	load[owners[slot(k.Cfg())]] = LineArriveWeight * float64(shards)
+	at := make([]int, shards)
+	for n := range shards {
+		target := ""
+		for _, m := range masters {
+			if target == "" || load[m] < load[target] {
+				target = m
+			}
+		}
+		for try := 0; try < placementTries; try++ {
+			if owners[slot(k.shardAt(n, try).Places())] == target {
+				at[n] = try
+				break
+			}
+		}
+		load[owners[slot(k.shardAt(n, at[n]).Places())]]++
+	}
+	return at
 }
 
 // togetherTries bounds the search for a tag suffix whose slot is the concert's: each try lands there

@@ -99,6 +99,71 @@ func TestPlaceSeatSlots(t *testing.T) {
 	}
 }
 
+// sixMasters is a slot map of 6 masters, a sixth of the slots each.
+func sixMasters() []string {
+	owners := make([]string, 16384)
+	for s := range owners {
+		owners[s] = fmt.Sprintf("m%d", min(5, s*6/16384))
+	}
+	return owners
+}
+
+// lineLoads is each master's expected load of concert k's line shards at at on the masters of owners, in
+// shards: its shards, and on the concert's own master the arrivals' weight (LineArriveWeight).
+func lineLoads(owners []string, k ConcertKeys, shards int, at []int) map[string]float64 {
+	load := map[string]float64{owners[slot(k.Cfg())]: LineArriveWeight * float64(shards)}
+	for n := range shards {
+		load[owners[slot(k.Placed(at).Shard(n).Places())]]++
+	}
+	return load
+}
+
+// TestPlaceLineShards: a new concert's line shards go to the masters with the least expected load, the
+// concert's own master counted as carrying its arrivals (LineArriveWeight of the shards): on 6 masters
+// (48 shards) and on 3 (24), over 50 concerts, the busiest master's load is within one shard of the even
+// share, the same for the same slot map. With plain tags the busiest carried up to 10 shards past it (7
+// on 3 masters). The placement reads back from its string, and a layout that names other shards' tags
+// does not follow it.
+func TestPlaceLineShards(t *testing.T) {
+	for _, tc := range []struct {
+		owners  []string
+		masters int
+		shards  int
+	}{{sixMasters(), 6, 48}, {thirds(), 3, 24}} {
+		even := (1 + LineArriveWeight) * float64(tc.shards) / float64(tc.masters)
+		worstPlain := 0.0
+		for i := range 50 {
+			k := NewKeys("tr").Concert(fmt.Sprintf("c%011d", i))
+			at := placeLineShards(tc.owners, k, tc.shards)
+			require.Len(t, at, tc.shards)
+			load := lineLoads(tc.owners, k, tc.shards, at)
+			for m, l := range load {
+				assert.LessOrEqual(t, l, even+1, "concert %d, master %s: %v", i, m, load)
+			}
+			for _, l := range lineLoads(tc.owners, k, tc.shards, nil) {
+				worstPlain = max(worstPlain, l-even)
+			}
+			assert.Equal(t, at, placeLineShards(tc.owners, k, tc.shards), "the same placement for the same slot map")
+		}
+		t.Logf("%d shards on %d masters: even %.1f a master; plain tags up to %.1f past it", tc.shards, tc.masters, even, worstPlain)
+	}
+	assert.Nil(t, placeLineShards(make([]string, 16384), NewKeys("tr").Concert("c1"), 8), "one master: nothing to place")
+
+	slots, at := []SeatSlot{"s1#0@4", "s1#1"}, []int{0, 7, 12}
+	raw := formatPlacement(slots, at)
+	assert.Equal(t, "s1#0@4,s1#1|0,7,12", raw)
+	assert.Equal(t, slots, splitSchedules(raw))
+	assert.Equal(t, at, splitShardAt(raw))
+	assert.Nil(t, splitShardAt("s1#0@4,s1#1"))
+	rec := ticketrush.Placement{Slots: raw, Recorded: true}
+	assert.True(t, Layout{Shards: 3, Schedules: slots, ShardAt: at}.Follows(rec))
+	assert.False(t, Layout{Shards: 3, Schedules: slots}.Follows(rec), "shards not placed")
+	assert.False(t, Layout{Shards: 3, Schedules: slots, ShardAt: []int{0, 7, 13}}.Follows(rec), "another shard's tag")
+	assert.False(t, Layout{Shards: 3, Schedules: slots, ShardAt: at}.Follows(ticketrush.Placement{Slots: "s1#0@4,s1#1", Recorded: true}))
+	assert.Equal(t, "tr:{c:c1:q2@12}:places", NewKeys("tr").Concert("c1").Placed(at).Shard(2).Places())
+	assert.Equal(t, "tr:{c:c1:q0}:places", NewKeys("tr").Concert("c1").Placed(at).Shard(0).Places())
+}
+
 // TestSeatBlocks: a seat's block is a stable function of its id, every block keeps about its share of a
 // section's seats, and a reservation id names the block it was made for.
 func TestSeatBlocks(t *testing.T) {
@@ -177,4 +242,22 @@ func TestPlaceSeatSlotsOnCluster(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, splitSchedules(placed), 1, placed)
 	assert.NotContains(t, placed, "#")
+	assert.Nil(t, splitShardAt(placed), "its line's shards keep their plain tags")
+
+	// Created, its line's shards are placed too: no master past the even share and one.
+	placed, err = s.PlaceSeats(ctx, date)
+	require.NoError(t, err)
+	at := splitShardAt(placed)
+	require.Len(t, at, 24, placed)
+	load := lineLoads(owners, s.keys.Concert(date.ID), 24, at)
+	for m, l := range load {
+		assert.LessOrEqual(t, l, (1+LineArriveWeight)*24/float64(len(masters))+1, "master %s: %v", m, load)
+	}
+	date.Placement = ticketrush.Placement{Slots: placed, Recorded: true}
+	_, err = s.LoadConcert(ctx, date, t0)
+	require.NoError(t, err)
+	l, _, err = s.keys.ReadLayout(ctx, c, date.ID)
+	require.NoError(t, err)
+	assert.Equal(t, at, l.ShardAt, "the settings name the shards' tags")
+	assert.True(t, l.Follows(date.Placement))
 }

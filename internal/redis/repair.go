@@ -83,6 +83,7 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 // builds for it, in one MULTI/EXEC per shard (each a slot of its own).
 func eachShard(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert,
 	cmds func(n int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed) error {
+	k = k.Placed(splitShardAt(c.Placement.Slots)) // a concert placed again without a record: none placed
 	for n := 0; n < c.Queue.LineShards && c.Queue.LineShards > 1; n++ {
 		if err := multi(ctx, rdb, cmds(n, k.Shard(n))); err != nil {
 			return err

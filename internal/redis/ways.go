@@ -31,7 +31,7 @@ type concertWays struct {
 
 // waysOf builds the line and the seats of concertID's layout l.
 func (s *Store) waysOf(concertID string, l Layout) concertWays {
-	k := s.keys.Concert(concertID)
+	k := s.keys.Concert(concertID).Placed(l.ShardAt)
 	seats := newSeatSlots(s, k, concertID, l.Schedules)
 	if l.Shards > 1 {
 		return concertWays{layout: l, line: shardedLine{s: s, k: k, id: concertID, n: l.Shards}, seats: seats}
@@ -200,27 +200,27 @@ type shardedLine struct {
 }
 
 func (l shardedLine) join(ctx context.Context, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
-	return l.s.joinLine(ctx, l.id, userID, pass, l.n, now)
+	return l.s.joinLine(ctx, l, userID, pass, now)
 }
 
 func (l shardedLine) leave(ctx context.Context, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
-	return l.s.leaveLine(ctx, l.id, userID, seq, l.n, now)
+	return l.s.leaveLine(ctx, l, userID, seq, now)
 }
 
 func (l shardedLine) status(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
-	return l.s.statusLine(ctx, c, l.n, now)
+	return l.s.statusLine(ctx, l, c, now)
 }
 
 func (l shardedLine) expired(ctx context.Context, c ticketrush.QueueClaims, _ ticketrush.TokenState, now time.Time) (ticketrush.TokenState, error) {
-	return l.s.statusLine(ctx, c, l.n, now)
+	return l.s.statusLine(ctx, l, c, now)
 }
 
 func (l shardedLine) tick(ctx context.Context, now time.Time, batch int) (ticketrush.TickResult, error) {
-	return l.s.tickLine(ctx, l.id, l.n, now, batch)
+	return l.s.tickLine(ctx, l, now, batch)
 }
 
 func (l shardedLine) markAlive(ctx context.Context, seen []ticketrush.Arrival, now time.Time) error {
-	return l.s.markAliveLine(ctx, l.id, seen, l.n, now)
+	return l.s.markAliveLine(ctx, l, seen, now)
 }
 
 // seal seals the draw once the opening has passed, which draw_seal cannot time alone over shards.
@@ -228,7 +228,7 @@ func (l shardedLine) seal(ctx context.Context, now time.Time) (ticketrush.DrawSt
 	if open, err := l.s.opened(ctx, l.id, now); err != nil || !open {
 		return ticketrush.DrawState{}, err
 	}
-	return l.s.sealLine(ctx, l.id, l.n, now)
+	return l.s.sealLine(ctx, l, now)
 }
 
 func (l shardedLine) place(ctx context.Context, from int64, batch []draw.Entrant) (int64, bool, error) {
@@ -245,7 +245,7 @@ func (l shardedLine) place(ctx context.Context, from int64, batch []draw.Entrant
 	if st.Placed != from {
 		return st.Placed, true, nil // another drawer placed this batch
 	}
-	return 0, false, l.s.placeLine(ctx, l.id, l.n, st.Base, from, batch)
+	return 0, false, l.s.placeLine(ctx, l, st.Base, from, batch)
 }
 
 func (l shardedLine) drawPlace(from int64, batch []draw.Entrant, digest string, now time.Time) (keys, args []string) {
@@ -253,7 +253,7 @@ func (l shardedLine) drawPlace(from int64, batch []draw.Entrant, digest string, 
 }
 
 func (l shardedLine) prequeueStatus(ctx context.Context, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
-	return l.s.prequeueStatusLine(ctx, l.id, userID, l.n, now)
+	return l.s.prequeueStatusLine(ctx, l, userID, now)
 }
 
 func (l shardedLine) prequeueLeave(userID string, now time.Time) (keys, args []string) {

@@ -189,7 +189,7 @@ func (w *Worker) syncStreams(ctx context.Context) {
 				w.layouts[id] = l
 			}
 		}
-		for _, src := range w.keys.ConcertSources(id, l.Shards, l.Schedules...) {
+		for _, src := range w.keys.ConcertSources(id, l) {
 			if w.sources[src.Stream] == nil {
 				w.addSource(&source{EventSource: src})
 				added = true
