@@ -60,12 +60,17 @@ func TestProcessFollowsAChangedPlacement(t *testing.T) {
 	require.Len(t, concerts, 1)
 	require.Equal(t, before, concerts[0].Placement, "the create wrote the placement with the concert")
 	var moved []string
-	for i, slot := range strings.Split(before.Slots, ",") {
+	seatPart, linePart, placedLine := strings.Cut(before.Slots, "|") // on a cluster the line's shards are placed too
+	for i, slot := range strings.Split(seatPart, ",") {
 		moved = append(moved, redis.SeatSlot(slot).ScheduleID()+"@"+strconv.Itoa(500+i))
+	}
+	record := strings.Join(moved, ",")
+	if placedLine {
+		record += "|" + linePart
 	}
 	conn, err := pgx.Connect(ctx, s.dbURL)
 	require.NoError(t, err)
-	_, err = conn.Exec(ctx, `UPDATE concerts SET seat_slots = $2 WHERE id = $1`, s.concert.ID, strings.Join(moved, ","))
+	_, err = conn.Exec(ctx, `UPDATE concerts SET seat_slots = $2 WHERE id = $1`, s.concert.ID, record)
 	require.NoError(t, err)
 	require.NoError(t, conn.Close(ctx))
 	dbtest.DeletePrefix(s.rdb, prefix)
