@@ -213,24 +213,8 @@ func BenchmarkArriveBatch(b *testing.B) {
 	_, err := s.LoadConcert(ctx, shardedConcert("ar", 8, func(q *ticketrush.QueueSettings) { q.Paused = true }), t0)
 	require.NoError(b, err)
 	k := s.keys.Concert("ar")
-	usec := func() float64 {
-		info, err := c.Do(ctx, c.B().Info().Section("commandstats").Build()).ToString()
-		require.NoError(b, err)
-		for _, line := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
-				for _, f := range strings.Split(v, ",") {
-					if u, ok := strings.CutPrefix(f, "usec="); ok {
-						x, err := strconv.ParseFloat(u, 64)
-						require.NoError(b, err)
-						return x
-					}
-				}
-			}
-		}
-		return 0
-	}
 	joins := make([]joinArgs, batch)
-	before := usec()
+	before := evalshaUsec(b, c)
 	b.ResetTimer()
 	for i := range b.N {
 		for j := range joins {
@@ -242,7 +226,7 @@ func BenchmarkArriveBatch(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric((usec()-before)/float64(b.N*batch), "redis-µs/join")
+	b.ReportMetric((evalshaUsec(b, c)-before)/float64(b.N*batch), "redis-µs/join")
 }
 
 // TestArrivalsLapseATokenOnce: a fan whose ACTIVE token has lapsed, twice in one batch (a retry beside
