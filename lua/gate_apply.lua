@@ -14,8 +14,10 @@
 --     state.
 -- Each gate entry counts until its time, so an entry whose hold never came (a crash between the steps)
 -- or whose follow was lost stops counting by itself when the hold would have lapsed. The fan's rate
--- bucket for holds (lib/rate_limit.lua's rule) is kept in their gate record too, as a first item
--- '~<its time, ms>' while that time is to come, so a hold step writes one field of the concert's slot.
+-- bucket for holds (lib/rate_limit.lua's rule) is kept in their gate record, as a first item '~<its
+-- time, ms>', while they have open holds and its time is to come (a winning hold writes one field of the
+-- concert's slot); once they have none, in the key rl, which expires with the bucket's time, as the
+-- other rate buckets do (a fan leaves no record behind).
 -- KEYS[1] cfg      hash: hold (ms), maxholds
 -- KEYS[2] places   hash: user -> seq of each fan WAITING in the line
 -- KEYS[3] active   zset: member user, score activeUntil (ms)
@@ -25,6 +27,7 @@
 -- KEYS[6] noshow   zset: member user: a gated call, so the fan has shown up
 -- KEYS[7] done     set: seqs whose fan finished
 -- KEYS[8] events   stream: the concert's outbox
+-- KEYS[9..] rl     string: the rate bucket of each step's user while they have no open hold (its time, ms)
 -- ARGV[1] ulimit (requests/s, 0 = off)  ARGV[2] uburst  ARGV[3] paying (ms: how long a claim keeps counting,
 -- PayingGate)
 -- ARGV[4..] steps: seven items each: kind (H|F), user, id (the reservation), seq (of the fan's queue token),
@@ -44,11 +47,13 @@ local ulimit, uburst, paying = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(AR
 -- their writes of the gate records and of the no-show watch are kept and made once at the end, and any
 -- other command goes to Redis as it is. A step reads what the steps before it wrote, as if each ran alone.
 local real, users, holders, seen, latest = redis, {}, {}, {}, 0
+local rlOf = {} -- user -> their rate bucket's key
 for i = 4, #ARGV, 7 do
   local user = ARGV[i + 1]
   if not seen[user] then
     seen[user] = {}
     users[#users + 1] = user
+    rlOf[user] = KEYS[9 + (i - 4) / 7]
   end
   if ARGV[i] == 'H' and not seen[user].holds then
     seen[user].holds = true
@@ -68,16 +73,25 @@ local function read(cmd, key, who)
 end
 local view = {[ugate] = read('HMGET', ugate, users), [aseq] = read('HMGET', aseq, holders),
   [active] = read('ZMSCORE', active, holders)}
-local tats = {} -- user -> their hold rate bucket's time (ms), out of their record
+local tats, inRecord, bare = {}, {}, {} -- user -> their hold rate bucket's time (ms), and where it was
 for u, v in pairs(view[ugate]) do
-  if v then
-    local tat, rest = string.match(v, '^~([%d.]+),?(.*)$')
-    if tat then
-      tats[u], view[ugate][u] = tonumber(tat), rest ~= '' and rest
-    end
+  local tat, rest = string.match(v or '', '^~([%d.]+),?(.*)$')
+  if tat then
+    tats[u], inRecord[u], view[ugate][u] = tonumber(tat), true, rest ~= '' and rest
+  elseif seen[u].holds then
+    bare[#bare + 1] = u
   end
 end
-local conf, dirty, shown = nil, {}, {}
+if #bare > 0 and ulimit > 0 then -- holders without a bucket in their record: their key's
+  local keys = {}
+  for i, u in ipairs(bare) do
+    keys[i] = rlOf[u]
+  end
+  for i, v in ipairs(real.call('MGET', unpack(keys))) do
+    tats[bare[i]] = tonumber(v)
+  end
+end
+local conf, dirty, shown, moved = nil, {}, {}, {} -- moved: the fan's bucket changed in this batch
 local redis = {error_reply = real.error_reply, call = function(cmd, key, ...)
   local field, value = ...
   local m = view[key]
@@ -109,7 +123,7 @@ local function limit(user)
     end
     local over, after = gcra(tats[user], t, ulimit, uburst)
     if not over then
-      tats[user], dirty[user] = after, true
+      tats[user], dirty[user], moved[user] = after, true, true
     end
     return over
   end
@@ -130,17 +144,21 @@ for i = 4, #ARGV, 7 do
       status = ARGV[i + 4], expiresAt = tonumber(ARGV[i + 5])}, tonumber(now), now, paying)
   end
 end
--- The batch's writes: each record written fan changed once, the rate bucket first while it is to come.
+-- The batch's writes: each record a fan changed once, their rate bucket first while it is to come; a
+-- fan left without open holds has no record, and a bucket still to come goes to their key.
 local set, gone = {}, {}
 for u in pairs(dirty) do
-  local v = view[ugate][u] or ''
-  if tats[u] and tats[u] > latest then
-    v = '~' .. string.format('%.3f', tats[u]) .. (v ~= '' and ',' .. v or '')
+  local v, tat = view[ugate][u] or '', tats[u]
+  if tat and tat <= latest then
+    tat = nil
   end
   if v ~= '' then
-    set[#set + 1], set[#set + 2] = u, v
+    set[#set + 1], set[#set + 2] = u, tat and '~' .. string.format('%.3f', tat) .. ',' .. v or v
   else
     gone[#gone + 1] = u
+    if tat and (inRecord[u] or moved[u]) then
+      real.call('SET', rlOf[u], string.format('%.3f', tat), 'PX', math.ceil(tat - latest) + 1)
+    end
   end
 end
 if #set > 0 then

@@ -25,8 +25,9 @@ type arrivalJoin struct {
 	now        time.Time
 }
 
-// newArrivals is the store's batches of line_arrive calls: an arrival the batch takes for a join whose
-// request ended first is logged as a gap in the line (logGap), so that positions stay exact.
+// newArrivals is the store's batches of line_arrive calls. A join whose request ended before its batch
+// was sent is dropped (it takes no seq); an arrival the batch took for a join whose request ended while
+// the call was in flight is logged as a gap in the line (logGap), so that positions stay exact.
 func (s *Store) newArrivals() *batches[arrivalJoin, arrival] {
 	return &batches[arrivalJoin, arrival]{max: maxArrivals, wait: arrivalsWait, send: s.sendArrivals,
 		gone: func(ctx context.Context, concertID string, j arrivalJoin, a arrival) {

@@ -22,11 +22,12 @@ type batchItem[A, R any] struct {
 	done  chan struct{}
 	res   R
 	err   error
-	state atomic.Int32 // itemWaiting, then itemAnswered (by the batch) or itemGone (its request ended first)
+	state atomic.Int32 // itemWaiting, itemSent (in a batch's call), then itemAnswered or itemGone (its request ended first)
 }
 
 const (
 	itemWaiting int32 = iota
+	itemSent
 	itemAnswered
 	itemGone
 )
@@ -50,8 +51,11 @@ type batches[A, R any] struct {
 	// send runs one batch of concertID and returns an answer for each of args, in order, or the error of
 	// them all.
 	send func(ctx context.Context, concertID string, args []A) ([]batchResult[R], error)
-	// gone, when set, is called once a batch is answered with each call whose request ended before its
-	// answer came, and that answer (ctx: the batch's).
+	// keep says which calls are sent though their request ended before their batch was (nil: none);
+	// the others are dropped then, never reaching Redis.
+	keep func(arg A) bool
+	// gone, when set, is called once a batch is answered with each call sent whose request ended before
+	// its answer came, and that answer (ctx: the batch's).
 	gone func(ctx context.Context, concertID string, arg A, res R)
 
 	mu sync.Mutex
@@ -81,7 +85,7 @@ func (b *batches[A, R]) do(ctx context.Context, concertID string, arg A) (R, err
 	select {
 	case <-it.done:
 	case <-ctx.Done():
-		if it.state.CompareAndSwap(itemWaiting, itemGone) {
+		if it.state.CompareAndSwap(itemWaiting, itemGone) || it.state.CompareAndSwap(itemSent, itemGone) {
 			var zero R
 			return zero, ctx.Err()
 		}
@@ -90,22 +94,32 @@ func (b *batches[A, R]) do(ctx context.Context, concertID string, arg A) (R, err
 	return it.res, it.err
 }
 
-// flush sends the calls waiting in q, up to max, in one batch, answers each, and hands the queue on: to
-// a goroutine that sends the next batch when calls arrived meanwhile, else idle. The batch runs for
-// wait at most, whatever becomes of ctx: it answers other calls too.
+// flush sends the calls waiting in q, up to max, in one batch (but those whose request ended meanwhile
+// and that keep does not keep), answers each, and hands the queue on: to a goroutine that sends the next
+// batch when calls arrived meanwhile, else idle. The batch runs for wait at most, whatever becomes of
+// ctx: it answers other calls too.
 func (b *batches[A, R]) flush(ctx context.Context, concertID string, q *batchQueue[A, R]) {
 	b.mu.Lock()
-	batch := q.waiting[:min(len(q.waiting), b.max)]
-	q.waiting = q.waiting[len(batch):]
+	waiting := q.waiting[:min(len(q.waiting), b.max)]
+	q.waiting = q.waiting[len(waiting):]
 	b.mu.Unlock()
 
-	args := make([]A, len(batch))
-	for i, it := range batch {
-		args[i] = it.arg
+	var batch []*batchItem[A, R]
+	var args []A
+	for _, it := range waiting {
+		if it.state.CompareAndSwap(itemWaiting, itemSent) || b.keep != nil && b.keep(it.arg) {
+			batch, args = append(batch, it), append(args, it.arg)
+		} else {
+			close(it.done) // gone before it was sent: nothing of it reaches Redis
+		}
 	}
 	call, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.wait)
 	defer cancel()
-	res, err := b.send(call, concertID, args)
+	var res []batchResult[R]
+	var err error
+	if len(batch) > 0 {
+		res, err = b.send(call, concertID, args)
+	}
 	var gone []*batchItem[A, R] // whose request ended first, told to b.gone once the others are answered
 	for i, it := range batch {
 		if err != nil {
@@ -113,7 +127,7 @@ func (b *batches[A, R]) flush(ctx context.Context, concertID string, q *batchQue
 		} else {
 			it.res, it.err = res[i].res, res[i].err
 		}
-		if !it.state.CompareAndSwap(itemWaiting, itemAnswered) && it.err == nil {
+		if !it.state.CompareAndSwap(itemSent, itemAnswered) && it.err == nil {
 			gone = append(gone, it)
 		}
 		close(it.done)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,27 +203,98 @@ func evalshaUsec(b *testing.B, c rueidis.Client) float64 {
 }
 
 // TestSpreadHoldRateInTheGateRecord: the holds of a fan of a concert whose seats are elsewhere are held
-// to the user's rate by a bucket kept in their gate record, across batches and across a cancel that
-// leaves them no open hold; a refused hold changes nothing of it, and another fan's bucket is theirs.
+// to the user's rate by a bucket kept in their gate record while they have open holds, and in its
+// self-expiring key once they have none (a cancel, a refused hold): across batches, across that move, and
+// a fan left without open holds leaves no record behind; another fan's bucket is theirs.
 func TestSpreadHoldRateInTheGateRecord(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 4 }, "alice", "bob")
 		s.LimitUsers(UserLimit{Rate: 1, Burst: 2})
+		bucket := func(user string) string {
+			v, err := c.Do(ctx, c.B().Get().Key(s.keys.Concert(cid).UserRate(user)).Build()).ToString()
+			if rueidis.IsRedisNil(err) {
+				return ""
+			}
+			require.NoError(t, err)
+			return v
+		}
 		first, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
-		_, err = s.Cancel(ctx, "alice", first.ID, t0) // no open hold left: the record keeps the bucket
+		assert.Regexp(t, `^~[0-9.]+,`+first.ID+`:`, gateEntries(t, c, s, "alice"), "the bucket first in the record")
+		_, err = s.Cancel(ctx, "alice", first.ID, t0)
 		require.NoError(t, err)
-		assert.Regexp(t, `^~[0-9.]+$`, gateEntries(t, c, s, "alice"), "the bucket alone, while its time is to come")
+		assert.Empty(t, gateEntries(t, c, s, "alice"), "no open hold: no record")
+		assert.NotEmpty(t, bucket("alice"), "the bucket in its key, while its time is to come")
 		_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0)
 		require.NoError(t, err, "the burst's second call")
 		_, _, err = s.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0)
 		require.ErrorIs(t, err, ticketrush.ErrRateLimited, "a third within the burst")
+		_, _, err = s.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
+		require.ErrorIs(t, err, ticketrush.ErrSeatUnavailable, "alice has it")
+		assert.Empty(t, gateEntries(t, c, s, "bob"), "a refused hold leaves no record")
 		_, _, err = s.Hold(ctx, fans["bob"], sC, "VIP-1", 100, t0)
 		require.NoError(t, err, "bob's bucket is his own")
 		_, _, err = s.Hold(ctx, fans["alice"], sC, "VIP-2", 100, t0.Add(time.Second))
 		require.NoError(t, err, "a second later: one more")
 		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0.Add(time.Second))
 		require.ErrorIs(t, err, ticketrush.ErrRateLimited)
+	})
+}
+
+// TestAGoneHoldStepIsDropped: a hold whose request ends while its gate step waits for a batch returns
+// at once, and its step is not sent: the fan's limit is not taken by a hold that never came, so their
+// retry holds (with a limit of one).
+func TestAGoneHoldStepIsDropped(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1 }, "alice")
+		q := s.gates.inFlight(cid)
+		gone, cancel := context.WithCancel(ctx)
+		done := make(chan error)
+		go func() {
+			_, _, err := s.Hold(gone, fans["alice"], sA, "VIP-1", 100, t0)
+			done <- err
+		}()
+		require.Eventually(t, func() bool { return s.gates.waiting(q) == 1 }, 5*time.Second, time.Millisecond)
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		s.gates.flush(ctx, cid, q)
+		assert.Empty(t, gateEntries(t, c, s, "alice"), "no entry for a step never sent")
+		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		assert.NoError(t, err, "the retry holds")
+	})
+}
+
+// TestAHoldGoneInFlightGivesItsEntryBack: a hold whose request ends while its gate step's call is in
+// flight returns at once; the step ran, so its entry is given back (a follow of its own), and the fan's
+// retry holds (with a limit of one).
+func TestAHoldGoneInFlightGivesItsEntryBack(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1 }, "alice")
+		gone, cancel := context.WithCancel(ctx)
+		done := make(chan error)
+		send := s.gates.send
+		var armed atomic.Bool
+		armed.Store(true)
+		s.gates.send = func(ctx context.Context, concertID string, steps []gateStep) ([]batchResult[int64], error) {
+			if steps[0].kind == gateHoldStep && armed.CompareAndSwap(true, false) {
+				cancel()
+				assert.ErrorIs(t, <-done, context.Canceled, "the hold returned before its step's answer")
+			}
+			return send(ctx, concertID, steps)
+		}
+		q := s.gates.inFlight(cid) // the hold waits for a batch, which this goroutine then sends
+		go func() {
+			_, _, err := s.Hold(gone, fans["alice"], sA, "VIP-1", 100, t0)
+			done <- err
+		}()
+		require.Eventually(t, func() bool { return s.gates.waiting(q) == 1 }, 5*time.Second, time.Millisecond)
+		s.gates.flush(ctx, cid, q)
+		require.Eventually(t, func() bool { return gateEntries(t, c, s, "alice") == "" && s.gates.queues() == 0 },
+			5*time.Second, time.Millisecond, "the entry the step reserved is given back")
+		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		assert.NoError(t, err, "the retry holds")
 	})
 }

@@ -162,7 +162,9 @@ func (c ConcertKeys) PowUsed(id string) string {
 func (c ConcertKeys) AccessCodes() string { return c.base + "codes" }
 
 // UserRate is a user's rate bucket for the concert's state-changing calls (join, hold, cancel, pay):
-// in the concert's slot, so that the scripts check it in the call they make anyway.
+// in the concert's slot, so that the scripts check it in the call they make anyway. A concert whose
+// seats are spread keeps a fan's hold bucket here only while they have no open hold (gate_apply), and
+// their joins', cancels' and payments' in the shard's and the seat slots' keys.
 func (c ConcertKeys) UserRate(userID string) string { return c.base + "rl:" + userID }
 
 // The on-sale's keys (see lua/draw_*.lua): the pre-queue's entrants, the draw's state (the seed among

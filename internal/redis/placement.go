@@ -222,7 +222,8 @@ func formatPlacement(slots []SeatSlot, at []int) string {
 // one shard each schedule's slot in the concert's own (SlotsTogether), and for a line over shards its
 // schedule ids on a single Redis and on a Redis Cluster each schedule's seats in blocks slots placed on
 // the masters (see above). blocks 0 is a new concert's placement: about a block a master, and the
-// line's shards placed too (placeLineShards); a concert placed again keeps its line's shards' tags.
+// line's shards placed too (placeLineShards); a concert placed again (blocks 1) gets none, its line's
+// shards keeping the plain tags they have.
 func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert, blocks int) (string, error) {
 	if c.Queue.LineShards <= 1 {
 		return joinSlots(SlotsTogether(k, c)), nil

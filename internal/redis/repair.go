@@ -72,7 +72,7 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 	if err := multi(ctx, rdb, cmds); err != nil {
 		return rep, err
 	}
-	return rep, eachShard(ctx, rdb, k, c, func(_ int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed {
+	return rep, eachShard(ctx, rdb, k.Placed(splitShardAt(sched)), c, func(_ int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed {
 		keys := sh.All() // a line over shards restarts empty in every shard too
 		return []func(rueidis.Builder) rueidis.Completed{
 			func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(keys...).Build() }}
@@ -83,7 +83,6 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 // builds for it, in one MULTI/EXEC per shard (each a slot of its own).
 func eachShard(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticketrush.Concert,
 	cmds func(n int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed) error {
-	k = k.Placed(splitShardAt(c.Placement.Slots)) // a concert placed again without a record: none placed
 	for n := 0; n < c.Queue.LineShards && c.Queue.LineShards > 1; n++ {
 		if err := multi(ctx, rdb, cmds(n, k.Shard(n))); err != nil {
 			return err
@@ -152,7 +151,7 @@ func RestoreSale(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ticke
 			members[sh][e.UserID] = -1
 		}
 	}
-	return eachShard(ctx, rdb, k, c, func(n int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed {
+	return eachShard(ctx, rdb, k.Placed(splitShardAt(c.Placement.Slots)), c, func(n int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed {
 		out := zadd(sh.Prequeue(), members[n])
 		if d != nil {
 			out = append(out, hset(sh.Draw(), map[string]string{"sealed": "1"})...)

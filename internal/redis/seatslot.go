@@ -109,10 +109,19 @@ const (
 	gateFollowStep = "F"
 )
 
-// newGates is the store's batches of gate_apply calls. A hold step whose request ended first keeps its
-// entry until the hold's expiry, as a lost answer does.
+// newGates is the store's batches of gate_apply calls. A hold's step whose request ended before its
+// batch was sent is dropped; one that ended while the call was in flight has its entry given back (a
+// follow without a status, sent on its own: the hold never reaches its seat). A follow is always sent:
+// it sets what its step on the seat slot left.
 func (s *Store) newGates() *batches[gateStep, int64] {
-	return &batches[gateStep, int64]{max: maxGateSteps, wait: gateWait, send: s.sendGates}
+	return &batches[gateStep, int64]{max: maxGateSteps, wait: gateWait, send: s.sendGates,
+		keep: func(st gateStep) bool { return st.kind == gateFollowStep },
+		gone: func(ctx context.Context, concertID string, st gateStep, expires int64) {
+			if st.kind == gateHoldStep && expires > 0 {
+				back := ticketrush.Reservation{ConcertID: concertID, UserID: st.user, ID: st.id, Seq: st.seq}
+				go func() { _ = s.gateFollow(context.WithoutCancel(ctx), back, st.now) }()
+			}
+		}}
 }
 
 // sendGates is one gate_apply call for a batch of steps of concertID: each hold's expiry (ms) or refusal,

@@ -20,8 +20,9 @@ func (c ConcertKeys) Schedule(slot SeatSlot) ScheduleKeys {
 	return ScheduleKeys{base: strings.TrimSuffix(c.shard, "q") + "s:" + string(slot) + "}:", schedule: slot.ScheduleID()}
 }
 
-// Gate is the concert's hash user -> the fan's open holds over every schedule, '<res>:<until ms>' each
-// (gate_apply): the per-fan hold limit of a concert whose seats are spread.
+// Gate is the concert's hash user -> the fan's record while they have open holds (gate_apply): their
+// hold rate bucket '~<time>' first, then each open hold over every schedule, '<res>:<until ms>': the
+// per-fan hold limit of a concert whose seats are spread.
 func (c ConcertKeys) Gate() string { return c.base + "ugate" }
 
 // ScheduleKeys names the keys of one seat slot of a schedule; all share the hash tag {c:<id>:s:<slot>}.
@@ -67,6 +68,7 @@ func (c ConcertKeys) gateApply(steps []gateStep, l UserLimit) (keys, args []stri
 	args = make([]string, 0, 3+7*len(steps))
 	args = append(args, itoa(l.Rate), itoa(l.Burst), ms(PayingGate))
 	for _, st := range steps {
+		keys = append(keys, c.UserRate(st.user))
 		status, expires := "", ""
 		if st.kind == gateFollowStep {
 			status, expires = st.status, millis(st.expires)

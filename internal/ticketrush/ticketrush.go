@@ -21,8 +21,9 @@ type Concert struct {
 	Placement Placement
 }
 
-// Placement is where the live store keeps a concert's seats, in the store's own terms (on Redis, the
-// seat slot of each schedule: docs/scaleout.md, "Seat slots"). The store chooses it when the concert is
+// Placement is where the live store keeps a concert's seats and line, in the store's own terms (on
+// Redis, the seat slots of each schedule and the tags of the line's shards: docs/scaleout.md,
+// "Placement"). The store chooses it when the concert is
 // created and the record keeps it with the concert, so that a store rebuilt from the record puts every
 // seat where every running process looks for it. Recorded is false for a concert whose record has none
 // yet (created before placements were recorded) until it is recorded, once.
