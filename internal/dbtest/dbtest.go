@@ -246,10 +246,11 @@ func StartSplittableCluster(t testing.TB, base int, hosts []string, nodeTimeout,
 }
 
 // StartFormingCluster is StartPrivateCluster returning as soon as every slot is served, while the
-// replicas may still be in their first full sync (which Redis starts 5 s after a replica asks).
+// replicas are in their first full sync, which it holds back 30 s after they ask (a 5 s delay could
+// pass on a loaded machine before the test's first write).
 func StartFormingCluster(t testing.TB, base int) *PrivateCluster {
 	t.Helper()
-	return startPrivateCluster(t, base, false, nil)
+	return startPrivateCluster(t, base, false, nil, "CLUSTER_SYNC_DELAY=30")
 }
 
 func startPrivateCluster(t testing.TB, base int, synced bool, hosts []string, env ...string) *PrivateCluster {
