@@ -31,6 +31,9 @@ func RunPaced(ctx context.Context, interval, idle time.Duration, busy func() boo
 			t.Stop() // nothing stale to drain since Go 1.23
 		case <-t.C:
 		}
+		if ctx.Err() != nil { // ended while the timer fired too: select picks either
+			return
+		}
 		start := time.Now()
 		if err := step(ctx); err != nil && ctx.Err() == nil {
 			log.Warn(msg, "err", err)
