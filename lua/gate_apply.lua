@@ -115,7 +115,7 @@ end}
 --#include rate_limit
 --#include gate
 --#include follow
--- limit is gated's rate check of user's hold: their bucket in their record.
+-- limit is gated's rate check of user's hold, on their bucket as this batch has it (tats).
 local function limit(user)
   return function(t)
     if ulimit <= 0 then

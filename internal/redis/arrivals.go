@@ -19,10 +19,10 @@ const maxArrivals = 256
 // arrivalsWait bounds a line_arrive call: no one request's deadline is the batch's.
 const arrivalsWait = 3 * time.Second
 
-// arrivalJoin is what line_arrive needs of one join.
+// arrivalJoin is what line_arrive needs of one join, and its time.
 type arrivalJoin struct {
-	user, code string
-	now        time.Time
+	joinArgs
+	now time.Time
 }
 
 // newArrivals is the store's batches of line_arrive calls. A join whose request ended before its batch
@@ -40,7 +40,7 @@ func (s *Store) newArrivals() *batches[arrivalJoin, arrival] {
 // arrive is line_arrive for one join of concertID, sent in a batch with the joins of the same concert
 // that arrive meanwhile. A join whose ctx ends first returns its error.
 func (s *Store) arrive(ctx context.Context, concertID, userID, code string, now time.Time) (arrival, error) {
-	return s.arrivals.do(ctx, concertID, arrivalJoin{user: userID, code: code, now: now})
+	return s.arrivals.do(ctx, concertID, arrivalJoin{joinArgs: joinArgs{user: userID, code: code}, now: now})
 }
 
 // sendArrivals is one line_arrive call for a batch of joins of concertID, at the latest of their times.
@@ -48,7 +48,7 @@ func (s *Store) sendArrivals(ctx context.Context, concertID string, batch []arri
 	joins := make([]joinArgs, len(batch))
 	var now time.Time
 	for i, j := range batch {
-		joins[i] = joinArgs{user: j.user, code: j.code}
+		joins[i] = j.joinArgs
 		if j.now.After(now) {
 			now = j.now
 		}

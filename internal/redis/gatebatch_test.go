@@ -2,8 +2,6 @@ package redis
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,13 +89,7 @@ func TestConcurrentHoldsShareGateCalls(t *testing.T) {
 		con.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}, {ID: sB, StartsAt: t0}, {ID: sC, StartsAt: t0}}
 		con.Sections = []ticketrush.Section{{Name: "GEN", Price: 100, Seats: fans / 3}}
 		mustLoad(t, s, con)
-		claims := map[string]ticketrush.QueueClaims{}
-		for _, u := range users {
-			r, err := s.Join(ctx, cid, u, t0)
-			require.NoError(t, err)
-			require.Equal(t, ticketrush.StatusActive, r.Status, "%s admitted at once", u)
-			claims[u] = ticketrush.QueueClaims{UserID: u, ConcertID: cid, Seq: r.Seq}
-		}
+		claims := admittedAtOnce(t, s, users...)
 		calls := count(t, s.gateApply.calls)
 		ids := make([]string, fans)
 		start := make(chan struct{})
@@ -173,33 +165,15 @@ func BenchmarkGateBatch(b *testing.B) {
 					}
 				}
 			}
-			before := evalshaUsec(b, c)
+			before := commandStats(b, c)["evalsha"].usec
 			b.ResetTimer()
 			for i := range b.N {
 				run(steps[i])
 			}
 			b.StopTimer()
-			b.ReportMetric((evalshaUsec(b, c)-before)/float64(b.N*batch), "redis-µs/step")
+			b.ReportMetric((commandStats(b, c)["evalsha"].usec-before)/float64(b.N*batch), "redis-µs/step")
 		})
 	}
-}
-
-// evalshaUsec is INFO commandstats' usec of EVALSHA on c: Redis's time in script calls so far.
-func evalshaUsec(b *testing.B, c rueidis.Client) float64 {
-	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
-	require.NoError(b, err)
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
-			for _, f := range strings.Split(v, ",") {
-				if u, ok := strings.CutPrefix(f, "usec="); ok {
-					x, err := strconv.ParseFloat(u, 64)
-					require.NoError(b, err)
-					return x
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // TestSpreadHoldRateInTheGateRecord: the holds of a fan of a concert whose seats are elsewhere are held

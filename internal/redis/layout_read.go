@@ -30,7 +30,7 @@ func (l Layout) Follows(p ticketrush.Placement) bool {
 		return true
 	}
 	rest, line, placed := strings.Cut(p.Slots, "|")
-	if placed != (len(l.ShardAt) > 0) || placed && line != strings.TrimPrefix(formatPlacement(nil, l.ShardAt), "|") {
+	if placed != (len(l.ShardAt) > 0) || !shardsFollow(line, l.ShardAt) {
 		return false
 	}
 	for i, s := range l.Schedules {
@@ -46,6 +46,19 @@ func (l Layout) Follows(p ticketrush.Placement) bool {
 		rest = rest[len(s):]
 	}
 	return rest == ""
+}
+
+// shardsFollow reports whether line, a placement's line part, names the shard tag suffixes at, without
+// building a string (Follows runs on every call of a concert).
+func shardsFollow(line string, at []int) bool {
+	for _, a := range at {
+		var part string
+		part, line, _ = strings.Cut(line, ",")
+		if n, err := strconv.Atoi(part); err != nil || n != a {
+			return false
+		}
+	}
+	return line == ""
 }
 
 // ReadLayout reads a concert's layout from its settings in one command; found is false for a concert

@@ -251,35 +251,55 @@ func PlaceSeatSlots(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 // counted as carrying LineArriveWeight of the shards already (its slot takes every join's arrival seq);
 // nil on one master. A shard whose master no suffix reaches within placementTries keeps its plain tag.
 func placeLineShards(owners []string, k ConcertKeys, shards int) []int {
-	load := map[string]float64{}
-	var masters []string
-	for _, m := range owners {
-		if _, seen := load[m]; m != "" && !seen {
-			load[m] = 0
-			masters = append(masters, m)
-		}
-	}
-	if len(masters) < 2 || shards < 2 {
+	l := newMasterLoads(owners)
+	if len(l.masters) < 2 || shards < 2 {
 		return nil
 	}
-	sort.Strings(masters)
-	load[owners[slot(k.Cfg())]] = LineArriveWeight * float64(shards)
+	l.load[owners[slot(k.Cfg())]] = LineArriveWeight * float64(shards)
 	at := make([]int, shards)
 	for n := range shards {
-		target := ""
-		for _, m := range masters {
-			if target == "" || load[m] < load[target] {
-				target = m
-			}
-		}
-		for try := 0; try < placementTries; try++ {
-			if owners[slot(k.shardAt(n, try).Places())] == target {
-				at[n] = try
-				break
-			}
-		}
-		load[owners[slot(k.shardAt(n, at[n]).Places())]]++
+		at[n] = l.place(func(try int) int { return slot(k.shardAt(n, try).Places()) }, 1)
 	}
+	return at
+}
+
+// masterLoads is every master's expected load so far, in the placement's unit, over the masters of
+// owners (each slot's master, CLUSTER SLOTS) in a stable order.
+type masterLoads struct {
+	owners, masters []string
+	load            map[string]float64
+}
+
+func newMasterLoads(owners []string) *masterLoads {
+	l := &masterLoads{owners: owners, load: map[string]float64{}}
+	for _, m := range owners {
+		if _, seen := l.load[m]; m != "" && !seen {
+			l.load[m] = 0
+			l.masters = append(l.masters, m)
+		}
+	}
+	sort.Strings(l.masters)
+	return l
+}
+
+// place is the first tag suffix (0: none) within placementTries whose slot, slotOf(suffix), the master
+// with the least load so far serves (0 when none does), and adds weight to the master of the slot it
+// names.
+func (l *masterLoads) place(slotOf func(suffix int) int, weight float64) int {
+	target := ""
+	for _, m := range l.masters {
+		if target == "" || l.load[m] < l.load[target] {
+			target = m
+		}
+	}
+	at := 0
+	for try := 0; try < placementTries; try++ {
+		if l.owners[slotOf(try)] == target {
+			at = try
+			break
+		}
+	}
+	l.load[l.owners[slotOf(at)]] += weight
 	return at
 }
 
@@ -309,22 +329,15 @@ func SlotsTogether(k ConcertKeys, c ticketrush.Concert) []SeatSlot {
 // spread like its joins and a concert of many dates keeps a slot a date), each block on the master with
 // the least expected load so far.
 func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert, blocks int) []SeatSlot {
-	load := map[string]float64{} // every master's expected load so far, in schedules
-	var masters []string
-	for _, m := range owners {
-		if _, seen := load[m]; m != "" && !seen {
-			load[m] = 0
-			masters = append(masters, m)
-		}
-	}
-	sort.Strings(masters)
-	if blocks <= 0 { // about a seat slot a master over the concert's schedules
-		blocks = max(1, min(len(masters)/max(1, len(c.Schedules)), ticketrush.MaxSeatBlocks))
+	l := newMasterLoads(owners) // its loads in schedules
+	if blocks <= 0 {
+		// about a seat slot a master over the concert's schedules
+		blocks = max(1, min(len(l.masters)/max(1, len(c.Schedules)), ticketrush.MaxSeatBlocks))
 	}
 	s := float64(len(c.Schedules))
-	load[owners[slot(k.Cfg())]] += ConcertSlotWeight * s
+	l.load[owners[slot(k.Cfg())]] += ConcertSlotWeight * s
 	for n := range c.Queue.LineShards {
-		load[owners[slot(k.Shard(n).Places())]] += LineWeight * s / float64(c.Queue.LineShards)
+		l.load[owners[slot(k.Shard(n).Places())]] += LineWeight * s / float64(c.Queue.LineShards)
 	}
 	var slots []SeatSlot
 	for _, sc := range c.Schedules {
@@ -333,25 +346,14 @@ func placeSeatSlots(owners []string, k ConcertKeys, c ticketrush.Concert, blocks
 			if blocks > 1 {
 				name += "#" + strconv.Itoa(b)
 			}
-			target := ""
-			for _, m := range masters {
-				if target == "" || load[m] < load[target] {
-					target = m
+			tag := func(suffix int) SeatSlot {
+				if suffix == 0 {
+					return SeatSlot(name)
 				}
+				return SeatSlot(name + "@" + strconv.Itoa(suffix))
 			}
-			placed := SeatSlot(name)
-			for n := 0; n < placementTries; n++ {
-				try := SeatSlot(name)
-				if n > 0 {
-					try = SeatSlot(name + "@" + strconv.Itoa(n))
-				}
-				if owners[slot(k.Schedule(try).Seats())] == target {
-					placed = try
-					break
-				}
-			}
-			load[owners[slot(k.Schedule(placed).Seats())]] += 1 / float64(blocks)
-			slots = append(slots, placed)
+			at := l.place(func(suffix int) int { return slot(k.Schedule(tag(suffix)).Seats()) }, 1/float64(blocks))
+			slots = append(slots, tag(at))
 		}
 	}
 	return slots

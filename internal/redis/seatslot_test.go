@@ -57,7 +57,6 @@ func slotOfConcert(t *testing.T, s *Store, concertID, scheduleID string) Schedul
 // spread over a slot per schedule), 2 seats a schedule, holds of 10 s, and admits the given fans.
 func spreadSale(t *testing.T, s *Store, mod func(*ticketrush.QueueSettings), fans ...string) map[string]ticketrush.QueueClaims {
 	t.Helper()
-	ctx := context.Background()
 	c := concert(cid, func(q *ticketrush.QueueSettings) {
 		q.LineShards, q.HoldTTL, q.ActiveTTL = 3, 10*time.Second, time.Hour
 		if mod != nil {
@@ -66,9 +65,16 @@ func spreadSale(t *testing.T, s *Store, mod func(*ticketrush.QueueSettings), fan
 	})
 	c.Schedules = []ticketrush.Schedule{{ID: sA, StartsAt: t0}, {ID: sB, StartsAt: t0}, {ID: sC, StartsAt: t0}}
 	mustLoad(t, s, c)
+	return admittedAtOnce(t, s, fans...)
+}
+
+// admittedAtOnce joins each fan to concert cid, whose line has room for them all, and returns the
+// claims of their ACTIVE tokens.
+func admittedAtOnce(t *testing.T, s *Store, fans ...string) map[string]ticketrush.QueueClaims {
+	t.Helper()
 	out := map[string]ticketrush.QueueClaims{}
 	for _, f := range fans {
-		r, err := s.Join(ctx, cid, f, t0)
+		r, err := s.Join(context.Background(), cid, f, t0)
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusActive, r.Status, "%s admitted at once", f)
 		out[f] = ticketrush.QueueClaims{UserID: f, ConcertID: cid, Seq: r.Seq}
