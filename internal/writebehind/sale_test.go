@@ -46,7 +46,8 @@ type sale struct {
 	concert  ticketrush.Concert
 	log      *slog.Logger
 
-	pace time.Duration // each fan's pause between two calls: 5-15 ms unless set; -1 for none
+	pace  time.Duration // each fan's pause between two calls: 5-15 ms unless set; -1 for none
+	ahead atomic.Int64  // how far (ns) the services' clock runs ahead of the wall's: a test moves it past a sale's opening
 
 	mu       sync.Mutex
 	charges  map[string]int64 // charge id -> amount, as answered
@@ -71,7 +72,7 @@ func newSale(t testing.TB, redisURL, prefix, dbURL string, holdTTL time.Duration
 	require.NoError(t, err)
 	s.db = db
 	s.store = redis.NewStore(s.rdb, prefix, prometheus.NewRegistry())
-	graph := app.New(s.store, db, []byte("writebehind-test-queue-secret-0123456789"), time.Now, s.log, prometheus.NewRegistry())
+	graph := app.New(s.store, db, []byte("writebehind-test-queue-secret-0123456789"), s.now, s.log, prometheus.NewRegistry())
 	s.cat, s.queue, s.booking = graph.Catalog, graph.Queue, graph.Booking
 	q := ticketrush.DefaultQueueSettings()
 	q.ActiveCapacity, q.AdmitPerSecond, q.HoldTTL, q.MaxHoldsPerUser = 100_000, 1_000_000, holdTTL, 3
@@ -86,6 +87,9 @@ func newSale(t testing.TB, redisURL, prefix, dbURL string, holdTTL time.Duration
 	require.NoError(t, NewState(s.rdb, prefix).Startup(ctx, db, time.Now()))
 	return s
 }
+
+// now is the clock the sale's services read.
+func (s *sale) now() time.Time { return time.Now().Add(time.Duration(s.ahead.Load())) }
 
 // sharedSale is a sale on the shared Redis under a fresh prefix.
 func sharedSale(t testing.TB) *sale {
