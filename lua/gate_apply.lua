@@ -1,5 +1,5 @@
--- gate_apply: the concert's side of the holds and of the steps of reservations whose seat slots are not
--- the concert's own (a line over shards: docs/scaleout.md, "Seat slots"), for a batch of them an instance
+-- gate_apply: the fan's side of the holds and of the steps of reservations whose seat slots are not
+-- the concert's own (docs/scaleout.md, "Seat slots"), for a batch of them an instance
 -- received meanwhile (one call for the steps that arrived while its previous call was in flight:
 -- docs/scaleout.md, "Calls that share the concert's slot"), each as if alone, in the batch's
 -- order. Two kinds of step:
@@ -16,44 +16,53 @@
 -- or whose follow was lost stops counting by itself when the hold would have lapsed. The fan's rate
 -- bucket for holds (lib/rate_limit.lua's rule) is kept in their gate record, as a first item '~<its
 -- time, ms>', while they have open holds and its time is to come (a winning hold writes one field of the
--- concert's slot); once they have none, in the key rl, which expires with the bucket's time, as the
+-- shard); once they have none, in the key rl, which expires with the bucket's time, as the
 -- other rate buckets do (a fan leaves no record behind).
--- KEYS[1] cfg      hash: hold (ms), maxholds
--- KEYS[2] places   hash: user -> seq of each fan WAITING in the line
--- KEYS[3] active   zset: member user, score activeUntil (ms)
--- KEYS[4] aseq     hash: user -> seq of the ACTIVE token
--- KEYS[5] ugate    hash: user -> the fan's record: '~<rate bucket's time>' first while it is to come, then
+-- It runs on the fan's own line shard, batched per shard, never on the concert's slot: the shard keeps the
+-- fan's ACTIVE token as the round that admitted them left it (tok, written by line_pop), their record and
+-- rate bucket, and takes their show-up (a mark in shown, which the next round reads: line_heads,
+-- line_admit). A hold whose token the shard does not have (admitted, not yet popped; after a restore), or
+-- whose fan is past the no-show deadline with no call here (who may have shown by a gated read) is
+-- answered ASK: the caller asks the concert's slot and sends the step again with the token it answered
+-- (given), which the shard then keeps (docs/scaleout.md, "The gate on the fan's shard"). A sale's DONE
+-- ends the shard's token; the caller ends the concert's (token_done).
+-- KEYS[1] tok      hash: user -> '<seq>:<until ms>:<show deadline ms, 0 once shown>' of the fan's ACTIVE
+--                  token, '<seq>:d' once DONE, '<seq>:x' once left (line_leave)
+-- KEYS[2] places   hash: user -> seq of each fan WAITING in the shard
+-- KEYS[3] ugate    hash: user -> the fan's record: '~<rate bucket's time>' first while it is to come, then
 --                  '<res>:<until ms>' of each of their open holds over every schedule, comma-separated
--- KEYS[6] noshow   zset: member user: a gated call, so the fan has shown up
--- KEYS[7] done     set: seqs whose fan finished
--- KEYS[8] events   stream: the concert's outbox
--- KEYS[9..] rl     string: the rate bucket of each step's user while they have no open hold (its time, ms)
+-- KEYS[4] shown    set: '<user>:<seq>' of the fans shown up here since the last round read them
+-- KEYS[5..] rl     string: the rate bucket of each step's user while they have no open hold (its time, ms)
 -- ARGV[1] ulimit (requests/s, 0 = off)  ARGV[2] uburst  ARGV[3] paying (ms: how long a claim keeps counting,
--- PayingGate)
--- ARGV[4..] steps: seven items each: kind (H|F), user, id (the reservation), seq (of the fan's queue token),
+-- PayingGate)  ARGV[4] hold (ms)  ARGV[5] maxholds (the concert's settings, fixed at its creation)
+-- ARGV[6..] steps: eight items each: kind (H|F), user, id (the reservation), seq (of the fan's queue token),
 -- status (F: the reservation's after its step, HELD, PAYING, PAID; anything else removes the entry; H: ''),
--- expires (F: the reservation's expiry, ms; H: ''), now (ms)
+-- expires (F: the reservation's expiry, ms; H: ''), now (ms), given (H after an ASK: the token's
+-- activeUntil (ms) as the concert's slot answered it ACTIVE; else '')
 -- Reply: one item a step, in order: H, the hold's expiry (ms), which seat_take gives the reservation, or
---        the code of its refusal (below); F, 1 when the token became DONE, else 0
--- Event: queue.done user seq at, when a sale makes a token DONE
--- Errors: none of the call; an H step's refusal, as its item: NOT_FOUND, QUEUE_NOT_ACTIVE,
---         QUEUE_TOKEN_EXPIRED, HOLD_LIMIT_REACHED, RATE_LIMITED
-local cfg, places, active, aseq, ugate, noshow = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local done, events = KEYS[7], KEYS[8]
-local ulimit, uburst, paying = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+--        the code of its refusal (below); F, 1 when the token became DONE (the caller ends it on the
+--        concert's slot), else 0
+-- Errors: none of the call; an H step's refusal, as its item: NOT_FOUND (no hold settings given),
+--         QUEUE_NOT_ACTIVE, QUEUE_TOKEN_EXPIRED, HOLD_LIMIT_REACHED, RATE_LIMITED, ASK
+local tok, places, ugate, shown = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local ulimit, uburst, paying, hold, maxholds = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+-- The concert's keys the rules name, answered here and never sent (no such key is in this slot).
+local cfg, active, aseq, noshow, done, events = '@cfg', '@active', '@aseq', '@noshow', '@done', '@events'
+local first, width, fixed = 6, 8, 4
 -- The rules below (lib/gate.lua, lib/follow.lua) call redis.call as they do in a call of their own. Here
 -- that is the batch's: their reads of the fans' gate records, and of the tokens and expiries of the
--- fans who hold, are answered from one read of each for every such fan of the batch (HMGET, ZMSCORE),
--- their writes of the gate records and of the no-show watch are kept and made once at the end, and any
--- other command goes to Redis as it is. A step reads what the steps before it wrote, as if each ran alone.
+-- fans who hold, are answered from one read of each for every such fan of the batch (HMGET of the records
+-- and of the shard's tokens), their writes of the gate records and of the no-show watch are kept and made once
+-- at the end, and any other command goes to Redis as it is. A step reads what the steps before it wrote,
+-- as if each ran alone.
 local real, users, holders, seen, latest = redis, {}, {}, {}, 0
-local rlOf = {} -- user -> their rate bucket's key
-for i = 4, #ARGV, 7 do
+local rlOf, seqOf = {}, {} -- user -> their rate bucket's key, and the seq of their first step
+for i = first, #ARGV, width do
   local user = ARGV[i + 1]
   if not seen[user] then
     seen[user] = {}
     users[#users + 1] = user
-    rlOf[user] = KEYS[9 + (i - 4) / 7]
+    rlOf[user], seqOf[user] = KEYS[fixed + 1 + (i - first) / width], ARGV[i + 3]
   end
   if ARGV[i] == 'H' and not seen[user].holds then
     seen[user].holds = true
@@ -71,8 +80,25 @@ local function read(cmd, key, who)
   end
   return m
 end
-local view = {[ugate] = read('HMGET', ugate, users), [aseq] = read('HMGET', aseq, holders),
-  [active] = read('ZMSCORE', active, holders)}
+local view = {[ugate] = read('HMGET', ugate, users)}
+local toks, tokDirty, shownNow = {}, {}, {} -- user -> {seq, till (ms, or 'd'|'x'), deadline}
+local function token_view(u)
+  local t = toks[u]
+  if t then
+    view[aseq][u] = t.till ~= 'x' and t.seq -- a DONE token keeps its seq: the same sale's follow again is 1
+    view[active][u] = tonumber(t.till) and t.till or false
+  else
+    view[aseq][u], view[active][u] = seqOf[u], false -- a follow's seq: the concert's slot decides (token_done)
+  end
+end
+view[aseq], view[active] = {}, {}
+for u, v in pairs(read('HMGET', tok, users)) do
+  local seq, till, deadline = string.match(v or '', '^(%d+):([^:]+):?(%d*)$')
+  if seq then
+    toks[u] = {seq = seq, till = till, deadline = tonumber(deadline) or 0}
+  end
+  token_view(u)
+end
 local tats, inRecord, bare = {}, {}, {} -- user -> their hold rate bucket's time (ms), and where it was
 for u, v in pairs(view[ugate]) do
   local tat, rest = string.match(v or '', '^~([%d.]+),?(.*)$')
@@ -91,7 +117,7 @@ if #bare > 0 and ulimit > 0 then -- holders without a bucket in their record: th
     tats[bare[i]] = tonumber(v)
   end
 end
-local conf, dirty, shown, moved = nil, {}, {}, {} -- moved: the fan's bucket changed in this batch
+local dirty, moved = {}, {} -- moved: the fan's bucket changed in this batch
 local redis = {error_reply = real.error_reply, call = function(cmd, key, ...)
   local field, value = ...
   local m = view[key]
@@ -102,13 +128,22 @@ local redis = {error_reply = real.error_reply, call = function(cmd, key, ...)
       m[field], dirty[field] = cmd == 'HSET' and value, true
       return 1
     end
-    m[field] = false -- HDEL of aseq, ZREM of active (a token ended): written now too
+    m[field] = false -- HDEL of aseq, ZREM of active: a sale's DONE ends the shard's token (token_done the concert's)
+    if key == aseq then
+      local t = toks[field]
+      toks[field], tokDirty[field] = {seq = t and t.seq or seqOf[field], till = 'd', deadline = 0}, true
+    end
+    return 1
   elseif key == noshow and cmd == 'ZREM' then
-    shown[#shown + 1] = field
+    if toks[field] and toks[field].deadline > 0 then -- the fan's first gated call: marked for the round
+      toks[field].deadline, tokDirty[field] = 0, true
+      shownNow[#shownNow + 1] = field .. ':' .. toks[field].seq
+    end
     return 1
   elseif key == cfg and cmd == 'HMGET' then
-    conf = conf or real.call(cmd, key, ...)
-    return conf
+    return {hold ~= '' and hold or false, maxholds}
+  elseif key == done or key == events then
+    return 1 -- the concert's slot keeps them (token_done)
   end
   return real.call(cmd, key, ...)
 end}
@@ -128,16 +163,36 @@ local function limit(user)
     return over
   end
 end
+-- ask reports whether the shard must learn user's token of seq from the concert's slot before a hold at
+-- t: it has none of that seq (not popped yet, or lost), or the fan is past the no-show deadline with no
+-- call here, and may have shown by a gated read. With given (the concert's slot's answer) the shard
+-- keeps the token, shown, unless it has that seq ended or a later one.
+local function ask(user, seq, t, given)
+  local tk = toks[user]
+  if given ~= '' and not (tk and tonumber(tk.seq) >= tonumber(seq) and (tk.seq ~= seq or not tonumber(tk.till))) then
+    toks[user], tokDirty[user] = {seq = seq, till = given, deadline = 0}, true
+    token_view(user)
+    return false
+  end
+  if not tk or tonumber(tk.seq) < tonumber(seq) then
+    return true
+  end
+  return tk.seq == seq and tonumber(tk.till) ~= nil and tk.deadline > 0 and t > tk.deadline
+end
 local out = {}
-for i = 4, #ARGV, 7 do
+for i = first, #ARGV, width do
   local kind, user, id, seq, now = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 6]
   if kind == 'H' then
-    local expires, refused = gate_reserve(cfg, limit(user), aseq, active, places, noshow, ugate, user, seq, id,
-      tonumber(now))
-    if expires then
-      out[#out + 1] = expires
+    if ask(user, seq, tonumber(now), ARGV[i + 7]) then
+      out[#out + 1] = 'ASK'
     else
-      out[#out + 1] = string.match(refused.err, '([%u_]+)$') -- the code alone ('ERR ' may lead it)
+      local expires, refused = gate_reserve(cfg, limit(user), aseq, active, places, noshow, ugate, user, seq, id,
+        tonumber(now))
+      if expires then
+        out[#out + 1] = expires
+      else
+        out[#out + 1] = string.match(refused.err, '([%u_]+)$') -- the code alone ('ERR ' may lead it)
+      end
     end
   else
     out[#out + 1] = follow(ugate, active, aseq, done, events, {id = id, user = user, seq = tonumber(seq),
@@ -167,7 +222,17 @@ end
 if #gone > 0 then
   real.call('HDEL', ugate, unpack(gone))
 end
-if #shown > 0 then
-  real.call('ZREM', noshow, unpack(shown))
+local tokens = {}
+for u in pairs(tokDirty) do
+  local t = toks[u]
+  tokens[#tokens + 1] = u
+  tokens[#tokens + 1] = tonumber(t.till) and string.format('%s:%s:%d', t.seq, t.till, t.deadline) or
+    t.seq .. ':' .. t.till
+end
+if #tokens > 0 then
+  real.call('HSET', tok, unpack(tokens))
+end
+if #shownNow > 0 then
+  real.call('SADD', shown, unpack(shownNow))
 end
 return out

@@ -36,18 +36,23 @@
 --         seq between the head and its own but the logged leaves, and no seq owed: a fan a round passed
 --         while their join was between its steps is ahead of every later join); nobody is lapsed and the
 --         waiting count is left as it is (as queue_join's admission at once)
--- ARGV[5..] user: the candidates, in seq order, each as user, seq, seen (ms; a sale's entrants count as
+-- ARGV[5] shown: '<user>:<seq>' of the fans whose first gated call their shards took since the last round
+--         (line_heads reads them, line_pop clears them), comma-separated: off the no-show watch while
+--         that token is theirs. A fan is expired as a no-show showGrace after their deadline, so that a
+--         call their shard took before it reaches this round (a shard refuses a first hold past it)
+-- ARGV[6..] user: the candidates, in seq order, each as user, seq, seen (ms; a sale's entrants count as
 --           seen at its opening at the latest)
 -- Events: one for each kind of fan the round took, naming the users and their seqs as comma lists in
 -- the order taken: queue.lapses, queue.noshows, queue.abandons (with seens, when each was last seen),
 -- queue.admits (with until)
 -- Reply: {admitted, lapsed, waiting, active, abandoned, noshows, {user, seq, user, seq, ...}: the
---        candidates that left the line (admitted, dropped, or admitted already)}
+--        candidates that left the line (admitted, dropped, or admitted already), {until, show deadline
+--        (0: no watch), user, seq, ...}: those this round admitted, whose shards keep their tokens}
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, active, aseq, head, bucket, admitted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local left, leftlog, events, inv, holds, abandoned = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local noshow, lw, draw, quit, owed = KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
-local now, batch, waiting, mode = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local now, batch, waiting, mode, shown = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local nows = string.format('%d', now) -- printed once for the writes
 -- How long a quit or owed seq is kept (ms): longer than any join's two steps and any round's read of
 -- the heads take (each bounded by a request deadline of seconds), so that no round still holds a read
@@ -59,14 +64,22 @@ if not conf[1] then
 end
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
 local cands = {}
-for i = 5, #ARGV, 3 do
+for i = 6, #ARGV, 3 do
   cands[#cands + 1] = {ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])}
 end
 
 --#include sessions
 local lapsed, noshows = 0, 0 -- a join to an empty line lapses nobody, as queue_join does not: the tick does
+local showGrace = 3000 -- ms: longer than a round takes from its read of the heads to this call
+if shown ~= '' then
+  for user, seq in string.gmatch(shown, '([^,]+):(%d+)') do
+    if redis.call('HGET', aseq, user) == seq then
+      redis.call('ZREM', noshow, user)
+    end
+  end
+end
 if mode == 'tick' then
-  lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch)
+  lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch, showGrace)
   redis.call('ZREMRANGEBYSCORE', quit, '-inf', now - linger)
   redis.call('ZREMRANGEBYSCORE', owed, '-inf', now - linger)
 end
@@ -120,7 +133,7 @@ if want > 0 and aps > 0 then
   local avail = tonumber(stock[1] or '0') + redis.call('ZCOUNT', holds, '-inf', now)
   want = math.min(want, aps * avail - redis.call('ZCARD', active))
 end
-local dropped, out = 0, {}
+local dropped, out, took = 0, {}, {'0', '0'}
 if conf[4] ~= '1' then
   local abandon, show = tonumber(conf[6] or '0'), tonumber(conf[7] or '0')
   local till = now + ttl
@@ -150,6 +163,10 @@ if conf[4] ~= '1' then
     last = seq
   end
   write_admitted(active, aseq, noshow, admitted, abandoned, events, adm, tills, nows)
+  took = {tills, show > 0 and shows or '0'}
+  for i, user in ipairs(adm.users) do
+    took[#took + 1], took[#took + 2] = user, adm.seqs[i]
+  end
   tok = tok - n
   local top = tonumber(redis.call('GET', head) or '0')
   if #out > 0 and redis.call('EXISTS', owed) == 1 then
@@ -171,4 +188,4 @@ else
   waiting = tonumber(redis.call('GET', lw) or '0')
 end
 redis.call('HSET', bucket, 'tok', string.format('%.6f', tok), 'ts', ts)
-return {n, lapsed, waiting, redis.call('ZCARD', active), dropped, noshows, out}
+return {n, lapsed, waiting, redis.call('ZCARD', active), dropped, noshows, out, took}

@@ -6,15 +6,17 @@
 -- KEYS[2] alive  hash: seq -> when its fan was last seen (ms)
 -- KEYS[3] order  list: '<seq>|<user>' of this shard's arrivals in seq order
 -- KEYS[4] drawn  list: '<seq>|<user>' of this shard's entrants placed, in draw order
+-- KEYS[5] shown  set: '<user>:<seq>' of the ACTIVE fans whose first gated call this shard took (gate_apply)
 -- ARGV[1] count: most fans to return
--- Reply: {waiting, bound, user, seq, seen (ms, 0 never), user, seq, seen, ...}: bound is 0, or the seq
---        of the last entry read when the read stopped on its budget (stale entries count) before count
---        fans: the shard may hold fans past it that it did not return
+-- Reply: {waiting, bound, shown, user, seq, seen (ms, 0 never), user, seq, seen, ...}: bound is 0, or the
+--        seq of the last entry read when the read stopped on its budget (stale entries count) before
+--        count fans: the shard may hold fans past it that it did not return; shown, up to 512 of the
+--        shown set's members, for line_admit to take off the no-show watch (line_pop clears them)
 -- Errors: none.
-local places, alive, order, drawn = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local places, alive, order, drawn, shown = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local count = tonumber(ARGV[1])
 --#include line
-local out = {redis.call('HLEN', places), 0}
+local out = {redis.call('HLEN', places), 0, redis.call('SRANDMEMBER', shown, 512)}
 local found, read, most = 0, 0, 4 * count + 64 -- most entries read, the stale ones included
 local last -- the seq of the last entry read
 for _, list in ipairs({drawn, order}) do

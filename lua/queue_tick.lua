@@ -58,7 +58,7 @@ local opens = tonumber(conf[8] or '0') -- a pre-queue entrant's silence counts f
 local cap, rate, ttl = tonumber(conf[1]), tonumber(conf[2]), tonumber(conf[3])
 
 --#include sessions
-local lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch)
+local lapsed, noshows = end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch, 0)
 
 --#include budget
 --#include admit

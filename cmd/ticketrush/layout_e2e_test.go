@@ -56,11 +56,11 @@ func TestLayoutMigration(t *testing.T) {
 	olderBuild("older-1", 1)
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"migrate-layout"}, getenv, &out))
-	assert.Contains(t, out.String(), "concert "+concert+" (1 of 1): layout 3, 1 waiting fans, 0 liveness fields and 0 reservations moved\n")
-	assert.Contains(t, out.String(), "1 concerts moved to layout 3\n")
+	assert.Contains(t, out.String(), "concert "+concert+" (1 of 1): layout 4, 1 waiting fans, 0 liveness fields, 0 reservations and 0 gate records moved\n")
+	assert.Contains(t, out.String(), "1 concerts moved to layout 4\n")
 	out.Reset()
 	require.NoError(t, run(context.Background(), []string{"migrate-layout"}, getenv, &out))
-	assert.Equal(t, "0 concerts moved to layout 3\n", out.String(), "a second run moves nothing")
+	assert.Equal(t, "0 concerts moved to layout 4\n", out.String(), "a second run moves nothing")
 
 	olderBuild("older-2", 2)
 	again := startService(t, env) // a process starting on a record of version 1

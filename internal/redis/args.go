@@ -3,6 +3,7 @@ package redis
 import (
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/draw"
@@ -95,31 +96,35 @@ func (sh ShardKeys) lineEnter(userID string, a arrival, pass ticketrush.JoinPass
 
 // lineHeads is line_heads's call: the first count fans of shard sh.
 func (sh ShardKeys) lineHeads(count int) (keys, args []string) {
-	return []string{sh.Places(), sh.Alive(), sh.Order(), sh.Drawn()}, []string{itoa(count)}
+	return []string{sh.Places(), sh.Alive(), sh.Order(), sh.Drawn(), sh.Shown()}, []string{itoa(count)}
 }
 
 // lineAdmit is line_admit's call: one admission round of at most batch over the candidates merged from
 // every shard's head, in seq order, with the waiting fans counted in every shard.
 // mode 'first' admits the one candidate only if nobody is ahead of them, and leaves the waiting count as
 // it is (a join to an empty line).
-func (c ConcertKeys) lineAdmit(now time.Time, batch int, waiting int64, mode string, candidates []lineFan) (keys, args []string) {
+// shown are the marks of fans shown up in their shards (line_heads) that this round takes off the watch.
+func (c ConcertKeys) lineAdmit(now time.Time, batch int, waiting int64, mode string, shown []string, candidates []lineFan) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Active(), c.ActiveSeq(), c.Head(), c.Bucket(), c.Admitted(), c.Left(), c.LeftLog(),
 		c.Events(), c.Inventory(), c.Holds(), c.Abandoned(), c.NoShow(), c.LineWaiting(), c.Draw(), c.Quit(), c.Owed()}
-	args = make([]string, 0, 4+3*len(candidates))
-	args = append(args, millis(now), itoa(batch), i64toa(waiting), mode)
+	args = make([]string, 0, 5+3*len(candidates))
+	args = append(args, millis(now), itoa(batch), i64toa(waiting), mode, strings.Join(shown, ","))
 	for _, f := range candidates {
 		args = append(args, f.user, utoa(f.seq), i64toa(f.seen))
 	}
 	return keys, args
 }
 
-// linePop is line_pop's call: the fans that left the line take their place out of shard sh.
-func (sh ShardKeys) linePop(fans []lineFan) (keys, args []string) {
-	args = make([]string, 0, 2*len(fans))
+// linePop is line_pop's call: the fans that left the line take their place out of shard sh, those the
+// round admitted with their tokens (tokens: user -> the token line_pop keeps, Token), and the shown marks
+// the round applied are cleared.
+func (sh ShardKeys) linePop(fans []lineFan, tokens map[string]string, shown []string) (keys, args []string) {
+	args = make([]string, 0, 1+3*len(fans))
+	args = append(args, strings.Join(shown, ","))
 	for _, f := range fans {
-		args = append(args, f.user, utoa(f.seq))
+		args = append(args, f.user, utoa(f.seq), tokens[f.user])
 	}
-	return []string{sh.Places(), sh.Alive(), sh.Order(), sh.Drawn()}, args
+	return []string{sh.Places(), sh.Alive(), sh.Order(), sh.Drawn(), sh.Token(), sh.Shown()}, args
 }
 
 // lineMigrate is line_migrate's call: at most batch fans of the old layout's line wait move into
@@ -147,7 +152,7 @@ func (sh ShardKeys) prequeueLeave(userID string, now time.Time) (keys, args []st
 
 // lineLeave is line_leave's call: the user leaves shard sh's part of the line with the token of seq.
 func (sh ShardKeys) lineLeave(userID string, seq uint64) (keys, args []string) {
-	return []string{sh.Places(), sh.Alive()}, []string{userID, utoa(seq)}
+	return []string{sh.Places(), sh.Alive(), sh.Token()}, []string{userID, utoa(seq)}
 }
 
 // lineLeft is line_left's call: seq of the user is not, or no longer, in the line (from 'LEAVE', the

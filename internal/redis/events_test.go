@@ -302,6 +302,9 @@ func TestScriptEventsDecode(t *testing.T) {
 					stream = calls[name].keys[k-1]
 				}
 			}
+			if stream == "" && strings.Contains(src, "'@"+ev.stream+"'") {
+				continue // a rule's XADD that the script answers itself (gate_apply's shard writes no event)
+			}
 			var from EventSource
 			switch stream {
 			case concertStream:

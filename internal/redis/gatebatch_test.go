@@ -23,13 +23,15 @@ import (
 func TestGateStepsOfABatch(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
-		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1 }, "alice", "bob")
-		q := s.gates.inFlight(cid) // a call in flight: the steps queue behind it
+		bob := sameShard("alice", "bob", 3) // a batch is one shard's: the fan's gate is their shard
+		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1 }, "alice", bob)
+		gate := fanGate(t, s, "alice").key()
+		q := s.gates.inFlight(gate) // a call in flight: the steps queue behind it
 		type hold struct {
 			fan, schedule, seat string
 			want                error
 		}
-		holds := []hold{{"alice", sA, "VIP-1", nil}, {"alice", sB, "VIP-1", ticketrush.ErrHoldLimitReached}, {"bob", sC, "VIP-2", nil}}
+		holds := []hold{{"alice", sA, "VIP-1", nil}, {"alice", sB, "VIP-1", ticketrush.ErrHoldLimitReached}, {bob, sC, "VIP-2", nil}}
 		got := make([]ticketrush.Reservation, len(holds))
 		var wg sync.WaitGroup
 		for i, h := range holds {
@@ -47,14 +49,14 @@ func TestGateStepsOfABatch(t *testing.T) {
 		}
 		require.Eventually(t, func() bool { return s.gates.waiting(q) == len(holds) }, 5*time.Second, time.Millisecond)
 		calls := count(t, s.gateApply.calls)
-		s.gates.flush(ctx, cid, q) // the call in flight returns: the next goes
+		s.gates.flush(ctx, gate, q) // the call in flight returns: the next goes
 		wg.Wait()
 		assert.Equal(t, calls+1, count(t, s.gateApply.calls), "one call for the three holds")
 		assert.Equal(t, got[0].ID+":"+millis(got[0].ExpiresAt), gateEntries(t, c, s, "alice"), "alice's first hold counts")
 		assert.Zero(t, s.gates.queues(), "no call in flight, nobody waiting: the queue is gone")
 
 		// A cancel's follow, queued behind a hold of the same fan: the hold sees the limit taken.
-		q = s.gates.inFlight(cid)
+		q = s.gates.inFlight(gate)
 		var cancelled ticketrush.Reservation
 		wg.Go(func() {
 			var err error
@@ -67,7 +69,7 @@ func TestGateStepsOfABatch(t *testing.T) {
 			assert.NoError(t, err, "the cancel's follow went first: alice's limit is free")
 		})
 		require.Eventually(t, func() bool { return s.gates.waiting(q) == 2 }, 5*time.Second, time.Millisecond)
-		s.gates.flush(ctx, cid, q)
+		s.gates.flush(ctx, gate, q)
 		wg.Wait()
 		assert.Equal(t, ticketrush.ReservationCancelled, cancelled.Status)
 	})
@@ -116,8 +118,8 @@ func TestConcurrentHoldsShareGateCalls(t *testing.T) {
 
 // BenchmarkGateBatch: gate_apply alone on a Redis of its own, batches of 128 steps of fans each holding
 // once (hold) and then giving it back (follow, the cancel's), each fan's token ACTIVE; reports Redis's
-// time per step (INFO commandstats' evalsha usec): what a hold and a cancel cost the concert's own slot
-// of a concert whose seat slots are elsewhere, the part of them that no number of masters spreads.
+// time per step (INFO commandstats' evalsha usec): what a hold and a cancel cost the fan's shard of a
+// concert whose line is over shards and whose seat slots are elsewhere.
 //
 //	go test -run '^$' -bench BenchmarkGateBatch -benchtime 100x ./internal/redis/
 func BenchmarkGateBatch(b *testing.B) {
@@ -132,23 +134,29 @@ func BenchmarkGateBatch(b *testing.B) {
 				q.HoldTTL, q.MaxHoldsPerUser = time.Hour, 4
 			}), t0)
 			require.NoError(b, err)
-			k := s.keys.Concert("gb")
+			w, err := s.ways(ctx, "gb")
+			require.NoError(b, err)
+			g := w.seats.(seatSlots).fanGate("fan-1") // every step of the bench at fan-1's shard, as a batch is
 			steps := make([][]gateStep, b.N)
+			next := 0
 			for i := range steps {
-				cmds := make(rueidis.Commands, 0, 2*batch)
+				cmds := make(rueidis.Commands, 0, batch)
 				for j := range batch {
+					for next++; LineShard("fan-"+itoa(next), 8) != LineShard("fan-1", 8); next++ {
+					}
 					seq := uint64(i*batch + j + 1)
-					st := gateStep{kind: gateHoldStep, user: "fan-" + utoa(seq), id: "r" + utoa(seq), seq: seq, now: t0}
+					st := gateStep{at: g, kind: gateHoldStep, user: "fan-" + itoa(next), id: "r" + utoa(seq), seq: seq, now: t0}
 					steps[i] = append(steps[i], st)
-					cmds = append(cmds, c.B().Hset().Key(k.ActiveSeq()).FieldValue().FieldValue(st.user, utoa(seq)).Build(),
-						c.B().Zadd().Key(k.Active()).ScoreMember().ScoreMember(float64(t0.Add(time.Hour).UnixMilli()), st.user).Build())
+					// the token the round that admitted the fan left in their shard (line_pop), shown up
+					cmds = append(cmds, c.B().Hset().Key(g.shard.Token()).FieldValue().
+						FieldValue(st.user, utoa(seq)+":"+millis(t0.Add(time.Hour))+":0").Build())
 				}
 				for _, r := range c.DoMulti(ctx, cmds...) {
 					require.NoError(b, r.Error())
 				}
 			}
 			run := func(steps []gateStep) {
-				keys, args := k.gateApply(steps, s.limit)
+				keys, args := g.gateApply(steps, s.limit)
 				msg, err := s.exec(ctx, s.gateApply, keys, args)
 				require.NoError(b, err)
 				items, err := msg.ToArray()
@@ -186,7 +194,7 @@ func TestSpreadHoldRateInTheGateRecord(t *testing.T) {
 		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 4 }, "alice", "bob")
 		s.LimitUsers(UserLimit{Rate: 1, Burst: 2})
 		bucket := func(user string) string {
-			v, err := c.Do(ctx, c.B().Get().Key(s.keys.Concert(cid).UserRate(user)).Build()).ToString()
+			v, err := c.Do(ctx, c.B().Get().Key(fanGate(t, s, user).shard.UserRate(user)).Build()).ToString()
 			if rueidis.IsRedisNil(err) {
 				return ""
 			}
@@ -223,7 +231,8 @@ func TestAGoneHoldStepIsDropped(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1 }, "alice")
-		q := s.gates.inFlight(cid)
+		gate := fanGate(t, s, "alice").key()
+		q := s.gates.inFlight(gate)
 		gone, cancel := context.WithCancel(ctx)
 		done := make(chan error)
 		go func() {
@@ -233,7 +242,7 @@ func TestAGoneHoldStepIsDropped(t *testing.T) {
 		require.Eventually(t, func() bool { return s.gates.waiting(q) == 1 }, 5*time.Second, time.Millisecond)
 		cancel()
 		require.ErrorIs(t, <-done, context.Canceled)
-		s.gates.flush(ctx, cid, q)
+		s.gates.flush(ctx, gate, q)
 		assert.Empty(t, gateEntries(t, c, s, "alice"), "no entry for a step never sent")
 		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		assert.NoError(t, err, "the retry holds")
@@ -259,13 +268,14 @@ func TestAHoldGoneInFlightGivesItsEntryBack(t *testing.T) {
 			}
 			return send(ctx, concertID, steps)
 		}
-		q := s.gates.inFlight(cid) // the hold waits for a batch, which this goroutine then sends
+		gate := fanGate(t, s, "alice").key()
+		q := s.gates.inFlight(gate) // the hold waits for a batch, which this goroutine then sends
 		go func() {
 			_, _, err := s.Hold(gone, fans["alice"], sA, "VIP-1", 100, t0)
 			done <- err
 		}()
 		require.Eventually(t, func() bool { return s.gates.waiting(q) == 1 }, 5*time.Second, time.Millisecond)
-		s.gates.flush(ctx, cid, q)
+		s.gates.flush(ctx, gate, q)
 		require.Eventually(t, func() bool { return gateEntries(t, c, s, "alice") == "" && s.gates.queues() == 0 },
 			5*time.Second, time.Millisecond, "the entry the step reserved is given back")
 		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)

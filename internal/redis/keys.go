@@ -98,7 +98,16 @@ func (s ShardKeys) LegacyWait() string { return s.base + "wait" }
 func (s ShardKeys) Prequeue() string { return s.base + "pre" }
 func (s ShardKeys) Draw() string     { return s.base + "draw" }
 
-// UserRate is a user's rate bucket for joins, in their shard's slot.
+// Token is the ACTIVE token of each fan of the shard, as the round that admitted them wrote it
+// (line_pop): '<seq>:<until ms>:<show deadline ms, 0 once shown>', '<seq>:d' once DONE, '<seq>:x' once
+// left; Gate is the shard's fans' records of open holds (as ConcertKeys.Gate); Shown the fans shown up
+// here since the last round read them (gate_apply, line_heads): a fan's hold touches only their shard
+// and their seat's slot (docs/scaleout.md, "The gate on the fan's shard").
+func (s ShardKeys) Token() string { return s.base + "tok" }
+func (s ShardKeys) Gate() string  { return s.base + "ugate" }
+func (s ShardKeys) Shown() string { return s.base + "shown" }
+
+// UserRate is a user's rate bucket for joins and holds, in their shard's slot.
 func (s ShardKeys) UserRate(userID string) string { return s.base + "rl:" + userID }
 
 // PowUsed marks a proof-of-work challenge used, in the joining fan's shard ("" the placeholder).
@@ -111,7 +120,8 @@ func (s ShardKeys) PowUsed(id string) string {
 
 // All returns the shard's keys but its rate buckets and proof marks (which expire on their own).
 func (s ShardKeys) All() []string {
-	return []string{s.Places(), s.Order(), s.Drawn(), s.LegacyWait(), s.Alive(), s.Events(), s.DeadLetters(), s.Prequeue(), s.Draw()}
+	return []string{s.Places(), s.Order(), s.Drawn(), s.LegacyWait(), s.Alive(), s.Events(), s.DeadLetters(), s.Prequeue(), s.Draw(),
+		s.Token(), s.Gate(), s.Shown()}
 }
 
 func (c ConcertKeys) Meta() string      { return c.base + "meta" }

@@ -63,8 +63,8 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		"line_arrive":      keysOf(k.lineArrive([]joinArgs{{user: "fan-42"}}, t0)),
 		"line_enter":       keysOf(k.Shard(5).lineEnter("fan-42", arrival{seq: 3}, pass, lim, t0)),
 		"line_heads":       keysOf(k.Shard(5).lineHeads(10)),
-		"line_admit":       keysOf(k.lineAdmit(t0, 10, 0, "tick", nil)),
-		"line_pop":         keysOf(k.Shard(5).linePop(nil)),
+		"line_admit":       keysOf(k.lineAdmit(t0, 10, 0, "tick", nil, nil)),
+		"line_pop":         keysOf(k.Shard(5).linePop(nil, nil, nil)),
 		"line_leave":       keysOf(k.Shard(5).lineLeave("fan-42", 3)),
 		"line_left":        keysOf(k.lineLeft("fan-42", 3, "SKIP", t0)),
 	}
@@ -139,8 +139,9 @@ func seatSlotKeys(k ConcertKeys, claims ticketrush.QueueClaims, lim UserLimit) m
 	keysOf := func(keys, _ []string) []string { return keys }
 	s := k.Schedule("sched0000002")
 	return map[string][]string{
-		"gate_apply": keysOf(k.gateApply([]gateStep{{kind: gateHoldStep, user: "fan-42", id: "r1", seq: 7, now: t0},
+		"gate_apply": keysOf(gateAt{k: k, shard: k.Shard(5)}.gateApply([]gateStep{{kind: gateHoldStep, user: "fan-42", id: "r1", seq: 7, now: t0},
 			{kind: gateFollowStep, user: "fan-42", id: "r1", now: t0}}, lim)),
+		"token_done": keysOf(k.tokenDone("fan-42", 7, t0)),
 		"inventory_carry":          keysOf(k.inventoryCarry(1, 1, t0)),
 		"schedule_load":            keysOf(s.scheduleLoad(10, t0)),
 		"seat_take":                keysOf(s.seatTake(claims, "A-1", 100, "r1", t0, t0)),
@@ -154,13 +155,16 @@ func seatSlotKeys(k ConcertKeys, claims ticketrush.QueueClaims, lim UserLimit) m
 }
 
 // TestSeatSlotsTouchOneSlotEach: each script of a schedule's seat slot touches that slot alone, each
-// schedule is a slot of its own and none is the concert's (whose scripts keep the gate and the line).
+// schedule is a slot of its own and none is the concert's; the gate's steps touch the fan's shard alone.
 func TestSeatSlotsTouchOneSlotEach(t *testing.T) {
 	k := NewKeys("tr").Concert("c0ncert0001x")
 	claims := ticketrush.QueueClaims{ConcertID: "c0ncert0001x", UserID: "fan-42", Seq: 7}
 	for name, keys := range seatSlotKeys(k, claims, UserLimit{Rate: 20, Burst: 40}) {
 		want := slot(k.Schedule("sched0000002").Seats())
-		if strings.HasPrefix(name, "gate_") || name == "inventory_carry" {
+		switch name {
+		case "gate_apply": // on the fan's shard
+			want = slot(k.Shard(5).Places())
+		case "inventory_carry", "token_done":
 			want = slot(k.Events())
 		}
 		for _, key := range keys {

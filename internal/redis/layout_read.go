@@ -21,6 +21,9 @@ type Layout struct {
 	Shards    int
 	Schedules []SeatSlot
 	ShardAt   []int // the tag suffix of each shard of the line, where the placement chose them (nil: none)
+	// hold (ms) and maxHolds are the concert's hold settings as its cfg has them, fixed at creation: a
+	// line over shards tells each gate step on a shard (gateAt).
+	hold, maxHolds string
 }
 
 // Follows reports whether l puts the seats and the line's shards where p, the concert's recorded
@@ -64,7 +67,7 @@ func shardsFollow(line string, at []int) bool {
 // ReadLayout reads a concert's layout from its settings in one command; found is false for a concert
 // not in Redis (its layout is then the one-slot one, and its scripts answer NOT_FOUND).
 func (k Keys) ReadLayout(ctx context.Context, c rueidis.Client, concertID string) (l Layout, found bool, err error) {
-	v, err := c.Do(ctx, c.B().Hmget().Key(k.Concert(concertID).Cfg()).Field("cap", "shards", "sched").Build()).ToArray()
+	v, err := c.Do(ctx, c.B().Hmget().Key(k.Concert(concertID).Cfg()).Field("cap", "shards", "sched", "hold", "maxholds").Build()).ToArray()
 	if err != nil {
 		return Layout{}, false, fmt.Errorf("layout of %s: %w", concertID, unavailable(err))
 	}
@@ -82,6 +85,8 @@ func (k Keys) ReadLayout(ctx context.Context, c rueidis.Client, concertID string
 		raw, _ := v[2].ToString()
 		l.Schedules, l.ShardAt = splitSchedules(raw), splitShardAt(raw)
 	}
+	l.hold, _ = v[3].ToString()
+	l.maxHolds, _ = v[4].ToString()
 	return l, true, nil
 }
 

@@ -164,7 +164,7 @@ func (s *Store) joinLine(ctx context.Context, l shardedLine, userID string, pass
 		if err != nil || !res.Created || !a.room {
 			return res, err
 		}
-		r, err := s.admitLine(ctx, l, now, 1, 0, "first", []lineFan{{user: userID, seq: res.Seq, seen: now.UnixMilli(), shard: shard}})
+		r, err := s.admitLine(ctx, l, now, 1, 0, "first", nil, []lineFan{{user: userID, seq: res.Seq, seen: now.UnixMilli(), shard: shard}})
 		if err != nil || len(r.left) == 0 {
 			return res, nil // waits for the next tick, which admits in order
 		}
@@ -238,13 +238,21 @@ func (s *Store) lineLeft(ctx context.Context, c ConcertKeys, userID string, seq 
 type admitted struct {
 	res  ticketrush.TickResult
 	left []lineFan // the candidates that left the line (admitted, dropped, or admitted already)
+	// tokens: user -> the token their shard keeps (ShardKeys.Token) of each fan this round admitted
+	tokens map[string]string
 }
 
 // admitLine runs line_admit over the candidates (in seq order) and then line_pop in the shards of
 // those that left the line.
-func (s *Store) admitLine(ctx context.Context, l shardedLine, now time.Time, batch int, waiting int64, mode string, candidates []lineFan) (admitted, error) {
+// shown is each shard's marks of fans shown up there (line_heads): the round takes them off the no-show
+// watch, and the pops clear them. The pops keep the admitted fans' tokens in their shards (line_pop).
+func (s *Store) admitLine(ctx context.Context, l shardedLine, now time.Time, batch int, waiting int64, mode string, shown map[int][]string, candidates []lineFan) (admitted, error) {
 	c := l.k
-	keys, args := c.lineAdmit(now, batch, waiting, mode, candidates)
+	var marks []string
+	for _, m := range shown {
+		marks = append(marks, m...)
+	}
+	keys, args := c.lineAdmit(now, batch, waiting, mode, marks, candidates)
 	msg, err := s.exec(ctx, s.lineAdmit, keys, args)
 	if err != nil {
 		return admitted{}, err
@@ -257,9 +265,14 @@ func (s *Store) admitLine(ctx context.Context, l shardedLine, now time.Time, bat
 	for _, f := range a.left {
 		byShard[f.shard] = append(byShard[f.shard], f)
 	}
+	for shard := range shown {
+		if _, ok := byShard[shard]; !ok && len(shown[shard]) > 0 {
+			byShard[shard] = nil
+		}
+	}
 	calls := make([]call, 0, len(byShard))
 	for shard, fans := range byShard {
-		calls = append(calls, built(c.Shard(shard).linePop(fans)))
+		calls = append(calls, built(c.Shard(shard).linePop(fans, a.tokens, shown[shard])))
 	}
 	if _, err := s.execMulti(ctx, s.linePop, calls); err != nil {
 		// Admitted already; the next tick finds them at their shards' heads and pops them then.
@@ -270,7 +283,7 @@ func (s *Store) admitLine(ctx context.Context, l shardedLine, now time.Time, bat
 
 // admitReply reads line_admit's {admitted, lapsed, waiting, active, abandoned, noshows, {user, seq, ...}}.
 func admitReply(msg rueidis.RedisMessage, candidates []lineFan) (admitted, error) {
-	r, err := reply(msg, 7)
+	r, err := reply(msg, 8)
 	if err != nil {
 		return admitted{}, err
 	}
@@ -294,6 +307,14 @@ func admitReply(msg rueidis.RedisMessage, candidates []lineFan) (admitted, error
 			return a, fmt.Errorf("line_admit reply: %q %q is not a candidate", left[i], left[i+1])
 		}
 		a.left = append(a.left, lineFan{user: left[i], seq: seq, shard: shard})
+	}
+	took, err := r.items[7].AsStrSlice()
+	if err != nil || len(took) < 2 || len(took)%2 != 0 {
+		return a, fmt.Errorf("line_admit reply: the fans admitted: %v (%d items)", err, len(took))
+	}
+	a.tokens = make(map[string]string, len(took)/2-1)
+	for i := 2; i < len(took); i += 2 {
+		a.tokens[took[i]] = took[i+1] + ":" + took[0] + ":" + took[1]
 	}
 	return a, nil
 }
@@ -332,6 +353,7 @@ func (s *Store) tickLine(ctx context.Context, l shardedLine, now time.Time, batc
 	}
 	var waiting int64
 	var fans []lineFan
+	shown := map[int][]string{}
 	cut := tail // and the lowest last seq of a full read: past it a shard may hold fans not read
 	for i, msg := range msgs {
 		shard, err := headsReply(msg, i)
@@ -339,6 +361,9 @@ func (s *Store) tickLine(ctx context.Context, l shardedLine, now time.Time, batc
 			return ticketrush.TickResult{}, err
 		}
 		waiting += shard.waiting
+		if len(shard.shown) > 0 {
+			shown[i] = shard.shown
+		}
 		if len(shard.fans) == k && shard.fans[k-1].seq < cut {
 			cut = shard.fans[k-1].seq
 		}
@@ -349,7 +374,7 @@ func (s *Store) tickLine(ctx context.Context, l shardedLine, now time.Time, batc
 	}
 	slices.SortFunc(fans, func(a, b lineFan) int { return cmp.Compare(a.seq, b.seq) })
 	fans = slices.DeleteFunc(fans, func(f lineFan) bool { return f.seq > cut })
-	a, err := s.admitLine(ctx, l, now, batch, waiting, "tick", fans)
+	a, err := s.admitLine(ctx, l, now, batch, waiting, "tick", shown, fans)
 	s.lines.mu.Lock()
 	s.lines.last[concertID] = len(a.left)
 	s.lines.mu.Unlock()
@@ -361,18 +386,22 @@ func (s *Store) tickLine(ctx context.Context, l shardedLine, now time.Time, batc
 type shardHeads struct {
 	waiting int64
 	bound   uint64
+	shown   []string // marks of fans shown up in the shard ('<user>:<seq>')
 	fans    []lineFan
 }
 
-// headsReply reads line_heads's {waiting, bound, user, seq, seen, ...} of shard.
+// headsReply reads line_heads's {waiting, bound, shown, user, seq, seen, ...} of shard.
 func headsReply(msg rueidis.RedisMessage, shard int) (shardHeads, error) {
 	items, err := msg.ToArray()
-	if err != nil || len(items)%3 != 2 {
+	if err != nil || len(items)%3 != 0 {
 		return shardHeads{}, fmt.Errorf("line_heads reply of shard %d: %v (%d items)", shard, err, len(items))
 	}
 	r := &replyArray{items: items}
 	h := shardHeads{waiting: r.int(0), bound: uint64(r.int(1))}
-	for i := 2; i < len(items); i += 3 {
+	if h.shown, err = items[2].AsStrSlice(); err != nil {
+		return shardHeads{}, fmt.Errorf("line_heads reply of shard %d: shown: %w", shard, err)
+	}
+	for i := 3; i < len(items); i += 3 {
 		h.fans = append(h.fans, lineFan{user: r.str(i), seq: uint64(r.int(i + 1)), seen: r.int(i + 2), shard: shard})
 	}
 	return h, r.err

@@ -40,7 +40,7 @@ func readHeads(t *testing.T, s *Store, concertID string, n int) []lineFan {
 // admitOnly runs line_admit over fans as a round would, without the pop that follows it.
 func admitOnly(t *testing.T, s *Store, concertID string, now time.Time, fans []lineFan) {
 	t.Helper()
-	keys, args := s.keys.Concert(concertID).lineAdmit(now, 100, int64(len(fans)), "tick", fans)
+	keys, args := s.keys.Concert(concertID).lineAdmit(now, 100, int64(len(fans)), "tick", nil, fans)
 	_, err := s.exec(context.Background(), s.lineAdmit, keys, args)
 	require.NoError(t, err)
 }
@@ -97,7 +97,7 @@ func TestShardedLeaveIsFinalWhateverTheRoundIsDoing(t *testing.T) {
 			from, err := s.Leave(ctx, "lh", f.UserID, f.Seq, now)
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.StatusWaiting, from)
-			r, err := s.admitLine(ctx, lineOf(t, s, "lh"), now, 100, 1, "tick", heads)
+			r, err := s.admitLine(ctx, lineOf(t, s, "lh"), now, 100, 1, "tick", nil, heads)
 			require.NoError(t, err)
 			assert.Zero(t, r.res.Admitted)
 			notActive(t, s, c, f, now)
@@ -128,7 +128,7 @@ func TestShardedLeaveIsFinalWhateverTheRoundIsDoing(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.StatusActive, from, "admitted: the leave gives the slot back")
 			notActive(t, s, c, f, now)
-			_, err = s.admitLine(ctx, lineOf(t, s, "lp"), now.Add(time.Second), 100, 1, "tick", stale)
+			_, err = s.admitLine(ctx, lineOf(t, s, "lp"), now.Add(time.Second), 100, 1, "tick", nil, stale)
 			require.NoError(t, err)
 			notActive(t, s, c, f, now.Add(time.Second))
 		})

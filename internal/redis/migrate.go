@@ -14,9 +14,11 @@ import (
 // "Layout versions"). Version 2: a line is a hash of places and lists in arrival order (not a sorted
 // set), and a line of one slot keeps its liveness in seen (not a hash). Version 3: every schedule's seats
 // are in a seat slot of their own (a line of one shard: in the concert's own slot), none in the concert's
-// keys. Concerts below it are migrated once (MigrateLayout), at a process's start or by `ticketrush
-// migrate-layout`; the scripts read version 3 alone.
-const LayoutVersion = 3
+// keys. Version 4: a line over shards keeps its fans' gate records (ugate) in their shards, beside the
+// tokens its rounds leave there, not in the concert's slot. Concerts below it are migrated once
+// (MigrateLayout), at a process's start or by `ticketrush migrate-layout`; the scripts read version 4
+// alone.
+const LayoutVersion = 4
 
 // migrateBatch is how many fans or fields one migration call moves.
 const migrateBatch = 1000
@@ -26,6 +28,7 @@ type LayoutMigration struct {
 	Waiting int64 // fans moved from a sorted set into places and order
 	Seen    int64 // liveness fields moved from the hash into seen
 	Seats   int   // reservations moved from the concert's keys into its seat slots
+	Gates   int   // fans' gate records moved from the concert's slot into their line shards
 }
 
 // MigrateLayout moves what older builds left of concert c into LayoutVersion: each line's sorted set into
@@ -43,7 +46,47 @@ func (s *Store) MigrateLayout(ctx context.Context, c ticketrush.Concert) (Layout
 	if err != nil {
 		return m, fmt.Errorf("migrate the seats of %s: %w", c.ID, err)
 	}
+	m.Gates, err = s.migrateGates(ctx, c.ID)
+	if err != nil {
+		return m, fmt.Errorf("migrate the gate of %s: %w", c.ID, err)
+	}
 	return m, nil
+}
+
+// migrateGates moves the gate records a line over shards kept in the concert's slot before version 4
+// into each fan's shard (HSETNX: a record the shard has already is newer), then deletes the concert's.
+// A crash between leaves the concert's in place; the next run moves them again, changing nothing the
+// first run wrote. A line of one shard keeps its gate in the concert's slot: nothing moves.
+func (s *Store) migrateGates(ctx context.Context, concertID string) (int, error) {
+	w, err := s.ways(ctx, concertID)
+	if err != nil {
+		return 0, err
+	}
+	seats, ok := w.seats.(seatSlots)
+	if !ok || seats.shards <= 1 {
+		return 0, nil
+	}
+	k := s.keys.Concert(concertID)
+	records, err := s.client.Do(ctx, s.client.B().Hgetall().Key(k.Gate()).Build()).AsStrMap()
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	if len(records) == 0 {
+		return 0, nil
+	}
+	cmds := make(rueidis.Commands, 0, len(records))
+	for user, v := range records {
+		cmds = append(cmds, s.client.B().Hsetnx().Key(seats.fanGate(user).key()).Field(user).Value(v).Build())
+	}
+	for _, r := range s.client.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return 0, unavailable(err)
+		}
+	}
+	if err := s.client.Do(ctx, s.client.B().Del().Key(k.Gate()).Build()).Error(); err != nil {
+		return 0, unavailable(err)
+	}
+	return len(records), nil
 }
 
 // migrateLine moves a line of an older layout (MigrateLayout).
@@ -132,9 +175,11 @@ func (s *Store) migrateSeats(ctx context.Context, c ticketrush.Concert) (int, er
 	slots := SlotsTogether(k, c)
 	var rep RestoredConcert
 	var cmds []func(rueidis.Builder) rueidis.Completed
-	if err := restoreSeatSlots(ctx, s.client, &rep, k, c, slots, res, &cmds); err != nil {
+	gates, err := restoreSeatSlots(ctx, s.client, &rep, k, c, slots, res, &cmds)
+	if err != nil {
 		return 0, err
 	}
+	cmds = append(cmds, hset(k.Gate(), gates)...) // a line of one slot: its gate is the concert's slot
 	gone := inSlotSeatKeys(k, c)
 	value := joinSlots(slots)
 	cmds = append([]func(rueidis.Builder) rueidis.Completed{

@@ -111,3 +111,33 @@ func TestMigrateLayoutMovesSeatsOutOfTheConcertKeys(t *testing.T) {
 		assert.Zero(t, n, "and deletes the lists of open holds the gate replaced")
 	})
 }
+
+// TestMigrateLayoutMovesTheGateIntoShards: a line over shards whose gate records version 3 kept on the
+// concert's slot has each moved into the fan's shard, where the gate reads it: a fan at their hold limit
+// stays at it; a record the shard has already is kept; a second run moves nothing.
+func TestMigrateLayoutMovesTheGateIntoShards(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1 }, "alice", "bob")
+		k := s.keys.Concert(cid)
+		until := millis(t0.Add(time.Hour))
+		old := "r-old:" + until
+		require.NoError(t, c.Do(ctx, c.B().Hset().Key(k.Gate()).FieldValue().FieldValue("alice", old).
+			FieldValue("bob", "r-older:"+until).Build()).Error())
+		require.NoError(t, c.Do(ctx, c.B().Hset().Key(fanGate(t, s, "bob").key()).FieldValue().
+			FieldValue("bob", "r-new:"+until).Build()).Error())
+		m, err := s.MigrateLayout(ctx, concert(cid, nil))
+		require.NoError(t, err)
+		assert.Equal(t, 2, m.Gates)
+		assert.Equal(t, old, gateEntries(t, c, s, "alice"), "alice's record in her shard")
+		assert.Equal(t, "r-new:"+until, gateEntries(t, c, s, "bob"), "the shard's own record is newer")
+		n, err := c.Do(ctx, c.B().Exists().Key(k.Gate()).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "the concert's records are gone")
+		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "alice's open hold still counts")
+		m, err = s.MigrateLayout(ctx, concert(cid, nil))
+		require.NoError(t, err)
+		assert.Zero(t, m.Gates, "a second run moves nothing")
+	})
+}

@@ -66,16 +66,21 @@ func RestoreConcert(ctx context.Context, rdb rueidis.Client, k ConcertKeys, c ti
 		cmds = append(cmds, func(b rueidis.Builder) rueidis.Completed { return b.Set().Key(k.LeftN()).Value(leave).Build() })
 	}
 
-	if err := restoreSeatSlots(ctx, rdb, &rep, k, c, splitSchedules(sched), res, &cmds); err != nil {
+	gates, err := restoreSeatSlots(ctx, rdb, &rep, k, c, splitSchedules(sched), res, &cmds)
+	if err != nil {
 		return rep, err
+	}
+	if c.Queue.LineShards <= 1 { // the gate of a line of one shard is the concert's slot
+		cmds = append(cmds, hset(k.Gate(), gates)...)
 	}
 	if err := multi(ctx, rdb, cmds); err != nil {
 		return rep, err
 	}
-	return rep, eachShard(ctx, rdb, k.Placed(splitShardAt(sched)), c, func(_ int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed {
-		keys := sh.All() // a line over shards restarts empty in every shard too
-		return []func(rueidis.Builder) rueidis.Completed{
-			func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(keys...).Build() }}
+	return rep, eachShard(ctx, rdb, k.Placed(splitShardAt(sched)), c, func(n int, sh ShardKeys) []func(rueidis.Builder) rueidis.Completed {
+		keys := sh.All() // a line over shards restarts empty in every shard too, but its fans' gate records
+		return append([]func(rueidis.Builder) rueidis.Completed{
+			func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(keys...).Build() }},
+			hset(sh.Gate(), gateRecords(gates, n, c.Queue.LineShards))...)
 	})
 }
 
@@ -327,11 +332,11 @@ func restoreSeats(rep *RestoredConcert, at ScheduleKeys, total int64, res []tick
 
 // restoreSeatSlots writes each schedule's reservations, seats and count in its seat slots (each
 // reservation in the block its id names, and skipped when its seat is another block's; one MULTI per
-// slot, its old keys deleted first), and adds to the concert's
-// writes (cmds) its gate (each open hold's entry: until its expiry, or PayingGate after its claim while
-// being paid) and its whole count.
+// slot, its old keys deleted first), adds the whole count to the concert's writes (cmds), and returns
+// the fans' gate records (user -> each open hold's entry: until its expiry, or PayingGate after its
+// claim while being paid), which the caller writes at the line's gates (gateRecords).
 func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConcert, k ConcertKeys, c ticketrush.Concert,
-	slots []SeatSlot, res []ticketrush.ReservationRecord, cmds *[]func(rueidis.Builder) rueidis.Completed) error {
+	slots []SeatSlot, res []ticketrush.ReservationRecord, cmds *[]func(rueidis.Builder) rueidis.Completed) (map[string]string, error) {
 	blocks := blocksBySchedule(slots)
 	bySlot := map[SeatSlot][]ticketrush.ReservationRecord{}
 	gate := map[string][]string{}
@@ -356,14 +361,14 @@ func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConc
 		sk := k.Schedule(slot)
 		writes, inv, err := restoreSeats(rep, sk, blocks.seats(c, slot), bySlot[slot])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		gone := sk.All()
 		slot := []func(rueidis.Builder) rueidis.Completed{
 			func(b rueidis.Builder) rueidis.Completed { return b.Unlink().Key(gone...).Build() }}
 		slot = append(append(slot, writes...), hset(sk.Inventory(), inventoryHash(inv))...)
 		if err := multi(ctx, rdb, slot); err != nil {
-			return err
+			return nil, err
 		}
 		total.Seats, total.Available, total.Sold = total.Seats+inv.Seats, total.Available+inv.Available, total.Sold+inv.Sold
 	}
@@ -373,7 +378,18 @@ func restoreSeatSlots(ctx context.Context, rdb rueidis.Client, rep *RestoredConc
 		sort.Strings(ids)
 		entries[user] = strings.Join(ids, ",")
 	}
-	*cmds = append(*cmds, hset(k.Gate(), entries)...)
 	*cmds = append(*cmds, hset(k.Inventory(), inventoryHash(total))...)
-	return nil
+	return entries, nil
+}
+
+// gateRecords is the gate records of shard n of a line of shards (the fans whose shard it is), from
+// every fan's (restoreSeatSlots).
+func gateRecords(entries map[string]string, n, shards int) map[string]string {
+	out := map[string]string{}
+	for user, v := range entries {
+		if LineShard(user, shards) == n {
+			out[user] = v
+		}
+	}
+	return out
 }

@@ -43,34 +43,71 @@ func (s *Store) loadSchedules(ctx context.Context, c ticketrush.Concert, now tim
 	return w.seats.load(ctx, c, now)
 }
 
+// gateAt is where a fan's gate steps run (gate_apply): their line shard, which keeps their token, their
+// record of open holds and their show-up, and is told the concert's hold settings, which it cannot read.
+// Steps are batched per shard (key).
+type gateAt struct {
+	concertID string
+	k         ConcertKeys
+	shard     ShardKeys
+	hold      string // ms
+	maxHolds  string
+}
+
+// key names the gate's batches: the shard's record's key.
+func (g gateAt) key() string { return g.shard.Gate() }
+
 // holdSpread is a hold of a seat whose seat slot is not the concert's: gate_apply's hold step, then seat_take, then
 // the gate entry given back when seat_take refused. An answer lost on the way (ErrUnavailable) gives nothing back:
 // the seat may be held; the entry runs out with the hold either way.
-func (s *Store) holdSpread(ctx context.Context, c ticketrush.QueueClaims, slot SeatSlot, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
-	k := s.keys.Concert(c.ConcertID)
-	expires, err := s.gateHold(ctx, c, id, now)
+func (s *Store) holdSpread(ctx context.Context, g gateAt, c ticketrush.QueueClaims, slot SeatSlot, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
+	expires, err := s.gateHold(ctx, g, c, id, now)
 	if err != nil {
 		return rueidis.RedisMessage{}, err
 	}
 	if err := s.crashAt("gate"); err != nil {
 		return rueidis.RedisMessage{}, err
 	}
-	keys, args := k.Schedule(slot).seatTake(c, seatID, price, id, expires, now)
+	keys, args := g.k.Schedule(slot).seatTake(c, seatID, price, id, expires, now)
 	msg, err := s.exec(ctx, s.seatTake, keys, args)
 	if err != nil && !lost(err) {
 		if err := s.crashAt("take"); err != nil {
 			return rueidis.RedisMessage{}, err
 		}
 		// The fan's hold limit back at once; if this fails too, the entry runs out at expires.
-		_ = s.gateFollow(ctx, ticketrush.Reservation{ConcertID: c.ConcertID, UserID: c.UserID, ID: id, Seq: c.Seq}, now) // no status: gone
+		_ = s.gateFollow(ctx, g, ticketrush.Reservation{ConcertID: c.ConcertID, UserID: c.UserID, ID: id, Seq: c.Seq}, now) // no status: gone
 	}
 	return msg, err
 }
 
+// errAsk is a shard's answer to a hold step whose token it does not have, or whose fan may have shown up
+// by a gated read past the no-show deadline: the concert's slot is asked (gateHold).
+var errAsk = errors.New("gate_apply: ASK")
+
 // gateHold is step 1 of a hold whose seat slot is not the concert's: the hold's expiry, or the gate's
-// refusal (gate_apply's H step, in a batch: gates).
-func (s *Store) gateHold(ctx context.Context, c ticketrush.QueueClaims, id string, now time.Time) (time.Time, error) {
-	ms, err := s.gates.do(ctx, c.ConcertID, gateStep{kind: gateHoldStep, user: c.UserID, id: id, seq: c.Seq, now: now})
+// refusal (gate_apply's H step, in a batch: gates). A shard that answers ASK learns the token from the
+// concert's slot (Gate, which takes the fan off its no-show watch too) and takes the step again with it;
+// a token not ACTIVE there is the hold's refusal.
+func (s *Store) gateHold(ctx context.Context, g gateAt, c ticketrush.QueueClaims, id string, now time.Time) (time.Time, error) {
+	step := gateStep{at: g, kind: gateHoldStep, user: c.UserID, id: id, seq: c.Seq, now: now}
+	ms, err := s.gates.do(ctx, g.key(), step)
+	if errors.Is(err, errAsk) {
+		st, gerr := s.Gate(ctx, c, now)
+		if gerr != nil {
+			return time.Time{}, gerr
+		}
+		if st.Status != ticketrush.StatusActive {
+			if e := st.Status.GateError(); e != nil {
+				return time.Time{}, e
+			}
+			return time.Time{}, ticketrush.ErrQueueTokenExpired
+		}
+		step.given = st.ActiveUntil
+		ms, err = s.gates.do(ctx, g.key(), step)
+		if errors.Is(err, errAsk) {
+			return time.Time{}, fmt.Errorf("gate_apply: ASK for a token given (%w)", ticketrush.ErrUnavailable)
+		}
+	}
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -80,28 +117,36 @@ func (s *Store) gateHold(ctx context.Context, c ticketrush.QueueClaims, id strin
 	return time.UnixMilli(ms), nil
 }
 
-// gateFollow sets the fan's gate entry of r, as a step on its seat slot left it, on the concert's slot
-// (gate_apply's F step, in a batch: gates; lib/follow.lua).
-func (s *Store) gateFollow(ctx context.Context, r ticketrush.Reservation, now time.Time) error {
-	_, err := s.gates.do(ctx, r.ConcertID, gateStep{kind: gateFollowStep, user: r.UserID, id: r.ID, seq: r.Seq,
+// gateFollow sets the fan's gate entry of r, as a step on its seat slot left it, at its gate (gate_apply's
+// F step, in a batch: gates; lib/follow.lua). A sale that ends the token on the fan's shard ends it on
+// the concert's slot too (token_done), before the step is answered: the fan reads DONE at once.
+func (s *Store) gateFollow(ctx context.Context, g gateAt, r ticketrush.Reservation, now time.Time) error {
+	ended, err := s.gates.do(ctx, g.key(), gateStep{at: g, kind: gateFollowStep, user: r.UserID, id: r.ID, seq: r.Seq,
 		status: string(r.Status), expires: r.ExpiresAt, now: now})
+	if err != nil || ended != 1 {
+		return err
+	}
+	keys, args := g.k.tokenDone(r.UserID, r.Seq, now)
+	_, err = s.exec(ctx, s.tokenDone, keys, args)
 	return err
 }
 
-// The gate's steps of a concert whose seat slots are not its own go to the concert's slot in batches
-// (batch.go): gate_apply decides each as if alone, in the batch's order.
+// The gate's steps of a concert whose seat slots are not its own go to its gate in batches (batch.go):
+// gate_apply decides each as if alone, in the batch's order.
 const (
 	maxGateSteps = 256
 	gateWait     = 3 * time.Second // bounds a gate_apply call: no one request's deadline is the batch's
 )
 
-// gateStep is one step of gate_apply: a hold's (gateHoldStep) or a follow (gateFollowStep, of the
-// reservation as its step left it: status and expires).
+// gateStep is one step of gate_apply at its gate: a hold's (gateHoldStep, with given, the token's
+// activeUntil the concert's slot answered after an ASK) or a follow (gateFollowStep, of the reservation
+// as its step left it: status and expires).
 type gateStep struct {
-	kind             string
-	user, id, status string
-	seq              uint64
-	expires, now     time.Time
+	at                  gateAt
+	kind                string
+	user, id, status    string
+	seq                 uint64
+	expires, now, given time.Time
 }
 
 const (
@@ -109,25 +154,26 @@ const (
 	gateFollowStep = "F"
 )
 
-// newGates is the store's batches of gate_apply calls. A hold's step whose request ended before its
-// batch was sent is dropped; one that ended while the call was in flight has its entry given back (a
-// follow without a status, sent on its own: the hold never reaches its seat). A follow is always sent:
-// it sets what its step on the seat slot left.
+// newGates is the store's batches of gate_apply calls, one queue a gate. A hold's step whose request ended
+// before its batch was sent is dropped; one that ended while the call was in flight has its entry given
+// back (a follow without a status, sent on its own: the hold never reaches its seat). A follow is always
+// sent: it sets what its step on the seat slot left.
 func (s *Store) newGates() *batches[gateStep, int64] {
 	return &batches[gateStep, int64]{max: maxGateSteps, wait: gateWait, send: s.sendGates,
 		keep: func(st gateStep) bool { return st.kind == gateFollowStep },
-		gone: func(ctx context.Context, concertID string, st gateStep, expires int64) {
+		gone: func(ctx context.Context, _ string, st gateStep, expires int64) {
 			if st.kind == gateHoldStep && expires > 0 {
-				back := ticketrush.Reservation{ConcertID: concertID, UserID: st.user, ID: st.id, Seq: st.seq}
-				go func() { _ = s.gateFollow(context.WithoutCancel(ctx), back, st.now) }()
+				back := ticketrush.Reservation{ConcertID: st.at.concertID, UserID: st.user, ID: st.id, Seq: st.seq}
+				go func() { _ = s.gateFollow(context.WithoutCancel(ctx), st.at, back, st.now) }()
 			}
 		}}
 }
 
-// sendGates is one gate_apply call for a batch of steps of concertID: each hold's expiry (ms) or refusal,
-// each follow's 1 when the fan's token became DONE, else 0.
-func (s *Store) sendGates(ctx context.Context, concertID string, steps []gateStep) ([]batchResult[int64], error) {
-	keys, args := s.keys.Concert(concertID).gateApply(steps, s.limit)
+// sendGates is one gate_apply call for a batch of steps of one gate: each hold's expiry (ms) or refusal
+// (errAsk: the token asked of the concert's slot), each follow's 1 when the fan's token became DONE,
+// else 0.
+func (s *Store) sendGates(ctx context.Context, _ string, steps []gateStep) ([]batchResult[int64], error) {
+	keys, args := steps[0].at.gateApply(steps, s.limit)
 	msg, err := s.exec(ctx, s.gateApply, keys, args)
 	if err != nil {
 		return nil, err
@@ -143,6 +189,10 @@ func (s *Store) sendGates(ctx context.Context, concertID string, steps []gateSte
 			continue
 		}
 		code, _ := it.ToString()
+		if code == "ASK" && steps[i].kind == gateHoldStep {
+			out[i].err = errAsk
+			continue
+		}
 		e, ok := ticketrush.ErrorOf(ticketrush.Code(code))
 		if !ok || steps[i].kind != gateHoldStep {
 			return nil, fmt.Errorf("gate_apply reply: %q for a %s step", code, steps[i].kind)
@@ -153,14 +203,14 @@ func (s *Store) sendGates(ctx context.Context, concertID string, steps []gateSte
 	return out, nil
 }
 
-// follow sets the gate entry of r, as its step on the schedule's slot left it, on the concert's slot:
-// counting until its expiry while HELD, until PayingGate after now at least while being paid, the token
-// DONE after a sale that was the fan's last open hold, and gone otherwise.
-func (s *Store) follow(ctx context.Context, r ticketrush.Reservation, now time.Time) error {
+// follow sets the gate entry of r, as its step on the schedule's slot left it, at its gate: counting
+// until its expiry while HELD, until PayingGate after now at least while being paid, the token DONE
+// after a sale that was the fan's last open hold, and gone otherwise.
+func (s *Store) follow(ctx context.Context, g gateAt, r ticketrush.Reservation, now time.Time) error {
 	if err := s.crashAt("follow"); err != nil {
 		return err
 	}
-	return s.gateFollow(ctx, r, now)
+	return s.gateFollow(ctx, g, r, now)
 }
 
 // lost reports whether err may hide a step that ran (the answer was lost), rather than a refusal. A
@@ -361,6 +411,7 @@ func (k Keys) SeatEvents(concertID string, slot SeatSlot) EventSource {
 
 func (s *Store) newSeatSlotScripts() {
 	s.gateApply = s.newScript("gate_apply", false)
+	s.tokenDone = s.newScript("token_done", false)
 	s.seatTake = s.newScript("seat_take", false)
 	s.seatSell = s.newScript("seat_sell", false)
 	s.scheduleLoad = s.newScript("schedule_load", false)

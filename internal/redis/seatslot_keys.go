@@ -62,20 +62,29 @@ func (s ScheduleKeys) All() []string {
 		s.Events(), s.DeadLetters()}
 }
 
-// gateApply is gate_apply's call: a batch of the gate's steps of the concert, the holds under the rate l.
-func (c ConcertKeys) gateApply(steps []gateStep, l UserLimit) (keys, args []string) {
-	keys = []string{c.Cfg(), c.Places(), c.Active(), c.ActiveSeq(), c.Gate(), c.NoShow(), c.Done(), c.Events()}
-	args = make([]string, 0, 3+7*len(steps))
-	args = append(args, itoa(l.Rate), itoa(l.Burst), ms(PayingGate))
+// gateApply is gate_apply's call: a batch of the gate's steps at one shard, the holds under the rate l.
+func (g gateAt) gateApply(steps []gateStep, l UserLimit) (keys, args []string) {
+	sh := g.shard
+	keys = make([]string, 0, 4+len(steps))
+	keys = append(keys, sh.Token(), sh.Places(), sh.Gate(), sh.Shown())
+	args = make([]string, 0, 5+8*len(steps))
+	args = append(args, itoa(l.Rate), itoa(l.Burst), ms(PayingGate), g.hold, g.maxHolds)
 	for _, st := range steps {
-		keys = append(keys, c.UserRate(st.user))
-		status, expires := "", ""
+		keys = append(keys, sh.UserRate(st.user))
+		status, expires, given := "", "", ""
 		if st.kind == gateFollowStep {
 			status, expires = st.status, millis(st.expires)
+		} else if !st.given.IsZero() {
+			given = millis(st.given)
 		}
-		args = append(args, st.kind, st.user, st.id, utoa(st.seq), status, expires, millis(st.now))
+		args = append(args, st.kind, st.user, st.id, utoa(st.seq), status, expires, millis(st.now), given)
 	}
 	return keys, args
+}
+
+// tokenDone is token_done's call: user's token of seq DONE on the concert's slot.
+func (c ConcertKeys) tokenDone(userID string, seq uint64, now time.Time) (keys, args []string) {
+	return []string{c.Active(), c.ActiveSeq(), c.Done(), c.Events()}, []string{userID, utoa(seq), millis(now)}
 }
 
 // followKeys is the concert's keys a fan's gate entry follows a step with (lib/follow.lua).

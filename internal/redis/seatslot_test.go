@@ -82,10 +82,33 @@ func admittedAtOnce(t *testing.T, s *Store, fans ...string) map[string]ticketrus
 	return out
 }
 
-// gateEntries is the user's gate entry (the concert's ugate hash), raw.
+// fanGate is where the gate steps of user's holds of concert cid run, as its layout has it.
+func fanGate(t testing.TB, s *Store, user string) gateAt {
+	t.Helper()
+	w, err := s.ways(context.Background(), cid)
+	require.NoError(t, err)
+	seats, ok := w.seats.(seatSlots)
+	require.True(t, ok)
+	return seats.fanGate(user)
+}
+
+// sameShard is the first of name, name-1, name-2, ... whose line shard of n is user's.
+func sameShard(user, name string, n int) string {
+	for i := 0; ; i++ {
+		try := name
+		if i > 0 {
+			try = name + "-" + itoa(i)
+		}
+		if LineShard(try, n) == LineShard(user, n) {
+			return try
+		}
+	}
+}
+
+// gateEntries is the user's gate entry (the ugate hash of their gate: their shard's, or the concert's), raw.
 func gateEntries(t *testing.T, c rueidis.Client, s *Store, user string) string {
 	t.Helper()
-	v, err := c.Do(context.Background(), c.B().Hget().Key(s.keys.Concert(cid).Gate()).Field(user).Build()).ToString()
+	v, err := c.Do(context.Background(), c.B().Hget().Key(fanGate(t, s, user).key()).Field(user).Build()).ToString()
 	if rueidis.IsRedisNil(err) {
 		return ""
 	}

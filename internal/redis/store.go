@@ -102,11 +102,11 @@ type Store struct {
 	sources map[string]string // scripts run in place of the embedded ones (WithScript; tests only)
 
 	// The seat slots of a concert whose seats are spread (seatslot.go).
-	layouts                       layouts
-	gateApply, seatTake, seatSell *script
-	gates                         *batches[gateStep, int64]
-	scheduleLoad, inventoryCarry  *script
-	crash                         func(step string) error // a chain's step boundary; tests only
+	layouts                                  layouts
+	gateApply, seatTake, seatSell, tokenDone *script
+	gates                                    *batches[gateStep, int64]
+	scheduleLoad, inventoryCarry             *script
+	crash                                    func(step string) error // a chain's step boundary; tests only
 }
 
 // LimitUsers sets the per-user rate the state-changing scripts enforce (0 turns it off). Call it before

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -34,6 +35,7 @@ func (s *Store) waysOf(concertID string, l Layout) concertWays {
 	k := s.keys.Concert(concertID).Placed(l.ShardAt)
 	seats := newSeatSlots(s, k, concertID, l.Schedules)
 	if l.Shards > 1 {
+		seats.shards, seats.holdMS, seats.maxHolds = l.Shards, l.hold, l.maxHolds
 		return concertWays{layout: l, line: shardedLine{s: s, k: k, id: concertID, n: l.Shards}, seats: seats}
 	}
 	stock := seats.stock()
@@ -282,6 +284,28 @@ type seatSlots struct {
 	sched    []SeatSlot
 	blocks   seatBlocks // sched by schedule, built once with the layout: no grouping per call
 	together map[SeatSlot]bool
+	// shards is the line's (1: its gate would be the concert's slot, where its seats are), holdMS and maxHolds the settings a
+	// shard's gate is told (gateAt)
+	shards           int
+	holdMS, maxHolds string
+}
+
+// fanGate is where the gate steps of userID's holds run: their line shard.
+func (w seatSlots) fanGate(userID string) gateAt {
+	return gateAt{concertID: w.id, k: w.k, shard: w.k.Shard(LineShard(userID, w.shards)), hold: w.holdMS, maxHolds: w.maxHolds}
+}
+
+// errNotTogether is a seat slot elsewhere than the concert's of a line of one shard, whose gate is the
+// concert's slot: placement never makes one (SlotsTogether), and no gate runs for it.
+var errNotTogether = errors.New("a line of one shard keeps its seat slots in the concert's slot")
+
+// notTogether is the refusal of a step on a seat slot that a line of one shard keeps elsewhere:
+// ErrNotFound for a concert not in Redis (no layout names its slots), else errNotTogether.
+func (w seatSlots) notTogether() error {
+	if len(w.sched) == 0 {
+		return ticketrush.ErrNotFound
+	}
+	return errNotTogether
 }
 
 func newSeatSlots(s *Store, k ConcertKeys, concertID string, sched []SeatSlot) seatSlots {
@@ -322,7 +346,10 @@ func (w seatSlots) hold(ctx context.Context, c ticketrush.QueueClaims, scheduleI
 		keys, args := w.k.seatHold(w.k.Schedule(slot), c, seatID, price, id, w.s.limit, now)
 		return w.s.exec(ctx, w.s.seatHold, keys, args)
 	}
-	return w.s.holdSpread(ctx, c, slot, seatID, price, id, now)
+	if w.shards <= 1 {
+		return rueidis.RedisMessage{}, w.notTogether()
+	}
+	return w.s.holdSpread(ctx, w.fanGate(c.UserID), c, slot, seatID, price, id, now)
 }
 
 // step runs the schedule's step, with the fan's side of it (follow) in the same call where the seat slot
@@ -332,12 +359,15 @@ func (w seatSlots) step(ctx context.Context, id, scheduleID string, now time.Tim
 	step func(sk ScheduleKeys, gate *ConcertKeys) (*script, []string, []string)) (ticketrush.Reservation, error) {
 	slot := w.blocks.reservation(scheduleID, id)
 	gate := w.gate(slot)
+	if gate == nil && w.shards <= 1 {
+		return ticketrush.Reservation{}, fmt.Errorf("%s %s: %w", what, id, w.notTogether())
+	}
 	sc, keys, args := step(w.k.Schedule(slot), gate)
 	r, err := w.s.reservationScript(ctx, sc, w.id, keys, args)
 	if err != nil || gate != nil {
 		return r, err
 	}
-	if err := w.s.follow(ctx, r, now); err != nil && must {
+	if err := w.s.follow(ctx, w.fanGate(r.UserID), r, now); err != nil && must {
 		return ticketrush.Reservation{}, fmt.Errorf("%s %s: %w", what, id, err)
 	}
 	return r, nil

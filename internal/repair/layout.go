@@ -55,8 +55,8 @@ func MigrateLayouts(ctx context.Context, live LayoutMigrator, rec LayoutRecord, 
 			return i, err
 		}
 		if progress != nil {
-			fmt.Fprintf(progress, "concert %s (%d of %d): layout %d, %d waiting fans, %d liveness fields and %d reservations moved\n",
-				id, i+1, len(ids), redis.LayoutVersion, m.Waiting, m.Seen, m.Seats)
+			fmt.Fprintf(progress, "concert %s (%d of %d): layout %d, %d waiting fans, %d liveness fields, %d reservations and %d gate records moved\n",
+				id, i+1, len(ids), redis.LayoutVersion, m.Waiting, m.Seen, m.Seats, m.Gates)
 		}
 	}
 	return len(ids), nil

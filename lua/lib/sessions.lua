@@ -13,14 +13,14 @@ local function end_tokens(active, aseq, events, users, seqs, why, nows)
   end
 end
 
--- end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch): what an admission round
+-- end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch, grace): what an admission round
 -- (queue_tick, line_admit) does first. At most batch ACTIVE tokens past their activeUntil lapse, then at
--- most batch fans admitted but not shown up by their deadline (still in noshow, no gated call since)
--- are expired and counted in abandoned: both free their slots before anyone is admitted. Each kind is
+-- most batch fans admitted but not shown up by grace ms after their deadline (still in noshow, no gated
+-- call since) are expired and counted in abandoned: both free their slots before anyone is admitted. Each kind is
 -- one call of each command for all its fans and one event, queue.lapses and queue.noshows (users and
 -- seqs, comma lists; a lapsed token without a seq reads 0). nows is now printed once. Returns how many
 -- lapsed and how many were no-shows.
-local function end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch)
+local function end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch, grace)
   local lapsed = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)
   if #lapsed > 0 then -- one call of each kind for them all, and one event
     local seqs = redis.call('HMGET', aseq, unpack(lapsed))
@@ -29,7 +29,7 @@ local function end_sessions(active, aseq, noshow, abandoned, events, now, nows, 
     end
     end_tokens(active, aseq, events, lapsed, seqs, 'lapse', nows)
   end
-  local due = redis.call('ZRANGEBYSCORE', noshow, '-inf', now, 'LIMIT', 0, batch)
+  local due = redis.call('ZRANGEBYSCORE', noshow, '-inf', now - grace, 'LIMIT', 0, batch)
   local users, seqs = {}, {}
   if #due > 0 then -- those still ACTIVE with their seq are expired, in one call of each kind and one event
     redis.call('ZREM', noshow, unpack(due))
