@@ -141,7 +141,7 @@ func seatSlotKeys(k ConcertKeys, claims ticketrush.QueueClaims, lim UserLimit) m
 	return map[string][]string{
 		"gate_apply": keysOf(gateAt{k: k, shard: k.Shard(5)}.gateApply([]gateStep{{kind: gateHoldStep, user: "fan-42", id: "r1", seq: 7, now: t0},
 			{kind: gateFollowStep, user: "fan-42", id: "r1", now: t0}}, lim)),
-		"token_done": keysOf(k.tokenDone("fan-42", 7, t0)),
+		"token_done":               keysOf(k.tokenDone("fan-42", 7, t0)),
 		"inventory_carry":          keysOf(k.inventoryCarry(1, 1, t0)),
 		"schedule_load":            keysOf(s.scheduleLoad(10, t0)),
 		"seat_take":                keysOf(s.seatTake(claims, "A-1", 100, "r1", t0, t0)),
