@@ -31,14 +31,15 @@ import (
 // carrying that share of them already.
 const LineArriveWeight = 0.15
 
-// ConcertSlotWeight is the Redis time of a concert's own slot per fan (line_arrive, line_admit and the
-// gate steps of a hold and a cancel), against a schedule slot's per fan holding there (seat_take,
-// hold_cancel), as the spread bench measured it (BenchmarkOneConcertSpreadOnCluster: 43-47 µs against
-// 72-79 µs): over S schedules, the concert's slot weighs about 0.6·S schedules. LineWeight is the same
-// for the whole line (line_enter and line_pop, 22 µs per fan), shared by its shards.
+// ConcertSlotWeight is the Redis time of a concert's own slot per fan (line_arrive and line_admit: about
+// 4 and 8 µs), against a schedule slot's per fan holding there (seat_take, hold_cancel: 72-79 µs in
+// BenchmarkOneConcertSpreadOnCluster): over S schedules, the concert's slot weighs about 0.15·S
+// schedules. LineWeight is the same for the whole line, shared by its shards: line_enter and line_pop
+// (22 µs per fan) and the gate's steps of a hold and a cancel (gate_apply, on the fan's shard), which
+// make capacity finds about as many calls as the seat's and of about their cost.
 const (
-	ConcertSlotWeight = 0.6
-	LineWeight        = 0.3
+	ConcertSlotWeight = 0.15
+	LineWeight        = 1.0
 )
 
 // placementTries bounds the search for a tag suffix on a chosen master: a master serving a third of
