@@ -16,10 +16,10 @@ import (
 // mastersRow is one cluster size's figures: the busiest master's Redis µs per join, hold and payment
 // (medians of the runs) and its share of each phase's Redis time.
 type mastersRow struct {
-	masters                        int
-	join, hold, pay                float64
-	joinShare, holdShare, payShare float64
-	na                             string // why there is no figure
+	masters                                     int
+	join, hold, cancel, pay                     float64
+	joinShare, holdShare, cancelShare, payShare float64
+	na                                          string // why there is no figure
 }
 
 // mastersRows are the rows of 1, 3 and 6 masters from the runs.
@@ -42,8 +42,9 @@ func mastersRows(r capacityRuns, clusterNA string) []mastersRow {
 		}
 		join := func(c concertCapacity) phaseCost { return c.join }
 		hold := func(c concertCapacity) phaseCost { return c.hold }
-		return mastersRow{masters: n, join: us(join), hold: us(hold), pay: us(concertCapacity.payment),
-			joinShare: share(join), holdShare: share(hold), payShare: share(concertCapacity.payment)}
+		cancel := func(c concertCapacity) phaseCost { return c.cancel }
+		return mastersRow{masters: n, join: us(join), hold: us(hold), cancel: us(cancel), pay: us(concertCapacity.payment),
+			joinShare: share(join), holdShare: share(hold), cancelShare: share(cancel), payShare: share(concertCapacity.payment)}
 	}
 	return []mastersRow{
 		row(1, r.single, r.singleErr, ""),
@@ -93,7 +94,7 @@ func mastersFor(a, c, rate float64) int {
 // printMasters prints the busiest master's figures on 1, 3 and 6 masters and the projection of joins.
 func printMasters(w io.Writer, rows []mastersRow, floor float64) {
 	fmt.Fprintln(w, "\none concert of one date as the cluster grows: the busiest master's Redis µs per operation (its share of the phase's Redis time), and per second what its one thread can take")
-	fmt.Fprintf(w, "  %-8s %-16s %-16s %-16s %10s %10s %11s\n", "masters", "join", "hold", "payment", "joins/s", "holds/s", "payments/s")
+	fmt.Fprintf(w, "  %-8s %-16s %-16s %-16s %-16s %10s %10s %11s\n", "masters", "join", "hold", "cancel", "payment", "joins/s", "holds/s", "payments/s")
 	var points [][2]float64
 	for _, r := range rows {
 		if r.na != "" {
@@ -104,8 +105,8 @@ func printMasters(w io.Writer, rows []mastersRow, floor float64) {
 			points = append(points, [2]float64{float64(r.masters), r.join})
 		}
 		cell := func(us, share float64) string { return fmt.Sprintf("%.1f (%.0f%%)", us, 100*share) }
-		fmt.Fprintf(w, "  %-8d %-16s %-16s %-16s %10s %10s %11s\n", r.masters, cell(r.join, r.joinShare), cell(r.hold, r.holdShare),
-			cell(r.pay, r.payShare), thousands(1e6/r.join), thousands(1e6/r.hold), thousands(1e6/r.pay))
+		fmt.Fprintf(w, "  %-8d %-16s %-16s %-16s %-16s %10s %10s %11s\n", r.masters, cell(r.join, r.joinShare), cell(r.hold, r.holdShare),
+			cell(r.cancel, r.cancelShare), cell(r.pay, r.payShare), thousands(1e6/r.join), thousands(1e6/r.hold), thousands(1e6/r.pay))
 	}
 	if floor > 0 {
 		fmt.Fprintf(w, "  floor: %.2f µs per EVALSHA of '%s' on one master in the same run (%s calls a second)\n", floor, floorScript, thousands(1e6/floor))

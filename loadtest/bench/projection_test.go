@@ -35,13 +35,13 @@ func TestFitMasters(t *testing.T) {
 func TestPrintMasters(t *testing.T) {
 	var out strings.Builder
 	printMasters(&out, []mastersRow{
-		{masters: 1, join: 20, hold: 25, pay: 100, joinShare: 1, holdShare: 1, payShare: 1},
+		{masters: 1, join: 20, hold: 25, cancel: 12.5, pay: 100, joinShare: 1, holdShare: 1, cancelShare: 1, payShare: 1},
 		{masters: 3, join: 10, hold: 10, pay: 40, joinShare: 0.5, holdShare: 0.4, payShare: 0.4},
 		{masters: 6, join: 7.5, hold: 8, pay: 30, joinShare: 0.3, holdShare: 0.3, payShare: 0.3},
 		{masters: 12, na: "no 24 free ports"},
 	}, 1.25)
 	s := out.String()
-	assert.Contains(t, s, "  1        20.0 (100%)      25.0 (100%)      100.0 (100%)         50,000     40,000      10,000")
+	assert.Contains(t, s, "  1        20.0 (100%)      25.0 (100%)      12.5 (100%)      100.0 (100%)         50,000     40,000      10,000")
 	assert.Contains(t, s, "  12       n/a: no 24 free ports")
 	assert.Contains(t, s, "floor: 1.25 µs per EVALSHA of 'return 1'")
 	assert.Contains(t, s, "≈ 5.00 + 15.00/N (fit over the 2 clusters", "the clusters alone: 10 = 5 + 15/3, 7.5 = 5 + 15/6")
