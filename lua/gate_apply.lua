@@ -216,12 +216,6 @@ for u in pairs(dirty) do
     end
   end
 end
-if #set > 0 then
-  real.call('HSET', ugate, unpack(set))
-end
-if #gone > 0 then
-  real.call('HDEL', ugate, unpack(gone))
-end
 local tokens = {}
 for u in pairs(tokDirty) do
   local t = toks[u]
@@ -229,10 +223,9 @@ for u in pairs(tokDirty) do
   tokens[#tokens + 1] = tonumber(t.till) and string.format('%s:%s:%d', t.seq, t.till, t.deadline) or
     t.seq .. ':' .. t.till
 end
-if #tokens > 0 then
-  real.call('HSET', tok, unpack(tokens))
-end
-if #shownNow > 0 then
-  real.call('SADD', shown, unpack(shownNow))
+for _, w in ipairs({{'HSET', ugate, set}, {'HDEL', ugate, gone}, {'HSET', tok, tokens}, {'SADD', shown, shownNow}}) do
+  if #w[3] > 0 then
+    real.call(w[1], w[2], unpack(w[3]))
+  end
 end
 return out
