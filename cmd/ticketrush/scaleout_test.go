@@ -51,11 +51,11 @@ func TestScaleOut(t *testing.T) {
 
 	// Three concerts and a master to kill. A concert's line is spread over the cluster (lineShards: 8 per
 	// master) and so are its seats: its schedule's seats, holds and reservations live in a block of seat
-	// slots, one a master, placed off the concert's own master (docs/scaleout.md, "Seat slots"). Where
+	// slots, one a master (docs/scaleout.md, "Seat slots"). Where
 	// each lives is read as the service reads it: the layout in the concert's settings (ReadLayout), the
 	// schedule's blocks in it (Layout.Blocks), their keys. The master killed below serves a block of the
 	// seats of concerts[0] and the own slots (the line's admissions, the holds' gate) of concerts[1] and
-	// [2], whose seats live elsewhere.
+	// [2] (and a block of their seats too).
 	rc := dbtest.Client(t, pc.URL)
 	keys := redis.NewKeys("tr")
 	var created, concerts []concertRef
@@ -178,10 +178,9 @@ func TestScaleOut(t *testing.T) {
 }
 
 // pickConcerts returns three of created and a master to kill (nil when there are none yet): the first
-// with seats (a block of its schedule's) on that master, the second and third with their own slots there
-// and so none of their seats (a schedule's blocks are placed off the concert's own master). Killing it
-// fails over a block of the first one's seats and the admissions and hold gates of the others, and the
-// seats of the others stay where they are.
+// with seats (a block of its schedule's) on that master and its own slot elsewhere, the second and third
+// with their own slots there. Killing it fails over a block of each one's seats that lives there, the
+// admissions of the second and third, and the line shards (and their fans' gates) it served.
 func pickConcerts(created []concertRef) ([]concertRef, int) {
 	for _, a := range created {
 		for _, m := range a.blocks {
@@ -190,7 +189,7 @@ func pickConcerts(created []concertRef) ([]concertRef, int) {
 			}
 			var others []concertRef
 			for _, b := range created {
-				if b.id != a.id && b.own == m && !b.hasSeatsOn(m) {
+				if b.id != a.id && b.own == m {
 					others = append(others, b)
 				}
 			}
@@ -200,16 +199,6 @@ func pickConcerts(created []concertRef) ([]concertRef, int) {
 		}
 	}
 	return nil, 0
-}
-
-// hasSeatsOn says whether a block of the concert's seats lives on master port.
-func (c concertRef) hasSeatsOn(port int) bool {
-	for _, m := range c.blocks {
-		if m == port {
-			return true
-		}
-	}
-	return false
 }
 
 // shardsOn says how many of each concert's line shards lived on master port.

@@ -214,8 +214,8 @@ func TestSeatBlocks(t *testing.T) {
 }
 
 // TestPlaceSeatSlotsOnCluster: on the local cluster, a concert loaded as the service loads it keeps the
-// placement in its settings, its seat slots off its own master, and the placement recorded for it is
-// that one.
+// placement in its settings, its seat slots where the busiest master's expected load is within a seat
+// slot of the even share, and the placement recorded for it is that one.
 func TestPlaceSeatSlotsOnCluster(t *testing.T) {
 	c, prefix := dbtest.Cluster(t)
 	ctx := context.Background()
@@ -242,8 +242,8 @@ func TestPlaceSeatSlotsOnCluster(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, raw, kept, "the placement recorded for a concert Redis holds is the one its settings name")
 
-	// A concert of one date being created (PlaceSeats): a block of its seats per master, each off the
-	// concert's own master where there is room.
+	// A concert of one date being created (PlaceSeats): a block of its seats per master, the busiest
+	// master's expected load within a block of the even share.
 	masters := map[string]bool{}
 	for _, o := range owners {
 		masters[o] = true
