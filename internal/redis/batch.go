@@ -63,7 +63,8 @@ type batches[A, R any] struct {
 }
 
 // do is the call arg of concertID, sent in a batch with the calls of the same concert that arrive
-// meanwhile. A call whose ctx ends first returns its error; what the batch then does for it is gone's.
+// meanwhile. A call whose ctx ends first returns its error, whether or not it led the batch (a batch
+// runs for up to wait, longer than a request may); what the batch then does for it is gone's.
 func (b *batches[A, R]) do(ctx context.Context, concertID string, arg A) (R, error) {
 	it := &batchItem[A, R]{arg: arg, done: make(chan struct{})}
 	b.mu.Lock()
@@ -79,8 +80,8 @@ func (b *batches[A, R]) do(ctx context.Context, concertID string, arg A) (R, err
 	lead := !q.busy
 	q.busy = true
 	b.mu.Unlock()
-	if lead {
-		b.flush(ctx, concertID, q)
+	if lead { // sent from a goroutine of its own: the batch may run for wait, past this call's deadline
+		go b.flush(context.WithoutCancel(ctx), concertID, q)
 	}
 	select {
 	case <-it.done:
