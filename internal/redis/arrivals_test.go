@@ -278,6 +278,7 @@ func TestALostEnterIsSettled(t *testing.T) {
 		_, err := s.Join(ctx, "le", "alice", t0)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		s.crash = nil
+		s.settling.Wait() // the settle runs past the join's answer
 		bob, err := s.Join(ctx, "le", "bob", t0)
 		require.NoError(t, err)
 		alice, err := s.Join(ctx, "le", "alice", t0) // the client's retry

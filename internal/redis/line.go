@@ -151,9 +151,14 @@ func (s *Store) joinLine(ctx context.Context, l shardedLine, userID string, pass
 		}
 		// A seq the shard answered without taking it, or that never reached the shard (its connection
 		// could not be dialled), is a gap to log, whatever is left of the request's time. One whose answer
-		// was lost (the shard may have taken it) is settled: asked again past the request's deadline.
+		// was lost (the shard may have taken it) is settled: asked again past the request's deadline, in
+		// a goroutine of its own, so that the request still answers at its deadline.
 		if a.seq > 0 && lost(err) {
-			s.settleEnter(ctx, c, sh, userID, a, pass, now)
+			s.settling.Add(1)
+			go func() {
+				defer s.settling.Done()
+				s.settleEnter(ctx, c, sh, userID, a, pass, now)
+			}()
 		}
 		if a.seq > 0 && !lost(err) && (err != nil || res.Status != ticketrush.StatusWaiting || !res.Created) {
 			if gapErr := s.logGap(ctx, c, userID, a.seq, now); gapErr != nil && err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -107,6 +108,7 @@ type Store struct {
 	gates                                    *batches[gateStep, int64]
 	scheduleLoad, inventoryCarry             *script
 	crash                                    func(step string) error // a chain's step boundary; tests only
+	settling                                 sync.WaitGroup          // the joins' lost steps being settled (settleEnter)
 }
 
 // LimitUsers sets the per-user rate the state-changing scripts enforce (0 turns it off). Call it before
