@@ -55,7 +55,7 @@ local first, width, fixed = 6, 8, 4
 -- and of the shard's tokens), their writes of the gate records and of the no-show watch are kept and made once
 -- at the end, and any other command goes to Redis as it is. A step reads what the steps before it wrote,
 -- as if each ran alone.
-local real, users, holders, seen, latest = redis, {}, {}, {}, 0
+local real, users, seen, latest = redis, {}, {}, 0
 local rlOf, seqOf = {}, {} -- user -> their rate bucket's key, and the seq of their first step
 for i = first, #ARGV, width do
   local user = ARGV[i + 1]
@@ -64,9 +64,8 @@ for i = first, #ARGV, width do
     users[#users + 1] = user
     rlOf[user], seqOf[user] = KEYS[fixed + 1 + (i - first) / width], ARGV[i + 3]
   end
-  if ARGV[i] == 'H' and not seen[user].holds then
+  if ARGV[i] == 'H' then
     seen[user].holds = true
-    holders[#holders + 1] = user
   end
   latest = math.max(latest, tonumber(ARGV[i + 6]))
 end

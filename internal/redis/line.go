@@ -270,8 +270,8 @@ func (s *Store) admitLine(ctx context.Context, l shardedLine, now time.Time, bat
 	for _, f := range a.left {
 		byShard[f.shard] = append(byShard[f.shard], f)
 	}
-	for shard := range shown {
-		if _, ok := byShard[shard]; !ok && len(shown[shard]) > 0 {
+	for shard := range shown { // a shard with marks to clear and nobody to pop
+		if _, ok := byShard[shard]; !ok {
 			byShard[shard] = nil
 		}
 	}
