@@ -148,3 +148,57 @@ func TestPollCostInRedisCommands(t *testing.T) {
 	assert.GreaterOrEqual(t, n, int64(polls/perWindow), "the refresher ran throughout")
 	assert.Positive(t, afterBy["setrange"]-beforeBy["setrange"], "the liveness flush (queue_seen) ran and is counted")
 }
+
+// heldSnapshots holds every snapshot read until release is closed, and counts the joins that reached
+// Redis, so that a test can have every join of a burst wait on a cold view at once.
+type heldSnapshots struct {
+	countingStore
+	joined  atomic.Int64
+	release chan struct{}
+}
+
+func (s *heldSnapshots) JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
+	defer s.joined.Add(1)
+	return s.Store.JoinWith(ctx, concertID, userID, pass, now)
+}
+
+func (s *heldSnapshots) Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error) {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return ticketrush.QueueSnapshot{}, ctx.Err()
+	}
+	return s.countingStore.Snapshot(ctx, concertID, afterLeave, limit, now)
+}
+
+// TestABurstOnAColdViewReadsOneSnapshot sends a burst of joins to an instance that has no view of the
+// concert yet (the first fans of a sale at a fresh instance): the view is read once for all of them, not
+// once by each, which at an opening put hundreds of snapshot reads on Redis at once and past the
+// requests' deadline.
+func TestABurstOnAColdViewReadsOneSnapshot(t *testing.T) {
+	const fans = 50
+	c, _ := dbtest.Redis(t)
+	store := &heldSnapshots{countingStore: countingStore{Store: redis.NewStore(c, "tr", prometheus.NewRegistry())}, release: make(chan struct{})}
+	in := newInstanceOver(t, store.Store, store)
+	concert := loadConcert(t, in.store, settings(func(q *ticketrush.QueueSettings) { q.Paused = true }))
+
+	var wg sync.WaitGroup
+	errs := make(chan error, fans)
+	for i := range fans {
+		wg.Go(func() {
+			tk, _, err := in.svc.Join(context.Background(), fmt.Sprintf("fan-%02d", i), concert)
+			if err == nil && tk.Status != ticketrush.StatusWaiting {
+				err = fmt.Errorf("fan %d: %s", i, tk.Status)
+			}
+			errs <- err
+		})
+	}
+	require.Eventually(t, func() bool { return store.joined.Load() == fans }, 10*time.Second, time.Millisecond)
+	close(store.release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.EqualValues(t, 1, store.snapshots.Load(), "snapshot reads for %d joins on a cold view", fans)
+}

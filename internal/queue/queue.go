@@ -6,6 +6,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -44,8 +45,9 @@ type Service struct {
 	log     *slog.Logger
 	metrics *metrics
 
-	mu    sync.RWMutex
-	views map[string]*view
+	mu      sync.RWMutex
+	views   map[string]*view
+	loading map[string]*viewLoad // a concert's first snapshot being read: one read, every caller waits for it
 
 	onSale   *onSale   // nil: no concert has a sale (EnableOnSale)
 	activity *Activity // nil: concerts are not woken (TrackActivity)
@@ -69,7 +71,7 @@ func (s *Service) OnLeave(left func(concertID, userID string)) {
 
 // NewService returns the waiting room over store.
 func NewService(store Store, tokens Tokens, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Service {
-	return &Service{store: store, tokens: tokens, now: now, log: log, metrics: newMetrics(reg), views: map[string]*view{},
+	return &Service{store: store, tokens: tokens, now: now, log: log, metrics: newMetrics(reg), views: map[string]*view{}, loading: map[string]*viewLoad{},
 		activeRecheck: activeRecheck,
 		live:          liveness{seen: map[string]map[uint64]string{}, streams: map[string]map[uint64]*stream{}}}
 }
@@ -296,20 +298,63 @@ func (s *Service) view(ctx context.Context, concertID string) (*view, error) {
 		v.use(s.now())
 		return v, nil
 	}
-	v = &view{}
-	v.use(s.now())
-	if err := s.refreshView(ctx, concertID, v); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
-	if existing := s.views[concertID]; existing != nil {
-		v = existing
-	} else {
+	if v = s.views[concertID]; v != nil {
+		s.mu.Unlock()
+		v.use(s.now())
+		return v, nil
+	}
+	l, reading := s.loading[concertID]
+	if !reading {
+		l = &viewLoad{done: make(chan struct{})}
+		s.loading[concertID] = l
+	}
+	s.mu.Unlock()
+	if !reading {
+		// The read runs apart from the request that started it, so that its deadline does not fail the
+		// others waiting for it; each of them waits only as long as its own context allows.
+		go s.loadView(context.WithoutCancel(ctx), concertID, l)
+	}
+	select {
+	case <-l.done:
+		return l.v, l.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("queue view %s: %w", concertID, ctx.Err())
+	}
+}
+
+// viewLoad is the first snapshot read of a concert's view, shared by every call that needs it meanwhile:
+// when the first fans of a sale arrive at once at an instance, each of them would otherwise read a
+// snapshot of its own.
+type viewLoad struct {
+	done chan struct{}
+	v    *view
+	err  error
+}
+
+// loadView reads a concert's first snapshot for every caller waiting on l, and keeps the view on
+// success; after a failure the next call reads again.
+func (s *Service) loadView(ctx context.Context, concertID string, l *viewLoad) {
+	ctx, cancel := context.WithTimeout(ctx, viewLoadTimeout)
+	defer cancel()
+	v := &view{}
+	v.use(s.now())
+	err := s.refreshView(ctx, concertID, v)
+	s.mu.Lock()
+	delete(s.loading, concertID)
+	if err == nil {
 		s.views[concertID] = v
 	}
 	s.mu.Unlock()
-	return v, nil
+	l.v, l.err = v, err
+	if err != nil {
+		l.v = nil
+	}
+	close(l.done)
 }
+
+// viewLoadTimeout bounds a first snapshot read, which runs apart from any request.
+const viewLoadTimeout = 10 * time.Second
 
 // viewIdle is how long a view nobody reads is kept (and refreshed); the next read after it reads a
 // fresh snapshot, as the first read of a concert does.
