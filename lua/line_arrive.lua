@@ -84,9 +84,12 @@ if not soldout and not sale then
     end
   end
 end
-local next_seq = 0
+local next_seq, held = 0, nil -- held: the ACTIVE set's size, read once for the batch (lapses count down)
 if arriving > 0 then
   next_seq = redis.call('INCRBY', seq, arriving) - arriving + 1
+  if not gated and not paused and not waited then
+    held = redis.call('ZCARD', active)
+  end
 end
 local out, n = {pow, codereq}, 2
 local function put(status, sq, tl, cd, rm)
@@ -101,6 +104,7 @@ for i, user in ipairs(users) do
     if live and not ended[user] then -- a user twice in the batch lapses once
       end_token(active, aseq, events, user, live, 'lapse', now)
       ended[user] = true
+      held = held and held - 1
     end
     if soldout then
       put('SOLD_OUT', 0, 0, '', 0)
@@ -122,11 +126,7 @@ for i, user in ipairs(users) do
       elseif sale then
         put(sale, 0, 0, ok, 0)
       else
-        local room = 0
-        if not gated and not paused and not waited and redis.call('ZCARD', active) < cap then
-          room = 1
-        end
-        put('ARRIVE', next_seq, 0, ok, room)
+        put('ARRIVE', next_seq, 0, ok, held and held < cap and 1 or 0)
         next_seq = next_seq + 1
       end
     end
