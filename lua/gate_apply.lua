@@ -7,6 +7,8 @@
 --     fan shown up (off the no-show watch), and one of the fan's maxHoldsPerUser reserved for the
 --     reservation until the hold's expiry (lib/gate.lua). Idempotent by id: a second step for the same
 --     id reserves nothing more and replies with its time.
+--   G (a gated read's check: the seat map, the dates' counts): the token ACTIVE and the fan shown up, as an
+--     H step checks them, with no rate and nothing reserved.
 --   F (after a step on the seat's slot, or a hold the seat refused): the fan's gate entry of the
 --     reservation follows what the step left (lib/follow.lua): until the hold's expiry while HELD, until
 --     paying ms after now at least while being paid, gone otherwise; after a sale, once no other entry of
@@ -21,9 +23,9 @@
 -- It runs on the fan's own line shard, batched per shard, never on the concert's slot: the shard keeps the
 -- fan's ACTIVE token as the round that admitted them left it (tok, written by line_pop), their record and
 -- rate bucket, and takes their show-up (a mark in shown, which the next round reads: line_heads,
--- line_admit). A hold whose token the shard does not have (admitted, not yet popped; after a restore), or
--- whose fan is past the no-show deadline with no call here (who may have shown by a gated read) is
--- answered ASK: the caller asks the concert's slot and sends the step again with the token it answered
+-- line_admit). A hold or a gated read whose token the shard does not have (admitted, not yet popped; after
+-- a restore), or whose fan is past the no-show deadline with no call here (who may have shown on the
+-- concert's slot) is answered ASK: the caller asks the concert's slot and sends the step again with the token it answered
 -- (given), which the shard then keeps (docs/scaleout.md, "The gate on the fan's shard"). A sale's DONE
 -- ends the shard's token; the caller ends the concert's (token_done).
 -- KEYS[1] tok      hash: user -> '<seq>:<until ms>:<show deadline ms, 0 once shown>' of the fan's ACTIVE
@@ -35,14 +37,14 @@
 -- KEYS[5..] rl     string: the rate bucket of each step's user while they have no open hold (its time, ms)
 -- ARGV[1] ulimit (requests/s, 0 = off)  ARGV[2] uburst  ARGV[3] paying (ms: how long a claim keeps counting,
 -- PayingGate)  ARGV[4] hold (ms)  ARGV[5] maxholds (the concert's settings, fixed at its creation)
--- ARGV[6..] steps: eight items each: kind (H|F), user, id (the reservation), seq (of the fan's queue token),
--- status (F: the reservation's after its step, HELD, PAYING, PAID; anything else removes the entry; H: ''),
--- expires (F: the reservation's expiry, ms; H: ''), now (ms), given (H after an ASK: the token's
+-- ARGV[6..] steps: eight items each: kind (H|G|F), user, id (the reservation), seq (of the fan's queue token),
+-- status (F: the reservation's after its step, HELD, PAYING, PAID; anything else removes the entry; H, G: ''),
+-- expires (F: the reservation's expiry, ms; H, G: ''), now (ms), given (H, G after an ASK: the token's
 -- activeUntil (ms) as the concert's slot answered it ACTIVE; else '')
 -- Reply: one item a step, in order: H, the hold's expiry (ms), which seat_take gives the reservation, or
---        the code of its refusal (below); F, 1 when the token became DONE (the caller ends it on the
+--        the code of its refusal (below); G, the token's activeUntil (ms) or the code of its refusal; F, 1 when the token became DONE (the caller ends it on the
 --        concert's slot), else 0
--- Errors: none of the call; an H step's refusal, as its item: NOT_FOUND (no hold settings given),
+-- Errors: none of the call; an H or G step's refusal, as its item: NOT_FOUND (no hold settings given),
 --         QUEUE_NOT_ACTIVE, QUEUE_TOKEN_EXPIRED, HOLD_LIMIT_REACHED, RATE_LIMITED, ASK
 local tok, places, ugate, shown = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local ulimit, uburst, paying, hold, maxholds = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -178,21 +180,24 @@ local function ask(user, seq, t, given)
   end
   return tk.seq == seq and tonumber(tk.till) ~= nil and tk.deadline > 0 and t > tk.deadline
 end
+local function never()
+  return false
+end
 local out = {}
 for i = first, #ARGV, width do
   local kind, user, id, seq, now = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 6]
-  if kind == 'H' then
-    if ask(user, seq, tonumber(now), ARGV[i + 7]) then
-      out[#out + 1] = 'ASK'
+  if kind ~= 'F' and ask(user, seq, tonumber(now), ARGV[i + 7]) then
+    out[#out + 1] = 'ASK'
+  elseif kind ~= 'F' then
+    local answer, refused
+    if kind == 'H' then
+      answer, refused = gate_reserve(cfg, limit(user), aseq, active, places, noshow, ugate, user, seq, id, tonumber(now))
     else
-      local expires, refused = gate_reserve(cfg, limit(user), aseq, active, places, noshow, ugate, user, seq, id,
-        tonumber(now))
-      if expires then
-        out[#out + 1] = expires
-      else
-        out[#out + 1] = string.match(refused.err, '([%u_]+)$') -- the code alone ('ERR ' may lead it)
-      end
+      local conf
+      conf, refused = gated(cfg, never, aseq, active, places, noshow, user, seq, tonumber(now))
+      answer = conf and tonumber(view[active][user])
     end
+    out[#out + 1] = answer or string.match(refused.err, '([%u_]+)$') -- the code alone ('ERR ' may lead it)
   else
     out[#out + 1] = follow(ugate, active, aseq, done, events, {id = id, user = user, seq = tonumber(seq),
       status = ARGV[i + 4], expiresAt = tonumber(ARGV[i + 5])}, tonumber(now), now, paying)

@@ -85,22 +85,74 @@ func TestHoldsTouchOnlyTheFansShard(t *testing.T) {
 	assert.NotEmpty(t, log.slots[slot(fanGate(t, s, "alice").key())], "alice's gate is her shard")
 }
 
+// TestGatedReadsTouchOnlyTheFansShard: the gated reads of ACTIVE fans of a line over shards (the token
+// check alone, the seat map, the dates' counts) send nothing to the concert's slot: their shard checks
+// the token and takes the show-up. A token the shard refuses is answered from the concert's slot, with its
+// state: a fan who left reads EXPIRED, as does one who never joined.
+func TestGatedReadsTouchOnlyTheFansShard(t *testing.T) {
+	c, prefix := dbtest.Redis(t)
+	log := &slotLog{Client: c, slots: map[int][]string{}}
+	s := NewStore(log, prefix, prometheus.NewRegistry())
+	ctx := context.Background()
+	users := []string{"alice", "bob", "carol", "dave"}
+	fans := spreadSale(t, s, nil, users...)
+	_, _, err := s.Hold(ctx, fans["dave"], sB, "VIP-1", 100, t0.Add(time.Second))
+	require.NoError(t, err)
+	now := t0.Add(2 * time.Second)
+	log.on.Store(true)
+	for _, u := range users {
+		st, err := s.Gate(ctx, fans[u], now)
+		require.NoError(t, err, u)
+		require.Equal(t, ticketrush.StatusActive, st.Status, u)
+		want, err := s.TokenStatus(ctx, fans[u], now)
+		require.NoError(t, err)
+		assert.Equal(t, want.ActiveUntil.UnixMilli(), st.ActiveUntil.UnixMilli(), "%s: the shard's activeUntil is the concert's", u)
+		st, seats, err := s.GatedSeats(ctx, fans[u], sB, now)
+		require.NoError(t, err, u)
+		require.Equal(t, ticketrush.StatusActive, st.Status, u)
+		assert.Equal(t, map[string]ticketrush.SeatStatus{"VIP-1": ticketrush.SeatHeld}, seats, u)
+		st, counts, err := s.GatedScheduleCounts(ctx, fans[u], []string{sA, sB, sC}, now)
+		require.NoError(t, err, u)
+		require.Equal(t, ticketrush.StatusActive, st.Status, u)
+		require.Len(t, counts, 3)
+		assert.EqualValues(t, 1, counts[1].Taken, "%s: dave's hold of a seat of %s", u, sB)
+	}
+	log.on.Store(false)
+	concert := slot(s.keys.Concert(cid).Cfg())
+	assert.Empty(t, log.slots[concert], "no gated read of an ACTIVE fan reaches the concert's slot")
+	assert.NotEmpty(t, log.slots[slot(fanGate(t, s, "alice").key())], "alice's reads are checked on her shard")
+
+	_, err = s.Leave(ctx, cid, "alice", fans["alice"].Seq, now)
+	require.NoError(t, err)
+	for who, c := range map[string]ticketrush.QueueClaims{"alice, who left": fans["alice"],
+		"erin, who never joined": {UserID: "erin", ConcertID: cid, Seq: fans["carol"].Seq + 10}} {
+		st, err := s.Gate(ctx, c, now)
+		require.NoError(t, err, who)
+		assert.Equal(t, ticketrush.StatusExpired, st.Status, who)
+		st, _, err = s.GatedSeats(ctx, c, sB, now)
+		require.NoError(t, err, who)
+		assert.Equal(t, ticketrush.StatusExpired, st.Status, who)
+	}
+}
+
 // TestShownInTheShardIsNotANoShow: a fan whose first hold their shard took before the no-show deadline is
 // not expired by the rounds after it (the shard's mark reaches the concert's slot with the next round),
-// nor is one who showed by a gated read on the concert's slot and holds past the deadline (the shard asks
-// the concert's slot, which has them shown); one who never showed is expired once the deadline and its
+// nor is one who showed by a gated read (checked on their shard too) and holds past the deadline; one
+// who never showed is expired once the deadline and its
 // grace have passed, and their shard refuses their hold then.
 func TestShownInTheShardIsNotANoShow(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) {
 			q.NoShow, q.MaxHoldsPerUser = 10*time.Second, 4
-		}, "alice", "bob", "carol")
+		}, "alice", "bob", "carol", "dave")
 		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0.Add(5*time.Second))
 		require.NoError(t, err, "alice shows up in her shard")
-		st, err := s.Gate(ctx, fans["carol"], t0.Add(5*time.Second))
-		require.NoError(t, err)
-		require.Equal(t, ticketrush.StatusActive, st.Status, "carol shows up by a gated read")
+		for _, u := range []string{"carol", "dave"} {
+			st, err := s.Gate(ctx, fans[u], t0.Add(5*time.Second))
+			require.NoError(t, err)
+			require.Equal(t, ticketrush.StatusActive, st.Status, "%s shows up by a gated read", u)
+		}
 		_, err = s.Tick(ctx, cid, t0.Add(6*time.Second), 100)
 		require.NoError(t, err, "a round reads alice's mark")
 		_, _, err = s.Hold(ctx, fans["carol"], sB, "VIP-1", 100, t0.Add(11*time.Second))
@@ -110,7 +162,7 @@ func TestShownInTheShardIsNotANoShow(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 1, r.NoShows, "bob alone")
 		for user, want := range map[string]ticketrush.QueueStatus{"alice": ticketrush.StatusActive, "bob": ticketrush.StatusExpired,
-			"carol": ticketrush.StatusActive} {
+			"carol": ticketrush.StatusActive, "dave": ticketrush.StatusActive} { // dave read, and did nothing else
 			st, err := s.TokenStatus(ctx, fans[user], t0.Add(20*time.Second))
 			require.NoError(t, err)
 			assert.Equal(t, want, st.Status, user)

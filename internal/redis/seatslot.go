@@ -85,29 +85,10 @@ func (s *Store) holdSpread(ctx context.Context, g gateAt, c ticketrush.QueueClai
 var errAsk = errors.New("gate_apply: ASK")
 
 // gateHold is step 1 of a hold whose seat slot is not the concert's: the hold's expiry, or the gate's
-// refusal (gate_apply's H step, in a batch: gates). A shard that answers ASK learns the token from the
-// concert's slot (Gate, which takes the fan off its no-show watch too) and takes the step again with it;
-// a token not ACTIVE there is the hold's refusal.
+// refusal (gate_apply's H step, in a batch: gates, asking the concert's slot where the shard cannot tell:
+// gateAsk).
 func (s *Store) gateHold(ctx context.Context, g gateAt, c ticketrush.QueueClaims, id string, now time.Time) (time.Time, error) {
-	step := gateStep{at: g, kind: gateHoldStep, user: c.UserID, id: id, seq: c.Seq, now: now}
-	ms, err := s.gates.do(ctx, g.key(), step)
-	if errors.Is(err, errAsk) {
-		st, gerr := s.Gate(ctx, c, now)
-		if gerr != nil {
-			return time.Time{}, gerr
-		}
-		if st.Status != ticketrush.StatusActive {
-			if e := st.Status.GateError(); e != nil {
-				return time.Time{}, e
-			}
-			return time.Time{}, ticketrush.ErrQueueTokenExpired
-		}
-		step.given = st.ActiveUntil
-		ms, err = s.gates.do(ctx, g.key(), step)
-		if errors.Is(err, errAsk) {
-			return time.Time{}, fmt.Errorf("gate_apply: ASK for a token given (%w)", ticketrush.ErrUnavailable)
-		}
-	}
+	ms, _, err := s.gateAsk(ctx, g, c, gateStep{at: g, kind: gateHoldStep, user: c.UserID, id: id, seq: c.Seq, now: now})
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -115,6 +96,49 @@ func (s *Store) gateHold(ctx context.Context, g gateAt, c ticketrush.QueueClaims
 		return time.Time{}, fmt.Errorf("gate_apply: a hold's expiry %d, not after now", ms)
 	}
 	return time.UnixMilli(ms), nil
+}
+
+// gateShow is a gated read's check on the fan's shard (gate_apply's G step, in a batch): the token
+// ACTIVE, the fan shown up. A token the shard refuses is asked of the concert's slot, whose state tells
+// why (WAITING at a position, EXPIRED): refusals cost that round trip, an ACTIVE fan's read none on the
+// concert's slot.
+func (s *Store) gateShow(ctx context.Context, g gateAt, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+	ms, asked, err := s.gateAsk(ctx, g, c, gateStep{at: g, kind: gateShowStep, user: c.UserID, seq: c.Seq, now: now})
+	switch {
+	case err == nil:
+		return ticketrush.TokenState{Status: ticketrush.StatusActive, ActiveUntil: fromMillis(ms)}, nil
+	case asked.Status != "":
+		return asked, nil // the concert's slot's state, not ACTIVE: the read's answer
+	case errors.Is(err, ticketrush.ErrQueueNotActive) || errors.Is(err, ticketrush.ErrQueueTokenExpired):
+		st, _, err := s.gatedOnConcert(ctx, c, now)
+		return st, err
+	}
+	return ticketrush.TokenState{}, err
+}
+
+// gateAsk runs a hold's or a gated read's step at the fan's gate. A shard that answers ASK learns the
+// token from the concert's slot (gatedOnConcert, which takes the fan off its no-show watch too) and
+// takes the step again with it; a token not ACTIVE there is the step's refusal, and asked its state.
+func (s *Store) gateAsk(ctx context.Context, g gateAt, c ticketrush.QueueClaims, step gateStep) (ms int64, asked ticketrush.TokenState, err error) {
+	ms, err = s.gates.do(ctx, g.key(), step)
+	if !errors.Is(err, errAsk) {
+		return ms, asked, err
+	}
+	if asked, _, err = s.gatedOnConcert(ctx, c, step.now); err != nil {
+		return 0, ticketrush.TokenState{}, err
+	}
+	if asked.Status != ticketrush.StatusActive {
+		if e := asked.Status.GateError(); e != nil {
+			return 0, asked, e
+		}
+		return 0, asked, ticketrush.ErrQueueTokenExpired
+	}
+	step.given = asked.ActiveUntil
+	ms, err = s.gates.do(ctx, g.key(), step)
+	if errors.Is(err, errAsk) {
+		return 0, ticketrush.TokenState{}, fmt.Errorf("gate_apply: ASK for a token given (%w)", ticketrush.ErrUnavailable)
+	}
+	return ms, ticketrush.TokenState{}, err
 }
 
 // gateFollow sets the fan's gate entry of r, as a step on its seat slot left it, at its gate (gate_apply's
@@ -138,8 +162,8 @@ const (
 	gateWait     = 3 * time.Second // bounds a gate_apply call: no one request's deadline is the batch's
 )
 
-// gateStep is one step of gate_apply at its gate: a hold's (gateHoldStep, with given, the token's
-// activeUntil the concert's slot answered after an ASK) or a follow (gateFollowStep, of the reservation
+// gateStep is one step of gate_apply at its gate: a hold's (gateHoldStep) or a gated read's
+// (gateShowStep), with given, the token's activeUntil the concert's slot answered after an ASK, or a follow (gateFollowStep, of the reservation
 // as its step left it: status and expires).
 type gateStep struct {
 	at                  gateAt
@@ -151,6 +175,7 @@ type gateStep struct {
 
 const (
 	gateHoldStep   = "H"
+	gateShowStep   = "G"
 	gateFollowStep = "F"
 )
 
@@ -169,8 +194,8 @@ func (s *Store) newGates() *batches[gateStep, int64] {
 		}}
 }
 
-// sendGates is one gate_apply call for a batch of steps of one gate: each hold's expiry (ms) or refusal
-// (errAsk: the token asked of the concert's slot), each follow's 1 when the fan's token became DONE,
+// sendGates is one gate_apply call for a batch of steps of one gate: each hold's expiry (ms) and each
+// gated read's activeUntil (ms), or its refusal (errAsk: the token asked of the concert's slot), each follow's 1 when the fan's token became DONE,
 // else 0.
 func (s *Store) sendGates(ctx context.Context, _ string, steps []gateStep) ([]batchResult[int64], error) {
 	keys, args := steps[0].at.gateApply(steps, s.limit)
@@ -189,12 +214,13 @@ func (s *Store) sendGates(ctx context.Context, _ string, steps []gateStep) ([]ba
 			continue
 		}
 		code, _ := it.ToString()
-		if code == "ASK" && steps[i].kind == gateHoldStep {
+		checks := steps[i].kind != gateFollowStep
+		if code == "ASK" && checks {
 			out[i].err = errAsk
 			continue
 		}
 		e, ok := ticketrush.ErrorOf(ticketrush.Code(code))
-		if !ok || steps[i].kind != gateHoldStep {
+		if !ok || !checks {
 			return nil, fmt.Errorf("gate_apply reply: %q for a %s step", code, steps[i].kind)
 		}
 		s.metrics.errors.WithLabelValues(s.gateApply.name, code).Inc()
@@ -277,43 +303,30 @@ func (s *Store) scheduleCountsSpread(ctx context.Context, k ConcertKeys, slots [
 	return out, nil
 }
 
-// gatedCountsSpread is GatedScheduleCounts of a concert whose seats are spread: the token check on the
-// concert's slot and each schedule's counts on its own, in one pipelined round trip (two when Redis did
-// not know a script yet).
+// gatedCountsSpread is GatedScheduleCounts of a concert whose seats are spread: the token check (gated)
+// and each schedule's counts on its own slot, in one pipelined round trip (two when Redis did not know
+// a script yet).
 func (s *Store) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims, slots []SeatSlot, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
 	k := s.keys.Concert(c.ConcertID)
-	keys, args := k.queueStatus(c, now)
-	cmds := rueidis.Commands{s.evalsha(s.status, keys, args), s.shown(c)()}
-	scheduleIDs := slotSchedules(slots)
-	for _, slot := range slots {
+	reads := make([]func() rueidis.Completed, len(slots))
+	for i, slot := range slots {
 		ck, ca := k.Schedule(slot).scheduleCounts(now)
-		cmds = append(cmds, s.evalsha(s.scheduleCounts, ck, ca))
+		reads[i] = func() rueidis.Completed { return s.evalsha(s.scheduleCounts, ck, ca) }
 	}
-	res := s.client.DoMulti(ctx, cmds...)
+	st, res, err := s.gated(ctx, c, now, reads...)
+	if err != nil || st.Status.GateError() != nil {
+		return st, nil, err
+	}
 	for _, r := range res {
 		if isNoScript(r.Error()) {
-			st, err := s.Gate(ctx, c, now)
-			if err != nil || st.Status.GateError() != nil {
-				return st, nil, err
-			}
 			counts, err := s.scheduleCountsSpread(ctx, k, slots, now)
 			return st, counts, err
 		}
 	}
-	msg, err := res[0].ToMessage()
-	if err != nil {
-		return ticketrush.TokenState{}, nil, fmt.Errorf("token status: %w", s.scriptError(s.status, err))
-	}
-	st, err := tokenState(msg)
-	if err == nil {
-		st, err = s.inShard(ctx, c, st, now)
-	}
-	if err != nil || st.Status.GateError() != nil {
-		return st, nil, err
-	}
+	scheduleIDs := slotSchedules(slots)
 	out := make([]ticketrush.ScheduleCount, len(scheduleIDs))
 	for i := range scheduleIDs {
-		msg, err := res[2+i].ToMessage()
+		msg, err := res[i].ToMessage()
 		if err != nil {
 			return st, nil, fmt.Errorf("schedule counts: %w", s.scriptError(s.scheduleCounts, err))
 		}

@@ -36,7 +36,7 @@ func (s *Store) waysOf(concertID string, l Layout) concertWays {
 	seats := newSeatSlots(s, k, concertID, l.Schedules)
 	if l.Shards > 1 {
 		seats.shards, seats.holdMS, seats.maxHolds = l.Shards, l.hold, l.maxHolds
-		return concertWays{layout: l, line: shardedLine{s: s, k: k, id: concertID, n: l.Shards}, seats: seats}
+		return concertWays{layout: l, line: shardedLine{s: s, k: k, id: concertID, n: l.Shards, gate: seats.fanGate}, seats: seats}
 	}
 	stock := seats.stock()
 	return concertWays{layout: l, line: slotLine{s: s, k: k, stock: stock}, seats: seats, carried: len(stock) > 0}
@@ -47,6 +47,8 @@ type lineWay interface {
 	join(ctx context.Context, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error)
 	leave(ctx context.Context, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error)
 	status(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error)
+	// gated checks a gated call's token, the fan shown up, and runs the reads alongside (Store.gated).
+	gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error)
 	// expired is the state of a token the concert's slot read EXPIRED: a fan of a sharded line may still
 	// wait in their shard.
 	expired(ctx context.Context, c ticketrush.QueueClaims, st ticketrush.TokenState, now time.Time) (ticketrush.TokenState, error)
@@ -114,6 +116,10 @@ func (l slotLine) leave(ctx context.Context, userID string, seq uint64, now time
 		return "", err
 	}
 	return leaveReply(msg)
+}
+
+func (l slotLine) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
+	return l.s.gatedOnConcert(ctx, c, now, reads...)
 }
 
 func (l slotLine) status(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
@@ -195,10 +201,15 @@ func (l slotLine) prequeue(int) string { return l.k.Prequeue() }
 
 // shardedLine is a line over n shards (line.go, line_sale.go).
 type shardedLine struct {
-	s  *Store
-	k  ConcertKeys
-	id string
-	n  int
+	s    *Store
+	k    ConcertKeys
+	id   string
+	n    int
+	gate func(userID string) gateAt // the fan's gate, on their shard (seatSlots.fanGate)
+}
+
+func (l shardedLine) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
+	return l.s.gatedOnShard(ctx, l.gate(c.UserID), c, now, reads...)
 }
 
 func (l shardedLine) join(ctx context.Context, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
