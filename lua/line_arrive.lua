@@ -21,12 +21,16 @@
 -- KEYS[9] draw    hash: sealed, drawnAt (a sale's draw; nobody is admitted before it is in place)
 -- ARGV[1] now (ms)
 -- ARGV[2..] joins: user id, code (hex SHA-256 of the access code, '' none) of each join of the batch
--- Reply: pow (bits the concert asks), codereq (0|1), then for each join, in order, five items: status
---         ('ACTIVE'|'ARRIVE'|'PREQUEUE'|'SEAL'|'SOLD_OUT'|'SALE_NOT_OPEN'), seq (0 unless ACTIVE or
---         ARRIVE), activeUntil (ms, 0 unless ACTIVE), code ('' none, '1' valid for this fan, '0' not),
---         room (1: nobody waited at the last tick and the active set has room: the join may be admitted
---         at once by a tick); SOLD_OUT (every seat is sold) and SALE_NOT_OPEN (before the pre-queue opens)
---         are that join's refusal. One flat array: a table a join cost Redis about a third more.
+-- Reply: {pow (bits the concert asks), codereq (0|1), status, first, room, k, then k triples, then m
+--         pairs}, one flat array whose length grows with the joins that are not plain arrivals only (a
+--         reply of five items a join was half of a join's time here: BenchmarkArriveBatch). status is every
+--         join's but the k ACTIVE ones: 'ARRIVE' (they take the arrival seqs from first on, in the batch's
+--         order), 'PREQUEUE', 'SEAL', 'SOLD_OUT' (every seat is sold) or 'SALE_NOT_OPEN' (before the
+--         pre-queue opens), the last two the joins' refusal; room (1: nobody waited at the last tick and
+--         the active set has room: an arrival may be admitted at once by a tick). The triples are the
+--         joins that hold a live ACTIVE token and get it back: index in the batch (1-based), seq,
+--         activeUntil (ms); the pairs the joins that carried a code, where the concert asks for one and
+--         the join is not refused: index, '1' (valid for this fan) or '0' (not).
 -- Event: code.claim code user at, when a join claims an access code
 -- Errors: NOT_FOUND (no such concert in Redis)
 local cfg, seq, active, aseq, events, inv, codes, lw = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -55,80 +59,59 @@ if conf[5] then
   gated = not d[2]
 end
 local waited = tonumber(redis.call('GET', lw) or '0') > 0
--- Every join's ACTIVE token in one HMGET, and the live ones' activeUntil in one ZMSCORE.
+-- Every join's ACTIVE token in one HMGET, and the live ones' activeUntil in one ZMSCORE: a live one is
+-- given back, a lapsed one ended (once a user, though they be twice in the batch).
 local users = {}
 for i = 2, #ARGV, 2 do
   users[#users + 1] = ARGV[i]
 end
 local lives = redis.call('HMGET', aseq, unpack(users))
-local withLive = {}
+local withLive, at = {}, {}
 for i, live in ipairs(lives) do
   if live then
-    withLive[#withLive + 1] = users[i]
+    withLive[#withLive + 1], at[#at + 1] = users[i], i
   end
 end
-local tills = {}
+local actives, back = {}, {} -- the triples of the reply; back[i]: join i gets its token back
 if #withLive > 0 then
-  local scores = redis.call('ZMSCORE', active, unpack(withLive))
-  for i, u in ipairs(withLive) do
-    tills[u] = tonumber(scores[i])
-  end
-end
--- The joins that take an arrival seq, all of them at once (one INCRBY, in the batch's order).
-local arriving, ended = 0, {}
-if not soldout and not sale then
-  for i, user in ipairs(users) do
-    local till = tills[user]
-    if not (lives[i] and till and till > now) then
-      arriving = arriving + 1
-    end
-  end
-end
-local next_seq, held = 0, nil -- held: the ACTIVE set's size, read once for the batch (lapses count down)
-if arriving > 0 then
-  next_seq = redis.call('INCRBY', seq, arriving) - arriving + 1
-  if not gated and not paused and not waited then
-    held = redis.call('ZCARD', active)
-  end
-end
-local out, n = {pow, codereq}, 2
-local function put(status, sq, tl, cd, rm)
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = status, sq, tl, cd, rm
-  n = n + 5
-end
-for i, user in ipairs(users) do
-  local code, live, till = ARGV[2 * i + 1], lives[i], tills[user]
-  if live and till and till > now then
-    put('ACTIVE', tonumber(live), till, '', 0)
-  else
-    if live and not ended[user] then -- a user twice in the batch lapses once
-      end_token(active, aseq, events, user, live, 'lapse', now)
+  local scores, ended = redis.call('ZMSCORE', active, unpack(withLive)), {}
+  for j, user in ipairs(withLive) do
+    local i, till = at[j], tonumber(scores[j])
+    if till and till > now then
+      actives[#actives + 1], actives[#actives + 2], actives[#actives + 3] = i, tonumber(lives[i]), till
+      back[i] = true
+    elseif not ended[user] then
+      end_token(active, aseq, events, user, lives[i], 'lapse', now)
       ended[user] = true
-      held = held and held - 1
     end
-    if soldout then
-      put('SOLD_OUT', 0, 0, '', 0)
-    else
-      local ok = ''
-      if codereq == 1 and code ~= '' then
-        local owner = redis.call('HGET', codes, code)
-        ok = '0'
-        if owner == '' then
-          redis.call('HSET', codes, code, user)
-          redis.call('XADD', events, '*', 'type', 'code.claim', 'code', code, 'user', user, 'at', now)
-          ok = '1'
-        elseif owner == user then
-          ok = '1'
-        end
+  end
+end
+local status = soldout and 'SOLD_OUT' or sale or 'ARRIVE'
+-- The joins that take an arrival seq, all of them at once (one INCRBY, in the batch's order).
+local first, room, arriving = 0, 0, status == 'ARRIVE' and #users - #actives / 3 or 0
+if arriving > 0 then
+  first = redis.call('INCRBY', seq, arriving) - arriving + 1
+  if not gated and not paused and not waited and redis.call('ZCARD', active) < cap then
+    room = 1
+  end
+end
+local out = {pow, codereq, status, first, room, #actives / 3}
+for _, v in ipairs(actives) do
+  out[#out + 1] = v
+end
+if codereq == 1 and status ~= 'SOLD_OUT' and status ~= 'SALE_NOT_OPEN' then
+  for i, user in ipairs(users) do
+    local code = ARGV[2 * i + 1]
+    if code ~= '' and not back[i] then
+      local owner, ok = redis.call('HGET', codes, code), '0'
+      if owner == '' then
+        redis.call('HSET', codes, code, user)
+        redis.call('XADD', events, '*', 'type', 'code.claim', 'code', code, 'user', user, 'at', now)
+        ok = '1'
+      elseif owner == user then
+        ok = '1'
       end
-      if sale == 'SALE_NOT_OPEN' then
-        put(sale, 0, 0, '', 0)
-      elseif sale then
-        put(sale, 0, 0, ok, 0)
-      else
-        put('ARRIVE', next_seq, 0, ok, held and held < cap and 1 or 0)
-        next_seq = next_seq + 1
-      end
+      out[#out + 1], out[#out + 2] = i, ok
     end
   end
 end

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -61,26 +62,52 @@ func (s *Store) sendArrivals(ctx context.Context, concertID string, batch []arri
 	return arrivalsReply(msg, len(batch))
 }
 
-// arrivalsReply reads line_arrive's reply of n joins: {pow, codereq, then status, seq, activeUntil, code,
-// room of each}.
+// arrivalsReply reads line_arrive's reply of n joins: {pow, codereq, status, first, room, k, then k
+// triples (index, seq, activeUntil) of the joins given their ACTIVE token back, then pairs (index, code)
+// of the joins whose access code was checked}. Every other join has the batch's status; the arrivals take
+// the seqs from first on in the batch's order.
 func arrivalsReply(msg rueidis.RedisMessage, n int) ([]batchResult[arrival], error) {
-	r, err := reply(msg, 2+5*n)
+	items, err := msg.ToArray()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("line_arrive reply: %w", err)
 	}
+	if len(items) < 6 {
+		return nil, fmt.Errorf("line_arrive reply: %d items", len(items))
+	}
+	r := &replyArray{items: items}
 	pow, codeRequired := int(r.int(0)), r.flag(1)
+	status := r.status(2, "ARRIVE", ticketrush.StatusPrequeue, "SEAL", "SOLD_OUT", "SALE_NOT_OPEN")
+	first, room, k := uint64(r.int(3)), r.flag(4), int(r.int(5))
+	if rest := len(items) - 6 - 3*k; r.err != nil || k < 0 || k > n || rest < 0 || rest%2 != 0 || rest/2 > n {
+		return nil, fmt.Errorf("line_arrive reply: %d items for %d joins, %d of them ACTIVE (%v)", len(items), n, k, r.err)
+	}
+	index := func(at int) int {
+		i := int(r.int(at)) - 1
+		if i < 0 || i >= n {
+			r.fail(at, fmt.Errorf("join %d of %d", i+1, n))
+			return 0
+		}
+		return i
+	}
 	out := make([]batchResult[arrival], n)
 	for i := range out {
-		at := 2 + 5*i
-		a := arrival{
-			status: r.status(at, ticketrush.StatusActive, "ARRIVE", ticketrush.StatusPrequeue, "SEAL", "SOLD_OUT", "SALE_NOT_OPEN"),
-			seq:    uint64(r.int(at + 1)), till: r.int(at + 2), code: r.str(at + 3), room: r.flag(at + 4),
-			pow: pow, codeRequired: codeRequired,
+		out[i].res = arrival{status: status, pow: pow, codeRequired: codeRequired}
+	}
+	for at := 6; at < 6+3*k; at += 3 {
+		out[index(at)].res = arrival{status: ticketrush.StatusActive, seq: uint64(r.int(at + 1)), till: r.int(at + 2),
+			pow: pow, codeRequired: codeRequired}
+	}
+	for at := 6 + 3*k; at < len(items); at += 2 {
+		out[index(at)].res.code = r.str(at + 1)
+	}
+	next := first
+	for i := range out {
+		a := &out[i].res
+		if a.status == "ARRIVE" {
+			a.seq, a.room, next = next, room, next+1
 		}
 		if e, ok := ticketrush.ErrorOf(ticketrush.Code(a.status)); ok { // SOLD_OUT, SALE_NOT_OPEN: this join's refusal
-			out[i].err = e
-		} else {
-			out[i].res = a
+			out[i] = batchResult[arrival]{err: e}
 		}
 	}
 	if r.err != nil {

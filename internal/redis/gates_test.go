@@ -71,3 +71,39 @@ func TestJoinGates(t *testing.T) {
 		assert.Equal(t, 2, claims, "one code.claim event per code")
 	})
 }
+
+// TestJoinCodesOnShards: a line over shards claims access codes on the concert's slot (line_arrive, in
+// its batch), each code for one fan: a join without a code or with an unknown one is refused in the
+// fan's shard, another fan's code is refused, a live token rejoins without one, and a rejoin of a
+// waiting fan keeps their place.
+func TestJoinCodesOnShards(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		mustLoad(t, s, shardedConcert("c2", 4, func(q *ticketrush.QueueSettings) { q.AccessCodeRequired = true; q.ActiveCapacity = 1 }))
+		require.NoError(t, s.AddAccessCodes(ctx, "c2", []string{"hash-a", "hash-b", "hash-c"}))
+		join := func(user, code string) (ticketrush.JoinResult, error) {
+			return s.JoinWith(ctx, "c2", user, ticketrush.JoinPass{CodeHash: code}, t0)
+		}
+		_, err := join("fan-1", "")
+		assert.ErrorIs(t, err, ticketrush.ErrAccessCodeRequired, "no code")
+		_, err = join("fan-1", "-")
+		assert.ErrorIs(t, err, ticketrush.ErrAccessCodeInvalid, "an unknown code")
+		first, err := join("fan-1", "hash-a")
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusActive, first.Status, "the first fan, admitted at once")
+		again, err := join("fan-1", "")
+		require.NoError(t, err, "a live token rejoins bare")
+		assert.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusActive, Seq: first.Seq, ActiveUntil: first.ActiveUntil}, again)
+		_, err = join("fan-2", "hash-a")
+		assert.ErrorIs(t, err, ticketrush.ErrAccessCodeInvalid, "another fan's code")
+		waiting, err := join("fan-2", "hash-b")
+		require.NoError(t, err)
+		assert.Equal(t, ticketrush.StatusWaiting, waiting.Status)
+		back, err := join("fan-2", "hash-b")
+		require.NoError(t, err, "their own code again")
+		assert.Equal(t, waiting.Seq, back.Seq, "a rejoin keeps the place")
+		owners, err := c.Do(ctx, c.B().Hgetall().Key(s.keys.Concert("c2").AccessCodes()).Build()).AsStrMap()
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"hash-a": "fan-1", "hash-b": "fan-2", "hash-c": ""}, owners)
+	})
+}
