@@ -33,9 +33,13 @@ import (
 const (
 	capacitySchedules = 1
 	capacityWorkers   = 32
-	capacityTickBatch = 1000 // the scheduler's batch (internal/queue tickBatch)
-	capacityPrice     = 1000
-	floorScript       = "return 1"
+	// capacityOpeningWorkers send the opening's joins, after the joins phase: fans who arrive all at
+	// once, so that each line_arrive carries the joins that came while the one before was in flight (one
+	// or two with 32 workers, dozens with 512), as at an opening that the projection of joins is about
+	capacityOpeningWorkers = 512
+	capacityTickBatch      = 1000 // the scheduler's batch (internal/queue tickBatch)
+	capacityPrice          = 1000
+	floorScript            = "return 1"
 )
 
 // phaseCost is what one phase of the storm cost Redis: the time of the commands the store sent in it,
@@ -281,7 +285,10 @@ func (c countedDedicated) Receive(ctx context.Context, subscribe rueidis.Complet
 // floor measured on the same masters just before.
 type concertCapacity struct {
 	masters                          int
+	concertMaster                    int // the index of the master that serves the concert's own slot
+	shards, shardsBeside             int // the line's shards, and those on the concert's master
 	floor, join, admit, hold, cancel phaseCost
+	opening                          phaseCost // as many joins again, from capacityOpeningWorkers
 	hset                             phaseCost // a plain HSET: the floor of a command, beside the script's
 	// A point charge and each step of a payment as the service runs one with an Idempotency-Key: the
 	// key reserved, the hold claimed, the wallet debited, the sale completed, the key's answer recorded.
@@ -406,6 +413,9 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 	if _, err := store.LoadConcert(ctx, con, now); err != nil {
 		return res, err
 	}
+	if res.concertMaster, err = ownerOf(ctx, masters, store.Keys().Concert(con.ID).Cfg()); err != nil {
+		return res, err
+	}
 	claims := make([]ticketrush.QueueClaims, fans)
 	if res.join, err = phase("join", func() (int, error) {
 		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
@@ -420,12 +430,27 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 	}); err != nil {
 		return res, err
 	}
+	if res.shards, res.shardsBeside, err = shardsBeside(ctx, store, c, masters, con.ID, res.concertMaster); err != nil {
+		return res, err
+	}
 	if dsn != "" {
 		wb, err := measureWriteBehind(ctx, c, prefix, dsn, con, fans)
 		if err != nil {
 			return res, err
 		}
 		res.wb = &wb
+	}
+	if res.opening, err = phase("opening", func() (int, error) {
+		return fans, storm(ctx, capacityOpeningWorkers, fans, func(i int) error {
+			user := fmt.Sprintf("capopen-%07d", i)
+			r, err := store.Join(ctx, con.ID, user, now)
+			if err == nil && r.Status != ticketrush.StatusWaiting {
+				err = fmt.Errorf("%s joined %s, want WAITING in a paused line", user, r.Status)
+			}
+			return err
+		})
+	}); err != nil {
+		return res, err
 	}
 	q.Paused = false
 	if err := store.Configure(ctx, con.ID, q, now); err != nil {
@@ -595,6 +620,33 @@ func mastersOf(ctx context.Context, c rueidis.Client) ([]rueidis.Client, error) 
 		return nil, errors.New("the cluster shows no master")
 	}
 	return out, nil
+}
+
+// ownerOf is the index of the master that holds key (EXISTS on each: a master that does not serve the
+// key's slot answers MOVED).
+func ownerOf(ctx context.Context, masters []rueidis.Client, key string) (int, error) {
+	for i, m := range masters {
+		if n, err := m.Do(ctx, m.B().Exists().Key(key).Build()).AsInt64(); err == nil && n == 1 {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("no master holds %s", key)
+}
+
+// shardsBeside counts the line's shards of a concert whose fans wait, and those of them that the
+// concert's own master serves.
+func shardsBeside(ctx context.Context, store *redis.Store, c rueidis.Client, masters []rueidis.Client, concertID string, own int) (shards, beside int, err error) {
+	l, _, err := store.Keys().ReadLayout(ctx, c, concertID)
+	if err != nil {
+		return 0, 0, err
+	}
+	k := store.Keys().Concert(concertID).Placed(l.ShardAt)
+	for n := range l.Shards {
+		if i, err := ownerOf(ctx, masters, k.Shard(n).Places()); err == nil && i == own {
+			beside++
+		}
+	}
+	return l.Shards, beside, nil
 }
 
 // deletePrefix deletes the keys under prefix from every master (SCAN covers one node; UNLINK goes

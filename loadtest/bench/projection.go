@@ -19,7 +19,12 @@ type mastersRow struct {
 	masters                                     int
 	join, hold, cancel, pay                     float64
 	joinShare, holdShare, cancelShare, payShare float64
-	na                                          string // why there is no figure
+	// joinSlot is the Redis µs per join of the concert's own slot (line_arrive) in the opening's joins
+	// (capacityOpeningWorkers at once): its master's time less the shards placed beside it, each shard
+	// costing what the others cost on average; joinShards the line's shards' together; floor the µs of
+	// an EVALSHA of floorScript on these masters; arrivals the opening's joins a line_arrive call carried
+	joinSlot, joinShards, floor, arrivals float64
+	na                       string // why there is no figure
 }
 
 // mastersRows are the rows of 1, 3 and 6 masters from the runs.
@@ -44,13 +49,38 @@ func mastersRows(r capacityRuns, clusterNA string) []mastersRow {
 		hold := func(c concertCapacity) phaseCost { return c.hold }
 		cancel := func(c concertCapacity) phaseCost { return c.cancel }
 		return mastersRow{masters: n, join: us(join), hold: us(hold), cancel: us(cancel), pay: us(concertCapacity.payment),
-			joinShare: share(join), holdShare: share(hold), cancelShare: share(cancel), payShare: share(concertCapacity.payment)}
+			joinShare: share(join), holdShare: share(hold), cancelShare: share(cancel), payShare: share(concertCapacity.payment),
+			joinSlot: medianOf(runs, joinSlot), joinShards: medianOf(runs, func(c concertCapacity) float64 { return c.opening.usPerOp() - joinSlot(c) }),
+			floor: medianOf(runs, func(c concertCapacity) float64 { return c.floor.usPerOp() }), arrivals: medianOf(runs, arrivalsPerCall)}
 	}
 	return []mastersRow{
 		row(1, r.single, r.singleErr, ""),
 		row(3, r.cluster, r.clusterErr, clusterNA),
 		row(6, r.six, r.sixErr, r.sixNA),
 	}
+}
+
+// joinSlot is the Redis µs per join of the opening's joins on the concert's own slot: its master's
+// time less that of the shards beside it, each costing the average of the shards elsewhere (0 where
+// every shard is beside it: one Redis).
+func joinSlot(c concertCapacity) float64 {
+	p := c.opening
+	if c.shards <= c.shardsBeside || len(p.usec) <= c.concertMaster {
+		return 0
+	}
+	own := p.usec[c.concertMaster]
+	elsewhere := (p.total() - own) / float64(c.shards-c.shardsBeside)
+	return math.Max(0, own-elsewhere*float64(c.shardsBeside)) / float64(p.ops)
+}
+
+// arrivalsPerCall is how many of the opening's joins a line_arrive call carried: every join of a fan
+// new to the line is one line_enter and a share of one line_arrive, so the script calls past one a join
+// are the line_arrive calls (0 where none was sent: one Redis).
+func arrivalsPerCall(c concertCapacity) float64 {
+	if calls := c.opening.scripts - int64(c.opening.ops); calls > 0 {
+		return float64(c.opening.ops) / float64(calls)
+	}
+	return 0
 }
 
 // fitMasters fits b(N) = a + c/N to the (N, b) points by least squares in 1/N; ok is false with fewer
@@ -127,4 +157,50 @@ func printMasters(w io.Writer, rows []mastersRow, floor float64) {
 	} else {
 		fmt.Fprintf(w, " 1,000,000 a second at no size: the %.2f µs that stay on one master allow %s at most\n", a, thousands(1e6/a))
 	}
+	printSplit(w, rows, floor)
+}
+
+// printSplit prints the projection from the largest cluster measured, split where the work is: the
+// concert's own slot keeps its µs per join on one master whatever the size, and the line's shards spread
+// over every master, so that a master carries at least (slot + shards)/N a join (the placement fills the
+// concert's master with fewer shards). The same again with each figure scaled by the floor of one Redis
+// over the floor of the cluster's masters (the clusters' redis-servers share the machine's cores; on a
+// machine with a core a master the floor is the one Redis's).
+func printSplit(w io.Writer, rows []mastersRow, floor float64) {
+	var r *mastersRow
+	for i := range rows {
+		if rows[i].na == "" && rows[i].masters > 1 && rows[i].floor > 0 {
+			r = &rows[i]
+		}
+	}
+	if r == nil {
+		return
+	}
+	line := func(what string, scale float64) {
+		slot, shards := r.joinSlot*scale, r.joinShards*scale
+		fmt.Fprintf(w, "  %s: %.2f µs a join on the concert's slot, %.2f in the line's shards; joins/s at N masters:", what, slot, shards)
+		for _, n := range []int{6, 12, 32, 64} {
+			fmt.Fprintf(w, " %d: %s;", n, thousands(1e6/math.Max(slot, (slot+shards)/float64(n))))
+		}
+		if n := splitMastersFor(slot, shards, 1e6); n > 0 {
+			fmt.Fprintf(w, " 1,000,000 a second at %d masters\n", n)
+		} else {
+			fmt.Fprintf(w, " 1,000,000 a second at no size: the concert's slot allows %s at most\n", thousands(1e6/slot))
+		}
+	}
+	line(fmt.Sprintf("split, from %d masters (the opening's joins from %d goroutines, %.1f a line_arrive call)", r.masters,
+		capacityOpeningWorkers, r.arrivals), 1)
+	if floor > 0 {
+		line(fmt.Sprintf("the same at one Redis's floor (%.2f against %.2f µs)", floor, r.floor), floor/r.floor)
+	}
+}
+
+// splitMastersFor is the fewest masters at which max(slot, (slot+shards)/N) lets one concert take rate
+// operations a second, or 0 when no number does.
+func splitMastersFor(slot, shards, rate float64) int {
+	per := 1e6 / rate
+	if slot > per {
+		return 0
+	}
+	return max(1, int(math.Ceil((slot+shards)/per)))
 }

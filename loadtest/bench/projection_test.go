@@ -47,3 +47,32 @@ func TestPrintMasters(t *testing.T) {
 	assert.Contains(t, s, "≈ 5.00 + 15.00/N (fit over the 2 clusters", "the clusters alone: 10 = 5 + 15/3, 7.5 = 5 + 15/6")
 	assert.Contains(t, s, "1,000,000 a second at no size: the 5.00 µs that stay on one master allow 200,000 at most")
 }
+
+// TestPrintSplit: the projection split where the work is, from the largest cluster measured: the
+// concert's slot keeps its part on one master whatever N, the shards spread; then the same at the one
+// Redis's floor. The slot's part is its master's time less the shards beside it.
+func TestPrintSplit(t *testing.T) {
+	var out strings.Builder
+	printSplit(&out, []mastersRow{
+		{masters: 1, join: 20, floor: 1},
+		{masters: 3, join: 10, joinSlot: 4, joinShards: 30, floor: 2},
+		{masters: 6, join: 7.5, joinSlot: 0.8, joinShards: 63.2, floor: 2, arrivals: 40},
+		{masters: 12, na: "no 24 free ports"},
+	}, 1)
+	s := out.String()
+	assert.Contains(t, s, "split, from 6 masters (the opening's joins from 512 goroutines, 40.0 a line_arrive call): 0.80 µs a join on the concert's slot, 63.20 in the line's shards")
+	assert.Contains(t, s, "32: 500,000;", "64/32 = 2 µs a master")
+	assert.Contains(t, s, "1,000,000 a second at 64 masters", "64/64 = 1 µs")
+	assert.Contains(t, s, "at one Redis's floor (1.00 against 2.00 µs): 0.40 µs a join on the concert's slot, 31.60 in the line's shards")
+	assert.Contains(t, s, "1,000,000 a second at 32 masters", "32/32 = 1 µs")
+	assert.Equal(t, 0, splitMastersFor(1.5, 10, 1e6), "1.5 µs on one master whatever N")
+
+	// 4 shards, one beside the concert's slot: 200 µs elsewhere is 66.7 a shard, so the slot's own is
+	// 100 - 66.7 of its master's 100.
+	c := concertCapacity{masters: 3, concertMaster: 1, shards: 4, shardsBeside: 1, opening: phaseCost{ops: 10, usec: []float64{100, 100, 100}}}
+	assert.InDelta(t, 3.333, joinSlot(c), 0.001)
+	c.shardsBeside = 4
+	assert.Zero(t, joinSlot(c), "every shard beside it: one Redis")
+	c.opening.scripts = 12
+	assert.Equal(t, 5.0, arrivalsPerCall(c), "10 line_enter and 2 line_arrive calls for 10 joins")
+}
