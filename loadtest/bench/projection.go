@@ -24,7 +24,7 @@ type mastersRow struct {
 	// costing what the others cost on average; joinShards the line's shards' together; floor the µs of
 	// an EVALSHA of floorScript on these masters; arrivals the opening's joins a line_arrive call carried
 	joinSlot, joinShards, floor, arrivals float64
-	na                       string // why there is no figure
+	na                                    string // why there is no figure
 }
 
 // mastersRows are the rows of 1, 3 and 6 masters from the runs.
