@@ -417,17 +417,21 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 		return res, err
 	}
 	claims := make([]ticketrush.QueueClaims, fans)
-	if res.join, err = phase("join", func() (int, error) {
-		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
-			user := fmt.Sprintf("capfan-%07d", i)
-			r, err := store.Join(ctx, con.ID, user, now)
-			if err == nil && r.Status != ticketrush.StatusWaiting {
-				err = fmt.Errorf("%s joined %s, want WAITING in a paused line", user, r.Status)
-			}
-			claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: con.ID, Seq: r.Seq}
-			return err
-		})
-	}); err != nil {
+	// joins has fans named name-<i> join the paused line from workers goroutines, keeping each one's claims
+	joins := func(name string, workers int, claims []ticketrush.QueueClaims) func() (int, error) {
+		return func() (int, error) {
+			return fans, storm(ctx, workers, fans, func(i int) error {
+				user := fmt.Sprintf("%s-%07d", name, i)
+				r, err := store.Join(ctx, con.ID, user, now)
+				if err == nil && r.Status != ticketrush.StatusWaiting {
+					err = fmt.Errorf("%s joined %s, want WAITING in a paused line", user, r.Status)
+				}
+				claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: con.ID, Seq: r.Seq}
+				return err
+			})
+		}
+	}
+	if res.join, err = phase("join", joins("capfan", capacityWorkers, claims)); err != nil {
 		return res, err
 	}
 	if res.shards, res.shardsBeside, err = shardsBeside(ctx, store, c, masters, con.ID, res.concertMaster); err != nil {
@@ -440,16 +444,7 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 		}
 		res.wb = &wb
 	}
-	if res.opening, err = phase("opening", func() (int, error) {
-		return fans, storm(ctx, capacityOpeningWorkers, fans, func(i int) error {
-			user := fmt.Sprintf("capopen-%07d", i)
-			r, err := store.Join(ctx, con.ID, user, now)
-			if err == nil && r.Status != ticketrush.StatusWaiting {
-				err = fmt.Errorf("%s joined %s, want WAITING in a paused line", user, r.Status)
-			}
-			return err
-		})
-	}); err != nil {
+	if res.opening, err = phase("opening", joins("capopen", capacityOpeningWorkers, make([]ticketrush.QueueClaims, fans))); err != nil {
 		return res, err
 	}
 	q.Paused = false
