@@ -83,15 +83,36 @@ func (c ConcertKeys) lineArrive(joins []joinArgs, now time.Time) (keys, args []s
 	return keys, args
 }
 
-// lineEnter is line_enter's call: the user takes arrival seq in their shard sh (seq 0: enters its
-// pre-queue), with what line_arrive said of the concert's gates (a) and what the join carries past
-// them, under the rate l.
-func (sh ShardKeys) lineEnter(userID string, a arrival, pass ticketrush.JoinPass, l UserLimit, now time.Time) (keys, args []string) {
-	keys = []string{sh.Places(), sh.Alive(), sh.Events(), sh.UserRate(userID), sh.PowUsed(pass.PowID), sh.Prequeue(), sh.Draw(), sh.Order()}
-	powID, powExp := powArgs(pass)
-	args = []string{userID, millis(now), utoa(a.seq), itoa(l.Rate), itoa(l.Burst), powID, itoa(pass.PowBits), powExp,
-		itoa(a.pow), flag(a.codeRequired), a.code}
+// enterJoin is what line_enter needs of one join of a shard: the user takes arrival seq a.seq in their
+// shard sh (seq 0: enters its pre-queue), with what line_arrive said of the concert's gates (a) and what
+// the join carries past them, under the rate l.
+type enterJoin struct {
+	sh   ShardKeys
+	user string
+	a    arrival
+	pass ticketrush.JoinPass
+	l    UserLimit
+	now  time.Time
+}
+
+// lineEnters is line_enter's call for a batch of joins of one shard (each join's sh is that shard).
+func lineEnters(joins []enterJoin) (keys, args []string) {
+	sh := joins[0].sh
+	keys = make([]string, 0, 6+2*len(joins))
+	keys = append(keys, sh.Places(), sh.Alive(), sh.Events(), sh.Prequeue(), sh.Draw(), sh.Order())
+	args = make([]string, 0, 11*len(joins))
+	for _, j := range joins {
+		keys = append(keys, sh.UserRate(j.user), sh.PowUsed(j.pass.PowID))
+		powID, powExp := powArgs(j.pass)
+		args = append(args, j.user, millis(j.now), utoa(j.a.seq), itoa(j.l.Rate), itoa(j.l.Burst), powID,
+			itoa(j.pass.PowBits), powExp, itoa(j.a.pow), flag(j.a.codeRequired), j.a.code)
+	}
 	return keys, args
+}
+
+// lineEnter is line_enter's call of one join alone.
+func (sh ShardKeys) lineEnter(userID string, a arrival, pass ticketrush.JoinPass, l UserLimit, now time.Time) (keys, args []string) {
+	return lineEnters([]enterJoin{{sh: sh, user: userID, a: a, pass: pass, l: l, now: now}})
 }
 
 // lineHeads is line_heads's call: the first count fans of shard sh.

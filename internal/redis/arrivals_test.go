@@ -293,3 +293,54 @@ func TestALostEnterIsSettled(t *testing.T) {
 		}
 	})
 }
+
+// TestJoinsOfAShardInOneCall: the joins of one shard that arrive while its line_enter is in flight go to
+// it together in the next call, each decided as if alone, in their order: a join refused (a proof of
+// work missing) is refused alone, a fan's second join in the batch keeps the place the first took (its
+// own seq a gap), and the others wait in seq order.
+func TestJoinsOfAShardInOneCall(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
+		ctx := context.Background()
+		const n = 4
+		mustLoad(t, s, shardedConcert("eb", n, func(q *ticketrush.QueueSettings) { q.Paused = true; q.JoinPowBits = 8 }))
+		alice := "alice"
+		bob, carol := sameShard(alice, "bob", n), sameShard(alice, "carol", n)
+		sh := s.keys.Concert("eb").Shard(LineShard(alice, n))
+		proof := func(id string) ticketrush.JoinPass {
+			return ticketrush.JoinPass{PowID: id, PowBits: 8, PowExpires: t0.Add(time.Minute)}
+		}
+		q := s.enters.inFlight(sh.Places())
+		joins := []struct {
+			user string
+			pass ticketrush.JoinPass
+		}{{alice, proof("p1")}, {bob, ticketrush.JoinPass{}}, {alice, proof("p2")}, {carol, proof("p3")}}
+		got := make([]ticketrush.JoinResult, len(joins))
+		errs := make([]error, len(joins))
+		var wg sync.WaitGroup
+		for i, j := range joins {
+			require.Eventually(t, func() bool { return s.enters.waiting(q) == i }, 5*time.Second, time.Millisecond)
+			wg.Go(func() {
+				got[i], errs[i] = s.JoinWith(ctx, "eb", j.user, j.pass, t0.Add(time.Duration(i)*time.Millisecond))
+			})
+		}
+		require.Eventually(t, func() bool { return s.enters.waiting(q) == len(joins) }, 5*time.Second, time.Millisecond)
+		calls := count(t, s.lineEnter.calls)
+		s.enters.flush(ctx, sh.Places(), q)
+		wg.Wait()
+		assert.Equal(t, calls+1, count(t, s.lineEnter.calls), "one line_enter for the four joins")
+		require.NoError(t, errs[0])
+		assert.ErrorIs(t, errs[1], ticketrush.ErrPowRequired, "bob, without a proof, alone refused")
+		require.NoError(t, errs[2])
+		require.NoError(t, errs[3])
+		assert.Equal(t, ticketrush.StatusWaiting, got[0].Status)
+		assert.Equal(t, got[0].Seq, got[2].Seq, "alice's second join keeps her place")
+		assert.NotZero(t, got[2].Skipped, "the seq it took is a gap")
+		assert.Equal(t, ticketrush.StatusWaiting, got[3].Status)
+		order, err := c.Do(ctx, c.B().Lrange().Key(sh.Order()).Start(0).Stop(-1).Build()).AsStrSlice()
+		require.NoError(t, err)
+		assert.Equal(t, []string{utoa(got[0].Seq) + "|" + alice, utoa(got[3].Seq) + "|" + carol}, order)
+		st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "eb", UserID: carol, Seq: got[3].Seq}, t0.Add(time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), st.Position, "carol behind alice: bob's and alice's second seqs are gaps")
+	})
+}

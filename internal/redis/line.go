@@ -132,17 +132,12 @@ func (s *Store) joinLine(ctx context.Context, l shardedLine, userID string, pass
 			}
 			continue
 		}
-		keys, args := sh.lineEnter(userID, a, pass, s.limit, now)
-		var msg rueidis.RedisMessage
+		var e entered
 		err = s.crashAt("enter") // tests: the step's answer lost before it was sent
 		if err == nil {
-			msg, err = s.exec(ctx, s.lineEnter, keys, args)
+			e, err = s.enters.do(ctx, sh.Places(), enterJoin{sh: sh, user: userID, a: a, pass: pass, l: s.limit, now: now})
 		}
-		var res ticketrush.JoinResult
-		var sealed bool
-		if err == nil {
-			res, sealed, err = enterReply(msg)
-		}
+		res, sealed := e.res, e.sealed
 		if sealed { // the pre-queue closed under this join: the opening has passed for a sealer
 			if _, err := s.sealLine(ctx, l, now); err != nil {
 				return ticketrush.JoinResult{}, err
@@ -203,17 +198,72 @@ func (s *Store) settleEnter(ctx context.Context, c ConcertKeys, sh ShardKeys, us
 	_ = s.logGap(ctx, c, userID, a.seq, now)
 }
 
-// enterReply reads line_enter's {status, seq, activeUntil, created}; sealed when the shard's pre-queue
-// was closed under a pre-queue join.
+// entered is line_enter's answer to one join: its result, and sealed when the shard's pre-queue was
+// closed under a pre-queue join.
+type entered struct {
+	res    ticketrush.JoinResult
+	sealed bool
+}
+
+// enterReply reads line_enter's reply to one join alone: {status, seq, activeUntil, created}, the status
+// the code of the join's refusal where it was refused.
 func enterReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, bool, error) {
-	r, err := reply(msg, 4)
+	rs, err := entersReply(msg, 1)
 	if err != nil {
 		return ticketrush.JoinResult{}, false, err
 	}
-	st := r.status(0, ticketrush.StatusWaiting, ticketrush.StatusPrequeue, "SEALED")
-	res := ticketrush.JoinResult{Status: st, Seq: uint64(r.int(1)), Created: r.flag(3)}
-	r.int(2)
-	return res, st == "SEALED", r.err
+	return rs[0].res.res, rs[0].res.sealed, rs[0].err
+}
+
+// entersReply reads line_enter's reply to n joins: four items each.
+func entersReply(msg rueidis.RedisMessage, n int) ([]batchResult[entered], error) {
+	r, err := reply(msg, 4*n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]batchResult[entered], n)
+	for i := range out {
+		at := 4 * i
+		if e, ok := ticketrush.ErrorOf(ticketrush.Code(r.str(at))); ok {
+			out[i].err = e
+			continue
+		}
+		st := r.status(at, ticketrush.StatusWaiting, ticketrush.StatusPrequeue, "SEALED")
+		out[i].res = entered{res: ticketrush.JoinResult{Status: st, Seq: uint64(r.int(at + 1)), Created: r.flag(at + 3)}, sealed: st == "SEALED"}
+		r.int(at + 2)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return out, nil
+}
+
+// The joins of one shard go to it in batches (batch.go), keyed by the shard: line_enter decides each as
+// if alone, in the batch's order. A join whose request ended before its batch was sent is dropped, and
+// one whose answer it did not wait for is settled (settleEnter), as a lost answer is.
+const (
+	maxEnters = 256
+	enterWait = 3 * time.Second // bounds a line_enter call: no one request's deadline is the batch's
+)
+
+func (s *Store) newEnters() *batches[enterJoin, entered] {
+	return &batches[enterJoin, entered]{max: maxEnters, wait: enterWait, send: s.sendEnters}
+}
+
+// sendEnters is one line_enter call for a batch of joins of one shard.
+func (s *Store) sendEnters(ctx context.Context, _ string, joins []enterJoin) ([]batchResult[entered], error) {
+	keys, args := lineEnters(joins)
+	msg, err := s.exec(ctx, s.lineEnter, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	out, err := entersReply(msg, len(joins))
+	for _, o := range out {
+		if o.err != nil {
+			s.metrics.errors.WithLabelValues(s.lineEnter.name, string(ticketrush.ErrorCode(o.err))).Inc()
+		}
+	}
+	return out, err
 }
 
 // gapWait bounds the log of a gap once its join has failed: the request's own time may be spent.

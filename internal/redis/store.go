@@ -97,6 +97,7 @@ type Store struct {
 	lineSeal, linePlace                                                         *script
 	lines                                                                       lines
 	arrivals                                                                    *batches[arrivalJoin, arrival]
+	enters                                                                      *batches[enterJoin, entered]
 
 	limit UserLimit // the per-user rate of join, hold, cancel, pay and charge; zero: off
 
@@ -130,6 +131,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 	}
 	s.lineArrive = s.newScript("line_arrive", false)
 	s.arrivals = s.newArrivals()
+	s.enters = s.newEnters()
 	s.gates = s.newGates()
 	s.lineEnter = s.newScript("line_enter", false)
 	s.lineHeads = s.newScript("line_heads", false)

@@ -22,9 +22,10 @@ type mastersRow struct {
 	// joinSlot is the Redis µs per join of the concert's own slot (line_arrive) in the opening's joins
 	// (capacityOpeningWorkers at once): its master's time less the shards placed beside it, each shard
 	// costing what the others cost on average; joinShards the line's shards' together; floor the µs of
-	// an EVALSHA of floorScript on these masters; arrivals the opening's joins a line_arrive call carried
-	joinSlot, joinShards, floor, arrivals float64
-	na                                    string // why there is no figure
+	// an EVALSHA of floorScript on these masters; calls the opening's script calls a join (its batches: line_arrive
+	// and line_enter each carry many)
+	joinSlot, joinShards, floor, calls float64
+	na                                 string // why there is no figure
 }
 
 // mastersRows are the rows of 1, 3 and 6 masters from the runs.
@@ -51,7 +52,7 @@ func mastersRows(r capacityRuns, clusterNA string) []mastersRow {
 		return mastersRow{masters: n, join: us(join), hold: us(hold), cancel: us(cancel), pay: us(concertCapacity.payment),
 			joinShare: share(join), holdShare: share(hold), cancelShare: share(cancel), payShare: share(concertCapacity.payment),
 			joinSlot: medianOf(runs, joinSlot), joinShards: medianOf(runs, func(c concertCapacity) float64 { return c.opening.usPerOp() - joinSlot(c) }),
-			floor: medianOf(runs, func(c concertCapacity) float64 { return c.floor.usPerOp() }), arrivals: medianOf(runs, arrivalsPerCall)}
+			floor: medianOf(runs, func(c concertCapacity) float64 { return c.floor.usPerOp() }), calls: medianOf(runs, func(c concertCapacity) float64 { return float64(c.opening.scripts) / float64(c.opening.ops) })}
 	}
 	return []mastersRow{
 		row(1, r.single, r.singleErr, ""),
@@ -71,16 +72,6 @@ func joinSlot(c concertCapacity) float64 {
 	own := p.usec[c.concertMaster]
 	elsewhere := (p.total() - own) / float64(c.shards-c.shardsBeside)
 	return math.Max(0, own-elsewhere*float64(c.shardsBeside)) / float64(p.ops)
-}
-
-// arrivalsPerCall is how many of the opening's joins a line_arrive call carried: every join of a fan
-// new to the line is one line_enter and a share of one line_arrive, so the script calls past one a join
-// are the line_arrive calls (0 where none was sent: one Redis).
-func arrivalsPerCall(c concertCapacity) float64 {
-	if calls := c.opening.scripts - int64(c.opening.ops); calls > 0 {
-		return float64(c.opening.ops) / float64(calls)
-	}
-	return 0
 }
 
 // fitMasters fits b(N) = a + c/N to the (N, b) points by least squares in 1/N; ok is false with fewer
@@ -188,8 +179,8 @@ func printSplit(w io.Writer, rows []mastersRow, floor float64) {
 			fmt.Fprintf(w, " 1,000,000 a second at no size: the concert's slot allows %s at most\n", thousands(1e6/slot))
 		}
 	}
-	line(fmt.Sprintf("split, from %d masters (the opening's joins from %d goroutines, %.1f a line_arrive call)", r.masters,
-		capacityOpeningWorkers, r.arrivals), 1)
+	line(fmt.Sprintf("split, from %d masters (the opening's joins from %d goroutines, %.2f script calls a join)", r.masters,
+		capacityOpeningWorkers, r.calls), 1)
 	if floor > 0 {
 		line(fmt.Sprintf("the same at one Redis's floor (%.2f against %.2f µs)", floor, r.floor), floor/r.floor)
 	}

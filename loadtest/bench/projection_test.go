@@ -56,11 +56,11 @@ func TestPrintSplit(t *testing.T) {
 	printSplit(&out, []mastersRow{
 		{masters: 1, join: 20, floor: 1},
 		{masters: 3, join: 10, joinSlot: 4, joinShards: 30, floor: 2},
-		{masters: 6, join: 7.5, joinSlot: 0.8, joinShards: 63.2, floor: 2, arrivals: 40},
+		{masters: 6, join: 7.5, joinSlot: 0.8, joinShards: 63.2, floor: 2, calls: 0.25},
 		{masters: 12, na: "no 24 free ports"},
 	}, 1)
 	s := out.String()
-	assert.Contains(t, s, "split, from 6 masters (the opening's joins from 512 goroutines, 40.0 a line_arrive call): 0.80 µs a join on the concert's slot, 63.20 in the line's shards")
+	assert.Contains(t, s, "split, from 6 masters (the opening's joins from 512 goroutines, 0.25 script calls a join): 0.80 µs a join on the concert's slot, 63.20 in the line's shards")
 	assert.Contains(t, s, "32: 500,000;", "64/32 = 2 µs a master")
 	assert.Contains(t, s, "1,000,000 a second at 64 masters", "64/64 = 1 µs")
 	assert.Contains(t, s, "at one Redis's floor (1.00 against 2.00 µs): 0.40 µs a join on the concert's slot, 31.60 in the line's shards")
@@ -73,6 +73,4 @@ func TestPrintSplit(t *testing.T) {
 	assert.InDelta(t, 3.333, joinSlot(c), 0.001)
 	c.shardsBeside = 4
 	assert.Zero(t, joinSlot(c), "every shard beside it: one Redis")
-	c.opening.scripts = 12
-	assert.Equal(t, 5.0, arrivalsPerCall(c), "10 line_enter and 2 line_arrive calls for 10 joins")
 }
