@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Some calls of a concert run on its own slot for every fan: the joins' arrival seqs (line_arrive) and
-// the gate of the holds and of the steps of reservations (gate_apply), the steps of a concert's calls
-// that the cluster's size does not spread. An instance sends each kind in batches, without waiting for
+// Some calls run for every fan on a slot many fans share: the joins' arrival seqs on the concert's own
+// slot (line_arrive), and on a line shard the joins' entries (line_enter) and the gate of the holds, of
+// the steps of reservations and of the gated reads (gate_apply). An instance sends each kind in batches, without waiting for
 // one to fill: a call that finds no call of its kind and concert in flight is sent at once, alone; the
 // calls that arrive while one is in flight go together in the next, sent when it returns. An idle
 // concert costs no added wait; a storm pays the concert's slot one script call a batch, not one a fan

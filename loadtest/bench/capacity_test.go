@@ -151,7 +151,8 @@ func checkCapacity(t *testing.T, r concertCapacity, fans, masters int) {
 		assert.True(t, p.busiest() >= 1/float64(masters)-1e-9 && p.busiest() <= 1+1e-9, "%s: busiest share %v", name, p.busiest())
 	}
 	assert.Equal(t, int64(fans), r.floor.scripts, "the floor is one EVALSHA a call")
-	for name, p := range map[string]phaseCost{"join": r.join, "hold": r.hold, "cancel": r.cancel, "charge": r.charge,
+	// A join's steps go in batches (line_arrive, line_enter): fewer script calls than joins.
+	for name, p := range map[string]phaseCost{"hold": r.hold, "cancel": r.cancel, "charge": r.charge,
 		"reserve": r.reserve, "claim": r.claim, "debit": r.debit, "complete": r.complete, "finish": r.finish} {
 		assert.GreaterOrEqual(t, p.scripts, int64(fans), "%s: at least a script call each", name)
 	}
