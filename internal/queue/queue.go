@@ -346,9 +346,8 @@ func (s *Service) loadView(ctx context.Context, concertID string, l *viewLoad) {
 		s.views[concertID] = v
 	}
 	s.mu.Unlock()
-	l.v, l.err = v, err
-	if err != nil {
-		l.v = nil
+	if l.err = err; err == nil {
+		l.v = v
 	}
 	close(l.done)
 }

@@ -42,16 +42,18 @@ func (s *Store) gatedOnConcert(ctx context.Context, c ticketrush.QueueClaims, no
 func (s *Store) gatedOnShard(ctx context.Context, g gateAt, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
 	var data []rueidis.RedisResult
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if len(reads) > 0 {
-			cmds := make(rueidis.Commands, len(reads))
-			for i, r := range reads {
-				cmds[i] = r()
-			}
-			data = s.client.DoMulti(ctx, cmds...)
+	if len(reads) == 0 {
+		close(done) // the token alone (Gate): nothing to send beside it
+	} else {
+		cmds := make(rueidis.Commands, len(reads))
+		for i, r := range reads {
+			cmds[i] = r()
 		}
-	}()
+		go func() {
+			defer close(done)
+			data = s.client.DoMulti(ctx, cmds...)
+		}()
+	}
 	st, err := s.gateShow(ctx, g, c, now)
 	<-done
 	if err != nil {
