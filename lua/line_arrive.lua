@@ -20,7 +20,9 @@
 -- KEYS[8] lw      string: fans waiting in every shard at the last tick
 -- KEYS[9] draw    hash: sealed, drawnAt (a sale's draw; nobody is admitted before it is in place)
 -- ARGV[1] now (ms)
--- ARGV[2..] joins: user id, code (hex SHA-256 of the access code, '' none) of each join of the batch
+-- ARGV[2] coded  '1': the joins' codes follow their users; '0': no join of the batch carries one
+-- ARGV[3..] joins: the user id of each join of the batch, then (coded) each one's code (hex SHA-256 of
+--           the access code, '' none) in the same order
 -- Reply: {pow (bits the concert asks), codereq (0|1), status, first, room, k, then k triples, then m
 --         pairs}, one flat array whose length grows with the joins that are not plain arrivals only (a
 --         reply of five items a join was half of a join's time here: BenchmarkArriveBatch). status is every
@@ -36,6 +38,7 @@
 local cfg, seq, active, aseq, events, inv, codes, lw = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local draw = KEYS[9]
 local now = tonumber(ARGV[1])
+local coded = ARGV[2]
 local conf = redis.call('HMGET', cfg, 'cap', 'paused', 'pow', 'codereq', 'opens', 'pqopens')
 if not conf[1] then
   return redis.error_reply('NOT_FOUND')
@@ -61,15 +64,12 @@ end
 local waited = tonumber(redis.call('GET', lw) or '0') > 0
 -- Every join's ACTIVE token in one HMGET, and the live ones' activeUntil in one ZMSCORE: a live one is
 -- given back, a lapsed one ended (once a user, though they be twice in the batch).
-local users = {}
-for i = 2, #ARGV, 2 do
-  users[#users + 1] = ARGV[i]
-end
-local lives = redis.call('HMGET', aseq, unpack(users))
+local n = coded == '1' and (#ARGV - 2) / 2 or #ARGV - 2
+local lives = redis.call('HMGET', aseq, unpack(ARGV, 3, 2 + n))
 local withLive, at = {}, {}
 for i, live in ipairs(lives) do
   if live then
-    withLive[#withLive + 1], at[#at + 1] = users[i], i
+    withLive[#withLive + 1], at[#at + 1] = ARGV[2 + i], i
   end
 end
 local actives, back = {}, {} -- the triples of the reply; back[i]: join i gets its token back
@@ -88,7 +88,7 @@ if #withLive > 0 then
 end
 local status = soldout and 'SOLD_OUT' or sale or 'ARRIVE'
 -- The joins that take an arrival seq, all of them at once (one INCRBY, in the batch's order).
-local first, room, arriving = 0, 0, status == 'ARRIVE' and #users - #actives / 3 or 0
+local first, room, arriving = 0, 0, status == 'ARRIVE' and n - #actives / 3 or 0
 if arriving > 0 then
   first = redis.call('INCRBY', seq, arriving) - arriving + 1
   if not gated and not paused and not waited and redis.call('ZCARD', active) < cap then
@@ -99,9 +99,9 @@ local out = {pow, codereq, status, first, room, #actives / 3}
 for _, v in ipairs(actives) do
   out[#out + 1] = v
 end
-if codereq == 1 and status ~= 'SOLD_OUT' and status ~= 'SALE_NOT_OPEN' then
-  for i, user in ipairs(users) do
-    local code = ARGV[2 * i + 1]
+if coded == '1' and codereq == 1 and status ~= 'SOLD_OUT' and status ~= 'SALE_NOT_OPEN' then
+  for i = 1, n do
+    local user, code = ARGV[2 + i], ARGV[2 + n + i]
     if code ~= '' and not back[i] then
       local owner, ok = redis.call('HGET', codes, code), '0'
       if owner == '' then

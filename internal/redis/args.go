@@ -2,6 +2,7 @@ package redis
 
 import (
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,10 +76,16 @@ type joinArgs struct{ user, code string }
 func (c ConcertKeys) lineArrive(joins []joinArgs, now time.Time) (keys, args []string) {
 	keys = []string{c.Cfg(), c.Seq(), c.Active(), c.ActiveSeq(), c.Events(), c.Inventory(), c.AccessCodes(), c.LineWaiting(),
 		c.Draw()}
-	args = make([]string, 0, 1+2*len(joins))
-	args = append(args, millis(now))
+	coded := slices.ContainsFunc(joins, func(j joinArgs) bool { return j.code != "" })
+	args = make([]string, 0, 2+2*len(joins))
+	args = append(args, millis(now), flag(coded))
 	for _, j := range joins {
-		args = append(args, j.user, j.code)
+		args = append(args, j.user)
+	}
+	if coded {
+		for _, j := range joins {
+			args = append(args, j.code)
+		}
 	}
 	return keys, args
 }

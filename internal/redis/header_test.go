@@ -133,7 +133,7 @@ func scriptCalls() []scriptCall {
 				"pqopens": "1800000030000", "seed": strings.Repeat("07", 32), "aps": "17", "total": "6",
 				"abandon": "18000", "noshow": "19000", "shards": "21", "sched": "s1,s2@7", "lv": "4"}},
 		{"line_arrive", built(k.lineArrive([]joinArgs{{user: "fan-1", code: "cafe"}, {user: "fan-2"}}, now)),
-			map[string]string{"now": at, "joins": "fan-1,cafe,fan-2,"}},
+			map[string]string{"now": at, "coded": "1", "joins": "fan-1,fan-2,cafe,"}},
 		{"line_enter", built(k.Shard(3).lineEnter("fan-1", arrival{seq: 7, code: "1", pow: 16, codeRequired: true},
 			ticketrush.JoinPass{PowID: "ab12", PowBits: 20, PowExpires: now.Add(time.Minute)}, lim, now)),
 			map[string]string{"joins": "fan-1," + at + ",7,20,40,ab12,20,1800000060000,16,1,1"}},
