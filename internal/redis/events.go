@@ -190,77 +190,76 @@ func (r *fieldReader) time(name string) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// The events the scripts write (lua/*.lua, every XADD) and their fields beside type, by stream. Some
-// fields the decoder records only as the event's time and type (a queue event's from, until or seen).
-// TestScriptEventsAreKnown holds every XADD of the scripts to these lists, and
-// TestDecoderKnowsTheListedEvents the decoder.
-var concertEventFields = map[string][]string{
-	"concert.load":     {"at"},
-	"concert.soldout":  {"sold", "at"},
-	"queue.configure":  {"cap", "rate", "paused", "aps", "at"},
-	"queue.join":       {"user", "seq", "at"},
-	"queue.admit":      {"user", "seq", "until", "at"},
-	"queue.admits":     {"users", "seqs", "until", "at"},
-	"queue.lapses":     {"users", "seqs", "at"},
-	"queue.abandons":   {"users", "seqs", "seens", "at"},
-	"queue.noshows":    {"users", "seqs", "at"},
-	"queue.lapse":      {"user", "seq", "at"},
-	"queue.leave":      {"user", "seq", "from", "ord", "at"},
-	"queue.done":       {"user", "seq", "at"},
-	"queue.prequeue":   {"user", "at"},
-	"queue.unprequeue": {"user", "at"},
-	"draw.seal":        {"n", "base", "seq", "at"},
-	"draw.place":       {"from", "users", "at"},
-	"draw.done":        {"n", "digest", "seed", "at"},
-	"code.claim":       {"code", "user", "at"},
-	"hold.create":      {"res", "user", "schedule", "seat", "price", "expires", "seq", "at"},
-	"hold.cancel":      {"res", "user", "schedule", "seat", "at"},
-	"hold.lapse":       {"res", "user", "schedule", "seat", "at"},
-	"payment.claim":    {"res", "user", "at"},
-	"payment.release":  {"res", "user", "at"},
-	"sale":             {"res", "user", "schedule", "seat", "price", "payment", "at"},
+// eventKind is what the decoder makes of an event.
+type eventKind uint8
+
+const (
+	queueEvent       eventKind = iota // changes no reservation: its id recorded, its seqs and ordinals raise the queue marks
+	roundEvent                        // a queue event of an admission round: users and seqs, comma lists in the order taken
+	reservationEvent                  // changes a reservation to its status
+	codeEvent                         // an access code claimed
+	ledgerEvent                       // a wallet's points moved: a ledger entry of its ledger type
+	idempotencyEvent                  // an Idempotency-Key's record
+)
+
+// eventType is one event the scripts write (lua/*.lua, every XADD): the stream it goes to, its fields
+// beside type, and what it records. Some fields the decoder records only as the event's time and type (a
+// queue event's from, until or seen).
+type eventType struct {
+	wallet bool     // on a wallet shard's stream; otherwise a concert's (or a seat slot's, or a line shard's)
+	fields []string // every field a script writes beside type
+	kind   eventKind
+	status ticketrush.ReservationStatus // reservationEvent: the status it leaves its reservation in
+	ledger ticketrush.LedgerType        // ledgerEvent
 }
 
-var walletEventFields = map[string][]string{
-	"point.charge":  {"id", "user", "amount", "balance", "at", "idem", "fp"}, // idem and fp with an Idempotency-Key only
-	"point.debit":   {"id", "res", "user", "amount", "balance", "at"},
-	"point.refund":  {"id", "res", "user", "amount", "balance", "at"},
-	"idem.remember": {"user", "key", "fp", "ref", "created", "at", "kind", "refused"}, // kind (charge) and refused with a refusal only
-}
+// vocabulary is the event vocabulary: the one list the decoder, the write-behind and the tests read.
+// TestScriptEventsAreKnown holds every XADD of the scripts to it, and TestDecoderKnowsTheListedEvents
+// the decoder.
+var vocabulary = map[string]eventType{
+	"concert.load":     {fields: []string{"at"}},
+	"concert.soldout":  {fields: []string{"sold", "at"}}, // the sale of the last seat: recorded in processed_batches with its time
+	"queue.configure":  {fields: []string{"cap", "rate", "paused", "aps", "at"}},
+	"queue.join":       {fields: []string{"user", "seq", "at"}},
+	"queue.admit":      {fields: []string{"user", "seq", "until", "at"}},
+	"queue.admits":     {fields: []string{"users", "seqs", "until", "at"}, kind: roundEvent},
+	"queue.lapses":     {fields: []string{"users", "seqs", "at"}, kind: roundEvent},
+	"queue.abandons":   {fields: []string{"users", "seqs", "seens", "at"}, kind: roundEvent},
+	"queue.noshows":    {fields: []string{"users", "seqs", "at"}, kind: roundEvent},
+	"queue.lapse":      {fields: []string{"user", "seq", "at"}},
+	"queue.leave":      {fields: []string{"user", "seq", "from", "ord", "at"}},
+	"queue.done":       {fields: []string{"user", "seq", "at"}},
+	"queue.prequeue":   {fields: []string{"user", "at"}},
+	"queue.unprequeue": {fields: []string{"user", "at"}},
+	"draw.seal":        {fields: []string{"n", "base", "seq", "at"}},
+	"draw.place":       {fields: []string{"from", "users", "at"}},
+	"draw.done":        {fields: []string{"n", "digest", "seed", "at"}},
+	"code.claim":       {fields: []string{"code", "user", "at"}, kind: codeEvent},
+	"hold.create": {fields: []string{"res", "user", "schedule", "seat", "price", "expires", "seq", "at"},
+		kind: reservationEvent, status: ticketrush.ReservationHeld},
+	"hold.cancel": {fields: []string{"res", "user", "schedule", "seat", "at"},
+		kind: reservationEvent, status: ticketrush.ReservationCancelled},
+	"hold.lapse": {fields: []string{"res", "user", "schedule", "seat", "at"},
+		kind: reservationEvent, status: ticketrush.ReservationExpired},
+	"payment.claim":   {fields: []string{"res", "user", "at"}, kind: reservationEvent, status: ticketrush.ReservationPaying},
+	"payment.release": {fields: []string{"res", "user", "at"}, kind: reservationEvent, status: ticketrush.ReservationHeld},
+	"sale": {fields: []string{"res", "user", "schedule", "seat", "price", "payment", "at"},
+		kind: reservationEvent, status: ticketrush.ReservationPaid},
 
-// reservationStatus is the status each reservation event leaves its reservation in.
-var reservationStatus = map[string]ticketrush.ReservationStatus{
-	"hold.create":     ticketrush.ReservationHeld,
-	"hold.cancel":     ticketrush.ReservationCancelled,
-	"hold.lapse":      ticketrush.ReservationExpired,
-	"payment.claim":   ticketrush.ReservationPaying,
-	"payment.release": ticketrush.ReservationHeld,
-	"sale":            ticketrush.ReservationPaid,
-}
-
-// queueEvents are the concert events that change no reservation: their ids are recorded, and the
-// arrival seqs and leave ordinals they carry raise the concert's queue marks.
-var queueEvents = map[string]bool{
-	"concert.load": true, "queue.join": true, "queue.admit": true, "queue.lapse": true, "queue.leave": true,
-	"queue.admits": true, "queue.lapses": true, "queue.abandons": true, "queue.noshows": true, // a round's: users and seqs, comma lists
-	"queue.configure": true, "queue.done": true,
-	"queue.prequeue": true, "draw.seal": true, "draw.place": true, "draw.done": true, "queue.unprequeue": true,
-	"concert.soldout": true, // the sale of the last seat: recorded in processed_batches with its time
-}
-
-// roundEvents are the events an admission round writes once for all the fans it took of a kind: users
-// and seqs, comma lists in the order taken.
-var roundEvents = map[string]bool{"queue.admits": true, "queue.lapses": true, "queue.abandons": true, "queue.noshows": true}
-
-// ledgerTypes maps the wallet's point events to their ledger type.
-var ledgerTypes = map[string]ticketrush.LedgerType{
-	"point.charge": ticketrush.LedgerCharge,
-	"point.debit":  ticketrush.LedgerPayment,
-	"point.refund": ticketrush.LedgerRefund,
+	// idem and fp with an Idempotency-Key only
+	"point.charge": {wallet: true, fields: []string{"id", "user", "amount", "balance", "at", "idem", "fp"},
+		kind: ledgerEvent, ledger: ticketrush.LedgerCharge},
+	"point.debit": {wallet: true, fields: []string{"id", "res", "user", "amount", "balance", "at"},
+		kind: ledgerEvent, ledger: ticketrush.LedgerPayment},
+	"point.refund": {wallet: true, fields: []string{"id", "res", "user", "amount", "balance", "at"},
+		kind: ledgerEvent, ledger: ticketrush.LedgerRefund},
+	// kind (charge) and refused with a refusal only
+	"idem.remember": {wallet: true, fields: []string{"user", "key", "fp", "ref", "created", "at", "kind", "refused"},
+		kind: idempotencyEvent},
 }
 
 // DecodeEvent adds what the entry id of src, with its fields, means to b. The shapes are those of the
-// scripts' XADDs (lua/*.lua), listed in concertEventFields and walletEventFields. An error is an entry
+// scripts' XADDs (lua/*.lua), listed in vocabulary. An error is an entry
 // that is not an event the decoder knows: no retry can help.
 func DecodeEvent(src EventSource, id string, fields map[string]string, b *ticketrush.RecordBatch) error {
 	ev, err := ticketrush.ParseEventID(src.Stream, id)
@@ -272,10 +271,16 @@ func DecodeEvent(src EventSource, id string, fields map[string]string, b *ticket
 	if r.err != nil {
 		return r.err
 	}
-	if src.ConcertID != "" {
-		err = decodeConcert(src, ev, typ, r, b)
-	} else {
-		err = decodeWallet(src, ev, typ, r, b)
+	et, ok := vocabulary[typ]
+	switch {
+	case src.ConcertID != "" && (!ok || et.wallet):
+		return bad("unknown concert event type %q", typ)
+	case src.ConcertID == "" && (!ok || !et.wallet):
+		return bad("unknown wallet event type %q", typ)
+	case src.ConcertID != "":
+		err = decodeConcert(src, ev, typ, et, r, b)
+	default:
+		err = decodeWallet(src, ev, typ, et, r, b)
 	}
 	if err != nil {
 		return err
@@ -283,9 +288,10 @@ func DecodeEvent(src EventSource, id string, fields map[string]string, b *ticket
 	return r.err
 }
 
-func decodeConcert(src EventSource, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
-	if status, ok := reservationStatus[typ]; ok {
-		c := ticketrush.ReservationChange{Event: ev, Type: typ, Status: status, ID: r.str("res"), UserID: r.str("user"),
+func decodeConcert(src EventSource, ev ticketrush.EventID, typ string, et eventType, r *fieldReader, b *ticketrush.RecordBatch) error {
+	switch et.kind {
+	case reservationEvent:
+		c := ticketrush.ReservationChange{Event: ev, Type: typ, Status: et.status, ID: r.str("res"), UserID: r.str("user"),
 			At: r.time("at"), Price: -1}
 		if r.err != nil {
 			return r.err
@@ -311,8 +317,7 @@ func decodeConcert(src EventSource, ev ticketrush.EventID, typ string, r *fieldR
 		}
 		b.Reservations = append(b.Reservations, c)
 		return nil
-	}
-	if typ == "code.claim" {
+	case codeEvent:
 		cl := ticketrush.CodeClaim{ConcertID: src.ConcertID, CodeHash: r.str("code"), UserID: r.str("user"), At: r.time("at")}
 		if r.err != nil {
 			return r.err
@@ -321,12 +326,9 @@ func decodeConcert(src EventSource, ev ticketrush.EventID, typ string, r *fieldR
 		b.CodeClaims = append(b.CodeClaims, cl)
 		return nil
 	}
-	if !queueEvents[typ] {
-		return bad("unknown concert event type %q", typ)
-	}
 	b.Processed = append(b.Processed, ticketrush.ProcessedEvent{Event: ev, Type: typ, At: r.time("at")})
 	seq, leave := r.optInt("seq"), r.optInt("ord")
-	if roundEvents[typ] {
+	if et.kind == roundEvent {
 		r.str("users")
 		r.str("seqs")
 		if r.err != nil {
@@ -353,7 +355,7 @@ type EventFan struct {
 }
 
 // EventFans returns the fans a queue event names, in the order written: the one of an event with user
-// and seq (queue.admit, a join admitted at once), or the lists of a round's event (roundEvents: users
+// and seq (queue.admit, a join admitted at once), or the lists of a round's event (roundEvent: users
 // and seqs, comma lists, one seq a user). Lists that do not pair up are an error.
 func EventFans(fields map[string]string) ([]EventFan, error) {
 	users, seqs := fields["users"], fields["seqs"]
@@ -405,7 +407,7 @@ func decodeOnSale(src EventSource, ev ticketrush.EventID, typ string, r *fieldRe
 	return r.err
 }
 
-func decodeWallet(src EventSource, ev ticketrush.EventID, typ string, r *fieldReader, b *ticketrush.RecordBatch) error {
+func decodeWallet(src EventSource, ev ticketrush.EventID, typ string, et eventType, r *fieldReader, b *ticketrush.RecordBatch) error {
 	user := r.str("user")
 	if r.err != nil {
 		return r.err
@@ -413,7 +415,7 @@ func decodeWallet(src EventSource, ev ticketrush.EventID, typ string, r *fieldRe
 	if WalletShard(user) != src.Shard {
 		return bad("user %q is not of wallet shard %d", user, src.Shard)
 	}
-	if typ == "idem.remember" {
+	if et.kind == idempotencyEvent {
 		kind := r.opt("kind")
 		if kind == "" {
 			kind = "payment"
@@ -430,10 +432,7 @@ func decodeWallet(src EventSource, ev ticketrush.EventID, typ string, r *fieldRe
 		b.Idempotency = append(b.Idempotency, rec)
 		return nil
 	}
-	lt, ok := ledgerTypes[typ]
-	if !ok {
-		return bad("unknown wallet event type %q", typ)
-	}
+	lt := et.ledger
 	l := ticketrush.LedgerEntry{ID: r.str("id"), UserID: user, Type: lt, Amount: r.int("amount"),
 		BalanceAfter: r.int("balance"), CreatedAt: r.time("at"), Event: ev}
 	if lt != ticketrush.LedgerCharge {
