@@ -197,10 +197,10 @@ idlecost: services build
 	@bin/ticketrush-bench -ticketrush $(BIN) -idle-only -idle-concerts $(or $(CONCERTS),500) -idle-sales 10 \
 		-idle-settle $(or $(SETTLE),75)s
 
-## capacity: Redis's µs per join, hold, cancel, charge and payment step of one concert, and the joins/s
-## and holds/s it can take, on a private Redis and on a private 3-master cluster (scripts/cluster.sh,
-## ports from 7400), beside the floor (EVALSHA of return 1): make bench's capacity rows and pipelined
-## column alone (docs/performance.md, "Capacity of one concert"; about 30 s)
+## capacity: Redis's µs per join, hold, cancel, charge and payment step of one concert of one date, and
+## what it can take, on a private Redis and on private clusters of 3 and 6 masters (scripts/cluster.sh,
+## ports from 7400), beside the floor (EVALSHA of return 1), projected to N masters: make bench's capacity
+## rows and pipelined column alone (docs/performance.md, "Capacity of one concert"; about 2 minutes)
 capacity:
 	$(GO) build -o bin/ticketrush-bench ./loadtest/bench
 	@bin/ticketrush-bench -capacity-only $(BENCH_FLAGS)

@@ -11,8 +11,7 @@ import (
 	"strings"
 )
 
-// Where a timed run's CPU went (docs/performance.md: "where the service's CPU per request exceeds the
-// hello-world's by more than the work it must do"). Everything shares one machine, so a row's rate is
+// Where a timed run's CPU went (docs/performance.md, "Where each request's CPU goes"). Everything shares one machine, so a row's rate is
 // bounded by the CPU each request costs all of it together: the generator (this process), the server
 // under test (the service, or the hello-world process for the ceilings), Redis, Postgres, and the rest
 // of the machine (the kernel's threads, other tenants). Each is read from /proc before and after the

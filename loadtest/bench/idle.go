@@ -16,8 +16,8 @@ import (
 	"time"
 )
 
-// idleResult is what a service with many concerts and nobody buying costs (docs/performance.md: the work should
-// grow with concerts that have fans, not with concerts).
+// idleResult is what a service with many concerts and nobody buying costs (docs/performance.md, "Idle cost":
+// the work grows with concerts that have fans, not with concerts).
 type idleResult struct {
 	concerts int
 	created  time.Duration // creating them

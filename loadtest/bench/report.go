@@ -16,8 +16,8 @@ type goal struct {
 	perSec    float64
 }
 
-// goals: docs/performance.md's, for polls (no lower than measured at 3f9fbb8), holds spread and
-// contended, and the seat maps.
+// goals: docs/performance.md's "make bench" table, for polls, holds spread and contended, and the seat
+// maps.
 var goals = map[string]goal{
 	rowPolls:     {ofCeiling: 0.78},
 	rowJoins:     {perSec: 10_000},
