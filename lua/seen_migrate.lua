@@ -1,9 +1,9 @@
--- seen_migrate: moves a line of one slot's liveness from the hash older builds wrote (alive) into the
+-- seen_migrate: moves a line of one slot's liveness from the hash of layout version 1 (alive) into the
 -- 6-byte fields of seen, a batch at a time, keeping the later of the two times of each arrival; once
 -- the hash is gone, records the layout version in cfg (lv). A concert's layout migration
 -- (docs/operations.md, "Layout versions") calls it after line_migrate, until it replies 0 left.
 -- KEYS[1] cfg     hash: the concert's settings: seenbase, lv
--- KEYS[2] alive   hash: seq -> when its fan was last seen (ms), as older builds wrote it
+-- KEYS[2] alive   hash: seq -> when its fan was last seen (ms), as layout version 1 keeps it
 -- KEYS[3] seen    string: 6 bytes per arrival at byte (seq - seenbase - 1) x 6 (Unix ms, big-endian)
 -- ARGV[1] batch: most fields moved by this call
 -- ARGV[2] version: the layout version to record once alive is gone

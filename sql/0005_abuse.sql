@@ -1,4 +1,4 @@
--- Issue 15, abuse: a concert's proof-of-work difficulty and presale access codes.
+-- Abuse (docs/abuse.md): a concert's proof-of-work difficulty and presale access codes.
 
 ALTER TABLE concerts
     ADD COLUMN join_pow_bits        integer NOT NULL DEFAULT 0 CHECK (join_pow_bits BETWEEN 0 AND 32),

@@ -1,6 +1,6 @@
--- Issue 17: what the write-behind costs Postgres per event. A reservation's events after its hold.create
--- (payment.claim, sale, hold.lapse, hold.cancel) change its status and event id only; with no index on
--- the columns they change and room left on the page, each is a HOT update (no index entry written).
+-- What the write-behind costs Postgres per event. A reservation's events after its hold.create
+-- (payment.claim, sale, hold.lapse, hold.cancel) change its status and event id only; with no index on the
+-- columns they change and room left on the page, each is a HOT update (no index entry written).
 
 -- A seat of a schedule is sold at most once: held by the payments, which have one row per sale (written
 -- with the sale event that makes a reservation PAID), instead of a partial index on reservations whose

@@ -1,7 +1,7 @@
 -- The events that leave no row of their own (queue.*, draw.*, concert.load, idem.remember and the like),
 -- one row per stream for each batch the write-behind writes, their entry ids, types and times in arrays,
--- instead of a row each (processed_events, which keeps what was written before): a line's opening writes
--- a join event per fan, and a row each made the write-behind's work grow by an index entry per fan.
+-- rather than a row each (processed_events, which keeps the rows it holds): a line's opening writes a
+-- join event per fan, and a row each would grow the write-behind's work by an index entry per fan.
 -- digest is SHA-256 of the batch's entry ids of the stream (ms-seq, comma-separated, in id order): the
 -- same batch written again changes nothing; a redelivery composed otherwise adds a row naming some
 -- events again, and written_events counts each event once.

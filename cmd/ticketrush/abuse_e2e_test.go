@@ -224,11 +224,11 @@ func TestAccessCodes(t *testing.T) {
 	assert.Zero(t, found.Load(), "a guess joined")
 }
 
-// TestPatchReachesEveryInstance: API.md, Admin: a PATCH is "in force within a second on every
-// instance". Two instances on one Redis and database: a concert created through the first is known to
-// the second, and a joinPowBits patched through the first is what the second's challenges ask. What
-// the second serves from its catalog follows the catalog's refresh (CatalogRefresh, at most 0.5 s;
-// TestLoadDefaults holds it there), so the time it took is logged, not held to a bound here.
+// TestPatchReachesEveryInstance: docs/api.md, "Admin": after a PATCH "every instance follows within a
+// second". Two instances on one Redis and database: a concert created through the first is known to the
+// second, and a joinPowBits patched through the first is what the second's challenges ask. What the second
+// serves from its catalog follows the catalog's refresh (CatalogRefresh, at most 0.5 s; TestLoadDefaults
+// holds it there), so the time it took is logged, not held to a bound here.
 func TestPatchReachesEveryInstance(t *testing.T) {
 	env := map[string]string{"REDIS_KEY_PREFIX": dbtest.Name("e2e"), "DATABASE_URL": dbtest.Postgres(t)}
 	a := startService(t, env)

@@ -21,7 +21,7 @@ func concertBody(title string, seats ...int) map[string]any {
 	return map[string]any{"title": title, "venue": "KSPO Dome", "schedules": []string{"2026-12-24T10:00:00Z"}, "sections": sections}
 }
 
-// TestAdminCreateBadInput: admin inputs that used to reach Postgres and come back as a 500.
+// TestAdminCreateBadInput: admin inputs Postgres would refuse are answered 400, never a 500.
 func TestAdminCreateBadInput(t *testing.T) {
 	s := startService(t, nil)
 	tests := []struct {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestShortAdminTokenServes: the real binary started with a short ADMIN_TOKEN (API.md's configuration
+// TestShortAdminTokenServes: the real binary started with a short ADMIN_TOKEN (README.md's configuration
 // asks only that it be set) serves the admin API with it, refuses any other bearer, and logs a warning.
 func TestShortAdminTokenServes(t *testing.T) {
 	s := startService(t, map[string]string{"ADMIN_TOKEN": "admin"})

@@ -191,10 +191,10 @@ func TestEventStreamOutlivesEveryDeadline(t *testing.T) {
 }
 
 // TestEventStreamOutlivesARedisOutage: what ends a stream is a final status, the client leaving, the
-// server stopping or a write the client does not take in time (API.md v3), not a dependency that does
-// not answer for a while. An ACTIVE fan's stream, served by `run` with the production settings, reads
-// Redis at its recheck; Redis hangs (SIGSTOP) until such a read has failed, and the stream is still
-// open when Redis answers again and carries the fan's leave.
+// server stopping or a write the client does not take in time (docs/api.md, "Waiting room", the event
+// stream), not a dependency that does not answer for a while. An ACTIVE fan's stream, served by `run` with
+// the production settings, reads Redis at its recheck; Redis hangs (SIGSTOP) until such a read has failed,
+// and the stream is still open when Redis answers again and carries the fan's leave.
 func TestEventStreamOutlivesARedisOutage(t *testing.T) {
 	t.Parallel()
 	rs := dbtest.StartRedisServer(t, "everysec")

@@ -2,15 +2,15 @@
 
 package main
 
-// Readiness after a failover (issue 22, `make scaleout`): three api instances and a scheduler and
-// write-behind instance on the scale-out test's private cluster (ports 7100-7105). The master that holds
-// the state marker (and a third of the wallet shards) is SIGKILLed. Once its replica is elected, every
-// live node serves every slot and reports cluster_state:ok, and one more second has passed, a load
-// balancer probes each instance every 50 ms, as in the issue: at least 198 of 200 /readyz probes must
-// answer 200 on every instance, and as many reads of wallets that lived on the dead master. Nothing
-// touches the dead master's slots between the kill and the probes but the processes' own loops, which
-// is what left the client's slot map naming the dead master after the election (189-199 of 200 on
-// the code before the fix).
+// Readiness after a failover (`make scaleout`; docs/faults.md, "Readiness"): three api instances and a
+// scheduler and write-behind instance on the scale-out test's private cluster (ports 7100-7105). The
+// master that holds the state marker (and a third of the wallet shards) is SIGKILLed. Once its replica is
+// elected, every live node serves every slot and reports cluster_state:ok, and one more second has
+// passed, a load balancer probes each instance every 50 ms: at least 198 of 200 /readyz probes must answer
+// 200 on every instance, and as many reads of wallets that lived on the dead master. Nothing touches the
+// dead master's slots between the kill and the probes but the processes' own loops, so a client that read
+// the slot map only after a failed command would still name the dead master after the election; the
+// client's own read of the map every second (redis.SlotMapRefresh) is what this holds.
 
 import (
 	"context"

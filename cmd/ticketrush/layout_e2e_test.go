@@ -18,10 +18,10 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// TestLayoutMigration: a concert whose record says layout version 1, with a fan an older build left in
-// the line's sorted set, is moved by `ticketrush migrate-layout` (a line for it, then the count; a second
-// run moves nothing), and by `ticketrush serve` at its start when the record says 1 again: each fan then
-// waits in the line at their place.
+// TestLayoutMigration: a concert whose record says layout version 1, with a fan in the line's sorted set
+// of that layout, is moved by `ticketrush migrate-layout` (a line for it, then the count; a second run
+// moves nothing), and by `ticketrush serve` at its start when the record says 1 again: each fan then waits
+// in the line at their place.
 func TestLayoutMigration(t *testing.T) {
 	dbURL, prefix := dbtest.Postgres(t), dbtest.Name("layout")
 	env := map[string]string{"DATABASE_URL": dbURL, "REDIS_KEY_PREFIX": prefix}
@@ -34,7 +34,7 @@ func TestLayoutMigration(t *testing.T) {
 	layout, found, err := keys.ReadLayout(context.Background(), rdb, concert) // one slot, or shards on a cluster
 	require.NoError(t, err)
 	require.True(t, found)
-	wait := func(user string) string { // where an older build kept the user's place
+	wait := func(user string) string { // where layout version 1 keeps the user's place
 		if layout.Shards > 1 {
 			return k.Placed(layout.ShardAt).Shard(redis.LineShard(user, layout.Shards)).LegacyWait()
 		}

@@ -14,10 +14,10 @@ import (
 )
 
 // TestRedisOutageAnswers503 runs the service on a private redis-server, then makes that Redis hang
-// (SIGSTOP) and die (SIGKILL): every read that needs Redis (the ones that used to wait on the client's
-// retry loop until the write timeout cut them) answers 503 UNAVAILABLE with Retry-After, long before
-// the server's 15 s write timeout; the outage is logged once, not once per request, and counted; after
-// the restart the same calls answer 200 again.
+// (SIGSTOP) and die (SIGKILL): every read that needs Redis (each bounded by the request's deadline, not
+// left to the client's retry loop until the write timeout cuts it) answers 503 UNAVAILABLE with
+// Retry-After, long before the server's 15 s write timeout; the outage is logged once, not once per
+// request, and counted; after the restart the same calls answer 200 again.
 func TestRedisOutageAnswers503(t *testing.T) {
 	rs := dbtest.StartRedisServer(t, "always")
 	s := startService(t, map[string]string{"REDIS_URL": rs.URL})

@@ -642,10 +642,11 @@ func weight(tb *tab) int {
 		performance.getEntriesByType('resource').filter(e => e.initiatorType !== 'fetch').reduce((s, e) => s + e.transferSize, 0)`))
 }
 
-// nextAPI stands in front of the service with what docs/api.md version 2 adds and the service does not serve
-// yet: GET /v1/queue/events (it polls the service and streams each status as an SSE "status" event),
-// and statuses rewritten to ones the service cannot give today (PREQUEUE, or a status no version has).
-// It counts the page's own polls and streams.
+// nextAPI stands in front of the service and answers what a page test sets up at will: GET
+// /v1/queue/events (it polls the service and streams each status as an SSE "status" event), queue bodies
+// with members rewritten (a PREQUEUE status, or a status the API does not have), and joins that need a
+// proof of work or an access code (docs/api.md "Abuse"); everything else goes to the service. It counts
+// the page's own polls and streams.
 type nextAPI struct {
 	svc     *service
 	proxy   *httputil.ReverseProxy

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPausedLineSaysPaused: while a concert's admission is paused a WAITING fan reads paused: true and,
-// as estimatedWaitSeconds, an integer as API.md's queue body has it (never null): the wait once
+// TestPausedLineSaysPaused: while a concert's admission is paused a WAITING fan reads paused: true and, as
+// estimatedWaitSeconds, an integer as docs/api.md's token body has it (never null): the wait once
 // admission resumes, at the concert's rate; once it resumes the fan reads paused: false and is admitted.
 func TestPausedLineSaysPaused(t *testing.T) {
 	s := startService(t, nil)

@@ -22,10 +22,10 @@ func signed(key []byte, header, claims string) string {
 	return text + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// TestFastVerify: the JWTs a login service mints are read without the library's JSON; what the fast
-// path does not read (an aud list, a header field more, a fractional exp, an exp in quotes, which
-// json.Number takes) is the library's, which
-// accepts or refuses it as before; and the fast path refuses what the library refuses.
+// TestFastVerify: the JWTs a login service mints are read without the library's JSON; what the fast path
+// does not read (an aud list, a header field more, a fractional exp, an exp in quotes, which json.Number
+// takes) is the library's, which accepts or refuses it as it does alone; and the fast path refuses what
+// the library refuses.
 func TestFastVerify(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	exp := strconv.FormatInt(now.Add(time.Hour).Unix(), 10)

@@ -60,7 +60,8 @@ func TestChallengeCheck(t *testing.T) {
 	}
 }
 
-// TestNonceIsPrintableASCII: a nonce is 1-64 printable characters (API.md), the space among them.
+// TestNonceIsPrintableASCII: a nonce is 1-64 printable characters (docs/api.md, "Abuse: rate limits, proof
+// of work, access codes"), the space among them.
 func TestNonceIsPrintableASCII(t *testing.T) {
 	for _, ok := range []string{"a", "a b", " ~!", strings.Repeat("z", 64)} {
 		assert.True(t, ValidNonce(ok), "%q", ok)

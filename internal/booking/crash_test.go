@@ -211,9 +211,9 @@ func TestPayOnceWithIdempotencyKey(t *testing.T) {
 }
 
 // TestRefusalUnderKeyRepeats: a payment refused under an Idempotency-Key answers every retry with the key
-// with that refusal, and does not act, even once the payment could succeed (API.md: a retry with the
-// same key and body returns the first response again); ten requests racing with the key all answer
-// with it; another key acts.
+// with that refusal, and does not act, even once the payment could succeed (docs/api.md, "Credentials":
+// the same key with the same request again returns the first answer); ten requests racing with the key all
+// answer with it; another key acts.
 func TestRefusalUnderKeyRepeats(t *testing.T) {
 	e := newEnv(t, 5, time.Minute)
 	ctx := context.Background()

@@ -442,11 +442,11 @@ func TestSeatViewProofKeepsActiveUntil(t *testing.T) {
 	assert.True(t, sv.active(other, c.Now().Add(activeProofFor-time.Millisecond)))
 }
 
-// TestSeatMapShowsThisInstancesChangesAtOnce: API.md's seat map read right after a change answered by
-// this instance shows it, past the budget of immediate rebuilds too: a seat held (201) reads HELD, a
-// hold cancelled (204) reads AVAILABLE, a hold whose expiry has passed reads AVAILABLE, with no refresh
-// of the view in between. Thirty of each, one read after each, on the clock of the test (which does not
-// move, so the budget is spent after rebuildsPerSecond).
+// TestSeatMapShowsThisInstancesChangesAtOnce: a seat map read (docs/api.md, "Concerts and seats") right
+// after a change answered by this instance shows it, past the budget of immediate rebuilds too: a seat
+// held (201) reads HELD, a hold cancelled (204) reads AVAILABLE, a hold whose expiry has passed reads
+// AVAILABLE, with no refresh of the view in between. Thirty of each, one read after each, on the clock of
+// the test (which does not move, so the budget is spent after rebuildsPerSecond).
 func TestSeatMapShowsThisInstancesChangesAtOnce(t *testing.T) {
 	const n = 30
 	e := newEnvHolds(t, n, time.Minute, n)

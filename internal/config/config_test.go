@@ -118,8 +118,9 @@ func TestLoadAbuse(t *testing.T) {
 	assert.Equal(t, "ticketrush", c.JWTAudience)
 }
 
-// TestRateLimitOffByEither: API.md's USER_RATE_LIMIT and USER_RATE_BURST, "0 turns it off": either of
-// the two at 0 turns the per-user limit off (the service does not refuse to start).
+// TestRateLimitOffByEither: USER_RATE_LIMIT and USER_RATE_BURST, "0 turns it off" (docs/api.md, "Abuse:
+// rate limits, proof of work, access codes"): either of the two at 0 turns the per-user limit off (the
+// service does not refuse to start).
 func TestRateLimitOffByEither(t *testing.T) {
 	for _, name := range []string{"USER_RATE_LIMIT", "USER_RATE_BURST"} {
 		m := valid()
@@ -149,8 +150,9 @@ func TestRolesSplit(t *testing.T) {
 	assert.False(t, c.Has(RoleScheduler))
 }
 
-// TestShortAdminTokenWarns: API.md asks only that ADMIN_TOKEN be set (the two secrets it bounds at 32
-// bytes): a short one loads, with a warning for the log; an empty one is refused.
+// TestShortAdminTokenWarns: ADMIN_TOKEN need only be set (README.md's configuration; JWT_SECRET and
+// QUEUE_TOKEN_SECRET are bounded at 32 bytes): a short one loads, with a warning for the log; an empty one
+// is refused.
 func TestShortAdminTokenWarns(t *testing.T) {
 	c, err := Load(env(valid()))
 	require.NoError(t, err)

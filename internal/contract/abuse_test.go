@@ -54,7 +54,7 @@ func checkLimited(t testing.TB, replies []reply, ok int) (oks, limited int) {
 	return oks, limited
 }
 
-// abuse checks API.md "Abuse: rate limits, proof of work, access codes".
+// abuse checks docs/api.md "Abuse: rate limits, proof of work, access codes".
 func abuse(t *testing.T, s *server) {
 	t.Run("UserRateLimit", func(t *testing.T) {
 		t.Parallel()
@@ -180,7 +180,7 @@ func leadingZeros(b []byte) int {
 	return z
 }
 
-// operations checks API.md "Operations".
+// operations checks docs/api.md "Operations".
 func operations(t *testing.T, s *server) {
 	expectStatus(t, "Operations: GET /healthz 200 while the process lives", s.do(t, "GET", "/healthz", nil), 200)
 	expectStatus(t, "Operations: GET /readyz 200 only while Redis and Postgres answer", s.do(t, "GET", "/readyz", nil), 200)

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// adminSection checks API.md "Admin".
+// adminSection checks docs/api.md "Admin".
 func adminSection(t *testing.T, s *server) {
 	t.Run("CreateWithDefaults", func(t *testing.T) {
 		t.Parallel()

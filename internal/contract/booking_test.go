@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// catalogSection checks API.md "Catalog".
+// catalogSection checks docs/api.md "Concerts and seats".
 func catalogSection(t *testing.T, s *server) {
 	c := s.createConcert(t, concertSpec{Seats: 3, Price: 143000, Schedules: 2})
 
@@ -62,7 +62,7 @@ func catalogSection(t *testing.T, s *server) {
 	expectProblem(t, "Catalog: seats of an unknown schedule: 404 NOT_FOUND", r, 404, "NOT_FOUND")
 }
 
-// reservations checks API.md "Reservations".
+// reservations checks docs/api.md "Holds (reservations)".
 func reservations(t *testing.T, s *server) {
 	t.Run("HoldReadCancel", func(t *testing.T) {
 		t.Parallel()

@@ -10,8 +10,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// conventions checks API.md "Conventions": bodies, problems, user JWTs, queue tokens, idempotency keys
-// and the admin bearer.
+// conventions checks docs/api.md "Conventions" and "Credentials": bodies, problems, user JWTs, queue
+// tokens, idempotency keys and the admin bearer.
 func conventions(t *testing.T, s *server) {
 	t.Run("Bodies", func(t *testing.T) {
 		t.Parallel()

@@ -6,9 +6,10 @@ import (
 )
 
 // requestDeadline is the server's request deadline: internal/http/server.go DefaultTimeout (2 s), which
-// bounds every request's calls to Redis and Postgres. It is restated here, not imported, so that the
-// suite holds streams past whatever the server's deadline is meant to be; a stream is held for at least
-// three of them (API.md v3: "A stream has no deadline of its own").
+// bounds every request's calls to Redis and Postgres. It is restated here, not imported, so that the suite
+// holds streams past whatever the server's deadline is meant to be; a stream is held for at least three of
+// them (docs/api.md "Waiting room": a stream ends after a final status, when the client leaves, the server
+// stops or a write is not taken within 10 s).
 const requestDeadline = 2 * time.Second
 
 // holdStream is how long a WAITING fan's stream is held open: more than 3 request deadlines.
@@ -17,8 +18,8 @@ const holdStream = 3*requestDeadline + time.Second
 // heartbeatSlack is how late a heartbeat may be on a busy machine.
 const heartbeatSlack = 2 * time.Second
 
-// eventStream checks API.md "Queue", GET /v1/queue/events, sentence by sentence, on a WAITING fan held
-// past every server deadline, then admitted, then leaving.
+// eventStream checks docs/api.md "Waiting room", GET /v1/queue/events, sentence by sentence, on a WAITING
+// fan held past every server deadline, then admitted, then leaving.
 func eventStream(t *testing.T, s *server) {
 	const (
 		atOnce    = "Queue: GET /v1/queue/events (Accept: text/event-stream): the same body as GET /v1/queue as Server-Sent Events (event: status), sent at once"
@@ -106,9 +107,9 @@ func eventStream(t *testing.T, s *server) {
 		activeTTL+20*time.Second, int(activeTTL/time.Second), finalStatus)
 }
 
-// eventStreamDone checks that a DONE ends a stream (API.md "Queue": "a user whose last hold is paid is
-// DONE"; "the stream ends after a final status"): an ACTIVE fan's stream, open while the fan holds a
-// seat and pays for it.
+// eventStreamDone checks that a DONE ends a stream (docs/api.md "Waiting room": DONE is "the fan paid for
+// their last held seat"; the stream "ends after EXPIRED, DONE or SOLD_OUT"): an ACTIVE fan's stream, open
+// while the fan holds a seat and pays for it.
 func eventStreamDone(t *testing.T, s *server) {
 	const (
 		done  = "Queue: a user whose last hold is paid is DONE"

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// inventory checks API.md "Inventory: the line knows when seats run out".
+// inventory checks docs/api.md "Inventory, abandonment and no-shows": the line knows when seats run out.
 func inventory(t *testing.T, s *server) {
 	const (
 		perSeat = "Inventory: with activePerSeat > 0 the admission tick admits nobody while it would make the ACTIVE count exceed activePerSeat × the AVAILABLE seats"
@@ -63,10 +63,10 @@ func inventory(t *testing.T, s *server) {
 		}
 	}
 	promise(t, "Queue: the event stream ends after a final status (SOLD_OUT)", ended && last == "SOLD_OUT",
-		"stream ended %v, last status %q (on today's server a stream may also end at the request deadline)", ended, last)
+		"stream ended %v, last status %q", ended, last)
 }
 
-// abandonment checks API.md "Abandonment and no-shows".
+// abandonment checks docs/api.md "Inventory, abandonment and no-shows": the silent fan and the no-show.
 func abandonment(t *testing.T, s *server) {
 	t.Run("Abandoned", func(t *testing.T) {
 		t.Parallel()

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// points checks API.md "Points".
+// points checks docs/api.md "Points".
 func points(t *testing.T, s *server) {
 	t.Run("ChargeAndBounds", func(t *testing.T) {
 		t.Parallel()
@@ -67,7 +67,7 @@ func points(t *testing.T, s *server) {
 	})
 }
 
-// payments checks API.md "Payments" and, through the payments made, the points history.
+// payments checks docs/api.md "Payments" and, through the payments made, the points history.
 func payments(t *testing.T, s *server) {
 	t.Run("PayOnce", func(t *testing.T) {
 		t.Parallel()

@@ -56,14 +56,15 @@ func (s *server) waitDraw(t testing.TB, sentence, concertID, status string, with
 	})
 }
 
-// drawKey is API.md's draw key: lowercase hex HMAC-SHA256(key = seed bytes, message = "<concertId>:<userId>").
+// drawKey is the draw key of docs/api.md "On-sale: a pre-queue and a draw anyone can check": lowercase hex
+// HMAC-SHA256(key = seed bytes, message = "<concertId>:<userId>").
 func drawKey(seed []byte, concertID, userID string) string {
 	m := hmac.New(sha256.New, seed)
 	m.Write([]byte(concertID + ":" + userID))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// onSale checks API.md "On-sale: pre-queue and a draw anyone can check".
+// onSale checks docs/api.md "On-sale: a pre-queue and a draw anyone can check".
 func onSale(t *testing.T, s *server) {
 	t.Run("NoSale", func(t *testing.T) {
 		t.Parallel()
@@ -73,8 +74,8 @@ func onSale(t *testing.T, s *server) {
 	})
 	t.Run("PrequeueAndDraw", func(t *testing.T) { t.Parallel(); prequeueAndDraw(t, s) })
 	t.Run("PrequeueOpenAtCreation", func(t *testing.T) {
-		// API.md sets no rule on sale.prequeueOpensAt but its order with opensAt: one already past opens
-		// the pre-queue at once.
+		// docs/api.md "Admin": a sale.prequeueOpensAt not after opensAt and already past opens the
+		// pre-queue at once.
 		t.Parallel()
 		now := time.Now().UTC()
 		r := s.do(t, "POST", "/admin/v1/concerts", map[string]any{"title": "Contract " + t.Name(), "venue": "Hall",

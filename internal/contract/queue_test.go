@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// queueSection checks API.md "Queue" (the event stream has a section of its own: eventStream).
+// queueSection checks docs/api.md "Waiting room" (the event stream has a section of its own: eventStream).
 func queueSection(t *testing.T, s *server) {
 	t.Run("JoinPollLeave", func(t *testing.T) {
 		t.Parallel()

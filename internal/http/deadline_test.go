@@ -141,7 +141,7 @@ func (c *deadlineCatalog) IssueAccessCodes(ctx context.Context, _ string, count 
 
 // TestAccessCodesHaveACreatesBound: issuing access codes (up to 100,000: a Postgres row and a Redis field
 // each) runs under the admin create's bound, not a call's 2 s, which 100,000 codes passed on a busy
-// machine (503 where API.md answers 201).
+// machine (503 where docs/api.md, "Admin", answers 201).
 func TestAccessCodesHaveACreatesBound(t *testing.T) {
 	cat := &deadlineCatalog{}
 	s := NewServer(Deps{API: true, Catalog: cat, AdminToken: testAdminToken, Registry: prometheus.NewRegistry(),

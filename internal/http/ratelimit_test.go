@@ -137,8 +137,8 @@ func TestServerLimitsPerInstance(t *testing.T) {
 	}
 	assert.Equal(t, []int{200, 200, 200, 429}, codes, "a public endpoint is limited by address, with a JWT too")
 
-	// A bearer that does not verify is answered 401 however often, and costs the address's public
-	// bucket nothing (API.md: a bad token is 401 UNAUTHENTICATED).
+	// A bearer that does not verify is answered 401 however often, and costs the address's public bucket
+	// nothing (docs/api.md, "Credentials": a bad token is 401 UNAUTHENTICATED).
 	codes = nil
 	for range 10 {
 		r := httptest.NewRequest("GET", "/v1/points", nil)

@@ -51,7 +51,7 @@ func holdRequestFor(jwt, seat string) *http.Request {
 }
 
 // TestUserVerifiedOncePerRequest: with the per-user limiter on, the limiter's check of the JWT is the
-// handler's too (it was verified twice, issue 17); each request still verifies its own.
+// handler's too (a JWT is verified once, not twice); each request still verifies its own.
 func TestUserVerifiedOncePerRequest(t *testing.T) {
 	users, booking := &countingUsers{}, &seatOnce{}
 	s := NewServer(Deps{API: true, Users: users, Booking: booking, Limiter: NewLimiter(1000, 1000, time.Now),

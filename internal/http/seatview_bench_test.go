@@ -283,7 +283,7 @@ func BenchmarkHoldRefused(b *testing.B) {
 
 // BenchmarkSeatMapHTTP reads the 2,000-seat map over real TCP on loopback, 64 clients at once, from the
 // service (seat view running, the gate in Redis) and from a bare net/http handler that writes the same
-// bytes from memory, as issue 17's goal compares them (reads/s of each; the clients share the machine):
+// bytes from memory, as docs/performance.md compares them (reads/s of each; the clients share the machine):
 //
 //	go test -run '^$' -bench BenchmarkSeatMapHTTP -benchtime 20000x -count 5 ./internal/http/
 func BenchmarkSeatMapHTTP(b *testing.B) {

@@ -20,7 +20,7 @@ import (
 )
 
 // TestSeatMapFromTheView: with the seat view on, a seat map is the same bytes as the per-request read
-// (today's path) and as encoding/json would write for the same state; gzip when asked (Vary), an ETag
+// (the path without the view) and as encoding/json would write for the same state; gzip when asked (Vary), an ETag
 // and 304 for If-None-Match; and every request still passes the token check in Redis.
 func TestSeatMapFromTheView(t *testing.T) {
 	sb := newSeatBench(t, 2, func(seat int) bool { return seat%3 == 0 })

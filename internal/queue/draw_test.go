@@ -476,10 +476,11 @@ func prequeueTokenOfAFinishedFan(t *testing.T, s saleSetup) {
 	}
 }
 
-// TestPrequeueTokenPollIsASignOfLife: API.md counts polling with either token of a drawn entrant ("both
-// work") against abandonment: the first poll of a pre-queue token on an instance that has not seen the
-// fan's place (it asks Redis for it) marks the fan seen, as every later poll does. Without it, a fan
-// whose only poll came that way was dropped as silent when their turn came.
+// TestPrequeueTokenPollIsASignOfLife: polling with either token of a drawn entrant ("both work") counts
+// against abandonment (docs/api.md, "Inventory, abandonment and no-shows"): the first poll of a pre-queue
+// token on an instance that has not seen the fan's place (it asks Redis for it) marks the fan seen, as
+// every later poll does. Without it, a fan whose only poll came that way was dropped as silent when their
+// turn came.
 func TestPrequeueTokenPollIsASignOfLife(t *testing.T) {
 	rc, prefix := dbtest.Redis(t)
 	s := newSale(t, rc, prefix)

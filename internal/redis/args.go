@@ -155,7 +155,7 @@ func (sh ShardKeys) linePop(fans []lineFan, tokens map[string]string, shown []st
 	return []string{sh.Places(), sh.Alive(), sh.Order(), sh.Drawn(), sh.Token(), sh.Shown()}, args
 }
 
-// lineMigrate is line_migrate's call: at most batch fans of the old layout's line wait move into
+// lineMigrate is line_migrate's call: at most batch fans of the line wait (layout version 1) move into
 // places and order (a line of one slot's keys, or a shard's).
 func lineMigrate(wait, places, order string, batch int) (keys, args []string) {
 	return []string{wait, places, order}, []string{itoa(batch)}

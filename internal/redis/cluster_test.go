@@ -79,7 +79,7 @@ func TestPingFollowsFailoverOnCluster(t *testing.T) {
 // TestOpenFollowsElectionUntouchedOnCluster: a client from Open reads the slot map on its own, every
 // SlotMapRefresh, so a key of a master that was replaced is read on the first try once the cluster is
 // whole, even when no command touched its slots since the kill (rueidis otherwise reads the map again
-// only after a command fails: the first read after the election went to the dead node, issue 22).
+// only after a command fails, so the first read after the election would go to the dead node).
 func TestOpenFollowsElectionUntouchedOnCluster(t *testing.T) {
 	pc := dbtest.StartPrivateCluster(t, clusterPorts)
 	ctx := context.Background()

@@ -150,7 +150,7 @@ func (c ConcertKeys) Owed() string { return c.base + "q:owed" }
 // come before the arrivals', so the tick takes from it first. A fan who leaves is taken out of Places
 // only: their entry stays in its list until the head reaches it, and is skipped there (its user no
 // longer has that seq in Places). A hash and two lists cost about 86 bytes a fan at a million, where
-// the sorted set they replace cost 110 (docs/performance.md, "Bytes per waiting fan").
+// a sorted set (layout version 1) costs 110 (docs/performance.md, "Bytes per waiting fan").
 func (c ConcertKeys) Places() string { return c.base + "q:places" }
 func (c ConcertKeys) Order() string  { return c.base + "q:order" }
 func (c ConcertKeys) Drawn() string  { return c.base + "q:drawn" }
@@ -191,12 +191,12 @@ func (c ConcertKeys) Inventory() string { return c.base + "inv" }
 
 // Seen is when the fan of each WAITING arrival was last seen, for a line of one slot: a string of 6-byte
 // fields (Unix ms, big-endian), the field of arrival seq at byte (seq - seenbase - 1) x 6, seenbase in
-// cfg. 6 bytes an arrival, where a hash field cost 56; the tick starts it afresh (seenbase moves to the
-// newest seq) whenever the line is empty, so it spans the arrivals since the line last emptied.
-// Alive is the hash seq -> when last seen (Unix ms) that Seen replaced for a line of one slot: layout
-// version 1 left it, and MigrateLayout moves it into Seen (a line over shards keeps such a hash in each
-// shard, ShardKeys.Alive: its seqs are a sparse share of every seq). Abandoned counts the fans dropped
-// for silence or no-show.
+// cfg. 6 bytes an arrival, where a hash field costs 56; the tick starts it afresh (seenbase moves to the
+// newest seq) whenever the line is empty, so it spans the arrivals since the line last emptied. Alive is
+// the hash seq -> when last seen (Unix ms) that a line of one slot keeps in place of Seen in layout
+// version 1, and MigrateLayout moves it into Seen (a line over shards keeps such a hash in each shard,
+// ShardKeys.Alive: its seqs are a sparse share of every seq). Abandoned counts the fans dropped for
+// silence or no-show.
 func (c ConcertKeys) Seen() string      { return c.base + "q:seen" }
 func (c ConcertKeys) Alive() string     { return c.base + "q:alive" }
 func (c ConcertKeys) Abandoned() string { return c.base + "q:abandoned" }

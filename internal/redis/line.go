@@ -23,7 +23,7 @@ import (
 // the head and the leaves that place a fan. The tick reads every shard's head (line_heads), admits in
 // seq order on the concert's slot (line_admit) and then takes the admitted out of their shards
 // (line_pop): each step idempotent, so that a crash between two leaves what the next tick completes.
-// A line of one shard keeps every key in the concert's slot and runs the scripts of queue.go, as before.
+// A line of one shard keeps every key in the concert's slot and runs the scripts of queue.go.
 
 // lineFan is one waiting fan of a sharded line, as line_heads read them.
 type lineFan struct {

@@ -267,7 +267,7 @@ func TestMigrateLayoutMovesALineOfTheOldLayout(t *testing.T) {
 				mustLoad(t, s, con)
 				k := s.keys.Concert("mg")
 				old := []string{"a", "b", "c"}
-				for i, u := range old { // what the old build wrote: the line and the arrival counter
+				for i, u := range old { // what layout version 1 holds: the line and the arrival counter
 					key := k.LegacyWait()
 					if shards > 1 {
 						key = k.Shard(LineShard(u, shards)).LegacyWait()
@@ -275,7 +275,7 @@ func TestMigrateLayoutMovesALineOfTheOldLayout(t *testing.T) {
 					require.NoError(t, c.Do(ctx, c.B().Zadd().Key(key).ScoreMember().ScoreMember(float64(i+1), u).Build()).Error())
 				}
 				require.NoError(t, c.Do(ctx, c.B().Set().Key(k.Seq()).Value("3").Build()).Error())
-				d, err := s.Join(ctx, "mg", "d", t0) // joined after the upgrade, before the concert was loaded again
+				d, err := s.Join(ctx, "mg", "d", t0) // joined in the current layout, before the migration ran
 				require.NoError(t, err)
 				require.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: 4, Created: true}, d)
 
@@ -291,13 +291,13 @@ func TestMigrateLayoutMovesALineOfTheOldLayout(t *testing.T) {
 					assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: int64(i + 1)}, st, u)
 				}
 				q := ticketrush.DefaultQueueSettings()
-				q.AbandonAfter = 0 // the old line's fans were never seen by this test
+				q.AbandonAfter = 0 // the version-1 line's fans were never seen by this test
 				require.NoError(t, s.Configure(ctx, "mg", q, t0))
 				for round := 1; round <= 10 && len(admittedSeqs(t, c, k.Events())) < 4; round++ {
 					_, err := s.Tick(ctx, "mg", t0.Add(time.Duration(round)*time.Second), 10)
 					require.NoError(t, err)
 				}
-				assert.Equal(t, []uint64{1, 2, 3, 4}, admittedSeqs(t, c, k.Events()), "the old line first, in its order")
+				assert.Equal(t, []uint64{1, 2, 3, 4}, admittedSeqs(t, c, k.Events()), "the version-1 line first, in its order")
 			})
 		})
 	}

@@ -31,12 +31,12 @@ type LayoutMigration struct {
 	Gates   int   // fans' gate records moved from the concert's slot into their line shards
 }
 
-// MigrateLayout moves what older builds left of concert c into LayoutVersion: each line's sorted set into
-// places and order (line_migrate, all the lines' calls in one round trip, a batch each, until none is
-// left), a line of one slot's liveness hash into seen (seen_migrate, which records the version in the
-// concert's settings), then seats kept in the concert's own keys into seat slots (migrateSeats). Running
-// it again, or on a concert of the current layout, moves nothing; a concert not in Redis answers
-// ErrNotFound (its first load writes the current layout).
+// MigrateLayout moves what concert c holds of an earlier layout version into LayoutVersion: each line's
+// sorted set into places and order (line_migrate, all the lines' calls in one round trip, a batch each,
+// until none is left), a line of one slot's liveness hash into seen (seen_migrate, which records the
+// version in the concert's settings), then seats kept in the concert's own keys into seat slots
+// (migrateSeats). Running it again, or on a concert of the current layout, moves nothing; a concert not in
+// Redis answers ErrNotFound (its first load writes the current layout).
 func (s *Store) MigrateLayout(ctx context.Context, c ticketrush.Concert) (LayoutMigration, error) {
 	m, err := s.migrateLine(ctx, c.ID)
 	if err != nil {
@@ -143,13 +143,13 @@ func seenMigrate(k ConcertKeys, batch int) (keys, args []string) {
 }
 
 // migrateSeats moves the seats of a concert that keeps them in its own keys (cfg sched empty: a line of
-// one slot before version 3) into seat slots in the concert's own slot (SlotsTogether): each
-// reservation, with its seat and its place in the HELD or paying set (a claim keeps its time), is
-// written as restore writes it (restoreSeatSlots: one MULTI per seat slot, its
-// keys emptied first), then, in one MULTI on the concert's slot, the old keys go, the fans' gate entries
-// and the concert's count are written and cfg sched names the slots. A crash before that last MULTI
-// leaves the old keys in place and sched empty: the next run moves them again. It returns how many
-// reservations it moved; none for a concert whose sched is set.
+// one slot before version 3) into seat slots in the concert's own slot (SlotsTogether): each reservation,
+// with its seat and its place in the HELD or paying set (a claim keeps its time), is written as restore
+// writes it (restoreSeatSlots: one MULTI per seat slot, its keys emptied first), then, in one MULTI on the
+// concert's slot, the concert's own seat keys go, the fans' gate entries and the concert's count are
+// written and cfg sched names the slots. A crash before that last MULTI leaves those keys in place and
+// sched empty: the next run moves them again. It returns how many reservations it moved; none for a
+// concert whose sched is set.
 func (s *Store) migrateSeats(ctx context.Context, c ticketrush.Concert) (int, error) {
 	k := s.keys.Concert(c.ID)
 	sched, err := s.client.Do(ctx, s.client.B().Hget().Key(k.Cfg()).Field("sched").Build()).ToString()

@@ -12,11 +12,12 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// TestMigrateLayoutMovesSeatsOutOfTheConcertKeys: a concert an older build kept with its seats in its own
-// keys (cfg sched empty: a held seat, one being paid, one sold) is moved by the layout migration into
-// seat slots in its own slot, as SlotsTogether places them: each reservation readable, each seat taken as
-// it was, the fans' gate entries counting (the hold limit holds), the counts kept, the old keys gone; and
-// a second migration moves nothing but the seat slots' lists of open holds, which the gate replaced.
+// TestMigrateLayoutMovesSeatsOutOfTheConcertKeys: a concert of a layout before version 3 with its seats in
+// its own keys (cfg sched empty: a held seat, one being paid, one sold) is moved by the layout migration
+// into seat slots in its own slot, as SlotsTogether places them: each reservation readable, each seat
+// taken as it was, the fans' gate entries counting (the hold limit holds), the counts kept, the concert's
+// seat keys gone; and a second migration moves nothing but the seat slots' lists of open holds, which
+// version 3 drops (the gate counts a fan's holds).
 func TestMigrateLayoutMovesSeatsOutOfTheConcertKeys(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
@@ -27,7 +28,7 @@ func TestMigrateLayoutMovesSeatsOutOfTheConcertKeys(t *testing.T) {
 		alice := join(t, s, cid, "alice", ticketrush.StatusActive)
 		k := s.keys.Concert(cid)
 
-		// What an older build left: every seat key in the concert's own, no seat slot, no gate.
+		// A layout before version 3: every seat key in the concert's own, no seat slot, no gate.
 		rec := func(user, sched, seat string, st ticketrush.ReservationStatus) ticketrush.Reservation {
 			return ticketrush.Reservation{ID: ticketrush.NewReservationID(cid, sched), UserID: user, ConcertID: cid, ScheduleID: sched, SeatID: seat, Seq: 1,
 				Price: 100, Status: st, ExpiresAt: t0.Add(10 * time.Second), CreatedAt: t0}
@@ -100,7 +101,7 @@ func TestMigrateLayoutMovesSeatsOutOfTheConcertKeys(t *testing.T) {
 		_, _, err = s.Hold(ctx, alice, sB, "VIP-2", 100, t0)
 		assert.NoError(t, err, "the cancel gave her hold back")
 
-		// a seat slot's list of open holds, as builds before version 3 kept beside the gate
+		// a seat slot's list of open holds, kept beside the gate in layouts before version 3
 		leftover := slotOfConcert(t, s, cid, sB).UserHolds()
 		require.NoError(t, c.Do(ctx, c.B().Hset().Key(leftover).FieldValue().FieldValue("bob", paying.ID).Build()).Error())
 		again, err := s.MigrateLayout(ctx, con)
@@ -108,7 +109,7 @@ func TestMigrateLayoutMovesSeatsOutOfTheConcertKeys(t *testing.T) {
 		assert.Zero(t, again, "a second migration moves nothing")
 		n, err = c.Do(ctx, c.B().Exists().Key(leftover).Build()).AsInt64()
 		require.NoError(t, err)
-		assert.Zero(t, n, "and deletes the lists of open holds the gate replaced")
+		assert.Zero(t, n, "and deletes the lists of open holds")
 	})
 }
 

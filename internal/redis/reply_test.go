@@ -124,7 +124,7 @@ func TestReplyShapes(t *testing.T) {
 	}
 }
 
-// TestDecodedValues: the decoders that replaced loose reads give back what the reply says, absent
+// TestDecodedValues: the reply decoders give back what the reply says, absent
 // fields as zero, and the seats' states as the seat map shows them at now.
 func TestDecodedValues(t *testing.T) {
 	c, _ := dbtest.MiniRedis(t)

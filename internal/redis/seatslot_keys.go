@@ -32,8 +32,8 @@ func (s ScheduleKeys) Seats() string        { return s.base + "seats" }
 func (s ScheduleKeys) Holds() string        { return s.base + "holds" }
 func (s ScheduleKeys) Reservations() string { return s.base + "res" }
 
-// UserHolds is a list of each fan's open holds that builds before layout version 3 kept in the slot; the
-// gate counts a fan's holds now, and the layout migration deletes it.
+// UserHolds is a list of each fan's open holds that layouts before version 3 keep in the slot; from
+// version 3 the gate counts a fan's holds, and the layout migration deletes it.
 func (s ScheduleKeys) UserHolds() string   { return s.base + "uholds" }
 func (s ScheduleKeys) Paying() string      { return s.base + "paying" }
 func (s ScheduleKeys) Sold() string        { return s.base + "sold" }

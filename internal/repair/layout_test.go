@@ -17,7 +17,7 @@ import (
 )
 
 // TestMigrateLayoutsMovesEachConcertOnce: the concerts Postgres lists below this build's layout version
-// have their line moved (a fan an older build left in a sorted set waits in places after it) and the
+// have their line moved (a fan in a sorted set of layout version 1 waits in places after it) and the
 // version recorded, a concert not in Redis included; a second run finds none. A concert created by this
 // build starts at the current version.
 func TestMigrateLayoutsMovesEachConcertOnce(t *testing.T) {

@@ -29,9 +29,9 @@ func migratedDB(t *testing.T, url string) *postgres.DB {
 
 // TestRestoreKeepsTheRecordedPlacement: restore of an emptied Redis puts every concert's seats in the
 // slots of its recorded placement, whatever the slot map now gives. The concerts' placements are those
-// an earlier slot map gave at their create (suffixes no placement on today's map chooses: on a single
+// an earlier slot map gave at their create (suffixes no placement on the current map chooses: on a single
 // Redis it chooses none), as a failover that renames a master, or a reshard, leaves them. A concert
-// created before placements were recorded gets one recorded once, before restore writes it: the one its
+// with no placement recorded gets one recorded once, before restore writes it: the one its
 // Redis copy names while Redis holds it (what the running processes read), else a new one; and a second
 // restore keeps that too. Run it on the cluster with TEST_REDIS_URL="$(scripts/cluster.sh)".
 func TestRestoreKeepsTheRecordedPlacement(t *testing.T) {

@@ -57,11 +57,11 @@ func (c *counting) get(name string) int {
 	return c.n[name]
 }
 
-// TestQuietWorkerMeasuresRarely: a worker with nothing to do goes quiet: over 30 of its read rounds
-// (each a stats period long) it neither measures its streams (XINFO GROUPS) nor looks for pending
-// entries (XAUTOCLAIM), where it did both every period while there was work; on a single Redis each
-// round reads its idle streams in one XREADGROUP. The first event is
-// written as before and ends the quiet (the worker measures again).
+// TestQuietWorkerMeasuresRarely: a worker with nothing to do goes quiet: over 30 of its read rounds (each
+// a stats period long) it neither measures its streams (XINFO GROUPS) nor looks for pending entries
+// (XAUTOCLAIM), where it did both every period while there was work; on a single Redis each round reads
+// its idle streams in one XREADGROUP. The first event is written as any other and ends the quiet (the
+// worker measures again).
 func TestQuietWorkerMeasuresRarely(t *testing.T) {
 	t.Parallel()
 	s := sharedSale(t)

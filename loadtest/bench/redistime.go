@@ -20,18 +20,18 @@ const labelTick = "tick per admitted fan"
 type callRow struct {
 	label string
 	pipe  func(concertCapacity) phaseCost // nil: not priced pipelined
-	// today is the figure an earlier build measured under an HTTP storm; the goal is a third of it. 0: no
-	// figure yet, the goal is a third of the first figure measured.
-	today    float64
+	// baseline is the row's reference figure under an HTTP storm (µs of Redis a call); the goal is a
+	// third of it. 0: none, the goal is a third of the first figure measured.
+	baseline float64
 	pipeGoal float64 // µs pipelined; 0: none
 }
 
 // callRows are the section's rows in order, the floor's last; a script the storm saw that is not among
 // them gets a row of its own after them.
 var callRows = []callRow{
-	{label: "queue_join", pipe: func(c concertCapacity) phaseCost { return c.join }, today: 55, pipeGoal: 10},
-	{label: "seat_hold", pipe: func(c concertCapacity) phaseCost { return c.hold }, today: 58, pipeGoal: 12},
-	{label: "hold_cancel", pipe: func(c concertCapacity) phaseCost { return c.cancel }, today: 39},
+	{label: "queue_join", pipe: func(c concertCapacity) phaseCost { return c.join }, baseline: 55, pipeGoal: 10},
+	{label: "seat_hold", pipe: func(c concertCapacity) phaseCost { return c.hold }, baseline: 58, pipeGoal: 12},
+	{label: "hold_cancel", pipe: func(c concertCapacity) phaseCost { return c.cancel }, baseline: 39},
 	{label: "points_charge", pipe: func(c concertCapacity) phaseCost { return c.charge }},
 	{label: "payment_remember reserve", pipe: func(c concertCapacity) phaseCost { return c.reserve }},
 	{label: "payment_claim", pipe: func(c concertCapacity) phaseCost { return c.claim }},
@@ -122,7 +122,7 @@ func (b *bench) printRedisTime(w io.Writer, withLoad bool) {
 
 func isFloor(label string) bool { return label == labelFloorEval || label == labelFloorHSET }
 
-// callGoal is the goal column of r: under load a third of the row's figure (today), or of the first
+// callGoal is the goal column of r: under load a third of the row's figure (baseline), or of the first
 // figure measured where it has none; pipelined its µs.
 func callGoal(r callRow, load float64, loadOK bool, pipe float64, pipeOK bool) string {
 	if isFloor(r.label) {
@@ -130,10 +130,10 @@ func callGoal(r callRow, load float64, loadOK bool, pipe float64, pipeOK bool) s
 	}
 	var parts []string
 	switch {
-	case r.today > 0 && loadOK:
-		parts = append(parts, verdict(load <= r.today/3, fmt.Sprintf("load ≤ %.1f (%.0f ÷ 3)", r.today/3, r.today)))
-	case r.today > 0:
-		parts = append(parts, fmt.Sprintf("load ≤ %.1f (%.0f ÷ 3)", r.today/3, r.today))
+	case r.baseline > 0 && loadOK:
+		parts = append(parts, verdict(load <= r.baseline/3, fmt.Sprintf("load ≤ %.1f (%.0f ÷ 3)", r.baseline/3, r.baseline)))
+	case r.baseline > 0:
+		parts = append(parts, fmt.Sprintf("load ≤ %.1f (%.0f ÷ 3)", r.baseline/3, r.baseline))
 	case r.pipe != nil:
 		parts = append(parts, "load: a third of the first figure measured")
 	}

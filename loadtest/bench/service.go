@@ -119,8 +119,8 @@ func waitReady(ctx context.Context, a *api, logPath string) error {
 }
 
 // probe checks that the binary under test serves the purchase path (docs/api.md: Holds, Points,
-// Payments). Today's binary always does; one from before the purchase path, given by -ticketrush, does
-// not, and then the purchase rows read n/a instead of the run failing.
+// Payments). A binary built from this repository does; a binary given by -ticketrush that does not gets
+// n/a in the purchase rows instead of a failed run.
 func (b *bench) probe(ctx context.Context) error {
 	var missing []string
 	for _, r := range [][2]string{{"POST", "/v1/reservations"}, {"POST", "/v1/points/charges"}, {"POST", "/v1/payments"}} {

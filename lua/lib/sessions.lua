@@ -18,7 +18,7 @@ end
 -- most batch fans admitted but not shown up by grace ms after their deadline (still in noshow, no gated
 -- call since) are expired and counted in abandoned: both free their slots before anyone is admitted. Each kind is
 -- one call of each command for all its fans and one event, queue.lapses and queue.noshows (users and
--- seqs, comma lists; a lapsed token without a seq reads 0). nows is now printed once. Returns how many
+-- seqs, comma lists; a lapsed token without a seq reads 0). nows is now as a string, printed once. Returns how many
 -- lapsed and how many were no-shows.
 local function end_sessions(active, aseq, noshow, abandoned, events, now, nows, batch, grace)
   local lapsed = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)

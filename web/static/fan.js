@@ -7,7 +7,7 @@
   const JWT_KEY = 'ticketrush.jwt';
   const LANG_KEY = 'ticketrush.lang';
   const CATALOGUES = window.TICKETRUSH_I18N;
-  // The API names no time zone for a venue; every venue it sells today is in Korea.
+  // The API names no time zone for a venue; the page shows its times in Korea's.
   const VENUE_TIME_ZONE = 'Asia/Seoul';
   const WINDOW_MS = 60000; // the admission rate is measured over the last minute of places
   const STILL_MS = 10000; // this long without a place gained (and not paused): the line is not moving
