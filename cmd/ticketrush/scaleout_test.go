@@ -51,7 +51,7 @@ func TestScaleOut(t *testing.T) {
 
 	// Three concerts and a master to kill. A concert's line is spread over the cluster (lineShards: 8 per
 	// master) and so are its seats: its schedule's seats, holds and reservations live in a block of seat
-	// slots, one a master (docs/scaleout.md, "Seat slots"). Where
+	// slots, one a master (docs/scaleout.md, "One concert over every master: seat slots"). Where
 	// each lives is read as the service reads it: the layout in the concert's settings (ReadLayout), the
 	// schedule's blocks in it (Layout.Blocks), their keys. The master killed below serves a block of the
 	// seats of concerts[0] and the own slots (the line's admissions, the holds' gate) of concerts[1] and

@@ -66,7 +66,7 @@ func decodeStrict(body []byte, v any) error {
 // quickDecode decodes the bodies that plainly keep the rules in one scan and one json.Unmarshal: every
 // object one of v's structs, its keys exact field names given once and unescaped, no null anywhere,
 // one value. It reports false, having decided nothing, for anything else, which decodeStrict then
-// decodes or refuses with its reason; the two paths were half of a hold's handler time (docs/performance.md).
+// decodes or refuses with its reason; the two paths were half of a hold's handler time (BenchmarkHoldHandler).
 // FuzzQuickDecode holds it to decodeStrict.
 func quickDecode(body []byte, v any) bool {
 	s := quickScan{b: body}
@@ -375,7 +375,7 @@ func strictValue(dec *json.Decoder, t reflect.Type, path string, element bool) e
 }
 
 // fieldsOf caches jsonFields by type: the request types are few, and walking a struct's tags on every
-// request was a sizeable part of decoding a hold (docs/performance.md).
+// request was a sizeable part of decoding a hold (BenchmarkHoldHandler).
 var fieldsOf sync.Map // reflect.Type -> map[string]reflect.Type
 
 // jsonFields maps the JSON names of struct type t's fields to their types. The map is shared: read only.

@@ -9,7 +9,7 @@ import (
 
 // Every concert keeps each schedule's seats, holds, reservations, payments being made, sold count and
 // seat count, and an event stream, in a seat slot of its own, or on a cluster in a block of seat slots
-// (placement.go), each tagged {c:<id>:s:<slot>} (docs/scaleout.md, "Seat slots"). The concert's slot keeps what the line reads: the fans' open holds over every schedule
+// (placement.go), each tagged {c:<id>:s:<slot>} (docs/scaleout.md, "One concert over every master: seat slots"). The concert's slot keeps what the line reads: the fans' open holds over every schedule
 // (the gate, ugate) and the concert's seat count, which the tick carries there from the schedules'
 // counts. Where each seat slot lands is chosen at creation (placement.go): a line of one shard keeps
 // them in the concert's own slot, where a hold and each step of a reservation are one call.
