@@ -8,7 +8,7 @@ import (
 )
 
 // The replies of the hot routes (a poll's ticket, a hold, a problem document) write their JSON by
-// hand: json.Marshal's reflection and time formatting are a third of a winning hold's handler time
+// hand: json.Marshal's reflection and time formatting would be a third of a winning hold's handler time
 // (`go test -run '^$' -bench BenchmarkHoldHandler ./internal/http/`). Each appender writes exactly what
 // encoding/json writes, or reports false, and the caller falls back to encoding/json; reply_test.go
 // holds the two together.
