@@ -1,5 +1,6 @@
 // Package config reads the service's environment into a typed Config, with the defaults and rules of
-// README.md's configuration table. Nothing else in the service reads the environment.
+// README.md's configuration table (TestREADMEDocumentsEverySetting). Nothing else in the service reads
+// the environment.
 package config
 
 import (
