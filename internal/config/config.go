@@ -77,8 +77,10 @@ type Config struct {
 	// when it moved). docs/api.md: a PATCH of a concert's queue is in force within a second on every instance;
 	// what an instance serves from its catalog (a challenge's joinPowBits, the admin view's settings, a
 	// concert just created on another instance) follows within this and one read.
-	CatalogRefresh  time.Duration
-	SweepInterval   time.Duration // how often the scheduler lapses expired holds and recovers stuck payments
+	CatalogRefresh time.Duration
+	// SweepInterval is how often the scheduler lapses expired holds and recovers stuck payments; a payment
+	// left claimed is recovered before its fan's gate entry runs out (TestPayingGateOutlastsStuckPayments).
+	SweepInterval   time.Duration
 	ShutdownTimeout time.Duration
 
 	// Warnings are settings that work but are unwise; serve logs each at start.
