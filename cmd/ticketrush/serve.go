@@ -125,11 +125,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		ready["redis"], ready["redis_state"] = redis.Settled(store.Ping), redis.Settled(state.Check)
 	}
 	if cfg.Has(config.RoleWriteBehind) {
-		var wcfg writebehind.Config
-		if redis.IsCluster(rc) {
-			wcfg.ReplicaWait = redis.ReplicaWait // an event reaches Postgres once a replica has it
-		}
-		worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.streams, wcfg, time.Now, log, reg)
+		worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.streams, writeBehindConfig(cfg, redis.IsCluster(rc)), time.Now, log, reg)
 		worker.FollowPlacements(cat.Placement)
 		wg.Go(func() { worker.Run(loops) })
 		ready["writebehind"] = worker.Check
@@ -189,6 +185,22 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		err = nil
 	}
 	return err
+}
+
+// writeBehindConfig is the worker's configuration: its batches and reads as cfg has them, the rest
+// writebehind.DefaultConfig's. On a Redis Cluster an event reaches Postgres once a replica has it.
+func writeBehindConfig(cfg config.Config, cluster bool) writebehind.Config {
+	w := writebehind.Config{
+		Writers:      cfg.WriteBehindWriters,
+		BatchSize:    cfg.WriteBehindBatchSize,
+		ReadCount:    cfg.WriteBehindReadCount,
+		MaxReadCount: cfg.WriteBehindMaxReadCount,
+		ClaimIdle:    cfg.WriteBehindClaimIdle,
+	}
+	if cluster {
+		w.ReplicaWait = redis.ReplicaWait
+	}
+	return w
 }
 
 // serverTimeouts are the HTTP server's deadlines. An event stream and the draw's keys file outlive all

@@ -15,10 +15,12 @@ const (
 	// 20,000 holds due at once, 500 a call took 12 ms a call, 100 about 1.7 ms (and less a hold).
 	// A round calls again until a call finds fewer due.
 	sweepBatch = 100
-	// stuckAfter is how long a payment may stay claimed before the sweeper finishes or undoes it:
-	// longer than any request can run (the server's write timeout is 15 s).
-	stuckAfter = 30 * time.Second
 )
+
+// StuckAfter is how long a payment may stay claimed before the sweeper finishes or undoes it: longer
+// than any request can run (a request's deadline, the server's write timeout: TestNoRequestOutlivesStuckAfter),
+// and shorter than redis.PayingGate by a sweep's pace at least (TestPayingGateOutlastsStuckPayments).
+const StuckAfter = 30 * time.Second
 
 // Sweep runs one round over every concert of the catalog (Sweeper.Sweep).
 func (s *Service) Sweep(ctx context.Context) error {
@@ -67,7 +69,7 @@ func (sw *Sweeper) Sweep(ctx context.Context) error {
 				break
 			}
 		}
-		errs = append(errs, s.Recover(ctx, id, now.Add(-stuckAfter)))
+		errs = append(errs, s.Recover(ctx, id, now.Add(-StuckAfter)))
 		if counts, err := s.store.ScheduleCounts(ctx, id, schedules, now); err == nil {
 			s.metrics.observeSeats(c, counts)
 			if inFlight(counts) {

@@ -1,5 +1,6 @@
 // Package config reads the service's environment into a typed Config, with the defaults and rules of
-// README.md's configuration table. Nothing else in the service reads the environment.
+// README.md's configuration table (TestREADMEDocumentsEverySetting). Nothing else in the service reads
+// the environment.
 package config
 
 import (
@@ -57,6 +58,17 @@ type Config struct {
 	// site behind `ticketrush gate`, docs/gate.md); empty: the page sends nobody anywhere.
 	PassSiteURL string
 
+	// The write-behind worker's batches and reads (docs/durability.md): WRITEBEHIND_WRITERS batches are
+	// written at once, of WRITEBEHIND_BATCH_SIZE events at most, one Postgres transaction each; a round
+	// reads WRITEBEHIND_READ_COUNT entries of a stream at first, doubling for a stream that filled its read
+	// up to WRITEBEHIND_MAX_READ_COUNT; an entry pending WRITEBEHIND_CLAIM_IDLE_SECONDS with another worker
+	// (one that crashed) is claimed.
+	WriteBehindWriters      int
+	WriteBehindBatchSize    int
+	WriteBehindReadCount    int
+	WriteBehindMaxReadCount int
+	WriteBehindClaimIdle    time.Duration
+
 	// Timings that are not in the environment: fixed here so that every instance agrees.
 	AdmitTick       time.Duration // how often the scheduler runs the admission tick
 	SnapshotRefresh time.Duration // how often an api instance refreshes its per-concert queue view
@@ -65,8 +77,10 @@ type Config struct {
 	// when it moved). docs/api.md: a PATCH of a concert's queue is in force within a second on every instance;
 	// what an instance serves from its catalog (a challenge's joinPowBits, the admin view's settings, a
 	// concert just created on another instance) follows within this and one read.
-	CatalogRefresh  time.Duration
-	SweepInterval   time.Duration // how often the scheduler lapses expired holds and recovers stuck payments
+	CatalogRefresh time.Duration
+	// SweepInterval is how often the scheduler lapses expired holds and recovers stuck payments; a payment
+	// left claimed is recovered before its fan's gate entry runs out (TestPayingGateOutlastsStuckPayments).
+	SweepInterval   time.Duration
 	ShutdownTimeout time.Duration
 
 	// Warnings are settings that work but are unwise; serve logs each at start.
@@ -147,6 +161,25 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.PassSiteURL, err = siteURL(getenv("PASS_SITE_URL")); err != nil {
 		bad("PASS_SITE_URL", "%v", err)
 	}
+	if c.WriteBehindWriters, err = positive(getenv("WRITEBEHIND_WRITERS"), 2, MaxWriteBehindWriters); err != nil {
+		bad("WRITEBEHIND_WRITERS", "%v", err)
+	}
+	if c.WriteBehindBatchSize, err = positive(getenv("WRITEBEHIND_BATCH_SIZE"), 4000, maxWriteBehindCount); err != nil {
+		bad("WRITEBEHIND_BATCH_SIZE", "%v", err)
+	}
+	if c.WriteBehindReadCount, err = positive(getenv("WRITEBEHIND_READ_COUNT"), 1000, maxWriteBehindCount); err != nil {
+		bad("WRITEBEHIND_READ_COUNT", "%v", err)
+	}
+	if c.WriteBehindMaxReadCount, err = positive(getenv("WRITEBEHIND_MAX_READ_COUNT"), 16000, maxWriteBehindCount); err != nil {
+		bad("WRITEBEHIND_MAX_READ_COUNT", "%v", err)
+	} else if c.WriteBehindReadCount > 0 && c.WriteBehindMaxReadCount < c.WriteBehindReadCount {
+		bad("WRITEBEHIND_MAX_READ_COUNT", "want at least WRITEBEHIND_READ_COUNT (%d), got %d", c.WriteBehindReadCount, c.WriteBehindMaxReadCount)
+	}
+	claimIdle, err := positive(getenv("WRITEBEHIND_CLAIM_IDLE_SECONDS"), 10, int(MaxWriteBehindClaimIdle/time.Second))
+	if err != nil {
+		bad("WRITEBEHIND_CLAIM_IDLE_SECONDS", "%v", err)
+	}
+	c.WriteBehindClaimIdle = time.Duration(claimIdle) * time.Second
 	roles, err2 := parseRoles(or(getenv("ROLES"), strings.Join(allRoles, ",")))
 	if err2 != nil {
 		bad("ROLES", "%v", err2)
@@ -157,6 +190,16 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	return c, nil
 }
+
+// The write-behind's bounds. MaxWriteBehindClaimIdle: the entries a worker read just before it crashed
+// are claimed by another (once pending this long, found by that worker's next look: within its QuietEvery
+// and a ClaimEvery) before readiness calls that worker stuck (StuckAfter without an acknowledgement while
+// events wait; writebehind.Config, TestWriteBehindClaimsBeforeStuck).
+const (
+	MaxWriteBehindWriters   = 64
+	maxWriteBehindCount     = 1_000_000
+	MaxWriteBehindClaimIdle = 15 * time.Second
+)
 
 // The pass keys' schedule (docs/pass.md, "Rotation"). A rotated key is published PassPublishLead before
 // it signs: every instance has loaded it (PassKeyReload) and every key set a verifier caches
@@ -259,6 +302,21 @@ func nonNegative(s string, def int) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 || n > 1_000_000 {
 		return 0, fmt.Errorf("want an integer 0-1000000, got %q", s)
+	}
+	return n, nil
+}
+
+// positive parses an integer variable of 1-most, def when unset.
+func positive(s string, def, most int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil || n < 1:
+		return 0, fmt.Errorf("want a positive integer, got %q", s)
+	case n > most:
+		return 0, fmt.Errorf("want a positive integer of at most %d, got %q", most, s)
 	}
 	return n, nil
 }

@@ -80,6 +80,17 @@ func TestLoadErrors(t *testing.T) {
 		{"pass site not http", map[string]string{"PASS_SITE_URL": "javascript:alert(1)"}, []string{`PASS_SITE_URL: want an absolute http or https URL, got "javascript:alert(1)"`}},
 		{"pass site with a fragment", map[string]string{"PASS_SITE_URL": "https://shop.example/#x"}, []string{"PASS_SITE_URL: want a URL without a fragment"}},
 		{"pass site with a pass", map[string]string{"PASS_SITE_URL": "https://shop.example/?pass=x"}, []string{"PASS_SITE_URL: want a URL without a pass parameter"}},
+		{"writers zero", map[string]string{"WRITEBEHIND_WRITERS": "0"}, []string{`WRITEBEHIND_WRITERS: want a positive integer, got "0"`}},
+		{"writers too many", map[string]string{"WRITEBEHIND_WRITERS": "65"}, []string{`WRITEBEHIND_WRITERS: want a positive integer of at most 64, got "65"`}},
+		{"batch size not a number", map[string]string{"WRITEBEHIND_BATCH_SIZE": "4k"}, []string{`WRITEBEHIND_BATCH_SIZE: want a positive integer, got "4k"`}},
+		{"batch size negative", map[string]string{"WRITEBEHIND_BATCH_SIZE": "-1"}, []string{`WRITEBEHIND_BATCH_SIZE: want a positive integer, got "-1"`}},
+		{"read count zero", map[string]string{"WRITEBEHIND_READ_COUNT": "0"}, []string{`WRITEBEHIND_READ_COUNT: want a positive integer, got "0"`}},
+		{"max read count too big", map[string]string{"WRITEBEHIND_MAX_READ_COUNT": "1000001"}, []string{`WRITEBEHIND_MAX_READ_COUNT: want a positive integer of at most 1000000, got "1000001"`}},
+		{"max read count below read count", map[string]string{"WRITEBEHIND_READ_COUNT": "2000", "WRITEBEHIND_MAX_READ_COUNT": "1500"}, []string{"WRITEBEHIND_MAX_READ_COUNT: want at least WRITEBEHIND_READ_COUNT (2000), got 1500"}},
+		{"max read count below the default read count", map[string]string{"WRITEBEHIND_MAX_READ_COUNT": "500"}, []string{"WRITEBEHIND_MAX_READ_COUNT: want at least WRITEBEHIND_READ_COUNT (1000), got 500"}},
+		{"claim idle zero", map[string]string{"WRITEBEHIND_CLAIM_IDLE_SECONDS": "0"}, []string{`WRITEBEHIND_CLAIM_IDLE_SECONDS: want a positive integer, got "0"`}},
+		{"claim idle a duration", map[string]string{"WRITEBEHIND_CLAIM_IDLE_SECONDS": "10s"}, []string{`WRITEBEHIND_CLAIM_IDLE_SECONDS: want a positive integer, got "10s"`}},
+		{"claim idle too long", map[string]string{"WRITEBEHIND_CLAIM_IDLE_SECONDS": "16"}, []string{`WRITEBEHIND_CLAIM_IDLE_SECONDS: want a positive integer of at most 15, got "16"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +108,24 @@ func TestLoadErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoadWriteBehind: the write-behind's settings, their defaults (writebehind.DefaultConfig's:
+// TestWriteBehindSettingsPassDown) and values given.
+func TestLoadWriteBehind(t *testing.T) {
+	c, err := Load(env(valid()))
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 4000, 1000, 16000}, []int{c.WriteBehindWriters, c.WriteBehindBatchSize, c.WriteBehindReadCount, c.WriteBehindMaxReadCount})
+	assert.Equal(t, 10*time.Second, c.WriteBehindClaimIdle)
+
+	m := valid()
+	m["WRITEBEHIND_WRITERS"], m["WRITEBEHIND_BATCH_SIZE"] = "64", "1"
+	m["WRITEBEHIND_READ_COUNT"], m["WRITEBEHIND_MAX_READ_COUNT"] = "500", "500"
+	m["WRITEBEHIND_CLAIM_IDLE_SECONDS"] = "15"
+	c, err = Load(env(m))
+	require.NoError(t, err)
+	assert.Equal(t, []int{64, 1, 500, 500}, []int{c.WriteBehindWriters, c.WriteBehindBatchSize, c.WriteBehindReadCount, c.WriteBehindMaxReadCount})
+	assert.Equal(t, MaxWriteBehindClaimIdle, c.WriteBehindClaimIdle)
 }
 
 func TestLoadAbuse(t *testing.T) {

@@ -31,7 +31,8 @@ import (
 
 // PayingGate is how long after a claim a reservation being paid keeps counting against its fan's hold
 // limit, at least (and at least until its hold's expiry): longer than the sweeper takes to finish or
-// undo a payment left claimed (30 s), whose step then sets the entry to what the reservation became.
+// undo a payment left claimed (booking.StuckAfter and a sweep's pace, TestPayingGateOutlastsStuckPayments),
+// whose step then sets the entry to what the reservation became.
 const PayingGate = time.Minute
 
 // loadSchedules writes the seat count of each schedule of a concert, where it is not there yet (schedule_load, one pipelined round trip).
