@@ -23,7 +23,6 @@ import (
 	svcconfig "github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
-	"github.com/ticketrush/ticketrush/lua"
 )
 
 // The capacity of one concert: what a join, a hold and a payment cost Redis, and how many of each one
@@ -395,10 +394,8 @@ func (r *capacityRun) phase(name string, run func() (ops int, err error)) (phase
 // served a while: no phase pays for the fallback of its first calls (NOSCRIPT, then EVAL).
 func (r *capacityRun) loadScripts() error {
 	for _, m := range r.masters {
-		for _, name := range lua.Names() {
-			if err := m.Do(r.ctx, m.B().ScriptLoad().Script(lua.Source(name)).Build()).Error(); err != nil {
-				return fmt.Errorf("SCRIPT LOAD %s: %w", name, err)
-			}
+		if err := loadScripts(r.ctx, m); err != nil {
+			return err
 		}
 	}
 	return nil
