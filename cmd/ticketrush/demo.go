@@ -128,54 +128,83 @@ func (c *demoClient) demoConcert(ctx context.Context, adminToken string) (string
 // walk takes one fan from join to receipt, printing each step.
 func (c *demoClient) walk(ctx context.Context, concert, jwt, user string, wait time.Duration) error {
 	fmt.Fprintf(c.out, "fan %s at %s, demo concert %s; each request is shown as the curl line that makes it (set JWT and QT as printed to run one yourself):\n  JWT=%s\n", user, c.base, concert, jwt)
-	bearer := []string{"Authorization", "Bearer $JWT"}
-	step := func(n int, what string) { fmt.Fprintf(c.out, "\n%d. %s\n", n, what) }
-
-	step(1, "join the line")
-	type ticket struct {
-		Token            string
-		Status           string
-		Position         int64
-		PollAfterSeconds int64
-	}
-	var t ticket
-	if _, err := c.show(ctx, "POST", "/v1/concerts/"+concert+"/queue", bearer, jwt, "", nil, &t); err != nil {
+	qt, err := c.admitted(ctx, concert, jwt, wait)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.out, "  QT=%s\n", t.Token)
-	gated := []string{"Authorization", "Bearer $JWT", "X-Queue-Token", "$QT"}
+	schedule, seat, err := c.freeSeat(ctx, concert, jwt, qt)
+	if err != nil {
+		return err
+	}
+	hold, payment, err := c.buy(ctx, jwt, qt, schedule, seat)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.out, "\ndone: %s bought %s on %s (reservation %s, payment %s)\n", user, seat, schedule, hold, payment)
+	return err
+}
 
-	step(2, "poll the line until the fan is ACTIVE (admitted)")
+// The headers of the walk's requests, as its curl lines show them: the fan's JWT, and with it the
+// queue token on the gated ones.
+var (
+	demoBearer = []string{"Authorization", "Bearer $JWT"}
+	demoGated  = []string{"Authorization", "Bearer $JWT", "X-Queue-Token", "$QT"}
+)
+
+// step prints the heading of the walk's step n.
+func (c *demoClient) step(n int, what string) { fmt.Fprintf(c.out, "\n%d. %s\n", n, what) }
+
+// demoTicket is the waiting room's answer to a join or a poll.
+type demoTicket struct {
+	Token            string
+	Status           string
+	Position         int64
+	PollAfterSeconds int64
+}
+
+// admitted joins the line of concert and polls it until the fan is ACTIVE, within wait, and returns
+// the fan's queue token.
+func (c *demoClient) admitted(ctx context.Context, concert, jwt string, wait time.Duration) (string, error) {
+	c.step(1, "join the line")
+	var t demoTicket
+	if _, err := c.show(ctx, "POST", "/v1/concerts/"+concert+"/queue", demoBearer, jwt, "", nil, &t); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(c.out, "  QT=%s\n", t.Token)
+
+	c.step(2, "poll the line until the fan is ACTIVE (admitted)")
 	deadline := time.Now().Add(wait)
 	for {
-		if _, err := c.show(ctx, "GET", "/v1/queue", gated, jwt, t.Token, nil, &t); err != nil {
-			return err
+		if _, err := c.show(ctx, "GET", "/v1/queue", demoGated, jwt, t.Token, nil, &t); err != nil {
+			return "", err
 		}
 		if t.Status == "ACTIVE" {
-			break
+			return t.Token, nil
 		}
 		if t.Status != "WAITING" {
-			return fmt.Errorf("the queue token is %s, not WAITING or ACTIVE", t.Status)
+			return "", fmt.Errorf("the queue token is %s, not WAITING or ACTIVE", t.Status)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not admitted within %s (position %d)", wait, t.Position)
+			return "", fmt.Errorf("not admitted within %s (position %d)", wait, t.Position)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(time.Duration(max(t.PollAfterSeconds, 1)) * time.Second):
 		}
 	}
+}
 
-	step(3, "the concert's dates, with free seats")
+// freeSeat finds the first date of concert with free seats and the first AVAILABLE seat on its map.
+func (c *demoClient) freeSeat(ctx context.Context, concert, jwt, qt string) (schedule, seat string, err error) {
+	c.step(3, "the concert's dates, with free seats")
 	var schedules []struct {
 		ID             string
 		AvailableSeats int64
 	}
-	if _, err := c.show(ctx, "GET", "/v1/concerts/"+concert+"/schedules", gated, jwt, t.Token, nil, &schedules); err != nil {
-		return err
+	if _, err := c.show(ctx, "GET", "/v1/concerts/"+concert+"/schedules", demoGated, jwt, qt, nil, &schedules); err != nil {
+		return "", "", err
 	}
-	schedule := ""
 	for _, s := range schedules {
 		if s.AvailableSeats > 0 {
 			schedule = s.ID
@@ -183,15 +212,14 @@ func (c *demoClient) walk(ctx context.Context, concert, jwt, user string, wait t
 		}
 	}
 	if schedule == "" {
-		return errors.New("every date of the demo concert is sold out")
+		return "", "", errors.New("every date of the demo concert is sold out")
 	}
 
-	step(4, "the seat map of date "+schedule+" (shortened here)")
+	c.step(4, "the seat map of date "+schedule+" (shortened here)")
 	var seats []struct{ ID, Status string }
-	if _, err := c.show(ctx, "GET", "/v1/concerts/"+concert+"/schedules/"+schedule+"/seats", gated, jwt, t.Token, nil, &seats); err != nil {
-		return err
+	if _, err := c.show(ctx, "GET", "/v1/concerts/"+concert+"/schedules/"+schedule+"/seats", demoGated, jwt, qt, nil, &seats); err != nil {
+		return "", "", err
 	}
-	seat := ""
 	for _, s := range seats {
 		if s.Status == "AVAILABLE" {
 			seat = s.ID
@@ -199,43 +227,47 @@ func (c *demoClient) walk(ctx context.Context, concert, jwt, user string, wait t
 		}
 	}
 	if seat == "" {
-		return errors.New("no AVAILABLE seat on " + schedule)
+		return "", "", errors.New("no AVAILABLE seat on " + schedule)
 	}
+	return schedule, seat, nil
+}
 
-	step(5, "hold seat "+seat)
+// buy holds seat on schedule, charges its price in points, pays the hold and checks the receipt: the
+// payment, and the reservation PAID. It returns the reservation's and the payment's ids.
+func (c *demoClient) buy(ctx context.Context, jwt, qt, schedule, seat string) (reservation, payment string, err error) {
+	c.step(5, "hold seat "+seat)
 	var hold struct {
 		ID    string
 		Price int64
 	}
-	if _, err := c.show(ctx, "POST", "/v1/reservations", gated, jwt, t.Token,
+	if _, err := c.show(ctx, "POST", "/v1/reservations", demoGated, jwt, qt,
 		map[string]string{"scheduleId": schedule, "seatId": seat}, &hold); err != nil {
-		return err
+		return "", "", err
 	}
 
-	step(6, "charge the seat's price in points")
-	if _, err := c.show(ctx, "POST", "/v1/points/charges", bearer, jwt, "", map[string]int64{"amount": hold.Price}, nil); err != nil {
-		return err
+	c.step(6, "charge the seat's price in points")
+	if _, err := c.show(ctx, "POST", "/v1/points/charges", demoBearer, jwt, "", map[string]int64{"amount": hold.Price}, nil); err != nil {
+		return "", "", err
 	}
 
-	step(7, "pay the hold from the points")
-	var payment struct{ ID string }
-	if _, err := c.show(ctx, "POST", "/v1/payments", bearer, jwt, "", map[string]string{"reservationId": hold.ID}, &payment); err != nil {
-		return err
+	c.step(7, "pay the hold from the points")
+	var paid struct{ ID string }
+	if _, err := c.show(ctx, "POST", "/v1/payments", demoBearer, jwt, "", map[string]string{"reservationId": hold.ID}, &paid); err != nil {
+		return "", "", err
 	}
 
-	step(8, "the receipt: the payment, and the reservation now PAID")
-	if _, err := c.show(ctx, "GET", "/v1/payments/"+payment.ID, bearer, jwt, "", nil, nil); err != nil {
-		return err
+	c.step(8, "the receipt: the payment, and the reservation now PAID")
+	if _, err := c.show(ctx, "GET", "/v1/payments/"+paid.ID, demoBearer, jwt, "", nil, nil); err != nil {
+		return "", "", err
 	}
 	var res struct{ Status string }
-	if _, err := c.show(ctx, "GET", "/v1/reservations/"+hold.ID, bearer, jwt, "", nil, &res); err != nil {
-		return err
+	if _, err := c.show(ctx, "GET", "/v1/reservations/"+hold.ID, demoBearer, jwt, "", nil, &res); err != nil {
+		return "", "", err
 	}
 	if res.Status != "PAID" {
-		return fmt.Errorf("reservation %s is %s after payment, not PAID", hold.ID, res.Status)
+		return "", "", fmt.Errorf("reservation %s is %s after payment, not PAID", hold.ID, res.Status)
 	}
-	_, err := fmt.Fprintf(c.out, "\ndone: %s bought %s on %s (reservation %s, payment %s)\n", user, seat, schedule, hold.ID, payment.ID)
-	return err
+	return hold.ID, paid.ID, nil
 }
 
 // show prints a request as the curl line that makes it, makes it with $JWT and $QT replaced, and prints

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/rueidis"
 
 	"github.com/ticketrush/ticketrush/internal/app"
 	"github.com/ticketrush/ticketrush/internal/auth"
@@ -46,32 +47,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	defer db.Close()
 	reg.MustRegister(db.Collector())
-	if applied, err := db.Migrate(ctx); err != nil {
+	state, store, err := prepareStores(ctx, cfg, rc, db, reg, log)
+	if err != nil {
 		return err
-	} else if len(applied) > 0 {
-		log.Info("migrated", "applied", applied)
-	}
-
-	if err := repair.RecordPlacements(ctx, rc, db, cfg.RedisKeyPrefix); err != nil {
-		return fmt.Errorf("record placements: %w", err)
-	}
-
-	state := writebehind.NewState(rc, cfg.RedisKeyPrefix)
-	if err := state.Startup(ctx, db, time.Now()); errors.Is(err, writebehind.ErrRedisNotWhole) {
-		log.Error("redis is not whole: unready until `ticketrush restore`", "err", err)
-	} else if err != nil {
-		return err
-	}
-
-	store := redis.NewStore(rc, cfg.RedisKeyPrefix, reg)
-	if redis.IsCluster(rc) {
-		store.WaitForReplica(redis.ReplicaWait) // the money steps wait for a replica (docs/durability.md)
-	}
-	store.LimitUsers(redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst})
-	if n, err := repair.MigrateLayouts(ctx, store, db, nil); err != nil { // before any script reads the layout
-		return fmt.Errorf("migrate layout: %w", err)
-	} else if n > 0 {
-		log.Info("migrated layout", "concerts", n, "version", redis.LayoutVersion)
 	}
 	saleFigures := prometheus.NewRegistry() // the waiting room's and purchase path's metrics, for the sale log
 	sale := app.New(store, db, cfg.QueueTokenSecret, time.Now, log, alsoRegister{reg, saleFigures})
@@ -85,57 +63,155 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	loops, stopLoops := context.WithCancel(context.Background())
 	defer stopLoops()
-	var wg sync.WaitGroup
-	every := func(interval time.Duration, step func(context.Context) error, msg string) {
-		wg.Go(func() { periodic.Run(loops, interval, step, log, msg) })
-	}
-	every(cfg.CatalogRefresh, cat.Refresh, "catalog refresh")
+	bg := &background{loops: loops, log: log, woken: r.activity.Woken}
+	bg.every(cfg.CatalogRefresh, cat.Refresh, "catalog refresh")
 	saleLog := newSaleLog(saleFigures, log)
-	wg.Go(func() {
+	bg.wg.Go(func() {
 		periodic.RunPaced(loops, saleLogEvery, saleLogQuiet, saleLog.hadNews, r.activity.Woken, saleLog.report, log, "sale log")
 	})
-	var passes httpapi.Passes // nil without the api role: nothing to sign, no key set to serve
-	if cfg.Has(config.RoleAPI) {
-		issuer := pass.NewIssuer(db, cfg.PassIssuer, pass.Schedule{TTL: cfg.PassTTL, Skew: config.PassClockSkew,
-			KeySetMaxAge: config.PassKeySetAge}, time.Now, log)
-		if err := issuer.Start(ctx); err != nil {
-			return fmt.Errorf("load pass keys: %w", err)
-		}
-		passes = issuer
-		every(config.PassKeyReload, issuer.Refresh, "pass key reload")
-		every(cfg.SnapshotRefresh, waitingRoom.Refresh, "queue view refresh")
-		every(cfg.LivenessFlush, waitingRoom.FlushLiveness, "queue liveness flush")
-		wg.Go(func() { purchases.RunSeatView(loops, cfg.SnapshotRefresh) }) // as often as the queue view
+	passes, err := startPasses(ctx, cfg, db, sale, bg, log)
+	if err != nil {
+		return err
 	}
-	// The loops over awake concerts keep their pace while a concert is awake (or a sale is about to
-	// open, for the draw) and wake up once a second otherwise, or at once on a wake-up this process sees.
-	paced := func(interval time.Duration, busy func() bool, step func(context.Context) error, msg string) {
-		wg.Go(func() { periodic.RunPaced(loops, interval, idlePace, busy, r.activity.Woken, step, log, msg) })
-	}
-	if cfg.Has(config.RoleScheduler) || cfg.Has(config.RoleWriteBehind) {
-		paced(cfg.AdmitTick, r.activity.AnyAwake, r.activity.Poll, "activity poll")
-	}
-	if cfg.Has(config.RoleScheduler) {
-		paced(cfg.AdmitTick, r.activity.AnyAwake, r.tick, "admission tick")
-		paced(cfg.SweepInterval, r.activity.AnyAwake, r.sweep, "sweep")
-		paced(cfg.AdmitTick, func() bool { return r.activity.AnyAwake() || r.drawSoon(idlePace+cfg.AdmitTick) }, r.draw, "draw")
-	}
+	startRounds(cfg, r, bg)
 	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": state.Check}
 	if redis.IsCluster(rc) { // a check waits for the client to follow an election (docs/faults.md, "Readiness")
 		ready["redis"], ready["redis_state"] = redis.Settled(store.Ping), redis.Settled(state.Check)
 	}
 	if cfg.Has(config.RoleWriteBehind) {
-		worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.streams, writeBehindConfig(cfg, redis.IsCluster(rc)), time.Now, log, reg)
-		worker.FollowPlacements(cat.Placement)
-		wg.Go(func() { worker.Run(loops) })
-		ready["writebehind"] = worker.Check
+		ready["writebehind"] = startWriteBehind(cfg, rc, db, r, cat, bg, reg, log)
 	}
 
-	api := httpapi.NewServer(httpapi.Deps{
+	api := newAPI(cfg, sale, db, store, ready, passes, reg, log)
+	srv := newHTTPServer(api)
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "roles", cfg.Roles)
+	err = serveUntil(ctx, srv, ln)
+	log.Info("shutting down")
+	shutdown, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(shutdown); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	stopLoops()
+	bg.wg.Wait()
+	cat.Stop() // admin creates that outlived their request
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// prepareStores brings the database and Redis up to what this build runs on: the database's
+// migrations, the concerts' placements recorded, the write-behind's state checked at startup, and the
+// store over rc with its concerts' layouts migrated. Redis not whole is logged, not returned: the
+// service runs unready until `ticketrush restore`.
+func prepareStores(ctx context.Context, cfg config.Config, rc rueidis.Client, db *postgres.DB, reg *prometheus.Registry,
+	log *slog.Logger) (*writebehind.State, *redis.Store, error) {
+	if applied, err := db.Migrate(ctx); err != nil {
+		return nil, nil, err
+	} else if len(applied) > 0 {
+		log.Info("migrated", "applied", applied)
+	}
+
+	if err := repair.RecordPlacements(ctx, rc, db, cfg.RedisKeyPrefix); err != nil {
+		return nil, nil, fmt.Errorf("record placements: %w", err)
+	}
+
+	state := writebehind.NewState(rc, cfg.RedisKeyPrefix)
+	if err := state.Startup(ctx, db, time.Now()); errors.Is(err, writebehind.ErrRedisNotWhole) {
+		log.Error("redis is not whole: unready until `ticketrush restore`", "err", err)
+	} else if err != nil {
+		return nil, nil, err
+	}
+
+	store := redis.NewStore(rc, cfg.RedisKeyPrefix, reg)
+	if redis.IsCluster(rc) {
+		store.WaitForReplica(redis.ReplicaWait) // the money steps wait for a replica (docs/durability.md)
+	}
+	store.LimitUsers(redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst})
+	if n, err := repair.MigrateLayouts(ctx, store, db, nil); err != nil { // before any script reads the layout
+		return nil, nil, fmt.Errorf("migrate layout: %w", err)
+	} else if n > 0 {
+		log.Info("migrated layout", "concerts", n, "version", redis.LayoutVersion)
+	}
+	return state, store, nil
+}
+
+// background is serve's loops: each runs in a goroutine of wg until loops ends.
+type background struct {
+	loops context.Context
+	wg    sync.WaitGroup
+	log   *slog.Logger
+	woken func() <-chan struct{} // a wake-up this process sees
+}
+
+// every runs step every interval.
+func (b *background) every(interval time.Duration, step func(context.Context) error, msg string) {
+	b.wg.Go(func() { periodic.Run(b.loops, interval, step, b.log, msg) })
+}
+
+// paced runs a loop over awake concerts: it keeps its pace while busy (a concert is awake, or a sale is
+// about to open, for the draw) and wakes up once a second otherwise, or at once on a wake-up this
+// process sees.
+func (b *background) paced(interval time.Duration, busy func() bool, step func(context.Context) error, msg string) {
+	b.wg.Go(func() { periodic.RunPaced(b.loops, interval, idlePace, busy, b.woken, step, b.log, msg) })
+}
+
+// startPasses starts, with the api role, the pass issuer and the loops that serve fans: the pass keys'
+// reload, the queue view's refresh, the liveness flush and the seat view. Without it there are no
+// passes: nothing to sign, no key set to serve.
+func startPasses(ctx context.Context, cfg config.Config, db *postgres.DB, sale app.Sale, bg *background,
+	log *slog.Logger) (httpapi.Passes, error) {
+	if !cfg.Has(config.RoleAPI) {
+		return nil, nil
+	}
+	issuer := pass.NewIssuer(db, cfg.PassIssuer, pass.Schedule{TTL: cfg.PassTTL, Skew: config.PassClockSkew,
+		KeySetMaxAge: config.PassKeySetAge}, time.Now, log)
+	if err := issuer.Start(ctx); err != nil {
+		return nil, fmt.Errorf("load pass keys: %w", err)
+	}
+	bg.every(config.PassKeyReload, issuer.Refresh, "pass key reload")
+	bg.every(cfg.SnapshotRefresh, sale.Queue.Refresh, "queue view refresh")
+	bg.every(cfg.LivenessFlush, sale.Queue.FlushLiveness, "queue liveness flush")
+	bg.wg.Go(func() { sale.Booking.RunSeatView(bg.loops, cfg.SnapshotRefresh) }) // as often as the queue view
+	return issuer, nil
+}
+
+// startRounds starts the loops over awake concerts of the process's roles: the activity poll, and with
+// the scheduler role the admission tick, the sweep and the draw.
+func startRounds(cfg config.Config, r rounds, bg *background) {
+	if cfg.Has(config.RoleScheduler) || cfg.Has(config.RoleWriteBehind) {
+		bg.paced(cfg.AdmitTick, r.activity.AnyAwake, r.activity.Poll, "activity poll")
+	}
+	if cfg.Has(config.RoleScheduler) {
+		bg.paced(cfg.AdmitTick, r.activity.AnyAwake, r.tick, "admission tick")
+		bg.paced(cfg.SweepInterval, r.activity.AnyAwake, r.sweep, "sweep")
+		bg.paced(cfg.AdmitTick, func() bool { return r.activity.AnyAwake() || r.drawSoon(idlePace+cfg.AdmitTick) }, r.draw, "draw")
+	}
+}
+
+// startWriteBehind starts the write-behind worker over the streams of the rounds' recent concerts and
+// returns its readiness check.
+func startWriteBehind(cfg config.Config, rc rueidis.Client, db *postgres.DB, r rounds, cat *catalog.Service,
+	bg *background, reg prometheus.Registerer, log *slog.Logger) httpapi.Check {
+	worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.streams, writeBehindConfig(cfg, redis.IsCluster(rc)), time.Now, log, reg)
+	worker.FollowPlacements(cat.Placement)
+	bg.wg.Go(func() { worker.Run(bg.loops) })
+	return worker.Check
+}
+
+// newAPI is the service's HTTP API over the sale's services, with the readiness checks ready.
+func newAPI(cfg config.Config, sale app.Sale, db *postgres.DB, store *redis.Store, ready map[string]httpapi.Check,
+	passes httpapi.Passes, reg *prometheus.Registry, log *slog.Logger) *httpapi.Server {
+	return httpapi.NewServer(httpapi.Deps{
 		API:        cfg.Has(config.RoleAPI),
-		Queue:      waitingRoom,
-		Catalog:    cat,
-		Booking:    purchases,
+		Queue:      sale.Queue,
+		Catalog:    sale.Catalog,
+		Booking:    sale.Booking,
 		Users:      auth.NewUsers(cfg.JWTSecret, auth.WithIssuer(cfg.JWTIssuer), auth.WithAudience(cfg.JWTAudience)),
 		AdminToken: cfg.AdminToken,
 		Ledger:     db,
@@ -151,6 +227,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Passes:         passes,
 		PassSite:       cfg.PassSiteURL,
 	})
+}
+
+// newHTTPServer is the HTTP server of api, with serverTimeouts; its shutdown ends api's event streams.
+func newHTTPServer(api *httpapi.Server) *http.Server {
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: serverTimeouts.readHeader,
@@ -160,31 +240,19 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
 	}
 	srv.RegisterOnShutdown(api.StopStreams)
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	log.Info("listening", "addr", ln.Addr().String(), "roles", cfg.Roles)
+	return srv
+}
+
+// serveUntil serves srv on ln until it fails or ctx ends, and returns its error (nil when ctx ended).
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(httpapi.Listener(ln)) }()
-
 	select {
-	case err = <-served:
+	case err := <-served:
+		return err
 	case <-ctx.Done():
+		return nil
 	}
-	log.Info("shutting down")
-	shutdown, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	if serr := srv.Shutdown(shutdown); serr != nil {
-		err = errors.Join(err, serr)
-	}
-	stopLoops()
-	wg.Wait()
-	cat.Stop() // admin creates that outlived their request
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
 }
 
 // writeBehindConfig is the worker's configuration: its batches and reads as cfg has them, the rest

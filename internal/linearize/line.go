@@ -241,16 +241,6 @@ func placeTold(history []porcupine.Operation, queues map[string]Queue, failovers
 // counts, and no ACTIVE one across it. An answer that never came says nothing here. It returns one
 // sentence per breach.
 func lineRules(history []porcupine.Operation, stale int64, failovers []failover) []string {
-	type reading struct{ call, ret, position int64 }
-	type token struct {
-		fan      string
-		joinCall int64 // the first join's call: the token's seq was taken after it
-		joinRet  int64 // the first answer to a join: the seq was taken before it (math.MaxInt64: none)
-		seen     int64 // when first seen ACTIVE (math.MaxInt64: never)
-		active   []reading
-		waits    []reading
-		leaves   [][2]int64
-	}
 	across := func(from, to int64) bool { // a failover may lie between from and to
 		return slices.ContainsFunc(failovers, func(f failover) bool { return f.to > from && f.from < to })
 	}
@@ -260,84 +250,121 @@ func lineRules(history []porcupine.Operation, stale int64, failovers []failover)
 	}
 	var broken []string
 	for _, part := range partition(history, func(op porcupine.Operation) string { return op.Input.(lineInput).concert }) {
-		byFan := map[string]*token{}
-		var fans []*token
-		tok := func(fan string) *token {
-			t, ok := byFan[fan]
-			if !ok {
-				t = &token{fan: fan, joinCall: math.MaxInt64, joinRet: math.MaxInt64, seen: math.MaxInt64}
-				byFan[fan] = t
-				fans = append(fans, t)
-			}
-			return t
-		}
 		concert := part[0].Input.(lineInput).concert
-		for _, op := range part {
-			in, out := op.Input.(lineInput), op.Output.(Result)
-			t := tok(in.fan)
-			if in.op == opJoin { // a join sent again gets the token the first one made (200)
-				t.joinCall = min(t.joinCall, op.Call)
-			}
-			switch {
-			case in.op == opJoin && (out == Waiting || out == Active):
-				t.joinRet = min(t.joinRet, op.Return)
-				if out == Active {
-					t.seen = min(t.seen, op.Return)
-					t.active = append(t.active, reading{op.Call, op.Return, 0})
-				} else if op.Return < kill {
-					t.waits = append(t.waits, reading{op.Call, op.Return, in.position})
-				}
-			case in.op == opAdmit:
-				t.seen = min(t.seen, op.Return)
-				t.active = append(t.active, reading{in.asked, op.Return, 0})
-			case in.op == opWait && op.Return < kill:
-				t.waits = append(t.waits, reading{op.Call - stale, op.Return, in.position})
-			case in.op == opOut && in.leave && out == Ok:
-				t.leaves = append(t.leaves, [2]int64{op.Call, op.Return})
-			}
+		fans := lineTokens(part, stale, kill)
+		broken = append(broken, arrivalBreaches(concert, fans)...)
+		for _, t := range fans {
+			broken = append(broken, t.breaches(concert, across)...)
 		}
-		for _, y := range fans {
-			if y.seen == math.MaxInt64 || y.joinCall == math.MaxInt64 {
+	}
+	return broken
+}
+
+// lineReading is one answer a fan was given: its interval, and the position of a WAITING one.
+type lineReading struct{ call, ret, position int64 }
+
+// lineToken is what lineRules knows of one fan's queue token in one concert's line.
+type lineToken struct {
+	fan      string
+	joinCall int64 // the first join's call: the token's seq was taken after it
+	joinRet  int64 // the first answer to a join: the seq was taken before it (math.MaxInt64: none)
+	seen     int64 // when first seen ACTIVE (math.MaxInt64: never)
+	active   []lineReading
+	waits    []lineReading
+	leaves   [][2]int64
+}
+
+// lineTokens reads the tokens of one concert's operations, in the order their fans first appear: a
+// poll's WAITING answer read as old as stale before its call, and no WAITING answer given after kill.
+func lineTokens(part []porcupine.Operation, stale, kill int64) []*lineToken {
+	byFan := map[string]*lineToken{}
+	var fans []*lineToken
+	tok := func(fan string) *lineToken {
+		t, ok := byFan[fan]
+		if !ok {
+			t = &lineToken{fan: fan, joinCall: math.MaxInt64, joinRet: math.MaxInt64, seen: math.MaxInt64}
+			byFan[fan] = t
+			fans = append(fans, t)
+		}
+		return t
+	}
+	for _, op := range part {
+		in, out := op.Input.(lineInput), op.Output.(Result)
+		t := tok(in.fan)
+		if in.op == opJoin { // a join sent again gets the token the first one made (200)
+			t.joinCall = min(t.joinCall, op.Call)
+		}
+		switch {
+		case in.op == opJoin && (out == Waiting || out == Active):
+			t.joinRet = min(t.joinRet, op.Return)
+			if out == Active {
+				t.seen = min(t.seen, op.Return)
+				t.active = append(t.active, lineReading{op.Call, op.Return, 0})
+			} else if op.Return < kill {
+				t.waits = append(t.waits, lineReading{op.Call, op.Return, in.position})
+			}
+		case in.op == opAdmit:
+			t.seen = min(t.seen, op.Return)
+			t.active = append(t.active, lineReading{in.asked, op.Return, 0})
+		case in.op == opWait && op.Return < kill:
+			t.waits = append(t.waits, lineReading{op.Call - stale, op.Return, in.position})
+		case in.op == opOut && in.leave && out == Ok:
+			t.leaves = append(t.leaves, [2]int64{op.Call, op.Return})
+		}
+	}
+	return fans
+}
+
+// arrivalBreaches are the breaches of arrival order in concert's line: a fan X whose join was answered
+// before Y's join was sent, still WAITING once Y was seen ACTIVE.
+func arrivalBreaches(concert string, fans []*lineToken) []string {
+	var broken []string
+	for _, y := range fans {
+		if y.seen == math.MaxInt64 || y.joinCall == math.MaxInt64 {
+			continue
+		}
+		for _, x := range fans {
+			if x.joinRet >= y.joinCall {
 				continue
 			}
-			for _, x := range fans {
-				if x.joinRet >= y.joinCall {
-					continue
-				}
-				for _, w := range x.waits {
-					if w.call > y.seen {
-						broken = append(broken, fmt.Sprintf("line %s: %s, whose join was answered at %s before %s's was sent at %s, "+
-							"was still WAITING after %s was seen ACTIVE at %s (a poll answered %s)",
-							concert, x.fan, ms(x.joinRet), y.fan, ms(y.joinCall), y.fan, ms(y.seen), interval(porcupine.Operation{Call: w.call, Return: w.ret})))
-						break
-					}
-				}
-			}
-		}
-		for _, t := range fans {
-			for _, l := range t.leaves {
-				for _, c := range []struct {
-					what string
-					seen []reading
-				}{{"ACTIVE", t.active}, {"WAITING", t.waits}} {
-					what, seen := c.what, c.seen
-					if i := slices.IndexFunc(seen, func(r reading) bool { return r.call > l[1] && !across(l[0], r.ret) }); i >= 0 {
-						broken = append(broken, fmt.Sprintf("line %s: %s left (204 at %s) and was seen %s after it %s",
-							concert, t.fan, ms(l[1]), what, interval(porcupine.Operation{Call: seen[i].call, Return: seen[i].ret})))
-					}
-				}
-			}
-			for _, j := range t.waits {
-				i := slices.IndexFunc(t.waits, func(i reading) bool {
-					return i.position > 0 && j.position > i.position && i.ret <= j.call
-				})
-				if j.position > 0 && i >= 0 {
-					broken = append(broken, fmt.Sprintf("line %s: %s WAITING at position %d %s, then at position %d %s",
-						concert, t.fan, t.waits[i].position, interval(porcupine.Operation{Call: t.waits[i].call, Return: t.waits[i].ret}),
-						j.position, interval(porcupine.Operation{Call: j.call, Return: j.ret})))
+			for _, w := range x.waits {
+				if w.call > y.seen {
+					broken = append(broken, fmt.Sprintf("line %s: %s, whose join was answered at %s before %s's was sent at %s, "+
+						"was still WAITING after %s was seen ACTIVE at %s (a poll answered %s)",
+						concert, x.fan, ms(x.joinRet), y.fan, ms(y.joinCall), y.fan, ms(y.seen), interval(porcupine.Operation{Call: w.call, Return: w.ret})))
 					break
 				}
 			}
+		}
+	}
+	return broken
+}
+
+// breaches are the breaches of t's own readings in concert's line: seen ACTIVE or WAITING after a
+// leave answered 204 (unless a failover may lie between, per across), and a WAITING position that grew.
+func (t *lineToken) breaches(concert string, across func(from, to int64) bool) []string {
+	var broken []string
+	for _, l := range t.leaves {
+		for _, c := range []struct {
+			what string
+			seen []lineReading
+		}{{"ACTIVE", t.active}, {"WAITING", t.waits}} {
+			what, seen := c.what, c.seen
+			if i := slices.IndexFunc(seen, func(r lineReading) bool { return r.call > l[1] && !across(l[0], r.ret) }); i >= 0 {
+				broken = append(broken, fmt.Sprintf("line %s: %s left (204 at %s) and was seen %s after it %s",
+					concert, t.fan, ms(l[1]), what, interval(porcupine.Operation{Call: seen[i].call, Return: seen[i].ret})))
+			}
+		}
+	}
+	for _, j := range t.waits {
+		i := slices.IndexFunc(t.waits, func(i lineReading) bool {
+			return i.position > 0 && j.position > i.position && i.ret <= j.call
+		})
+		if j.position > 0 && i >= 0 {
+			broken = append(broken, fmt.Sprintf("line %s: %s WAITING at position %d %s, then at position %d %s",
+				concert, t.fan, t.waits[i].position, interval(porcupine.Operation{Call: t.waits[i].call, Return: t.waits[i].ret}),
+				j.position, interval(porcupine.Operation{Call: j.call, Return: j.ret})))
+			break
 		}
 	}
 	return broken

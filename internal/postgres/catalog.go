@@ -129,11 +129,30 @@ func (db *DB) CatalogVersion(ctx context.Context) (int64, error) {
 
 // Concerts returns the whole catalog, oldest concert first.
 func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
+	out, index, err := db.concertRows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.addSections(ctx, out, index); err != nil {
+		return nil, err
+	}
+	if err := db.addSchedules(ctx, out, index); err != nil {
+		return nil, err
+	}
+	if err := db.addSales(ctx, out, index); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// concertRows reads every concert's own row (its queue settings and placement), oldest first, and
+// indexes them by id.
+func (db *DB) concertRows(ctx context.Context) ([]ticketrush.Concert, map[string]int, error) {
 	rows, err := db.pool.Query(ctx, `SELECT id, title, venue, active_capacity, admit_per_second, active_ttl_seconds,
 		hold_ttl_seconds, max_holds_per_user, paused, join_pow_bits, access_code_required, active_per_seat,
 		abandon_after_seconds, no_show_seconds, line_shards, seat_slots FROM concerts ORDER BY created_at, id`)
 	if err != nil {
-		return nil, fmt.Errorf("list concerts: %w", err)
+		return nil, nil, fmt.Errorf("list concerts: %w", err)
 	}
 	var out []ticketrush.Concert
 	index := map[string]int{}
@@ -144,7 +163,7 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 		if err := rows.Scan(&c.ID, &c.Title, &c.Venue, &c.Queue.ActiveCapacity, &c.Queue.AdmitPerSecond, &ttl, &hold,
 			&c.Queue.MaxHoldsPerUser, &c.Queue.Paused, &c.Queue.JoinPowBits, &c.Queue.AccessCodeRequired,
 			&c.Queue.ActivePerSeat, &abandon, &noShow, &c.Queue.LineShards, &slots); err != nil {
-			return nil, fmt.Errorf("list concerts: %w", err)
+			return nil, nil, fmt.Errorf("list concerts: %w", err)
 		}
 		c.Placement = placementOf(slots)
 		c.Queue.AbandonAfter = time.Duration(abandon) * time.Second
@@ -155,11 +174,16 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list concerts: %w", err)
+		return nil, nil, fmt.Errorf("list concerts: %w", err)
 	}
-	rows, err = db.pool.Query(ctx, `SELECT concert_id, name, price, seats FROM sections ORDER BY concert_id, ordinal`)
+	return out, index, nil
+}
+
+// addSections adds their sections, in order, to the concerts of out (index: their places by id).
+func (db *DB) addSections(ctx context.Context, out []ticketrush.Concert, index map[string]int) error {
+	rows, err := db.pool.Query(ctx, `SELECT concert_id, name, price, seats FROM sections ORDER BY concert_id, ordinal`)
 	if err != nil {
-		return nil, fmt.Errorf("list sections: %w", err)
+		return fmt.Errorf("list sections: %w", err)
 	}
 	var cid string
 	var s ticketrush.Section
@@ -170,12 +194,18 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list sections: %w", err)
+		return fmt.Errorf("list sections: %w", err)
 	}
-	rows, err = db.pool.Query(ctx, `SELECT concert_id, id, starts_at FROM schedules ORDER BY concert_id, starts_at, id`)
+	return nil
+}
+
+// addSchedules adds their schedules, earliest first, to the concerts of out (index: their places by id).
+func (db *DB) addSchedules(ctx context.Context, out []ticketrush.Concert, index map[string]int) error {
+	rows, err := db.pool.Query(ctx, `SELECT concert_id, id, starts_at FROM schedules ORDER BY concert_id, starts_at, id`)
 	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
+		return fmt.Errorf("list schedules: %w", err)
 	}
+	var cid string
 	var sc ticketrush.Schedule
 	_, err = pgx.ForEachRow(rows, []any{&cid, &sc.ID, &sc.StartsAt}, func() error {
 		if i, ok := index[cid]; ok {
@@ -185,12 +215,18 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
+		return fmt.Errorf("list schedules: %w", err)
 	}
-	rows, err = db.pool.Query(ctx, `SELECT concert_id, opens_at, prequeue_opens_at, seed, closes_at FROM concert_sales`)
+	return nil
+}
+
+// addSales adds their sales to the concerts of out that have one (index: their places by id).
+func (db *DB) addSales(ctx context.Context, out []ticketrush.Concert, index map[string]int) error {
+	rows, err := db.pool.Query(ctx, `SELECT concert_id, opens_at, prequeue_opens_at, seed, closes_at FROM concert_sales`)
 	if err != nil {
-		return nil, fmt.Errorf("list sales: %w", err)
+		return fmt.Errorf("list sales: %w", err)
 	}
+	var cid string
 	var opens, pqopens time.Time
 	var closes *time.Time
 	var seed []byte
@@ -208,9 +244,9 @@ func (db *DB) Concerts(ctx context.Context) ([]ticketrush.Concert, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list sales: %w", err)
+		return fmt.Errorf("list sales: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // RecordPlacement records a concert's placement unless its record has one already, and returns the one

@@ -23,7 +23,6 @@ import (
 	svcconfig "github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
-	"github.com/ticketrush/ticketrush/lua"
 )
 
 // The capacity of one concert: what a join, a hold and a payment cost Redis, and how many of each one
@@ -330,163 +329,219 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 	}
 	prefix := "capacity" + strings.ToLower(ticketrush.NewID())
 	defer deletePrefix(c, masters, prefix)
-	var sent sentCommands
-	store := redis.NewStore(counted{c, &sent}, prefix, prometheus.NewRegistry())
-	store.LimitUsers(limit)
+	r := &capacityRun{ctx: ctx, c: c, masters: masters, prefix: prefix, fans: fans, sent: &sentCommands{}}
+	r.store = redis.NewStore(counted{c, r.sent}, prefix, prometheus.NewRegistry())
+	r.store.LimitUsers(limit)
 	if redis.IsCluster(c) {
-		store.WaitForReplica(redis.ReplicaWait) // as serve does
-	}
-	phase := func(name string, run func() (ops int, err error)) (phaseCost, error) {
-		before, err := readCommandStats(ctx, masters)
-		if err != nil {
-			return phaseCost{}, err
-		}
-		sent.take()
-		ops, err := run()
-		if err != nil {
-			return phaseCost{}, fmt.Errorf("%s: %w", name, err)
-		}
-		did := sent.take()
-		after, err := readCommandStats(ctx, masters)
-		if err != nil {
-			return phaseCost{}, err
-		}
-		return attribute(name, ops, did, before, after)
+		r.store.WaitForReplica(redis.ReplicaWait) // as serve does
 	}
 	res := concertCapacity{masters: len(masters)}
-	// Every script of the store loaded on every master beforehand, as on a Redis that has served a while:
-	// no phase pays for the fallback of its first calls (NOSCRIPT, then EVAL).
-	for _, m := range masters {
-		for _, name := range lua.Names() {
-			if err := m.Do(ctx, m.B().ScriptLoad().Script(lua.Source(name)).Build()).Error(); err != nil {
-				return res, fmt.Errorf("SCRIPT LOAD %s: %w", name, err)
-			}
-		}
+	if err := r.loadScripts(); err != nil {
+		return res, err
 	}
+	if err := r.floors(&res); err != nil {
+		return res, err
+	}
+	if err := r.createConcert(&res); err != nil {
+		return res, err
+	}
+	if err := r.joinPhases(&res, dsn); err != nil {
+		return res, err
+	}
+	if err := r.admitHoldCancel(&res); err != nil {
+		return res, err
+	}
+	return res, measurePayments(ctx, r.store, r.phase, r.con, r.claims, &res)
+}
 
-	// The floor: the cheapest script call, on every master, from the same goroutines.
-	nodes := make([]rueidis.Client, len(masters))
-	var sha string
-	for i, m := range masters {
-		if sha, err = m.Do(ctx, m.B().ScriptLoad().Script(floorScript).Build()).ToString(); err != nil {
-			return res, fmt.Errorf("SCRIPT LOAD: %w", err)
-		}
-		nodes[i] = counted{m, &sent}
+// capacityRun is one storm of measureCapacity: the store under its fresh key prefix, the commands it
+// sent, and the concert stormed with its fans' claims.
+type capacityRun struct {
+	ctx     context.Context
+	c       rueidis.Client
+	masters []rueidis.Client
+	prefix  string
+	fans    int
+	sent    *sentCommands
+	store   *redis.Store
+	now     time.Time                // the concert's clock
+	q       ticketrush.QueueSettings // the concert's queue
+	con     ticketrush.Concert       // the concert stormed
+	claims  []ticketrush.QueueClaims // each fan's claims, from the priced joins
+}
+
+// phase runs one phase and prices it by attribute, from INFO commandstats of every master read before
+// and after it and the commands the store sent meanwhile.
+func (r *capacityRun) phase(name string, run func() (ops int, err error)) (phaseCost, error) {
+	before, err := readCommandStats(r.ctx, r.masters)
+	if err != nil {
+		return phaseCost{}, err
 	}
-	if res.floor, err = phase("floor", func() (int, error) {
+	r.sent.take()
+	ops, err := run()
+	if err != nil {
+		return phaseCost{}, fmt.Errorf("%s: %w", name, err)
+	}
+	did := r.sent.take()
+	after, err := readCommandStats(r.ctx, r.masters)
+	if err != nil {
+		return phaseCost{}, err
+	}
+	return attribute(name, ops, did, before, after)
+}
+
+// loadScripts loads every script of the store on every master beforehand, as on a Redis that has
+// served a while: no phase pays for the fallback of its first calls (NOSCRIPT, then EVAL).
+func (r *capacityRun) loadScripts() error {
+	for _, m := range r.masters {
+		if err := loadScripts(r.ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// floors prices the floors, from the goroutines the storm's phases run on: the cheapest script call
+// on every master, and a plain HSET of a small field, the floor of one command.
+func (r *capacityRun) floors(res *concertCapacity) error {
+	ctx, fans := r.ctx, r.fans
+	nodes := make([]rueidis.Client, len(r.masters))
+	var sha string
+	var err error
+	for i, m := range r.masters {
+		if sha, err = m.Do(ctx, m.B().ScriptLoad().Script(floorScript).Build()).ToString(); err != nil {
+			return fmt.Errorf("SCRIPT LOAD: %w", err)
+		}
+		nodes[i] = counted{m, r.sent}
+	}
+	if res.floor, err = r.phase("floor", func() (int, error) {
 		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
 			n := nodes[i%len(nodes)]
 			return n.Do(ctx, n.B().Evalsha().Sha1(sha).Numkeys(0).Build()).Error()
 		})
 	}); err != nil {
-		return res, err
+		return err
 	}
-	// A plain HSET of a small field, from the same goroutines: the floor of one command.
-	plain := counted{c, &sent}
-	if res.hset, err = phase("hset", func() (int, error) {
+	plain := counted{r.c, r.sent}
+	res.hset, err = r.phase("hset", func() (int, error) {
 		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
-			key := fmt.Sprintf("%s:hsetfloor:%d", prefix, i%64) // over the masters
+			key := fmt.Sprintf("%s:hsetfloor:%d", r.prefix, i%64) // over the masters
 			return plain.Do(ctx, plain.B().Hset().Key(key).FieldValue().FieldValue(strconv.Itoa(i), "1").Build()).Error()
 		})
-	}); err != nil {
-		return res, err
-	}
+	})
+	return err
+}
 
-	now := time.Now()
-	q := ticketrush.DefaultQueueSettings()
-	q.Paused, q.ActiveCapacity, q.AdmitPerSecond = true, fans, ticketrush.MaxAdmitPerSecond
-	q.ActiveTTL, q.HoldTTL, q.MaxHoldsPerUser = time.Hour, time.Hour, 1
+// createConcert creates and loads the concert of capacitySchedules schedules, its line paused, with a
+// seat for every fan, and notes the master of its own slot.
+func (r *capacityRun) createConcert(res *concertCapacity) error {
+	ctx, fans, store := r.ctx, r.fans, r.store
+	var err error
+	r.now = time.Now()
+	r.q = ticketrush.DefaultQueueSettings()
+	r.q.Paused, r.q.ActiveCapacity, r.q.AdmitPerSecond = true, fans, ticketrush.MaxAdmitPerSecond
+	r.q.ActiveTTL, r.q.HoldTTL, r.q.MaxHoldsPerUser = time.Hour, time.Hour, 1
 	// The line as the service spreads it: one slot on one Redis, 8 per master on a cluster.
-	if q.LineShards, err = store.DefaultLineShards(ctx); err != nil {
-		return res, err
+	if r.q.LineShards, err = store.DefaultLineShards(ctx); err != nil {
+		return err
 	}
-	con := ticketrush.Concert{ID: ticketrush.NewID(), Title: "capacity", Venue: "bench", Queue: q,
+	r.con = ticketrush.Concert{ID: ticketrush.NewID(), Title: "capacity", Venue: "bench", Queue: r.q,
 		Sections: []ticketrush.Section{{Name: "R", Price: capacityPrice, Seats: (fans + capacitySchedules - 1) / capacitySchedules}}}
 	for i := range capacitySchedules {
-		con.Schedules = append(con.Schedules, ticketrush.Schedule{ID: ticketrush.NewID(), StartsAt: now.Add(time.Duration(i+1) * 24 * time.Hour)})
+		r.con.Schedules = append(r.con.Schedules, ticketrush.Schedule{ID: ticketrush.NewID(), StartsAt: r.now.Add(time.Duration(i+1) * 24 * time.Hour)})
 	}
-	slots, err := store.PlaceSeats(ctx, con) // as a create places it: on a cluster, the date's seats in a block per master
+	slots, err := store.PlaceSeats(ctx, r.con) // as a create places it: on a cluster, the date's seats in a block per master
 	if err != nil {
-		return res, err
+		return err
 	}
-	con.Placement = ticketrush.Placement{Recorded: true, Slots: slots}
-	if _, err := store.LoadConcert(ctx, con, now); err != nil {
-		return res, err
+	r.con.Placement = ticketrush.Placement{Recorded: true, Slots: slots}
+	if _, err := store.LoadConcert(ctx, r.con, r.now); err != nil {
+		return err
 	}
-	if res.concertMaster, err = ownerOf(ctx, masters, store.Keys().Concert(con.ID).Cfg()); err != nil {
-		return res, err
+	res.concertMaster, err = ownerOf(ctx, r.masters, store.Keys().Concert(r.con.ID).Cfg())
+	return err
+}
+
+// joins has fans named name-<i> join the paused line from workers goroutines, keeping each one's claims.
+func (r *capacityRun) joins(name string, workers int, claims []ticketrush.QueueClaims) func() (int, error) {
+	return func() (int, error) {
+		return r.fans, storm(r.ctx, workers, r.fans, func(i int) error {
+			user := fmt.Sprintf("%s-%07d", name, i)
+			j, err := r.store.Join(r.ctx, r.con.ID, user, r.now)
+			if err == nil && j.Status != ticketrush.StatusWaiting {
+				err = fmt.Errorf("%s joined %s, want WAITING in a paused line", user, j.Status)
+			}
+			claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: r.con.ID, Seq: j.Seq}
+			return err
+		})
 	}
-	claims := make([]ticketrush.QueueClaims, fans)
-	// joins has fans named name-<i> join the paused line from workers goroutines, keeping each one's claims
-	joins := func(name string, workers int, claims []ticketrush.QueueClaims) func() (int, error) {
-		return func() (int, error) {
-			return fans, storm(ctx, workers, fans, func(i int) error {
-				user := fmt.Sprintf("%s-%07d", name, i)
-				r, err := store.Join(ctx, con.ID, user, now)
-				if err == nil && r.Status != ticketrush.StatusWaiting {
-					err = fmt.Errorf("%s joined %s, want WAITING in a paused line", user, r.Status)
-				}
-				claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: con.ID, Seq: r.Seq}
-				return err
-			})
-		}
+}
+
+// joinPhases prices the joins of the fans, notes the line's shards, measures the write-behind of the
+// joins into dsn (if any), then prices as many joins again from capacityOpeningWorkers.
+func (r *capacityRun) joinPhases(res *concertCapacity, dsn string) error {
+	var err error
+	r.claims = make([]ticketrush.QueueClaims, r.fans)
+	if res.join, err = r.phase("join", r.joins("capfan", capacityWorkers, r.claims)); err != nil {
+		return err
 	}
-	if res.join, err = phase("join", joins("capfan", capacityWorkers, claims)); err != nil {
-		return res, err
-	}
-	if res.shards, res.shardsBeside, err = shardsBeside(ctx, store, c, masters, con.ID, res.concertMaster); err != nil {
-		return res, err
+	if res.shards, res.shardsBeside, err = shardsBeside(r.ctx, r.store, r.c, r.masters, r.con.ID, res.concertMaster); err != nil {
+		return err
 	}
 	if dsn != "" {
-		wb, err := measureWriteBehind(ctx, c, prefix, dsn, con, fans)
+		wb, err := measureWriteBehind(r.ctx, r.c, r.prefix, dsn, r.con, r.fans)
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.wb = &wb
 	}
-	if res.opening, err = phase("opening", joins("capopen", capacityOpeningWorkers, make([]ticketrush.QueueClaims, fans))); err != nil {
-		return res, err
+	res.opening, err = r.phase("opening", r.joins("capopen", capacityOpeningWorkers, make([]ticketrush.QueueClaims, r.fans)))
+	return err
+}
+
+// admitHoldCancel opens the line and prices the tick's admission of every fan, then each fan's hold of
+// a seat, then its cancel.
+func (r *capacityRun) admitHoldCancel(res *concertCapacity) error {
+	ctx, fans, store, con, now := r.ctx, r.fans, r.store, r.con, r.now
+	var err error
+	r.q.Paused = false
+	if err := store.Configure(ctx, con.ID, r.q, now); err != nil {
+		return err
 	}
-	q.Paused = false
-	if err := store.Configure(ctx, con.ID, q, now); err != nil {
-		return res, err
-	}
-	if res.admit, err = phase("admission", func() (int, error) {
+	if res.admit, err = r.phase("admission", func() (int, error) {
 		admitted := 0
 		for admitted < fans {
-			r, err := store.Tick(ctx, con.ID, now, capacityTickBatch)
+			t, err := store.Tick(ctx, con.ID, now, capacityTickBatch)
 			if err != nil {
 				return admitted, err
 			}
-			if r.Admitted == 0 {
+			if t.Admitted == 0 {
 				return admitted, fmt.Errorf("a tick admitted nobody, %d of %d fans admitted", admitted, fans)
 			}
-			admitted += r.Admitted
+			admitted += t.Admitted
 		}
 		return admitted, nil
 	}); err != nil {
-		return res, err
+		return err
 	}
 	ids := make([]string, fans)
-	if res.hold, err = phase("hold", func() (int, error) {
+	if res.hold, err = r.phase("hold", func() (int, error) {
 		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
 			seat := "R-" + strconv.Itoa(1+i/capacitySchedules)
-			r, _, err := store.Hold(ctx, claims[i], con.Schedules[i%capacitySchedules].ID, seat, capacityPrice, now)
-			ids[i] = r.ID
+			h, _, err := store.Hold(ctx, r.claims[i], con.Schedules[i%capacitySchedules].ID, seat, capacityPrice, now)
+			ids[i] = h.ID
 			return err
 		})
 	}); err != nil {
-		return res, err
+		return err
 	}
-	if res.cancel, err = phase("cancel", func() (int, error) {
+	res.cancel, err = r.phase("cancel", func() (int, error) {
 		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
-			_, err := store.Cancel(ctx, claims[i].UserID, ids[i], now)
+			_, err := store.Cancel(ctx, r.claims[i].UserID, ids[i], now)
 			return err
 		})
-	}); err != nil {
-		return res, err
-	}
-	return res, measurePayments(ctx, store, phase, con, claims, &res)
+	})
+	return err
 }
 
 // measurePayments prices a point charge and each step of a payment, each a phase of its own: every fan

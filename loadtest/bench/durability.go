@@ -105,6 +105,30 @@ const (
 // the service acknowledged to the bench, and runs `ticketrush reconcile` (Redis against Postgres).
 func (b *bench) checkDurability(ctx context.Context, dsn string) *durability {
 	d := &durability{}
+	b.waitForBacklog(ctx, d)
+	r0 := b.reconcile(ctx, dsn, d)
+	// The counts, until they match or a minute has passed: the worker finds a new concert's stream
+	// within a few seconds, and until then neither its backlog nor its lag counts that stream's events.
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		d.reconcile += "; connect postgres: " + err.Error()
+		d.ok = false
+		return d
+	}
+	defer conn.Close(ctx)
+	if !b.countAcked(ctx, conn, d, r0) {
+		return d
+	}
+	if m, err := b.api.metrics(ctx); err == nil && m[metricDeadLetters] > 0 {
+		d.deadLetters = int64(m[metricDeadLetters])
+		d.ok = false
+	}
+	return d
+}
+
+// waitForBacklog waits, up to 2 minutes, for the write-behind's backlog and lag to be 0, or finds the
+// service has no such metric, and notes which in d.
+func (b *bench) waitForBacklog(ctx context.Context, d *durability) {
 	t0 := time.Now()
 	for time.Since(t0) < 2*time.Minute && ctx.Err() == nil {
 		m, err := b.api.metrics(ctx)
@@ -121,7 +145,11 @@ func (b *bench) checkDurability(ctx context.Context, dsn string) *durability {
 	}
 	d.caughtUp = time.Since(t0)
 	d.ok = d.drained || d.noMetric
+}
 
+// reconcile runs `ticketrush reconcile` on the service's Redis and dsn and notes its last line, or its
+// error, in d. It returns when the command started.
+func (b *bench) reconcile(ctx context.Context, dsn string, d *durability) time.Time {
 	cmd := exec.CommandContext(ctx, b.cfg.bin, "reconcile", "--wait", "60s")
 	cmd.Env = append(withoutVars(os.Environ(), "REDIS_URL", "DATABASE_URL", "REDIS_KEY_PREFIX"),
 		"REDIS_URL="+b.redis.url(), "DATABASE_URL="+dsn)
@@ -138,15 +166,13 @@ func (b *bench) checkDurability(ctx context.Context, dsn string) *durability {
 		}
 		d.reconcile = fmt.Sprintf("%v: %s", err, strings.Join(lines, " | "))
 	}
-	// The counts, until they match or a minute has passed: the worker finds a new concert's stream
-	// within a few seconds, and until then neither its backlog nor its lag counts that stream's events.
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		d.reconcile += "; connect postgres: " + err.Error()
-		d.ok = false
-		return d
-	}
-	defer conn.Close(ctx)
+	return r0
+}
+
+// countAcked counts in Postgres the holds, payments and charges the service acknowledged, until they
+// match or a minute from c0 has passed, and notes the counts in d. It returns false when a count
+// failed (noted in d.reconcile).
+func (b *bench) countAcked(ctx context.Context, conn *pgx.Conn, d *durability, c0 time.Time) bool {
 	checks := []struct {
 		what  string
 		acked int64
@@ -157,7 +183,6 @@ func (b *bench) checkDurability(ctx context.Context, dsn string) *durability {
 		{"payments in the ledger", b.acked.payments.Load(), "SELECT count(*) FROM ledger WHERE type = 'PAYMENT'"},
 		{"charges in the ledger", b.acked.charges.Load(), "SELECT count(*) FROM ledger WHERE type = 'CHARGE'"},
 	}
-	c0 := r0
 	for {
 		d.counts = d.counts[:0]
 		match := true
@@ -166,7 +191,7 @@ func (b *bench) checkDurability(ctx context.Context, dsn string) *durability {
 			if err := conn.QueryRow(ctx, c.query).Scan(&n); err != nil {
 				d.reconcile += "; " + c.query + ": " + err.Error()
 				d.ok = false
-				return d
+				return false
 			}
 			d.counts = append(d.counts, countCheck{what: c.what, acked: c.acked, postgres: n})
 			match = match && n == c.acked
@@ -174,15 +199,10 @@ func (b *bench) checkDurability(ctx context.Context, dsn string) *durability {
 		if match || time.Since(c0) > time.Minute || ctx.Err() != nil {
 			d.ok = d.ok && match
 			d.countsAfter = time.Since(c0)
-			break
+			return true
 		}
 		_ = sleepCtx(ctx, 200*time.Millisecond)
 	}
-	if m, err := b.api.metrics(ctx); err == nil && m[metricDeadLetters] > 0 {
-		d.deadLetters = int64(m[metricDeadLetters])
-		d.ok = false
-	}
-	return d
 }
 
 // lines describes the account for the table.

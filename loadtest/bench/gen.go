@@ -88,13 +88,7 @@ func warm(ctx context.Context, c *http.Client, url string, workers int) {
 
 // run executes j with client c.
 func (j job) run(ctx context.Context, c *http.Client) result {
-	type part struct {
-		answered, failed int64
-		statuses         map[int]int64
-		hist             histogram
-		err              error
-	}
-	parts := make([]part, j.workers)
+	parts := make([]jobPart, j.workers)
 	var next atomic.Int64
 	var deadline time.Time
 	start := time.Now()
@@ -103,61 +97,83 @@ func (j job) run(ctx context.Context, c *http.Client) result {
 	}
 	var wg sync.WaitGroup
 	for w := range j.workers {
-		wg.Go(func() {
-			p := &parts[w]
-			p.statuses = map[int]int64{}
-			var buf bytes.Buffer
-			for ctx.Err() == nil {
-				if j.duration > 0 && !time.Now().Before(deadline) {
-					return
-				}
-				i := int(next.Add(1) - 1)
-				if (j.duration <= 0 || j.count > 0) && i >= j.count {
-					return
-				}
-				req, err := j.request(w, i)
-				if err != nil {
-					p.failed++
-					if p.err == nil {
-						p.err = err
-					}
-					continue
-				}
-				t0 := time.Now()
-				resp, err := c.Do(req.WithContext(ctx))
-				if err != nil {
-					p.failed++
-					if p.err == nil && ctx.Err() == nil {
-						p.err = err
-					}
-					continue
-				}
-				buf.Reset()
-				_, err = buf.ReadFrom(resp.Body)
-				resp.Body.Close()
-				p.hist.add(time.Since(t0))
-				p.statuses[resp.StatusCode]++
-				ok := err == nil
-				if ok {
-					if j.answer != nil {
-						ok = j.answer(w, i, resp.StatusCode, buf.Bytes())
-					} else {
-						ok = resp.StatusCode/100 == 2
-					}
-				}
-				if ok {
-					p.answered++
-				} else {
-					p.failed++
-					if p.err == nil {
-						p.err = fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, snippet(buf.Bytes()))
-					}
-				}
-			}
-		})
+		wg.Go(func() { j.work(ctx, c, w, &next, deadline, &parts[w]) })
 	}
 	wg.Wait()
-	r := result{elapsed: time.Since(start), statuses: map[int]int64{}}
+	return mergeParts(parts, time.Since(start))
+}
+
+// jobPart is what one worker of a job measured.
+type jobPart struct {
+	answered, failed int64
+	statuses         map[int]int64
+	hist             histogram
+	err              error
+}
+
+// work is worker w's loop: it sends the requests it takes from next, until the deadline (when the job
+// has a duration), the job's count or the end of ctx, and counts them into p.
+func (j job) work(ctx context.Context, c *http.Client, w int, next *atomic.Int64, deadline time.Time, p *jobPart) {
+	p.statuses = map[int]int64{}
+	var buf bytes.Buffer
+	for ctx.Err() == nil {
+		if j.duration > 0 && !time.Now().Before(deadline) {
+			return
+		}
+		i := int(next.Add(1) - 1)
+		if (j.duration <= 0 || j.count > 0) && i >= j.count {
+			return
+		}
+		j.send(ctx, c, w, i, &buf, p)
+	}
+}
+
+// send makes worker w's request i, reads its answer into buf and counts it into p: answered when it is
+// one the job expects, else failed (the worker's first error kept).
+func (j job) send(ctx context.Context, c *http.Client, w, i int, buf *bytes.Buffer, p *jobPart) {
+	req, err := j.request(w, i)
+	if err != nil {
+		p.failed++
+		if p.err == nil {
+			p.err = err
+		}
+		return
+	}
+	t0 := time.Now()
+	resp, err := c.Do(req.WithContext(ctx))
+	if err != nil {
+		p.failed++
+		if p.err == nil && ctx.Err() == nil {
+			p.err = err
+		}
+		return
+	}
+	buf.Reset()
+	_, err = buf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	p.hist.add(time.Since(t0))
+	p.statuses[resp.StatusCode]++
+	ok := err == nil
+	if ok {
+		if j.answer != nil {
+			ok = j.answer(w, i, resp.StatusCode, buf.Bytes())
+		} else {
+			ok = resp.StatusCode/100 == 2
+		}
+	}
+	if ok {
+		p.answered++
+	} else {
+		p.failed++
+		if p.err == nil {
+			p.err = fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, snippet(buf.Bytes()))
+		}
+	}
+}
+
+// mergeParts is the job's result from its workers' parts; its error is that of the first worker with one.
+func mergeParts(parts []jobPart, elapsed time.Duration) result {
+	r := result{elapsed: elapsed, statuses: map[int]int64{}}
 	for _, p := range parts {
 		r.answered += p.answered
 		r.failed += p.failed

@@ -79,7 +79,33 @@ func (b *bench) idle(ctx context.Context, base string) (*idleResult, error) {
 	defer svc.stop()
 
 	t0 := time.Now()
-	opens := t0.Add(24 * time.Hour)
+	if err := b.createIdleConcerts(ctx, a, n, t0.Add(24*time.Hour)); err != nil {
+		return nil, fmt.Errorf("idle: create %d concerts: %w", n, err)
+	}
+	res := &idleResult{concerts: n, created: time.Since(t0), settle: max(b.cfg.idleSettle, window)}
+
+	hz := clockTicks()
+	// Readings at 0 and window after the creations, and at settle and settle + window.
+	var at [4]idleReading
+	for k, offset := range []time.Duration{0, window, res.settle, res.settle + window} {
+		if k > 0 {
+			if err := sleepCtx(ctx, time.Until(at[0].at.Add(offset))); err != nil {
+				return nil, err
+			}
+		}
+		if at[k], err = readIdle(ctx, r, svc.cmd.Process.Pid); err != nil {
+			return nil, err
+		}
+	}
+	res.first = costBetween(at[0], at[1], hz)
+	res.settled = costBetween(at[2], at[3], hz)
+	res.top = topCalls(at[2].calls, at[3].calls, at[3].at.Sub(at[2].at), 4)
+	return res, nil
+}
+
+// createIdleConcerts creates n small concerts through a from 8 goroutines, every idleSales-th with a
+// sale opening at opens, and returns the errors of those that failed.
+func (b *bench) createIdleConcerts(ctx context.Context, a *api, n int, opens time.Time) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
@@ -99,53 +125,33 @@ func (b *bench) idle(ctx context.Context, base string) (*idleResult, error) {
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("idle: create %d concerts: %w", n, err)
-	}
-	res := &idleResult{concerts: n, created: time.Since(t0), settle: max(b.cfg.idleSettle, window)}
+	return errors.Join(errs...)
+}
 
-	hz := clockTicks()
-	read := func() (idleReading, error) {
-		// One INFO a reading (commandstats is in "everything"); the bench started the redis-server
-		// itself, so its pid is known.
-		info, err := r.client.Do(ctx, r.client.B().Info().Section("everything").Build()).ToString()
-		if err != nil {
-			return idleReading{}, err
-		}
-		c, ok := infoField(info, "total_commands_processed")
-		if !ok {
-			return idleReading{}, errors.New("INFO has no total_commands_processed")
-		}
-		cmds, err := strconv.ParseInt(c, 10, 64)
-		if err != nil {
-			return idleReading{}, fmt.Errorf("INFO total_commands_processed: %w", err)
-		}
-		st, err := procTicks("/proc", svc.cmd.Process.Pid)
-		if err != nil {
-			return idleReading{}, err
-		}
-		rt, err := procTicks("/proc", r.cmd.Process.Pid)
-		if err != nil {
-			return idleReading{}, err
-		}
-		return idleReading{at: time.Now(), commands: cmds, serviceTicks: st, redis: rt, calls: commandCalls(info)}, nil
+// readIdle reads the counters of the idle service (pid servicePID) and its Redis r: one INFO a reading
+// (commandstats is in "everything"); the bench started the redis-server itself, so its pid is known.
+func readIdle(ctx context.Context, r *privateRedis, servicePID int) (idleReading, error) {
+	info, err := r.client.Do(ctx, r.client.B().Info().Section("everything").Build()).ToString()
+	if err != nil {
+		return idleReading{}, err
 	}
-	// Readings at 0 and window after the creations, and at settle and settle + window.
-	var at [4]idleReading
-	for k, offset := range []time.Duration{0, window, res.settle, res.settle + window} {
-		if k > 0 {
-			if err := sleepCtx(ctx, time.Until(at[0].at.Add(offset))); err != nil {
-				return nil, err
-			}
-		}
-		if at[k], err = read(); err != nil {
-			return nil, err
-		}
+	c, ok := infoField(info, "total_commands_processed")
+	if !ok {
+		return idleReading{}, errors.New("INFO has no total_commands_processed")
 	}
-	res.first = costBetween(at[0], at[1], hz)
-	res.settled = costBetween(at[2], at[3], hz)
-	res.top = topCalls(at[2].calls, at[3].calls, at[3].at.Sub(at[2].at), 4)
-	return res, nil
+	cmds, err := strconv.ParseInt(c, 10, 64)
+	if err != nil {
+		return idleReading{}, fmt.Errorf("INFO total_commands_processed: %w", err)
+	}
+	st, err := procTicks("/proc", servicePID)
+	if err != nil {
+		return idleReading{}, err
+	}
+	rt, err := procTicks("/proc", r.cmd.Process.Pid)
+	if err != nil {
+		return idleReading{}, err
+	}
+	return idleReading{at: time.Now(), commands: cmds, serviceTicks: st, redis: rt, calls: commandCalls(info)}, nil
 }
 
 // commandCalls reads the calls of each command out of INFO commandstats.

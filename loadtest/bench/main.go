@@ -98,6 +98,75 @@ type report struct {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := parseConfig(args)
+	if err != nil {
+		return err
+	}
+	if err := prepare(cfg); err != nil {
+		return err
+	}
+	env := envOr(getenv)
+	b := &bench{cfg: cfg, results: map[string][]measure{}, na: map[string]string{}, notes: map[string]string{}, env: env}
+	started := time.Now()
+	baseDSN := env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable")
+	if cfg.capacityOnly || cfg.idleOnly {
+		return b.runAlone(ctx, baseDSN, started, stdout)
+	}
+
+	// The service's Redis: private, persistent as in production, so nobody else's traffic shares it.
+	b.redis, err = startRedis(ctx, filepath.Join(cfg.logs, "redis-service"), true)
+	if err != nil {
+		return err
+	}
+	defer b.redis.close()
+	dsn, drop, err := benchDatabase(ctx, baseDSN, "")
+	if err != nil {
+		return err
+	}
+	defer drop()
+	b.commit = commitOf(ctx, cfg.bin)
+
+	svc, a, err := b.startService(ctx, "ticketrush.log", b.redis.url(), dsn)
+	if err != nil {
+		return err
+	}
+	defer svc.stop()
+	hw, helloAddress, err := startHello(ctx, cfg.logs)
+	if err != nil {
+		return err
+	}
+	defer hw.stop()
+	b.attach(svc, hw, helloAddress, a)
+	if err := b.probe(ctx); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(os.Stderr, "bench: %d repetitions of %s runs with %d clients; logs in %s\n", cfg.reps, cfg.duration, cfg.workers, cfg.logs)
+	// The write-behind's lag is sampled over every HTTP run, until its backlog is empty again.
+	var rpt report
+	rpt.lag = startLagSampler(ctx, b.api)
+	defer rpt.lag.stop()
+	for rep := range cfg.reps {
+		if err := b.rep(ctx, rep); err != nil {
+			return fmt.Errorf("repetition %d: %w", rep+1, err)
+		}
+	}
+	if err := b.afterReps(ctx, dsn, &rpt, svc, hw); err != nil {
+		return err
+	}
+	if err := b.afterService(ctx, baseDSN, &rpt); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rpt.took = time.Since(started)
+	b.print(stdout, rpt)
+	return nil
+}
+
+// parseConfig reads the bench's flags and checks their ranges.
+func parseConfig(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var cfg config
 	fs.StringVar(&cfg.bin, "ticketrush", "bin/ticketrush", "the service binary to measure")
@@ -122,14 +191,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&cfg.rbPipeline, "rb-pipeline", 16, "redis-benchmark -P")
 	fs.StringVar(&cfg.logs, "logs", "loadtest/out/bench", "where the processes' logs go")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cfg, err
 	}
 	if cfg.reps < 1 || cfg.workers < 1 || cfg.duration <= 0 {
-		return errors.New("-reps, -workers and -duration must be positive")
+		return cfg, errors.New("-reps, -workers and -duration must be positive")
 	}
 	if cfg.contendedSeats < 1 || cfg.contendedAttempts < cfg.contendedSeats || cfg.contendedSeats > maxConcertSeats {
-		return errors.New("-contended-seats must be from 1 to 1,000,000 and -contended-attempts at least as many")
+		return cfg, errors.New("-contended-seats must be from 1 to 1,000,000 and -contended-attempts at least as many")
 	}
+	return cfg, nil
+}
+
+// prepare makes the logs' directory and checks that the Redis tools the bench runs are installed.
+func prepare(cfg config) error {
 	if err := os.MkdirAll(cfg.logs, 0o755); err != nil {
 		return err
 	}
@@ -138,12 +212,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return fmt.Errorf("%s is not installed (apt-get install redis-server; make services installs it)", tool)
 		}
 	}
-	env := envOr(getenv)
-	b := &bench{cfg: cfg, results: map[string][]measure{}, na: map[string]string{}, notes: map[string]string{}, env: env}
-	started := time.Now()
-	baseDSN := env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/ticketrush?sslmode=disable")
-	if cfg.capacityOnly {
-		if cfg.capacityFans < 1 {
+	return nil
+}
+
+// runAlone measures and prints only the capacity of one concert (-capacity-only) or only the idle
+// cost (-idle-only).
+func (b *bench) runAlone(ctx context.Context, baseDSN string, started time.Time, stdout io.Writer) error {
+	if b.cfg.capacityOnly {
+		if b.cfg.capacityFans < 1 {
 			return errors.New("-capacity-only needs -capacity-fans of at least 1")
 		}
 		b.commit = treeCommit(ctx)
@@ -153,72 +229,40 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		b.printCapacity(stdout, time.Since(started))
 		return nil
 	}
-	if cfg.idleOnly {
-		idle, err := b.idle(ctx, baseDSN)
-		if err != nil {
-			return err
-		}
-		printIdle(stdout, idle)
-		return nil
+	idle, err := b.idle(ctx, baseDSN)
+	if err != nil {
+		return err
 	}
+	printIdle(stdout, idle)
+	return nil
+}
 
-	// The service's Redis: private, persistent as in production, so nobody else's traffic shares it.
-	var err error
-	b.redis, err = startRedis(ctx, filepath.Join(cfg.logs, "redis-service"), true)
-	if err != nil {
-		return err
-	}
-	defer b.redis.close()
-	dsn, drop, err := benchDatabase(ctx, baseDSN, "")
-	if err != nil {
-		return err
-	}
-	defer drop()
-	b.commit = commitOf(ctx, cfg.bin)
-
-	svc, a, err := b.startService(ctx, "ticketrush.log", b.redis.url(), dsn)
-	if err != nil {
-		return err
-	}
-	defer svc.stop()
+// startHello starts this binary's hello-world server, logging into logs/hello.log, and returns it
+// with its address.
+func startHello(ctx context.Context, logs string) (*proc, string, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	hw, helloAddress, err := start(ctx, "hello", filepath.Join(cfg.logs, "hello.log"), os.Environ(), helloAddr, self, "hello")
-	if err != nil {
-		return err
-	}
-	defer hw.stop()
+	return start(ctx, "hello", filepath.Join(logs, "hello.log"), os.Environ(), helloAddr, self, "hello")
+}
+
+// attach points the bench at the started service and hello-world server: their processes, their
+// addresses and the CPU meter over them and the service's Redis.
+func (b *bench) attach(svc, hw *proc, helloAddress string, a *api) {
 	b.servicePID, b.helloPID = svc.cmd.Process.Pid, hw.cmd.Process.Pid
 	b.cpu = &cpuMeter{proc: "/proc", hz: clockTicks(), self: os.Getpid(), redis: b.redis.cmd.Process.Pid}
 	b.helloBase = "http://" + helloAddress
 	b.helloURL = b.helloBase + "/"
 	b.api = a
-	if err := b.probe(ctx); err != nil {
-		return err
-	}
+}
 
-	fmt.Fprintf(os.Stderr, "bench: %d repetitions of %s runs with %d clients; logs in %s\n", cfg.reps, cfg.duration, cfg.workers, cfg.logs)
-	// The write-behind's lag is sampled over every HTTP run, until its backlog is empty again.
-	var rpt report
-	rpt.lag = startLagSampler(ctx, b.api)
-	defer rpt.lag.stop()
-	for rep := range cfg.reps {
-		if err := b.rep(ctx, rep); err != nil {
-			return fmt.Errorf("repetition %d: %w", rep+1, err)
-		}
-	}
+// afterReps follows the repetitions on the running service: the storm, the durability check, the
+// hold's capture, then stops the service and hello-world and replays the captured hold.
+func (b *bench) afterReps(ctx context.Context, dsn string, rpt *report, svc, hw *proc) error {
 	// The storm before the durability check: what it acknowledged is counted there too.
-	switch {
-	case cfg.stormFans <= 0:
-		b.stormNA = "skipped (-storm-fans 0)"
-	case !b.purchase:
-		b.stormNA = "no purchase path to storm (" + b.na[rowSpread] + ")"
-	default:
-		if b.storm, err = b.redisStorm(ctx, cfg.stormFans); err != nil {
-			return fmt.Errorf("the storm of Redis time per call: %w", err)
-		}
+	if err := b.stormPhase(ctx); err != nil {
+		return err
 	}
 	fmt.Fprintln(os.Stderr, "bench: waiting for the write-behind, then Postgres against what was acknowledged, and ticketrush reconcile")
 	rpt.durable = b.checkDurability(ctx, dsn)
@@ -228,12 +272,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	svc.stop()
 	hw.stop()
-	if err := b.replayHold(ctx); err != nil {
-		return err
-	}
+	return b.replayHold(ctx)
+}
 
-	// The capacity of one concert, on a Redis and a cluster of its own, once the service is stopped.
-	if cfg.capacityFans > 0 {
+// stormPhase takes Redis's time per call under the storm, or notes why there is none.
+func (b *bench) stormPhase(ctx context.Context) error {
+	var err error
+	switch {
+	case b.cfg.stormFans <= 0:
+		b.stormNA = "skipped (-storm-fans 0)"
+	case !b.purchase:
+		b.stormNA = "no purchase path to storm (" + b.na[rowSpread] + ")"
+	default:
+		if b.storm, err = b.redisStorm(ctx, b.cfg.stormFans); err != nil {
+			return fmt.Errorf("the storm of Redis time per call: %w", err)
+		}
+	}
+	return nil
+}
+
+// afterService measures what needs the service stopped: the capacity of one concert on a Redis and a
+// cluster of its own, the idle cost and the memory of waiting fans.
+func (b *bench) afterService(ctx context.Context, baseDSN string, rpt *report) error {
+	if b.cfg.capacityFans > 0 {
 		if err := b.capacity(ctx, baseDSN); err != nil {
 			return err
 		}
@@ -242,9 +303,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			b.na[row] = "skipped (-capacity-fans 0)"
 		}
 	}
-
-	if cfg.idleConcerts > 0 {
-		fmt.Fprintf(os.Stderr, "bench: idle cost: %d concerts on a fresh service, Redis and database, nobody buying\n", cfg.idleConcerts)
+	if b.cfg.idleConcerts > 0 {
+		fmt.Fprintf(os.Stderr, "bench: idle cost: %d concerts on a fresh service, Redis and database, nobody buying\n", b.cfg.idleConcerts)
 		idle, err := b.idle(ctx, baseDSN)
 		if err != nil {
 			rpt.idleNA = err.Error()
@@ -253,8 +313,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	} else {
 		rpt.idleNA = "skipped (-idle-concerts 0)"
 	}
-	if cfg.memFans > 0 {
-		fmt.Fprintf(os.Stderr, "bench: joining %d fans on a private Redis for the memory figure\n", cfg.memFans)
+	if b.cfg.memFans > 0 {
+		fmt.Fprintf(os.Stderr, "bench: joining %d fans on a private Redis for the memory figure\n", b.cfg.memFans)
 		m, err := b.memory(ctx)
 		if err != nil {
 			rpt.memNA = err.Error()
@@ -264,11 +324,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	} else {
 		rpt.memNA = "skipped (-mem-fans 0)"
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	rpt.took = time.Since(started)
-	b.print(stdout, rpt)
 	return nil
 }
 

@@ -82,9 +82,31 @@ func ceilingOf(row string) string {
 // rep runs every measured scenario once.
 func (b *bench) rep(ctx context.Context, rep int) error {
 	fmt.Fprintf(os.Stderr, "bench: repetition %d/%d\n", rep+1, b.cfg.reps)
+	timed := b.timer(ctx)
+	b.helloRows(ctx, timed)
+	fans, err := b.joinRow(ctx, rep, timed)
+	if err != nil {
+		return err
+	}
+	b.pollRow(fans, timed)
+
+	if !b.purchase {
+		return nil
+	}
+	if err := b.spread(ctx, rep, timed); err != nil {
+		return err
+	}
+	if err := b.contended(ctx, rep, timed); err != nil {
+		return err
+	}
+	return b.seatMaps(ctx, timed)
+}
+
+// timer returns the timed run of a row: warm up at warmURL, run the job, and keep its figure (with the
+// run's CPU per request where it was read) under the row's name, logging its failures.
+func (b *bench) timer(ctx context.Context) func(name string, j job, warmURL string) result {
 	c := b.api.client
-	d := b.cfg.duration
-	timed := func(name string, j job, warmURL string) result {
+	return func(name string, j job, warmURL string) result {
 		warm(ctx, c, warmURL, j.workers)
 		before, cpuErr := b.cpuReading(name)
 		r := j.run(ctx, c)
@@ -102,14 +124,17 @@ func (b *bench) rep(ctx context.Context, rep int) error {
 		}
 		return r
 	}
+}
 
-	// The ceiling: hello-world through the same generator and client.
+// helloRows measure the ceiling: hello-world through the same generator and client, and the same
+// server driven by wrk, where it is installed: how much of the ceiling the Go generator itself costs
+// (about 50,000 req/s with wrk -t1 -c64 on this machine).
+func (b *bench) helloRows(ctx context.Context, timed func(string, job, string) result) {
+	d := b.cfg.duration
 	timed(rowHello, job{workers: b.cfg.workers, duration: d,
 		request: func(int, int) (*http.Request, error) { return http.NewRequest(http.MethodGet, b.helloURL, nil) },
 	}, b.helloURL)
 
-	// The same server driven by wrk, where it is installed: how much of the ceiling the Go generator
-	// itself costs (about 50,000 req/s with wrk -t1 -c64 on this machine).
 	if _, err := exec.LookPath("wrk"); err == nil {
 		if m, err := runWrk(ctx, b.helloURL, d); err == nil {
 			b.results[rowHelloWrk] = append(b.results[rowHelloWrk], m)
@@ -119,12 +144,15 @@ func (b *bench) rep(ctx context.Context, rep int) error {
 	} else {
 		b.na[rowHelloWrk] = "wrk is not installed (apt-get install wrk)"
 	}
+}
 
-	// Joins: every request a new fan joining a paused line, so that each one is a WAITING arrival.
+// joinRow measures joins: every request a new fan joining a paused line, so that each one is a
+// WAITING arrival. It returns the fans who joined, in random order.
+func (b *bench) joinRow(ctx context.Context, rep int, timed func(string, job, string) result) ([]fan, error) {
 	cj, err := b.api.createConcert(ctx, fmt.Sprintf("bench joins %d", rep), 1,
 		[]section{{Name: "R", Price: 1000, Seats: 1}}, queueSettings{ActiveCapacity: 1000, AdmitPerSecond: 1, Paused: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	minters := make([]*minter, b.cfg.workers)
 	joined := make([][]fan, b.cfg.workers)
@@ -132,8 +160,7 @@ func (b *bench) rep(ctx context.Context, rep int) error {
 		minters[i] = newMinter(b.api.secret)
 	}
 	path := "/v1/concerts/" + cj.ID + "/queue"
-	health := b.api.base + "/healthz"
-	timed(rowJoins, job{workers: b.cfg.workers, duration: d,
+	timed(rowJoins, job{workers: b.cfg.workers, duration: b.cfg.duration,
 		request: func(w, i int) (*http.Request, error) {
 			user := "bj" + strconv.Itoa(rep) + "-" + strconv.Itoa(i)
 			jwt := minters[w].mint(user)
@@ -145,9 +172,8 @@ func (b *bench) rep(ctx context.Context, rep int) error {
 			f.token = jsonString(body, "token")
 			return status == http.StatusCreated && f.token != ""
 		},
-	}, health)
+	}, b.api.base+"/healthz")
 
-	// Polls: those fans, WAITING in the paused line, polling round the clock.
 	var fans []fan
 	for _, fs := range joined {
 		for _, f := range fs {
@@ -157,10 +183,15 @@ func (b *bench) rep(ctx context.Context, rep int) error {
 		}
 	}
 	if len(fans) == 0 {
-		return errors.New("no join succeeded; see " + filepath.Join(b.cfg.logs, "ticketrush.log"))
+		return nil, errors.New("no join succeeded; see " + filepath.Join(b.cfg.logs, "ticketrush.log"))
 	}
 	rand.Shuffle(len(fans), func(i, j int) { fans[i], fans[j] = fans[j], fans[i] })
-	timed(rowPolls, job{workers: b.cfg.workers, duration: d,
+	return fans, nil
+}
+
+// pollRow measures polls: the joined fans, WAITING in the paused line, polling round the clock.
+func (b *bench) pollRow(fans []fan, timed func(string, job, string) result) {
+	timed(rowPolls, job{workers: b.cfg.workers, duration: b.cfg.duration,
 		request: func(_, i int) (*http.Request, error) {
 			f := fans[i%len(fans)]
 			return b.api.newRequest(http.MethodGet, "/v1/queue", f.jwt, f.token, nil)
@@ -168,18 +199,7 @@ func (b *bench) rep(ctx context.Context, rep int) error {
 		answer: func(_, _, status int, body []byte) bool {
 			return status == http.StatusOK && jsonString(body, "status") == "WAITING"
 		},
-	}, health)
-
-	if !b.purchase {
-		return nil
-	}
-	if err := b.spread(ctx, rep, timed); err != nil {
-		return err
-	}
-	if err := b.contended(ctx, rep, timed); err != nil {
-		return err
-	}
-	return b.seatMaps(ctx, timed)
+	}, b.api.base+"/healthz")
 }
 
 // purchaseQueue lets every fan in at once and keeps holds for the whole run.

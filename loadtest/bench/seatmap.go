@@ -114,10 +114,27 @@ func (b *bench) setupSeatMap(ctx context.Context) (*seatMap, error) {
 	}
 	// The readers are other fans than the holders: a fan who has paid for everything they held is DONE.
 	sm := &seatMap{path: "/v1/concerts/" + c.ID + "/schedules/" + c.Schedules[0].ID + "/seats", fans: fans[seatMapHolders:]}
-	per := purchaseQueue.MaxHoldsPerUser
+	if err := b.holdAndSell(ctx, sm, c.Schedules[0].ID, sections, fans); err != nil {
+		return nil, err
+	}
+	if err := b.seatMapReferences(ctx, sm); err != nil {
+		return nil, err
+	}
+	if err := b.putBlob(ctx, sm, "plain", sm.plain, "", sm.etag); err != nil {
+		return nil, err
+	}
+	if sm.gz != nil {
+		if err := b.putBlob(ctx, sm, "gzip", sm.gz, "gzip", sm.gzEtag); err != nil {
+			return nil, err
+		}
+	}
+	return sm, nil
+}
 
-	// Some seats HELD, some SOLD: the first seatMapHolders fans hold per seats each, at random; the
-	// first half of them charge and pay.
+// holdAndSell makes some seats of schedule HELD, some SOLD: the first seatMapHolders fans hold
+// MaxHoldsPerUser seats each, at random; the first half of them charge and pay. It notes the counts in sm.
+func (b *bench) holdAndSell(ctx context.Context, sm *seatMap, schedule string, sections []section, fans []fan) error {
+	per := purchaseQueue.MaxHoldsPerUser
 	var seatIDs []string
 	for _, s := range sections {
 		for n := 1; n <= s.Seats; n++ {
@@ -131,47 +148,52 @@ func (b *bench) setupSeatMap(ctx context.Context) (*seatMap, error) {
 		request: func(_, i int) (*http.Request, error) {
 			f := fans[i/per]
 			return b.api.newRequest(http.MethodPost, "/v1/reservations", f.jwt, f.token,
-				[]byte(`{"scheduleId":"`+c.Schedules[0].ID+`","seatId":"`+seatIDs[i]+`"}`))
+				[]byte(`{"scheduleId":"`+schedule+`","seatId":"`+seatIDs[i]+`"}`))
 		},
 		answer: b.heldInto(res),
 	}.run(ctx, b.api.client)
 	if r.failed > 0 {
-		return nil, fmt.Errorf("seat map: %d of %d holds failed, first: %v", r.failed, holds, r.firstErr)
+		return fmt.Errorf("seat map: %d of %d holds failed, first: %v", r.failed, holds, r.firstErr)
 	}
 	payers := seatMapHolders / 2
 	r = b.chargeJob(fans[:payers], per*165000).run(ctx, b.api.client)
 	if r.failed > 0 {
-		return nil, fmt.Errorf("seat map: %d charges failed, first: %v", r.failed, r.firstErr)
+		return fmt.Errorf("seat map: %d charges failed, first: %v", r.failed, r.firstErr)
 	}
 	r = b.payJob(payers*per, func(i int) (*fan, string) { return &fans[i/per], res[i] }).run(ctx, b.api.client)
 	if r.failed > 0 {
-		return nil, fmt.Errorf("seat map: %d payments failed, first: %v", r.failed, r.firstErr)
+		return fmt.Errorf("seat map: %d payments failed, first: %v", r.failed, r.firstErr)
 	}
 	sm.sold, sm.held = payers*per, holds-payers*per
+	return nil
+}
 
-	// The reference answers. The client has DisableCompression, so a request without an
-	// Accept-Encoding of its own goes without one (Go's Transport would otherwise ask for gzip and
-	// unzip the answer behind the caller's back).
-	get := func(acceptGzip bool, ifNoneMatch string) (*http.Response, []byte, error) {
-		req, err := b.seatMapRequest(sm, sm.fans[0], acceptGzip, ifNoneMatch)
-		if err != nil {
-			return nil, nil, err
-		}
-		resp, err := b.api.client.Do(req.WithContext(ctx))
-		if err != nil {
-			return nil, nil, err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK && (ifNoneMatch == "" || resp.StatusCode != http.StatusNotModified) {
-			err = fmt.Errorf("seat map: GET %s: %d %s", sm.path, resp.StatusCode, snippet(body))
-		}
-		return resp, body, err
+// getSeatMap is the first reader's read of the seat map (see seatMapRequest), its body read whole; an
+// answer other than 200 (or 304 to an If-None-Match) is an error. The client has DisableCompression,
+// so a request without an Accept-Encoding of its own goes without one (Go's Transport would otherwise
+// ask for gzip and unzip the answer behind the caller's back).
+func (b *bench) getSeatMap(ctx context.Context, sm *seatMap, acceptGzip bool, ifNoneMatch string) (*http.Response, []byte, error) {
+	req, err := b.seatMapRequest(sm, sm.fans[0], acceptGzip, ifNoneMatch)
+	if err != nil {
+		return nil, nil, err
 	}
-	// The map as it stands once the instance's seat view has every hold and sale above: the view is
-	// refreshed after each change it sees (within 200 ms), and a reference taken before the last sale
-	// shows would carry an ETag the 304 row's requests no longer match.
-	resp, body, err := get(false, "")
+	resp, err := b.api.client.Do(req.WithContext(ctx))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK && (ifNoneMatch == "" || resp.StatusCode != http.StatusNotModified) {
+		err = fmt.Errorf("seat map: GET %s: %d %s", sm.path, resp.StatusCode, snippet(body))
+	}
+	return resp, body, err
+}
+
+// settledSeatMap reads the plain map until it shows every hold and sale of holdAndSell, within 10 s:
+// the instance's seat view is refreshed after each change it sees (within 200 ms), and a reference
+// taken before the last sale shows would carry an ETag the 304 row's requests no longer match.
+func (b *bench) settledSeatMap(ctx context.Context, sm *seatMap) (*http.Response, []byte, error) {
+	resp, body, err := b.getSeatMap(ctx, sm, false, "")
 	settled := time.NewTimer(10 * time.Second)
 	defer settled.Stop()
 	poll := time.NewTicker(50 * time.Millisecond)
@@ -179,34 +201,41 @@ func (b *bench) setupSeatMap(ctx context.Context) (*seatMap, error) {
 	for err == nil && (bytes.Count(body, []byte(`"SOLD"`)) != sm.sold || bytes.Count(body, []byte(`"HELD"`)) != sm.held) {
 		select {
 		case <-settled.C:
-			return nil, fmt.Errorf("seat map: %d SOLD and %d HELD after 10 s, not the %d and %d the API answered",
+			return nil, nil, fmt.Errorf("seat map: %d SOLD and %d HELD after 10 s, not the %d and %d the API answered",
 				bytes.Count(body, []byte(`"SOLD"`)), bytes.Count(body, []byte(`"HELD"`)), sm.sold, sm.held)
 		case <-poll.C:
 		}
-		resp, body, err = get(false, "")
+		resp, body, err = b.getSeatMap(ctx, sm, false, "")
 	}
+	return resp, body, err
+}
+
+// seatMapReferences takes the reference answers into sm: the settled plain map, the gzip one (or why
+// there is none) and whether the service revalidates with a 304 (or why not).
+func (b *bench) seatMapReferences(ctx context.Context, sm *seatMap) error {
+	resp, body, err := b.settledSeatMap(ctx, sm)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" {
-		return nil, fmt.Errorf("seat map: answered with Content-Encoding %q to a request without Accept-Encoding", enc)
+		return fmt.Errorf("seat map: answered with Content-Encoding %q to a request without Accept-Encoding", enc)
 	}
 	sm.plain, sm.contentType, sm.etag = body, resp.Header.Get("Content-Type"), resp.Header.Get("ETag")
-	resp, body, err = get(true, "")
+	resp, body, err = b.getSeatMap(ctx, sm, true, "")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if resp.Header.Get("Content-Encoding") == "gzip" {
 		zr, err := gzip.NewReader(bytes.NewReader(body))
 		if err != nil {
-			return nil, fmt.Errorf("seat map: the gzip answer: %w", err)
+			return fmt.Errorf("seat map: the gzip answer: %w", err)
 		}
 		unzipped, err := io.ReadAll(zr)
 		if err != nil {
-			return nil, fmt.Errorf("seat map: the gzip answer: %w", err)
+			return fmt.Errorf("seat map: the gzip answer: %w", err)
 		}
 		if !bytes.Equal(unzipped, sm.plain) {
-			return nil, fmt.Errorf("seat map: the gzip answer unzips to %d bytes other than the plain answer's %d", len(unzipped), len(sm.plain))
+			return fmt.Errorf("seat map: the gzip answer unzips to %d bytes other than the plain answer's %d", len(unzipped), len(sm.plain))
 		}
 		sm.gz, sm.gzEtag = body, resp.Header.Get("ETag")
 	} else {
@@ -216,40 +245,34 @@ func (b *bench) setupSeatMap(ctx context.Context) (*seatMap, error) {
 	// Revalidation: the ETag of the representation the 304 row asks for (gzip when there is one).
 	if et := sm.revalETag(); et == "" {
 		sm.revalNA = "the service sends no ETag with the seat map yet"
-	} else if resp, _, err := get(sm.gz != nil, et); err != nil {
-		return nil, err
+	} else if resp, _, err := b.getSeatMap(ctx, sm, sm.gz != nil, et); err != nil {
+		return err
 	} else if resp.StatusCode != http.StatusNotModified {
 		sm.revalNA = fmt.Sprintf("the service answers If-None-Match of the seat map's own ETag with %d, not 304", resp.StatusCode)
 	}
+	return nil
+}
 
-	put := func(name string, body []byte, enc, etag string) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, b.helloBase+"/blob/"+name, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", sm.contentType)
-		req.Header.Set("X-Blob-Encoding", enc)
-		req.Header.Set("X-Blob-ETag", etag)
-		resp, err := b.api.client.Do(req)
-		if err != nil {
-			return err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			return fmt.Errorf("hello server: PUT /blob/%s: %d", name, resp.StatusCode)
-		}
-		return nil
+// putBlob gives the hello server an answer of the seat map to serve as /blob/name, with its encoding
+// and ETag.
+func (b *bench) putBlob(ctx context.Context, sm *seatMap, name string, body []byte, enc, etag string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, b.helloBase+"/blob/"+name, bytes.NewReader(body))
+	if err != nil {
+		return err
 	}
-	if err := put("plain", sm.plain, "", sm.etag); err != nil {
-		return nil, err
+	req.Header.Set("Content-Type", sm.contentType)
+	req.Header.Set("X-Blob-Encoding", enc)
+	req.Header.Set("X-Blob-ETag", etag)
+	resp, err := b.api.client.Do(req)
+	if err != nil {
+		return err
 	}
-	if sm.gz != nil {
-		if err := put("gzip", sm.gz, "gzip", sm.gzEtag); err != nil {
-			return nil, err
-		}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("hello server: PUT /blob/%s: %d", name, resp.StatusCode)
 	}
-	return sm, nil
+	return nil
 }
 
 // revalETag is the ETag the 304 row sends: the gzip answer's when the service gzips, else the plain one's.

@@ -70,23 +70,16 @@ func (b *bench) redisStorm(ctx context.Context, fans int) (*stormResult, error) 
 	}
 	c := b.redis.client
 	// Every script loaded, as on a Redis that has served a while: no EVAL fallback in the figures.
-	for _, name := range lua.Names() {
-		if err := c.Do(ctx, c.B().ScriptLoad().Script(lua.Source(name)).Build()).Error(); err != nil {
-			return nil, fmt.Errorf("SCRIPT LOAD %s: %w", name, err)
-		}
+	if err := loadScripts(ctx, c); err != nil {
+		return nil, err
 	}
 	prefix := svcconfig.KeyPrefix(func(name string) string { return b.env(name, "") })
 	lineKeys := redis.NewKeys(prefix).Concert(line.ID)
-	side, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + strconv.Itoa(b.redis.port)},
-		DisableCache: true, ClientName: stormSide})
+	side, floorSHA, err := b.stormSideClient(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer side.Close()
-	floorSHA, err := side.Do(ctx, side.B().ScriptLoad().Script(floorScript).Build()).ToString()
-	if err != nil {
-		return nil, err
-	}
 
 	sl, err := startSlowlog(ctx, c, stormSlowlogLen)
 	if err != nil {
@@ -98,52 +91,13 @@ func (b *bench) redisStorm(ctx context.Context, fans int) (*stormResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	var drainErr error
-	drained := make(chan struct{})
-	stop := make(chan struct{})
-	go func() {
-		defer close(drained)
-		t := time.NewTicker(stormDrainEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			es, _, err := sl.drain(ctx, lineKeys.Admitted())
-			if err != nil {
-				drainErr = err
-				return
-			}
-			res.entries += len(es)
-			for _, e := range es {
-				res.tally.add(e)
-			}
-		}
-	}()
-	var floorWG sync.WaitGroup
-	floorWG.Go(func() {
-		t := time.NewTicker(stormFloorEvery)
-		defer t.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			side.Do(ctx, side.B().Evalsha().Sha1(floorSHA).Numkeys(0).Build())
-			side.Do(ctx, side.B().Hset().Key("bench:storm:floor").FieldValue().FieldValue(strconv.Itoa(i%64), "1").Build())
-		}
-	})
+	w := watchStorm(ctx, sl, lineKeys.Admitted(), res, side, floorSHA)
 
 	fmt.Fprintf(os.Stderr, "bench: Redis time per call: a storm of %d fans from %d clients, SLOWLOG at 0 µs\n", fans, stormWorkers)
 	start := time.Now()
 	b.stormFans(ctx, res, line.ID, buy.Schedules[0].ID, buyers)
 	res.took = time.Since(start)
-	close(stop)
-	floorWG.Wait()
-	<-drained
+	drainErr := w.end()
 	side.Do(ctx, side.B().Del().Key("bench:storm:floor").Build())
 	if drainErr != nil {
 		return nil, drainErr
@@ -152,12 +106,105 @@ func (b *bench) redisStorm(ctx context.Context, fans int) (*stormResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	res.record(es)
+	res.countAdmitted(admitted0, admitted1)
+	return res, nil
+}
+
+// loadScripts loads every script of the store on the Redis of c.
+func loadScripts(ctx context.Context, c rueidis.Client) error {
+	for _, name := range lua.Names() {
+		if err := c.Do(ctx, c.B().ScriptLoad().Script(lua.Source(name)).Build()).Error(); err != nil {
+			return fmt.Errorf("SCRIPT LOAD %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// stormSideClient connects the storm's side client (named stormSide) to the service's Redis and loads
+// the floor's script on it, returning its SHA.
+func (b *bench) stormSideClient(ctx context.Context) (rueidis.Client, string, error) {
+	side, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + strconv.Itoa(b.redis.port)},
+		DisableCache: true, ClientName: stormSide})
+	if err != nil {
+		return nil, "", err
+	}
+	floorSHA, err := side.Do(ctx, side.B().ScriptLoad().Script(floorScript).Build()).ToString()
+	if err != nil {
+		side.Close()
+		return nil, "", err
+	}
+	return side, floorSHA, nil
+}
+
+// stormWatch is what runs beside the storm's fans: the slow log drained into the result every
+// stormDrainEvery, and the side client's floor trickle every stormFloorEvery.
+type stormWatch struct {
+	stop     chan struct{}
+	drained  chan struct{} // closed when the drains have stopped
+	floor    sync.WaitGroup
+	drainErr error
+}
+
+// watchStorm starts the drains of sl (reading admittedKey with each) into res, and the side client's
+// trickle of an EVALSHA of floorSHA and a plain HSET.
+func watchStorm(ctx context.Context, sl *slowlog, admittedKey string, res *stormResult, side rueidis.Client, floorSHA string) *stormWatch {
+	w := &stormWatch{stop: make(chan struct{}), drained: make(chan struct{})}
+	go func() {
+		defer close(w.drained)
+		t := time.NewTicker(stormDrainEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+			es, _, err := sl.drain(ctx, admittedKey)
+			if err != nil {
+				w.drainErr = err
+				return
+			}
+			res.record(es)
+		}
+	}()
+	w.floor.Go(func() {
+		t := time.NewTicker(stormFloorEvery)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+			side.Do(ctx, side.B().Evalsha().Sha1(floorSHA).Numkeys(0).Build())
+			side.Do(ctx, side.B().Hset().Key("bench:storm:floor").FieldValue().FieldValue(strconv.Itoa(i%64), "1").Build())
+		}
+	})
+	return w
+}
+
+// end stops the drains and the trickle, waits for both, and returns the drains' error.
+func (w *stormWatch) end() error {
+	close(w.stop)
+	w.floor.Wait()
+	<-w.drained
+	return w.drainErr
+}
+
+// record counts slow-log entries into the result.
+func (res *stormResult) record(es []slowEntry) {
 	res.entries += len(es)
 	for _, e := range es {
 		res.tally.add(e)
 	}
-	a0, err0 := parseCount(admitted0)
-	a1, err1 := parseCount(admitted1)
+}
+
+// countAdmitted sets the fans the tick admitted during the storm from the line's admissions counter
+// before and after it, less those the joins admitted at once, or tickNA when that is not known.
+func (res *stormResult) countAdmitted(before, after string) {
+	a0, err0 := parseCount(before)
+	a1, err1 := parseCount(after)
 	switch {
 	case errors.Join(err0, err1) != nil:
 		res.tickNA = "the line's admissions counter: " + errors.Join(err0, err1).Error()
@@ -166,7 +213,6 @@ func (b *bench) redisStorm(ctx context.Context, fans int) (*stormResult, error) 
 	default:
 		res.admitted = a1 - a0 - res.atOnce
 	}
-	return res, nil
 }
 
 // parseCount reads a counter's value; a counter never set is 0.

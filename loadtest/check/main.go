@@ -220,14 +220,28 @@ func (c *checker) api(ctx context.Context) {
 
 // ---- Redis ----
 
+// redis checks the run's concert in Redis: its reservations, seat maps, debits and the fans' balances.
 func (c *checker) redis(ctx context.Context) {
-	d := c.s.SetupData
 	in := redis.NewInspector(c.rdb, c.cfg.prefix)
-	res, err := in.Reservations(ctx, d.ConcertID)
+	res, err := in.Reservations(ctx, c.s.SetupData.ConcertID)
 	if err != nil {
 		c.r.fail("redis: reservations", "%v", err)
 		return
 	}
+	c.redisReservations(res)
+	if !c.redisSeatMaps(ctx, in, res) {
+		return
+	}
+	debits, refunds, ok := c.redisDebits(ctx, in, res)
+	if !ok {
+		return
+	}
+	c.redisBalances(ctx, in, debits, refunds)
+}
+
+// redisReservations keeps the PAID reservations of res (c.paidRes) and checks that no seat was sold
+// twice and no payment is half done.
+func (c *checker) redisReservations(res map[string]ticketrush.Reservation) {
 	statuses := map[ticketrush.ReservationStatus]int{}
 	paidBySeat := map[string][]string{}
 	c.paidRes = map[string]ticketrush.Reservation{}
@@ -249,15 +263,19 @@ func (c *checker) redis(ctx context.Context) {
 	c.r.expect(len(twice) == 0, "redis: no seat sold twice", "%d reservations %v%s", len(res), statuses, list(twice))
 	c.r.expect(statuses[ticketrush.ReservationPaying] == 0, "redis: no payment half done", "%d reservations PAYING after the run",
 		statuses[ticketrush.ReservationPaying])
+}
 
-	// The seat maps: every SOLD seat names a PAID reservation of that seat, and every PAID one is SOLD.
+// redisSeatMaps checks the seat maps: every SOLD seat names a PAID reservation of that seat, and every
+// PAID one is SOLD. It returns false when a map could not be read.
+func (c *checker) redisSeatMaps(ctx context.Context, in *redis.Inspector, res map[string]ticketrush.Reservation) bool {
+	d := c.s.SetupData
 	var bad []string
 	soldSeats := 0
 	for _, sch := range d.Schedules {
 		seats, err := in.SeatStates(ctx, d.ConcertID, sch)
 		if err != nil {
 			c.r.fail("redis: seat maps", "%v", err)
-			return
+			return false
 		}
 		for seat, st := range seats {
 			if st.Kind != redis.SeatSold {
@@ -275,9 +293,12 @@ func (c *checker) redis(ctx context.Context) {
 	}
 	c.r.expect(len(bad) == 0 && int64(soldSeats) == c.sold, "redis: SOLD seats = PAID", "%d SOLD seats, %d PAID reservations, the admin API counts %d%s",
 		soldSeats, len(c.paidRes), c.sold, list(bad))
+	return true
+}
 
-	// Money: each sale one debit of its price; a debit without a sale refunded.
-	var debits, refunds int64
+// redisDebits checks the money of res: each sale one debit of its price; a debit without a sale
+// refunded. It returns the sums debited and refunded, and false when they could not be read.
+func (c *checker) redisDebits(ctx context.Context, in *redis.Inspector, res map[string]ticketrush.Reservation) (debits, refunds int64, ok bool) {
 	var moneyBad []string
 	ids := make([]string, 0, len(res))
 	for id := range res {
@@ -291,7 +312,7 @@ func (c *checker) redis(ctx context.Context) {
 	money, err := in.Money(ctx, sorted)
 	if err != nil {
 		c.r.fail("redis: debits", "%v", err)
-		return
+		return 0, 0, false
 	}
 	for i, id := range ids {
 		v := res[id]
@@ -310,8 +331,13 @@ func (c *checker) redis(ctx context.Context) {
 		}
 	}
 	c.r.expect(len(moneyBad) == 0, "redis: one debit per sale", "%d debited, %d refunded%s", debits, refunds, list(moneyBad))
+	return debits, refunds, true
+}
 
-	// Balances of the run's fans.
+// redisBalances keeps the balances of the run's fans (c.redisBal) and checks that none is negative and
+// that they add up with what was charged, debited and refunded.
+func (c *checker) redisBalances(ctx context.Context, in *redis.Inspector, debits, refunds int64) {
+	var err error
 	c.redisBal, err = in.Balances(ctx, c.users)
 	if err != nil {
 		c.r.fail("redis: balances", "%v", err)
@@ -413,8 +439,9 @@ func (c *checker) behind(ctx context.Context, streams []string) (behind []string
 
 // ---- Postgres ----
 
+// postgres checks the durable record of the run's concert: no seat sold twice, the sales as in Redis,
+// one debit per sale and every fan's balance as the ledger has it.
 func (c *checker) postgres(ctx context.Context) {
-	d := c.s.SetupData
 	db, err := pgx.Connect(ctx, c.cfg.databaseURL)
 	if err != nil {
 		c.r.fail("postgres", "cannot reach %s: %v", redact(c.cfg.databaseURL), err)
@@ -427,17 +454,26 @@ func (c *checker) postgres(ctx context.Context) {
 		c.r.fail("postgres", "no ledger, reservations and payments tables (%v): the durable record cannot be checked", err)
 		return
 	}
-	q := func(name, sql string, args ...any) pgx.Rows {
-		rows, err := db.Query(ctx, sql, args...)
-		if err != nil {
-			c.r.fail(name, "%v (the schema changed? update loadtest/check)", err)
-			return nil
-		}
-		return rows
-	}
+	c.postgresSoldTwice(ctx, db)
+	c.postgresSales(ctx, db)
+	c.postgresDebits(ctx, db)
+	c.postgresBalances(ctx, db)
+}
 
-	if rows := q("postgres: no seat sold twice", `SELECT schedule_id, seat_id, count(*) FROM reservations
-		WHERE concert_id = $1 AND status = 'PAID' GROUP BY 1, 2 HAVING count(*) > 1`, d.ConcertID); rows != nil {
+// query runs the query of check name, failing the check (nil rows) when it does not run.
+func (c *checker) query(ctx context.Context, db *pgx.Conn, name, sql string, args ...any) pgx.Rows {
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		c.r.fail(name, "%v (the schema changed? update loadtest/check)", err)
+		return nil
+	}
+	return rows
+}
+
+// postgresSoldTwice checks that no seat has two PAID reservations.
+func (c *checker) postgresSoldTwice(ctx context.Context, db *pgx.Conn) {
+	if rows := c.query(ctx, db, "postgres: no seat sold twice", `SELECT schedule_id, seat_id, count(*) FROM reservations
+		WHERE concert_id = $1 AND status = 'PAID' GROUP BY 1, 2 HAVING count(*) > 1`, c.s.SetupData.ConcertID); rows != nil {
 		var twice []string
 		for rows.Next() {
 			var sch, seat string
@@ -448,20 +484,25 @@ func (c *checker) postgres(ctx context.Context) {
 		}
 		c.r.expect(rows.Err() == nil && len(twice) == 0, "postgres: no seat sold twice", "%d seats sold twice%s", len(twice), list(append(twice, errText(rows.Err())...)))
 	}
+}
 
+// postgresSales checks that the PAID reservations and the payments are Redis's sales.
+func (c *checker) postgresSales(ctx context.Context, db *pgx.Conn) {
 	var paid, payments int
-	err = db.QueryRow(ctx, `SELECT (SELECT count(*) FROM reservations WHERE concert_id = $1 AND status = 'PAID'),
-		(SELECT count(*) FROM payments p JOIN reservations r ON r.id = p.reservation_id WHERE r.concert_id = $1)`, d.ConcertID).Scan(&paid, &payments)
+	err := db.QueryRow(ctx, `SELECT (SELECT count(*) FROM reservations WHERE concert_id = $1 AND status = 'PAID'),
+		(SELECT count(*) FROM payments p JOIN reservations r ON r.id = p.reservation_id WHERE r.concert_id = $1)`, c.s.SetupData.ConcertID).Scan(&paid, &payments)
 	if err != nil {
 		c.r.fail("postgres: sales", "%v (the schema changed? update loadtest/check)", err)
 	} else {
 		c.r.expect(paid == len(c.paidRes) && payments == paid, "postgres: sales = Redis", "%d PAID reservations and %d payments, Redis has %d sales", paid, payments, len(c.paidRes))
 	}
+}
 
-	// Each reservation: payments − refunds in the ledger is 1 when PAID, else 0.
-	if rows := q("postgres: one debit per sale", `SELECT r.id, r.status,
+// postgresDebits checks each reservation: payments − refunds in the ledger is 1 when PAID, else 0.
+func (c *checker) postgresDebits(ctx context.Context, db *pgx.Conn) {
+	if rows := c.query(ctx, db, "postgres: one debit per sale", `SELECT r.id, r.status,
 		coalesce(sum(CASE l.type WHEN 'PAYMENT' THEN 1 WHEN 'REFUND' THEN -1 ELSE 0 END), 0)
-		FROM reservations r LEFT JOIN ledger l ON l.reservation_id = r.id WHERE r.concert_id = $1 GROUP BY r.id, r.status`, d.ConcertID); rows != nil {
+		FROM reservations r LEFT JOIN ledger l ON l.reservation_id = r.id WHERE r.concert_id = $1 GROUP BY r.id, r.status`, c.s.SetupData.ConcertID); rows != nil {
 		var bad []string
 		n := 0
 		for rows.Next() {
@@ -477,10 +518,13 @@ func (c *checker) postgres(ctx context.Context) {
 		}
 		c.r.expect(rows.Err() == nil && len(bad) == 0, "postgres: one debit per sale", "%d reservations%s", n, list(append(bad, errText(rows.Err())...)))
 	}
+}
 
-	// Every fan: balance (Redis) = charges − payments + refunds (ledger).
-	if rows := q("postgres: balances = ledger", `SELECT user_id, sum(delta), min(balance_after) FROM ledger
-		WHERE starts_with(user_id, $1) GROUP BY user_id`, d.UserPrefix); rows != nil {
+// postgresBalances checks every fan: balance (Redis) = charges − payments + refunds (ledger), and no
+// balance in the ledger ever went negative.
+func (c *checker) postgresBalances(ctx context.Context, db *pgx.Conn) {
+	if rows := c.query(ctx, db, "postgres: balances = ledger", `SELECT user_id, sum(delta), min(balance_after) FROM ledger
+		WHERE starts_with(user_id, $1) GROUP BY user_id`, c.s.SetupData.UserPrefix); rows != nil {
 		ledger := map[string]int64{}
 		var bad []string
 		for rows.Next() {
