@@ -151,35 +151,8 @@ func Load(getenv func(string) string) (Config, error) {
 		bad("TRUSTED_PROXY_CIDRS", "%v", err)
 	}
 	c.JWTIssuer, c.JWTAudience = getenv("JWT_ISSUER"), getenv("JWT_AUDIENCE")
-	c.PassIssuer = or(getenv("PASS_ISSUER"), "ticketrush")
-	if len(c.PassIssuer) > 256 {
-		bad("PASS_ISSUER", "want at most 256 bytes, got %d", len(c.PassIssuer))
-	}
-	if c.PassTTL, err = passTTL(getenv("PASS_TTL_SECONDS")); err != nil {
-		bad("PASS_TTL_SECONDS", "%v", err)
-	}
-	if c.PassSiteURL, err = siteURL(getenv("PASS_SITE_URL")); err != nil {
-		bad("PASS_SITE_URL", "%v", err)
-	}
-	if c.WriteBehindWriters, err = positive(getenv("WRITEBEHIND_WRITERS"), 2, MaxWriteBehindWriters); err != nil {
-		bad("WRITEBEHIND_WRITERS", "%v", err)
-	}
-	if c.WriteBehindBatchSize, err = positive(getenv("WRITEBEHIND_BATCH_SIZE"), 4000, maxWriteBehindCount); err != nil {
-		bad("WRITEBEHIND_BATCH_SIZE", "%v", err)
-	}
-	if c.WriteBehindReadCount, err = positive(getenv("WRITEBEHIND_READ_COUNT"), 1000, maxWriteBehindCount); err != nil {
-		bad("WRITEBEHIND_READ_COUNT", "%v", err)
-	}
-	if c.WriteBehindMaxReadCount, err = positive(getenv("WRITEBEHIND_MAX_READ_COUNT"), 16000, maxWriteBehindCount); err != nil {
-		bad("WRITEBEHIND_MAX_READ_COUNT", "%v", err)
-	} else if c.WriteBehindReadCount > 0 && c.WriteBehindMaxReadCount < c.WriteBehindReadCount {
-		bad("WRITEBEHIND_MAX_READ_COUNT", "want at least WRITEBEHIND_READ_COUNT (%d), got %d", c.WriteBehindReadCount, c.WriteBehindMaxReadCount)
-	}
-	claimIdle, err := positive(getenv("WRITEBEHIND_CLAIM_IDLE_SECONDS"), 10, int(MaxWriteBehindClaimIdle/time.Second))
-	if err != nil {
-		bad("WRITEBEHIND_CLAIM_IDLE_SECONDS", "%v", err)
-	}
-	c.WriteBehindClaimIdle = time.Duration(claimIdle) * time.Second
+	c.loadPass(getenv, bad)
+	c.loadWriteBehind(getenv, bad)
 	roles, err2 := parseRoles(or(getenv("ROLES"), strings.Join(allRoles, ",")))
 	if err2 != nil {
 		bad("ROLES", "%v", err2)
@@ -364,4 +337,43 @@ func siteURL(v string) (string, error) {
 		return "", fmt.Errorf("want a URL without a pass parameter (the page adds the fan's), got %q", v)
 	}
 	return v, nil
+}
+
+// loadWriteBehind reads the write-behind's batch and reader settings into c, reporting each bad one to bad.
+func (c *Config) loadWriteBehind(getenv func(string) string, bad func(name, format string, args ...any)) {
+	var err error
+	if c.WriteBehindWriters, err = positive(getenv("WRITEBEHIND_WRITERS"), 2, MaxWriteBehindWriters); err != nil {
+		bad("WRITEBEHIND_WRITERS", "%v", err)
+	}
+	if c.WriteBehindBatchSize, err = positive(getenv("WRITEBEHIND_BATCH_SIZE"), 4000, maxWriteBehindCount); err != nil {
+		bad("WRITEBEHIND_BATCH_SIZE", "%v", err)
+	}
+	if c.WriteBehindReadCount, err = positive(getenv("WRITEBEHIND_READ_COUNT"), 1000, maxWriteBehindCount); err != nil {
+		bad("WRITEBEHIND_READ_COUNT", "%v", err)
+	}
+	if c.WriteBehindMaxReadCount, err = positive(getenv("WRITEBEHIND_MAX_READ_COUNT"), 16000, maxWriteBehindCount); err != nil {
+		bad("WRITEBEHIND_MAX_READ_COUNT", "%v", err)
+	} else if c.WriteBehindReadCount > 0 && c.WriteBehindMaxReadCount < c.WriteBehindReadCount {
+		bad("WRITEBEHIND_MAX_READ_COUNT", "want at least WRITEBEHIND_READ_COUNT (%d), got %d", c.WriteBehindReadCount, c.WriteBehindMaxReadCount)
+	}
+	claimIdle, err := positive(getenv("WRITEBEHIND_CLAIM_IDLE_SECONDS"), 10, int(MaxWriteBehindClaimIdle/time.Second))
+	if err != nil {
+		bad("WRITEBEHIND_CLAIM_IDLE_SECONDS", "%v", err)
+	}
+	c.WriteBehindClaimIdle = time.Duration(claimIdle) * time.Second
+}
+
+// loadPass reads the admission pass's settings into c (docs/pass.md), reporting each bad one to bad.
+func (c *Config) loadPass(getenv func(string) string, bad func(name, format string, args ...any)) {
+	var err error
+	c.PassIssuer = or(getenv("PASS_ISSUER"), "ticketrush")
+	if len(c.PassIssuer) > 256 {
+		bad("PASS_ISSUER", "want at most 256 bytes, got %d", len(c.PassIssuer))
+	}
+	if c.PassTTL, err = passTTL(getenv("PASS_TTL_SECONDS")); err != nil {
+		bad("PASS_TTL_SECONDS", "%v", err)
+	}
+	if c.PassSiteURL, err = siteURL(getenv("PASS_SITE_URL")); err != nil {
+		bad("PASS_SITE_URL", "%v", err)
+	}
 }
