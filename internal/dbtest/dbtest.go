@@ -4,14 +4,19 @@
 package dbtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,7 +108,8 @@ func client(t testing.TB, u string) rueidis.Client {
 // master (a replica holds copies of its master's keys) and deletes each key through c, which routes it
 // to its slot's master.
 func DeletePrefix(c rueidis.Client, prefix string) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for _, node := range Masters(c) {
 		var cursor uint64
 		for {
@@ -122,22 +128,37 @@ func DeletePrefix(c rueidis.Client, prefix string) {
 	}
 }
 
-// Masters returns a client of each master node of c: c itself on a single Redis, the node clients of
-// the masters on a cluster (nodes whose ROLE is master).
+// Masters returns a client of each master node of c that answers: c itself on a single Redis, the node
+// clients of the masters on a cluster (nodes whose ROLE is master), in the order of their addresses.
 func Masters(c rueidis.Client) []rueidis.Client {
+	out, _ := MastersOf(context.Background(), c)
+	return out
+}
+
+// MastersOf is Masters, with the first node that does not answer ROLE, or a cluster without a master,
+// as its error.
+func MastersOf(ctx context.Context, c rueidis.Client) ([]rueidis.Client, error) {
 	if c.Mode() != rueidis.ClientModeCluster {
-		return []rueidis.Client{c}
+		return []rueidis.Client{c}, nil
 	}
+	nodes := c.Nodes()
 	var out []rueidis.Client
-	for _, node := range c.Nodes() {
-		role, err := node.Do(context.Background(), node.B().Role().Build()).ToArray()
-		if err == nil && len(role) > 0 {
-			if r, _ := role[0].ToString(); r == "master" {
-				out = append(out, node)
-			}
+	var err error
+	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
+		node := nodes[addr]
+		role, rerr := node.Do(ctx, node.B().Role().Build()).ToArray()
+		if rerr != nil || len(role) == 0 {
+			err = cmp.Or(err, fmt.Errorf("ROLE of %s: %v", addr, rerr))
+			continue
+		}
+		if r, _ := role[0].ToString(); r == "master" {
+			out = append(out, node)
 		}
 	}
-	return out
+	if err == nil && len(out) == 0 {
+		err = errors.New("the cluster shows no master")
+	}
+	return out, err
 }
 
 // ClusterURL is the shared local Redis Cluster of `scripts/cluster.sh` (ports 7000-7005), or

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	svcconfig "github.com/ticketrush/ticketrush/internal/config"
+	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -77,12 +78,12 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 	if fans < capacitySchedules {
 		return concertCapacity{}, fmt.Errorf("capacity: %d fans, want at least %d", fans, capacitySchedules)
 	}
-	masters, err := mastersOf(ctx, c)
+	masters, err := dbtest.MastersOf(ctx, c)
 	if err != nil {
 		return concertCapacity{}, err
 	}
 	prefix := "capacity" + strings.ToLower(ticketrush.NewID())
-	defer deletePrefix(c, masters, prefix)
+	defer dbtest.DeletePrefix(c, prefix)
 	r := &capacityRun{ctx: ctx, c: c, masters: masters, prefix: prefix, fans: fans, sent: &sentCommands{}}
 	r.store = redis.NewStore(counted{c, r.sent}, prefix, prometheus.NewRegistry())
 	r.store.LimitUsers(limit)

@@ -2,47 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/rueidis"
 
 	svcconfig "github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/redis"
 )
-
-// mastersOf returns a client of each master of c: c itself on a single Redis, the nodes whose ROLE is
-// master on a cluster, in the order of their addresses.
-func mastersOf(ctx context.Context, c rueidis.Client) ([]rueidis.Client, error) {
-	if !redis.IsCluster(c) {
-		return []rueidis.Client{c}, nil
-	}
-	nodes := c.Nodes()
-	var out []rueidis.Client
-	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
-		n := nodes[addr]
-		role, err := n.Do(ctx, n.B().Role().Build()).ToArray()
-		if err != nil || len(role) == 0 {
-			return nil, fmt.Errorf("ROLE of %s: %v", addr, err)
-		}
-		if r, _ := role[0].ToString(); r == "master" {
-			out = append(out, n)
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("the cluster shows no master")
-	}
-	return out, nil
-}
 
 // ownerOf is the index of the master that holds key (EXISTS on each: a master that does not serve the
 // key's slot answers MOVED).
@@ -69,28 +41,6 @@ func shardsBeside(ctx context.Context, store *redis.Store, c rueidis.Client, mas
 		}
 	}
 	return l.Shards, beside, nil
-}
-
-// deletePrefix deletes the keys under prefix from every master (SCAN covers one node; UNLINK goes
-// through c, which routes each key to its slot's master).
-func deletePrefix(c rueidis.Client, masters []rueidis.Client, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, m := range masters {
-		var cursor uint64
-		for {
-			r, err := m.Do(ctx, m.B().Scan().Cursor(cursor).Match(prefix+":*").Count(1000).Build()).AsScanEntry()
-			if err != nil {
-				break
-			}
-			for _, k := range r.Elements {
-				c.Do(ctx, c.B().Unlink().Key(k).Build())
-			}
-			if cursor = r.Cursor; cursor == 0 {
-				break
-			}
-		}
-	}
 }
 
 // startCluster starts a Redis Cluster of the bench's own with scripts/cluster.sh (masters masters and as
