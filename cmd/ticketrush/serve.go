@@ -74,9 +74,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	startRounds(cfg, r, bg)
-	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": state.Check}
+	whole := func(ctx context.Context) error { return writebehind.CheckWhole(ctx, state) }
+	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": whole}
 	if redis.IsCluster(rc) { // a check waits for the client to follow an election (docs/faults.md, "Readiness")
-		ready["redis"], ready["redis_state"] = redis.Settled(store.Ping), redis.Settled(state.Check)
+		ready["redis"], ready["redis_state"] = redis.Settled(store.Ping), redis.Settled(whole)
 	}
 	if cfg.Has(config.RoleWriteBehind) {
 		ready["writebehind"] = startWriteBehind(cfg, rc, db, r, cat, bg, reg, log)
@@ -110,7 +111,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 // store over rc with its concerts' layouts migrated. Redis not whole is logged, not returned: the
 // service runs unready until `ticketrush restore`.
 func prepareStores(ctx context.Context, cfg config.Config, rc rueidis.Client, db *postgres.DB, reg *prometheus.Registry,
-	log *slog.Logger) (*writebehind.State, *redis.Store, error) {
+	log *slog.Logger) (*redis.StateMarker, *redis.Store, error) {
 	if applied, err := db.Migrate(ctx); err != nil {
 		return nil, nil, err
 	} else if len(applied) > 0 {
@@ -121,8 +122,8 @@ func prepareStores(ctx context.Context, cfg config.Config, rc rueidis.Client, db
 		return nil, nil, fmt.Errorf("record placements: %w", err)
 	}
 
-	state := writebehind.NewState(rc, cfg.RedisKeyPrefix)
-	if err := state.Startup(ctx, db, time.Now()); errors.Is(err, writebehind.ErrRedisNotWhole) {
+	state := redis.NewStateMarker(rc, cfg.RedisKeyPrefix)
+	if err := writebehind.Startup(ctx, state, db, time.Now()); errors.Is(err, writebehind.ErrRedisNotWhole) {
 		log.Error("redis is not whole: unready until `ticketrush restore`", "err", err)
 	} else if err != nil {
 		return nil, nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/draw"
+	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -26,7 +27,7 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 	s := newSale(t, dbtest.PrivateRedis(t), "tr", dbtest.Postgres(t), time.Minute)
 	ctx := context.Background()
 	run(t, s.worker(Config{}, prometheus.NewRegistry()))
-	state := NewState(s.rdb, s.prefix)
+	state := redis.NewStateMarker(s.rdb, s.prefix)
 
 	// The opening is an hour away while the fans enter, however slow the machine; the services' clock
 	// moves past it for the draw.
@@ -62,7 +63,7 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 	require.NoError(t, s.cat.Refresh(ctx)) // a running instance reloads its catalog meanwhile
 	_, err = repair.Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
 	require.NoError(t, err)
-	require.NoError(t, state.Check(ctx))
+	require.NoError(t, CheckWhole(ctx, state))
 
 	k := s.store.Keys().Concert(c.ID)
 	seedHex, err := s.rdb.Do(ctx, s.rdb.B().Hget().Key(k.Draw()).Field("seed").Build()).ToString()

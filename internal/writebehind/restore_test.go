@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
+	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -39,7 +40,7 @@ func TestRestoreOnCluster(t *testing.T) {
 func restoreAfterEmptied(t *testing.T, s *sale, empty func()) {
 	ctx := context.Background()
 	run(t, s.worker(Config{}, prometheus.NewRegistry()))
-	state := NewState(s.rdb, s.prefix)
+	state := redis.NewStateMarker(s.rdb, s.prefix)
 
 	// One fan holds a seat, another bought one; one charge and one payment have Idempotency-Keys; a
 	// third fan's payment with a key was refused (no points). Then the load.
@@ -77,19 +78,19 @@ func restoreAfterEmptied(t *testing.T, s *sale, empty func()) {
 	}
 
 	empty()
-	assert.ErrorIs(t, state.Check(ctx), ErrRedisNotWhole, "readyz fails while Redis is empty")
+	assert.ErrorIs(t, CheckWhole(ctx, state), ErrRedisNotWhole, "readyz fails while Redis is empty")
 	// A running instance reloads its catalog into the empty Redis meanwhile.
 	require.NoError(t, s.cat.Refresh(ctx))
 	has, err := s.db.HasRecords(ctx)
 	require.NoError(t, err)
 	require.True(t, has)
-	assert.ErrorIs(t, state.Startup(ctx, s.db, time.Now()), ErrRedisNotWhole, "a start detects the emptied Redis")
+	assert.ErrorIs(t, Startup(ctx, state, s.db, time.Now()), ErrRedisNotWhole, "a start detects the emptied Redis")
 
 	rep, err := repair.Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
 	require.NoError(t, err)
 	t.Logf("%+v", rep)
 	assert.Empty(t, rep.Skipped)
-	require.NoError(t, state.Check(ctx), "whole again")
+	require.NoError(t, CheckWhole(ctx, state), "whole again")
 	_, err = repair.Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
 	assert.ErrorIs(t, err, repair.ErrRedisWhole, "restore refuses a whole Redis")
 	s.reconcile()

@@ -84,7 +84,7 @@ func newSale(t testing.TB, redisURL, prefix, dbURL string, holdTTL time.Duration
 		Schedules: []ticketrush.Schedule{{StartsAt: at}, {StartsAt: at.Add(24 * time.Hour)}},
 		Sections:  []ticketrush.Section{{Name: "VIP", Price: 1500, Seats: 200}, {Name: "R", Price: 700, Seats: 1800}}}, "")
 	require.NoError(t, err)
-	require.NoError(t, NewState(s.rdb, prefix).Startup(ctx, db, time.Now()))
+	require.NoError(t, Startup(ctx, redis.NewStateMarker(s.rdb, prefix), db, time.Now()))
 	return s
 }
 

@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/redis/rueidis"
-
-	"github.com/ticketrush/ticketrush/internal/redis"
 )
 
 // The state marker (redis.StateMarker) is a key that is present while Redis holds the whole of the
@@ -17,22 +13,15 @@ import (
 // ErrRedisNotWhole is an emptied Redis: it needs `ticketrush restore` before the sale may go on.
 var ErrRedisNotWhole = errors.New("redis has lost the sale's state (the state marker is missing): run `ticketrush restore`")
 
-// State reads and writes the marker.
-type State struct {
-	marker *redis.StateMarker
+// Marker is the state marker as Redis keeps it (redis.StateMarker).
+type Marker interface {
+	Present(ctx context.Context) (bool, error)
+	Write(ctx context.Context, by string, now time.Time) error
 }
 
-// NewState returns the marker of the keys under prefix.
-func NewState(client rueidis.Client, prefix string) *State {
-	return &State{marker: redis.NewStateMarker(client, prefix)}
-}
-
-// Whole reports whether the marker is there.
-func (s *State) Whole(ctx context.Context) (bool, error) { return s.marker.Present(ctx) }
-
-// Check is the readiness check: nil while Redis holds the whole state.
-func (s *State) Check(ctx context.Context) error {
-	whole, err := s.Whole(ctx)
+// CheckWhole is the readiness check of Redis's state: nil while the marker is there.
+func CheckWhole(ctx context.Context, m Marker) error {
+	whole, err := m.Present(ctx)
 	if err != nil {
 		return err
 	}
@@ -47,12 +36,12 @@ type History interface {
 	HasRecords(ctx context.Context) (bool, error)
 }
 
-// Startup checks the marker when the service starts. Present: Redis is whole. Missing on a system
+// Startup checks the marker m when the service starts. Present: Redis is whole. Missing on a system
 // whose durable record holds no reservation and no point movement: this is the first load, and the
 // marker is written. Missing otherwise: Redis was emptied, and ErrRedisNotWhole says so (the service
 // runs, unready, until restore).
-func (s *State) Startup(ctx context.Context, rec History, now time.Time) error {
-	whole, err := s.Whole(ctx)
+func Startup(ctx context.Context, m Marker, rec History, now time.Time) error {
+	whole, err := m.Present(ctx)
 	if err != nil || whole {
 		return err
 	}
@@ -63,5 +52,5 @@ func (s *State) Startup(ctx context.Context, rec History, now time.Time) error {
 	if has {
 		return ErrRedisNotWhole
 	}
-	return s.marker.Write(ctx, "first-load", now)
+	return m.Write(ctx, "first-load", now)
 }

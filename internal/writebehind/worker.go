@@ -28,7 +28,7 @@ type Worker struct {
 	rdb      rueidis.Client
 	record   Recorder
 	keys     redis.Keys
-	state    *State
+	state    Marker
 	concerts func() []string
 	cfg      Config
 	now      func() time.Time
@@ -66,7 +66,7 @@ type Worker struct {
 // concert that concerts lists.
 func New(rdb rueidis.Client, record Recorder, prefix string, concerts func() []string, cfg Config, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Worker {
 	return &Worker{
-		rdb: rdb, record: record, keys: redis.NewKeys(prefix), state: NewState(rdb, prefix), concerts: concerts,
+		rdb: rdb, record: record, keys: redis.NewKeys(prefix), state: redis.NewStateMarker(rdb, prefix), concerts: concerts,
 		cfg: cfg.withDefaults(), now: now, log: log, metrics: newMetrics(reg), warnings: newWarnings(log, now, reg),
 		sources: map[string]*source{}, grouped: map[string]bool{}, writerOf: map[string]int{},
 		layouts: map[string]redis.Layout{}, flight: map[flightKey]time.Time{},
@@ -117,7 +117,7 @@ func (w *Worker) Run(ctx context.Context) {
 	var lastClaim time.Time
 	idle := w.cfg.Idle
 	for ctx.Err() == nil {
-		if whole, err := w.state.Whole(ctx); err != nil || !whole {
+		if whole, err := w.state.Present(ctx); err != nil || !whole {
 			if err != nil && ctx.Err() == nil {
 				w.warnings.warn(warnRedis, "err", err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/postgres"
+	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
@@ -46,7 +47,7 @@ func measureWriteBehind(ctx context.Context, rdb rueidis.Client, prefix, dsn str
 	if err := db.CreateConcert(ctx, con); err != nil {
 		return writeBehindCost{}, fmt.Errorf("write-behind: the concert's record: %w", err)
 	}
-	if err := writebehind.NewState(rdb, prefix).Startup(ctx, db, time.Now()); err != nil {
+	if err := writebehind.Startup(ctx, redis.NewStateMarker(rdb, prefix), db, time.Now()); err != nil {
 		return writeBehindCost{}, err
 	}
 	// read takes the events in Postgres and the CPU the worker's process and the backends used so far.
