@@ -1,13 +1,9 @@
 package redis
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -36,21 +32,4 @@ func TestInventoryOf(t *testing.T) {
 			assert.Equal(t, tt.want, inventoryOf(int64(c.TotalSeats()*len(c.Schedules)), tt.seats))
 		})
 	}
-}
-
-// Fans admitted by AdmitSynthetic pass the hold script's queue check with the shared arrival, and
-// ActiveSeq reads it back.
-func TestAdmitSynthetic(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
-		ctx := context.Background()
-		sale(t, s, nil)
-		require.NoError(t, AdmitSynthetic(ctx, c, s.Keys().Concert(cid), []string{"syn-1", "syn-2"}, 7, t0.Add(time.Hour)))
-		seq, err := NewInspector(c, s.keys.prefix).ActiveSeq(ctx, cid, "syn-2")
-		require.NoError(t, err)
-		assert.EqualValues(t, 7, seq)
-		_, _, err = s.Hold(ctx, ticketrush.QueueClaims{UserID: "syn-1", ConcertID: cid, Seq: 7}, sA, "VIP-1", 100, t0)
-		assert.NoError(t, err)
-		_, _, err = s.Hold(ctx, ticketrush.QueueClaims{UserID: "syn-2", ConcertID: cid, Seq: 7}, sA, "VIP-2", 100, t0.Add(2*time.Hour))
-		assert.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "active until until")
-	})
 }

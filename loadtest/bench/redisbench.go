@@ -226,7 +226,7 @@ const rbFans = 100_000
 //   - turns the captured call into a template: the user becomes rbfan-__rand_int__, the seat and the
 //     reservation id random strings of three __rand_int__ each (no two calls share them);
 //   - makes rbFans synthetic fans ACTIVE in that concert with the captured fan's arrival sequence
-//     (redis.AdmitSynthetic: the scripts would give each its own), so that every replayed call passes
+//     (admitSynthetic: the scripts would give each its own), so that every replayed call passes
 //     the queue check, finds its seat free and its fan under the limit: the script's winning path.
 //
 // Where that cannot be done (no purchase path to capture from, a script whose
@@ -330,7 +330,7 @@ func (b *bench) replayHold(ctx context.Context) error {
 	for i := range users {
 		users[i] = fmt.Sprintf("rbfan-%012d", i)
 	}
-	if err := redis.AdmitSynthetic(ctx, c, keys, users, seq, time.Now().Add(24*time.Hour)); err != nil {
+	if err := admitSynthetic(ctx, c, keys, users, seq, time.Now().Add(24*time.Hour)); err != nil {
 		return fmt.Errorf("synthetic fans: %w", err)
 	}
 	fmt.Fprintln(os.Stderr, "bench: redis-benchmark of the hold script")
@@ -363,4 +363,26 @@ func usecPerCall(ctx context.Context, c rueidis.Client, command string) float64 
 	}
 	f, _ := strconv.ParseFloat(commandStats(info, "usec_per_call")[command], 64)
 	return f
+}
+
+// admitSynthetic makes users ACTIVE in a concert until until, each with the token of arrival seq,
+// written as queue_join and queue_tick leave an admitted fan (the aseq hash and the active zset) but
+// without a line, a pipeline per 1000 users: the benchmark's synthetic fans, which replay one captured
+// hold call and so must share its arrival sequence (the scripts give every fan one of their own).
+func admitSynthetic(ctx context.Context, rdb rueidis.Client, k redis.ConcertKeys, users []string, seq uint64, until time.Time) error {
+	score, arrival := float64(until.UnixMilli()), strconv.FormatUint(seq, 10)
+	for lo := 0; lo < len(users); lo += 1000 {
+		batch := users[lo:min(lo+1000, len(users))]
+		cmds := make(rueidis.Commands, 0, 2*len(batch))
+		for _, user := range batch {
+			cmds = append(cmds, rdb.B().Hset().Key(k.ActiveSeq()).FieldValue().FieldValue(user, arrival).Build(),
+				rdb.B().Zadd().Key(k.Active()).ScoreMember().ScoreMember(score, user).Build())
+		}
+		for _, res := range rdb.DoMulti(ctx, cmds...) {
+			if err := res.Error(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
