@@ -7,7 +7,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/ticketrush/ticketrush/internal/config"
+	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/repair"
 )
 
@@ -29,22 +32,18 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, s
 	if ok, err := parse(fs, args, stdout, reconcileHelp); !ok {
 		return err
 	}
-	rc, db, err := openStores(ctx, getenv)
-	if err != nil {
+	return withStores(ctx, getenv, func(rc rueidis.Client, db *postgres.DB) error {
+		diffs, err := repair.Reconcile(ctx, rc, db, config.KeyPrefix(getenv), "", *wait)
+		if err != nil {
+			return fmt.Errorf("reconcile: %w", err)
+		}
+		for _, d := range diffs {
+			fmt.Fprintln(stdout, d)
+		}
+		if len(diffs) > 0 {
+			return errDifferences(len(diffs))
+		}
+		_, err = fmt.Fprintln(stdout, "redis and postgres agree")
 		return err
-	}
-	defer rc.Close()
-	defer db.Close()
-	diffs, err := repair.Reconcile(ctx, rc, db, config.KeyPrefix(getenv), "", *wait)
-	if err != nil {
-		return fmt.Errorf("reconcile: %w", err)
-	}
-	for _, d := range diffs {
-		fmt.Fprintln(stdout, d)
-	}
-	if len(diffs) > 0 {
-		return errDifferences(len(diffs))
-	}
-	_, err = fmt.Fprintln(stdout, "redis and postgres agree")
-	return err
+	})
 }

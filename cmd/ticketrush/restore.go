@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
 
 	"github.com/ticketrush/ticketrush/internal/config"
+	"github.com/ticketrush/ticketrush/internal/postgres"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/repair"
 )
@@ -25,18 +27,14 @@ func restore(ctx context.Context, args []string, getenv func(string) string, std
 	if ok, err := parse(fs, args, stdout, restoreHelp); !ok {
 		return err
 	}
-	rc, db, err := openMigrated(ctx, getenv)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	defer db.Close()
-	rep, err := repair.Restore(ctx, rc, db, config.KeyPrefix(getenv), *force, time.Now())
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	rep.Print(stdout)
-	return nil
+	return withMigrated(ctx, getenv, func(rc rueidis.Client, db *postgres.DB) error {
+		rep, err := repair.Restore(ctx, rc, db, config.KeyPrefix(getenv), *force, time.Now())
+		if err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+		rep.Print(stdout)
+		return nil
+	})
 }
 
 var migrateLayoutHelp = help{"ticketrush migrate-layout", `Moves the Redis state (REDIS_URL, REDIS_KEY_PREFIX) of every concert that Postgres (DATABASE_URL) lists
@@ -49,17 +47,13 @@ func migrateLayout(ctx context.Context, args []string, getenv func(string) strin
 	if ok, err := parse(flag.NewFlagSet("migrate-layout", flag.ContinueOnError), args, stdout, migrateLayoutHelp); !ok {
 		return err
 	}
-	rc, db, err := openMigrated(ctx, getenv)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	defer db.Close()
-	store := redis.NewStore(rc, config.KeyPrefix(getenv), prometheus.NewRegistry())
-	n, err := repair.MigrateLayouts(ctx, store, db, stdout)
-	if err != nil {
-		return fmt.Errorf("migrate layout: %w", err)
-	}
-	fmt.Fprintf(stdout, "%d concerts moved to layout %d\n", n, redis.LayoutVersion)
-	return nil
+	return withMigrated(ctx, getenv, func(rc rueidis.Client, db *postgres.DB) error {
+		store := redis.NewStore(rc, config.KeyPrefix(getenv), prometheus.NewRegistry())
+		n, err := repair.MigrateLayouts(ctx, store, db, stdout)
+		if err != nil {
+			return fmt.Errorf("migrate layout: %w", err)
+		}
+		fmt.Fprintf(stdout, "%d concerts moved to layout %d\n", n, redis.LayoutVersion)
+		return nil
+	})
 }

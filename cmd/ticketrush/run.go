@@ -204,18 +204,26 @@ func migrate(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	return nil
 }
 
-// openMigrated is openStores with the Postgres migrations applied, for the commands that write.
-func openMigrated(ctx context.Context, getenv func(string) string) (rueidis.Client, *postgres.DB, error) {
+// withMigrated is withStores with the Postgres migrations applied first, for the commands that write.
+func withMigrated(ctx context.Context, getenv func(string) string, use func(rueidis.Client, *postgres.DB) error) error {
+	return withStores(ctx, getenv, func(rc rueidis.Client, db *postgres.DB) error {
+		if _, err := db.Migrate(ctx); err != nil {
+			return err
+		}
+		return use(rc, db)
+	})
+}
+
+// withStores runs use on connections to REDIS_URL and DATABASE_URL (openStores), closed when it
+// returns, for the commands that work on both.
+func withStores(ctx context.Context, getenv func(string) string, use func(rueidis.Client, *postgres.DB) error) error {
 	rc, db, err := openStores(ctx, getenv)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	if _, err := db.Migrate(ctx); err != nil {
-		rc.Close()
-		db.Close()
-		return nil, nil, err
-	}
-	return rc, db, nil
+	defer rc.Close()
+	defer db.Close()
+	return use(rc, db)
 }
 
 // openStores connects to REDIS_URL and DATABASE_URL, for the commands that work on both.

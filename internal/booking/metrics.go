@@ -3,6 +3,7 @@ package booking
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ticketrush/ticketrush/internal/prom"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -22,35 +23,22 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	concert := []string{"concert"}
 	m := &metrics{
-		held: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_holds_total", Help: "Seats held."}, concert),
-		lapsed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_holds_lapsed_total", Help: "Holds that lapsed unpaid."}, concert),
-		cancelled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_holds_cancelled_total", Help: "Holds cancelled by their fan."}, concert),
-		holdsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_holds_refused_total", Help: "Hold attempts refused, by reason."}, []string{"reason"}),
-		refusedInMemory: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ticketrush_holds_refused_in_memory_total",
-			Help: "Hold attempts refused SEAT_UNAVAILABLE by the instance's seat view without a Redis round trip (also counted in ticketrush_holds_refused_total)."}),
-		seatViewSchedules: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ticketrush_seat_view_schedules",
-			Help: "Schedules in the instance's seat view: read or held on this instance in the last 10 s, refreshed a few times a second."}),
-		paid: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_payments_total", Help: "Seats paid (sales)."}, concert),
-		paymentsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_payments_refused_total", Help: "Payments refused, by reason."}, []string{"reason"}),
-		seats: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_seats", Help: "Seats per schedule by state (available, held, sold)."},
-			[]string{"concert", "schedule", "state"}),
-		charged: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ticketrush_points_charged_total", Help: "Points charged (sum of amounts)."}),
-		debited: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ticketrush_points_debited_total", Help: "Points debited by payments (sum of amounts)."}),
-		refunded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ticketrush_points_refunded_total", Help: "Points refunded by compensating refunds (sum of amounts)."}),
+		held:         prom.CounterVec("ticketrush_holds_total", "Seats held.", "concert"),
+		lapsed:       prom.CounterVec("ticketrush_holds_lapsed_total", "Holds that lapsed unpaid.", "concert"),
+		cancelled:    prom.CounterVec("ticketrush_holds_cancelled_total", "Holds cancelled by their fan.", "concert"),
+		holdsRefused: prom.CounterVec("ticketrush_holds_refused_total", "Hold attempts refused, by reason.", "reason"),
+		refusedInMemory: prom.Counter("ticketrush_holds_refused_in_memory_total",
+			"Hold attempts refused SEAT_UNAVAILABLE by the instance's seat view without a Redis round trip (also counted in ticketrush_holds_refused_total)."),
+		seatViewSchedules: prom.Gauge("ticketrush_seat_view_schedules",
+			"Schedules in the instance's seat view: read or held on this instance in the last 10 s, refreshed a few times a second."),
+		paid:            prom.CounterVec("ticketrush_payments_total", "Seats paid (sales).", "concert"),
+		paymentsRefused: prom.CounterVec("ticketrush_payments_refused_total", "Payments refused, by reason.", "reason"),
+		seats: prom.GaugeVec("ticketrush_seats", "Seats per schedule by state (available, held, sold).",
+			"concert", "schedule", "state"),
+		charged:  prom.Counter("ticketrush_points_charged_total", "Points charged (sum of amounts)."),
+		debited:  prom.Counter("ticketrush_points_debited_total", "Points debited by payments (sum of amounts)."),
+		refunded: prom.Counter("ticketrush_points_refunded_total", "Points refunded by compensating refunds (sum of amounts)."),
 	}
 	reg.MustRegister(m.held, m.lapsed, m.cancelled, m.holdsRefused, m.refusedInMemory, m.seatViewSchedules, m.paid, m.paymentsRefused, m.seats,
 		m.charged, m.debited, m.refunded)

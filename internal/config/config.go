@@ -105,10 +105,8 @@ func Load(getenv func(string) string) (Config, error) {
 		SweepInterval:   250 * time.Millisecond,
 		ShutdownTimeout: 10 * time.Second,
 	}
-	var errs []error
-	bad := func(name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
-	}
+	var errs problems
+	bad := errs.bad
 	if _, _, err := splitHostPort(c.HTTPAddr); err != nil {
 		bad("HTTP_ADDR", "want host:port, got %q", c.HTTPAddr)
 	}
@@ -153,13 +151,11 @@ func Load(getenv func(string) string) (Config, error) {
 	c.JWTIssuer, c.JWTAudience = getenv("JWT_ISSUER"), getenv("JWT_AUDIENCE")
 	c.loadPass(getenv, bad)
 	c.loadWriteBehind(getenv, bad)
-	roles, err2 := parseRoles(or(getenv("ROLES"), strings.Join(allRoles, ",")))
-	if err2 != nil {
-		bad("ROLES", "%v", err2)
+	if c.Roles, err = parseRoles(or(getenv("ROLES"), strings.Join(allRoles, ","))); err != nil {
+		bad("ROLES", "%v", err)
 	}
-	c.Roles = roles
-	if len(errs) > 0 {
-		return Config{}, fmt.Errorf("configuration:\n%w", errors.Join(errs...))
+	if err := errs.err(); err != nil {
+		return Config{}, err
 	}
 	return c, nil
 }
@@ -173,6 +169,22 @@ const (
 	maxWriteBehindCount     = 1_000_000
 	MaxWriteBehindClaimIdle = 15 * time.Second
 )
+
+// problems gathers the bad settings of one read, to report them all at once.
+type problems []error
+
+// bad records that setting name is bad, saying why.
+func (p *problems) bad(name, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+// err reports every bad setting, one line each, or nil when there is none.
+func (p problems) err() error {
+	if len(p) == 0 {
+		return nil
+	}
+	return fmt.Errorf("configuration:\n%w", errors.Join(p...))
+}
 
 // The pass keys' schedule (docs/pass.md, "Rotation"). A rotated key is published PassPublishLead before
 // it signs: every instance has loaded it (PassKeyReload) and every key set a verifier caches

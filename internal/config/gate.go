@@ -1,8 +1,6 @@
 package config
 
 import (
-	"errors"
-	"fmt"
 	"net/url"
 	"strconv"
 )
@@ -34,10 +32,8 @@ func LoadGate(get func(string) string) (Gate, error) {
 		WaitingRoom: get("GATE_WAITING_ROOM"),
 		Issuer:      get("GATE_ISSUER"),
 	}
-	var errs []error
-	bad := func(name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
-	}
+	var errs problems
+	bad := errs.bad
 	if _, _, err := splitHostPort(g.Listen); err != nil {
 		bad("GATE_LISTEN", "want host:port, got %q", g.Listen)
 	}
@@ -67,8 +63,8 @@ func LoadGate(get func(string) string) (Gate, error) {
 		}
 		g.FailOpen = b
 	}
-	if len(errs) > 0 {
-		return Gate{}, fmt.Errorf("configuration:\n%w", errors.Join(errs...))
+	if err := errs.err(); err != nil {
+		return Gate{}, err
 	}
 	return g, nil
 }

@@ -242,13 +242,18 @@ func secs(n *int) *time.Duration {
 	return &d
 }
 
-func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	id, err := concertID(p)
-	if err != nil {
-		return err
+// concertRequest reads a call on one concert: the concert's id (concertID), then the JSON body (decode).
+func concertRequest[T any](w http.ResponseWriter, r *http.Request, p httprouter.Params) (id string, req T, err error) {
+	if id, err = concertID(p); err != nil {
+		return "", req, err
 	}
-	var req patchQueueRequest
-	if err := decode(w, r, &req); err != nil {
+	err = decode(w, r, &req)
+	return id, req, err
+}
+
+func (s *Server) patchQueue(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	id, req, err := concertRequest[patchQueueRequest](w, r, p)
+	if err != nil {
 		return err
 	}
 	q, err := s.Catalog.PatchQueue(r.Context(), id, ticketrush.QueuePatch{
@@ -273,12 +278,8 @@ type accessCodesRequest struct {
 
 // issueAccessCodes makes new presale codes for a concert; the codes are shown once, here.
 func (s *Server) issueAccessCodes(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	id, err := concertID(p)
+	id, req, err := concertRequest[accessCodesRequest](w, r, p)
 	if err != nil {
-		return err
-	}
-	var req accessCodesRequest
-	if err := decode(w, r, &req); err != nil {
 		return err
 	}
 	if req.Count < 1 || req.Count > ticketrush.MaxAccessCodes {

@@ -49,21 +49,21 @@ func (db *DB) Reservations(ctx context.Context, concertID string) ([]ticketrush.
 
 // Balances returns every user's balance: the sum of their ledger.
 func (db *DB) Balances(ctx context.Context) (map[string]int64, error) {
-	return db.sumsByUser(ctx, `SELECT user_id, sum(delta) FROM ledger GROUP BY user_id`)
+	return db.int64s(ctx, "balances", `SELECT user_id, sum(delta) FROM ledger GROUP BY user_id`)
 }
 
-// sumsByUser runs a query of (user_id, sum) rows into a map.
-func (db *DB) sumsByUser(ctx context.Context, query string, args ...any) (map[string]int64, error) {
+// int64s runs a query of (key, number) rows into a map; an error names what it reads.
+func (db *DB) int64s(ctx context.Context, what, query string, args ...any) (map[string]int64, error) {
 	rows, err := db.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read balances: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	out := map[string]int64{}
-	var user string
-	var sum int64
-	_, err = pgx.ForEachRow(rows, []any{&user, &sum}, func() error { out[user] = sum; return nil })
+	var key string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&key, &n}, func() error { out[key] = n; return nil })
 	if err != nil {
-		return nil, fmt.Errorf("read balances: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	return out, nil
 }
@@ -134,7 +134,7 @@ func (db *DB) QueueMarks(ctx context.Context) (map[string]ticketrush.QueueMark, 
 // BalancesAt returns the balance of every user of a wallet stream counting only its events up to and
 // including upTo: the record as of that point of the stream.
 func (db *DB) BalancesAt(ctx context.Context, upTo ticketrush.EventID) (map[string]int64, error) {
-	return db.sumsByUser(ctx, `SELECT user_id, sum(delta) FROM ledger
+	return db.int64s(ctx, "balances", `SELECT user_id, sum(delta) FROM ledger
 		WHERE stream = $1 AND (ev_ms, ev_seq) <= ($2, $3) GROUP BY user_id`, upTo.Stream, upTo.Ms, upTo.Seq)
 }
 
@@ -165,16 +165,5 @@ func (db *DB) ReservationsAt(ctx context.Context, upTo ticketrush.EventID) (map[
 
 // LedgerAmounts returns the amount of each of the given ledger entries that exists.
 func (db *DB) LedgerAmounts(ctx context.Context, ids []string) (map[string]int64, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, amount FROM ledger WHERE id = ANY($1)`, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read ledger: %w", err)
-	}
-	out := map[string]int64{}
-	var id string
-	var amount int64
-	_, err = pgx.ForEachRow(rows, []any{&id, &amount}, func() error { out[id] = amount; return nil })
-	if err != nil {
-		return nil, fmt.Errorf("read ledger: %w", err)
-	}
-	return out, nil
+	return db.int64s(ctx, "ledger", `SELECT id, amount FROM ledger WHERE id = ANY($1)`, ids)
 }

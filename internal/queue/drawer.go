@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketrush/ticketrush/internal/draw"
 	"github.com/ticketrush/ticketrush/internal/periodic"
+	"github.com/ticketrush/ticketrush/internal/prom"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -80,12 +81,12 @@ type drawMetrics struct {
 
 func newDrawMetrics(reg prometheus.Registerer) *drawMetrics {
 	m := &drawMetrics{
-		placed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_draw_placed_total", Help: "Pre-queue entrants placed in line by this instance's draws."}, []string{"concert"}),
-		duration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_draw_duration_seconds", Help: "How long the last draw this instance completed took, from seal to the last place."}, []string{"concert"}),
-		prequeue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_draw_prequeue_entrants", Help: "Fans in a concert's pre-queue (until its draw is done)."}, []string{"concert"}),
+		placed: prom.CounterVec("ticketrush_draw_placed_total",
+			"Pre-queue entrants placed in line by this instance's draws.", "concert"),
+		duration: prom.GaugeVec("ticketrush_draw_duration_seconds",
+			"How long the last draw this instance completed took, from seal to the last place.", "concert"),
+		prequeue: prom.GaugeVec("ticketrush_draw_prequeue_entrants",
+			"Fans in a concert's pre-queue (until its draw is done).", "concert"),
 	}
 	reg.MustRegister(m.placed, m.duration, m.prequeue)
 	return m

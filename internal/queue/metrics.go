@@ -3,6 +3,7 @@ package queue
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ticketrush/ticketrush/internal/prom"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
@@ -31,45 +32,31 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	concert := []string{"concert"}
 	m := &metrics{
-		joined: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_queue_joined_total", Help: "New queue tokens issued."}, concert),
-		admitted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_queue_admitted_total", Help: "Fans admitted into the active set."}, concert),
-		left: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_queue_left_total", Help: "Tokens given back by their fan, by the state they left from."},
-			[]string{"concert", "from"}),
-		lapsed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_queue_lapsed_total", Help: "ACTIVE tokens that lapsed after activeTtlSeconds."}, concert),
-		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_queue_polls_total", Help: "Queue polls by what answered them: the instance's view or Redis."},
-			[]string{"source"}),
-		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_queue_waiting", Help: "Fans waiting in line."}, concert),
-		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_queue_active", Help: "Fans in the active set."}, concert),
-		capacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_queue_active_capacity", Help: "Size of the active set."}, concert),
-		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_queue_admit_per_second", Help: "Configured admission rate."}, concert),
-		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_queue_paused", Help: "1 while admission is paused."}, concert),
-		measured: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_queue_admission_rate", Help: "Measured admissions per second over the last 30 s (the configured rate until measured)."}, concert),
-		backWait: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_queue_estimated_wait_seconds", Help: "Estimated wait of a fan joining the back of the line now."}, concert),
-		seats: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_concert_seats_available", Help: "Seats AVAILABLE now over every schedule (a lapsed hold counts as available)."}, concert),
-		soldOut: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ticketrush_concert_sold_out", Help: "1 once every seat of the concert is SOLD."}, concert),
-		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ticketrush_queue_abandoned_total",
-			Help: "Fans dropped by the admission tick: WAITING ones silent for abandonAfterSeconds (reason silent), ACTIVE ones with no gated call within noShowSeconds (reason noshow)."},
-			[]string{"concert", "reason"}),
-		streamReadFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ticketrush_queue_stream_read_failures_total",
-			Help: "Reads of an event stream's token that failed because a dependency did not answer; the stream stays open and reads again."}),
+		joined:   prom.CounterVec("ticketrush_queue_joined_total", "New queue tokens issued.", "concert"),
+		admitted: prom.CounterVec("ticketrush_queue_admitted_total", "Fans admitted into the active set.", "concert"),
+		left: prom.CounterVec("ticketrush_queue_left_total",
+			"Tokens given back by their fan, by the state they left from.", "concert", "from"),
+		lapsed: prom.CounterVec("ticketrush_queue_lapsed_total", "ACTIVE tokens that lapsed after activeTtlSeconds.", "concert"),
+		polls: prom.CounterVec("ticketrush_queue_polls_total",
+			"Queue polls by what answered them: the instance's view or Redis.", "source"),
+		waiting:  prom.GaugeVec("ticketrush_queue_waiting", "Fans waiting in line.", "concert"),
+		active:   prom.GaugeVec("ticketrush_queue_active", "Fans in the active set.", "concert"),
+		capacity: prom.GaugeVec("ticketrush_queue_active_capacity", "Size of the active set.", "concert"),
+		rate:     prom.GaugeVec("ticketrush_queue_admit_per_second", "Configured admission rate.", "concert"),
+		paused:   prom.GaugeVec("ticketrush_queue_paused", "1 while admission is paused.", "concert"),
+		measured: prom.GaugeVec("ticketrush_queue_admission_rate",
+			"Measured admissions per second over the last 30 s (the configured rate until measured).", "concert"),
+		backWait: prom.GaugeVec("ticketrush_queue_estimated_wait_seconds",
+			"Estimated wait of a fan joining the back of the line now.", "concert"),
+		seats: prom.GaugeVec("ticketrush_concert_seats_available",
+			"Seats AVAILABLE now over every schedule (a lapsed hold counts as available).", "concert"),
+		soldOut: prom.GaugeVec("ticketrush_concert_sold_out", "1 once every seat of the concert is SOLD.", "concert"),
+		abandoned: prom.CounterVec("ticketrush_queue_abandoned_total",
+			"Fans dropped by the admission tick: WAITING ones silent for abandonAfterSeconds (reason silent), ACTIVE ones with no gated call within noShowSeconds (reason noshow).",
+			"concert", "reason"),
+		streamReadFailures: prom.Counter("ticketrush_queue_stream_read_failures_total",
+			"Reads of an event stream's token that failed because a dependency did not answer; the stream stays open and reads again."),
 	}
 	reg.MustRegister(m.joined, m.admitted, m.left, m.lapsed, m.polls, m.waiting, m.active, m.capacity, m.rate, m.paused,
 		m.measured, m.backWait, m.seats, m.soldOut, m.abandoned, m.streamReadFailures)

@@ -131,16 +131,7 @@ func (s *Store) LeavePrequeue(ctx context.Context, concertID, userID string, now
 
 // prequeueLeaveReply reads prequeue_leave's 'PREQUEUE' or 'NONE' ("").
 func prequeueLeaveReply(msg rueidis.RedisMessage) (ticketrush.QueueStatus, error) {
-	from, err := msg.ToString()
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("leave pre-queue reply: %w", err)
-	case from == "NONE":
-		return "", nil
-	case from == string(ticketrush.StatusPrequeue):
-		return ticketrush.StatusPrequeue, nil
-	}
-	return "", fmt.Errorf("leave pre-queue reply: unexpected %q", from)
+	return leftFrom(msg, "leave pre-queue reply", ticketrush.StatusPrequeue)
 }
 
 // DrawState reads a concert's draw (a plain read of one hash; the seed is not part of it).

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
@@ -48,27 +47,17 @@ func (s *Store) Release(ctx context.Context, id string, now time.Time) (ticketru
 // without, it is left to run out (a gate entry carries its own expiry).
 func (s *Store) reservationStep(ctx context.Context, id string, now time.Time, must bool, what string,
 	step func(sk ScheduleKeys, gate *ConcertKeys) (*script, []string, []string)) (ticketrush.Reservation, error) {
-	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
-	if !ok {
-		return ticketrush.Reservation{}, ticketrush.ErrNotFound
-	}
-	w, err := s.ways(ctx, concertID)
+	seats, _, scheduleID, err := s.reservationSeats(ctx, id)
 	if err != nil {
 		return ticketrush.Reservation{}, err
 	}
-	return w.seats.step(ctx, id, scheduleID, now, must, what, step)
+	return seats.step(ctx, id, scheduleID, now, must, what, step)
 }
 
 // StuckPayments lists reservations of a concert claimed for payment before before: a crash may have
 // left them in the middle.
 func (s *Store) StuckPayments(ctx context.Context, concertID string, before time.Time, limit int) ([]string, error) {
-	w, err := s.ways(ctx, concertID)
-	if err != nil {
-		return nil, fmt.Errorf("stuck payments %s: %w", concertID, err)
-	}
-	ids, err := w.seats.stuck(ctx, before, limit)
-	if err != nil {
-		return nil, fmt.Errorf("stuck payments %s: %w", concertID, err)
-	}
-	return ids, nil
+	return onSeats(ctx, s, concertID, "stuck payments", func(seats seatWay) ([]string, error) {
+		return seats.stuck(ctx, before, limit)
+	})
 }

@@ -61,16 +61,25 @@ func (s *Store) Leave(ctx context.Context, concertID, userID string, seq uint64,
 
 // leaveReply reads queue_leave's 'WAITING', 'ACTIVE' or 'NONE' ("").
 func leaveReply(msg rueidis.RedisMessage) (ticketrush.QueueStatus, error) {
+	return leftFrom(msg, "leave reply", ticketrush.StatusWaiting, ticketrush.StatusActive)
+}
+
+// leftFrom reads a leave script's reply: the status the token left, one of statuses, or 'NONE' ("")
+// for a token no longer live. what names the reply in an error.
+func leftFrom(msg rueidis.RedisMessage, what string, statuses ...ticketrush.QueueStatus) (ticketrush.QueueStatus, error) {
 	from, err := msg.ToString()
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("leave reply: %w", err)
-	case from == "NONE":
-		return "", nil
-	case from == string(ticketrush.StatusWaiting), from == string(ticketrush.StatusActive):
-		return ticketrush.QueueStatus(from), nil
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	return "", fmt.Errorf("leave reply: unexpected %q", from)
+	if from == "NONE" {
+		return "", nil
+	}
+	for _, st := range statuses {
+		if from == string(st) {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("%s: unexpected %q", what, from)
 }
 
 // TokenStatus returns the exact state of a token.

@@ -63,17 +63,24 @@ func holdReply(msg rueidis.RedisMessage, res *ticketrush.Reservation) (lapsed bo
 	return lapsed, r.err
 }
 
-// Reservation reads one reservation.
-func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservation, error) {
+// reservationSeats is where reservation id is kept: the seats of its concert's layout, and the concert
+// and schedule the id names; an id that names none is ErrNotFound.
+func (s *Store) reservationSeats(ctx context.Context, id string) (seats seatWay, concertID, scheduleID string, err error) {
 	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
 	if !ok {
-		return ticketrush.Reservation{}, ticketrush.ErrNotFound
+		return nil, "", "", ticketrush.ErrNotFound
 	}
 	w, err := s.ways(ctx, concertID)
+	return w.seats, concertID, scheduleID, err
+}
+
+// Reservation reads one reservation.
+func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservation, error) {
+	seats, concertID, scheduleID, err := s.reservationSeats(ctx, id)
 	if err != nil {
 		return ticketrush.Reservation{}, err
 	}
-	key := w.seats.reservationsKey(scheduleID, id)
+	key := seats.reservationsKey(scheduleID, id)
 	raw, err := s.client.Do(ctx, s.client.B().Hget().Key(key).Field(id).Build()).ToString()
 	if err != nil {
 		if isNil(err) {
@@ -123,15 +130,23 @@ func sweepReply(msg rueidis.RedisMessage) (int, error) {
 
 // ScheduleCounts returns the taken and sold seats of each schedule of a concert.
 func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
+	return onSeats(ctx, s, concertID, "schedule counts", func(seats seatWay) ([]ticketrush.ScheduleCount, error) {
+		return seats.counts(ctx, scheduleIDs, now)
+	})
+}
+
+// onSeats is read's answer through the seats of concertID's layout; on an error, the layout's or
+// read's, it is T's zero value and the error names what and the concert.
+func onSeats[T any](ctx context.Context, s *Store, concertID, what string, read func(seatWay) (T, error)) (T, error) {
 	w, err := s.ways(ctx, concertID)
-	if err != nil {
-		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
+	if err == nil {
+		var out T
+		if out, err = read(w.seats); err == nil {
+			return out, nil
+		}
 	}
-	out, err := w.seats.counts(ctx, scheduleIDs, now)
-	if err != nil {
-		return nil, fmt.Errorf("schedule counts %s: %w", concertID, err)
-	}
-	return out, nil
+	var zero T
+	return zero, fmt.Errorf("%s %s: %w", what, concertID, err)
 }
 
 // countsReply reads schedule_counts's {taken, sold, ...}: two integers per schedule of scheduleIDs.
