@@ -181,70 +181,58 @@ func (db *DB) concertRows(ctx context.Context) ([]ticketrush.Concert, map[string
 
 // addSections adds their sections, in order, to the concerts of out (index: their places by id).
 func (db *DB) addSections(ctx context.Context, out []ticketrush.Concert, index map[string]int) error {
-	rows, err := db.pool.Query(ctx, `SELECT concert_id, name, price, seats FROM sections ORDER BY concert_id, ordinal`)
-	if err != nil {
-		return fmt.Errorf("list sections: %w", err)
-	}
-	var cid string
 	var s ticketrush.Section
-	_, err = pgx.ForEachRow(rows, []any{&cid, &s.Name, &s.Price, &s.Seats}, func() error {
-		if i, ok := index[cid]; ok {
+	return db.forConcertRows(ctx, "sections", `SELECT concert_id, name, price, seats FROM sections ORDER BY concert_id, ordinal`,
+		index, []any{&s.Name, &s.Price, &s.Seats}, func(i int) error {
 			out[i].Sections = append(out[i].Sections, s)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("list sections: %w", err)
-	}
-	return nil
+			return nil
+		})
 }
 
 // addSchedules adds their schedules, earliest first, to the concerts of out (index: their places by id).
 func (db *DB) addSchedules(ctx context.Context, out []ticketrush.Concert, index map[string]int) error {
-	rows, err := db.pool.Query(ctx, `SELECT concert_id, id, starts_at FROM schedules ORDER BY concert_id, starts_at, id`)
-	if err != nil {
-		return fmt.Errorf("list schedules: %w", err)
-	}
-	var cid string
 	var sc ticketrush.Schedule
-	_, err = pgx.ForEachRow(rows, []any{&cid, &sc.ID, &sc.StartsAt}, func() error {
-		if i, ok := index[cid]; ok {
+	return db.forConcertRows(ctx, "schedules", `SELECT concert_id, id, starts_at FROM schedules ORDER BY concert_id, starts_at, id`,
+		index, []any{&sc.ID, &sc.StartsAt}, func(i int) error {
 			sc.StartsAt = sc.StartsAt.UTC()
 			out[i].Schedules = append(out[i].Schedules, sc)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("list schedules: %w", err)
-	}
-	return nil
+			return nil
+		})
 }
 
 // addSales adds their sales to the concerts of out that have one (index: their places by id).
 func (db *DB) addSales(ctx context.Context, out []ticketrush.Concert, index map[string]int) error {
-	rows, err := db.pool.Query(ctx, `SELECT concert_id, opens_at, prequeue_opens_at, seed, closes_at FROM concert_sales`)
-	if err != nil {
-		return fmt.Errorf("list sales: %w", err)
-	}
-	var cid string
 	var opens, pqopens time.Time
 	var closes *time.Time
 	var seed []byte
-	_, err = pgx.ForEachRow(rows, []any{&cid, &opens, &pqopens, &seed, &closes}, func() error {
-		i, ok := index[cid]
-		if !ok {
+	return db.forConcertRows(ctx, "sales", `SELECT concert_id, opens_at, prequeue_opens_at, seed, closes_at FROM concert_sales`,
+		index, []any{&opens, &pqopens, &seed, &closes}, func(i int) error {
+			if len(seed) != 32 {
+				return fmt.Errorf("sale of %s: seed of %d bytes", out[i].ID, len(seed))
+			}
+			sale := &ticketrush.Sale{OpensAt: opens.UTC(), PrequeueOpensAt: pqopens.UTC(), ClosesAt: utc(closes)}
+			copy(sale.Seed[:], seed)
+			out[i].Sale = sale
 			return nil
+		})
+}
+
+// forConcertRows runs query, whose rows start with a concert's id, scanning the rest of each into dest,
+// and calls add with the place in out of each concert index knows; what names the rows in its errors.
+func (db *DB) forConcertRows(ctx context.Context, what, query string, index map[string]int, dest []any, add func(i int) error) error {
+	rows, err := db.pool.Query(ctx, query)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", what, err)
+	}
+	var cid string
+	_, err = pgx.ForEachRow(rows, append([]any{&cid}, dest...), func() error {
+		if i, ok := index[cid]; ok {
+			return add(i)
 		}
-		if len(seed) != 32 {
-			return fmt.Errorf("sale of %s: seed of %d bytes", cid, len(seed))
-		}
-		sale := &ticketrush.Sale{OpensAt: opens.UTC(), PrequeueOpensAt: pqopens.UTC(), ClosesAt: utc(closes)}
-		copy(sale.Seed[:], seed)
-		out[i].Sale = sale
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("list sales: %w", err)
+		return fmt.Errorf("list %s: %w", what, err)
 	}
 	return nil
 }
