@@ -23,6 +23,10 @@ import (
 // pass the same (TestRedisServerArgsEverywhere).
 var RedisServerArgs = []string{"--hash-max-listpack-entries", "32", "--zset-max-listpack-entries", "32"}
 
+// MinSecretBytes is the shortest JWT_SECRET and QUEUE_TOKEN_SECRET taken, and the shortest ADMIN_TOKEN
+// taken without a warning.
+const MinSecretBytes = 32
+
 // Roles a process can run.
 const (
 	RoleAPI         = "api"
@@ -120,20 +124,21 @@ func Load(getenv func(string) string) (Config, error) {
 		bad("REDIS_KEY_PREFIX", "want 1-32 chars of [A-Za-z0-9_-], got %q", c.RedisKeyPrefix)
 	}
 	c.JWTSecret = []byte(getenv("JWT_SECRET"))
-	if len(c.JWTSecret) < 32 {
-		bad("JWT_SECRET", "required, at least 32 bytes (got %d)", len(c.JWTSecret))
+	if len(c.JWTSecret) < MinSecretBytes {
+		bad("JWT_SECRET", "required, at least %d bytes (got %d)", MinSecretBytes, len(c.JWTSecret))
 	}
 	c.QueueTokenSecret = []byte(getenv("QUEUE_TOKEN_SECRET"))
-	if len(c.QueueTokenSecret) < 32 {
-		bad("QUEUE_TOKEN_SECRET", "required, at least 32 bytes (got %d)", len(c.QueueTokenSecret))
+	if len(c.QueueTokenSecret) < MinSecretBytes {
+		bad("QUEUE_TOKEN_SECRET", "required, at least %d bytes (got %d)", MinSecretBytes, len(c.QueueTokenSecret))
 	}
 	// docs/api.md asks only that ADMIN_TOKEN be set (the two secrets, ≥ 32 bytes): a shorter token is
 	// accepted, with a warning at start (Warnings).
 	switch {
 	case c.AdminToken == "":
 		bad("ADMIN_TOKEN", "required")
-	case len(c.AdminToken) < 32:
-		c.Warnings = append(c.Warnings, fmt.Sprintf("ADMIN_TOKEN is %d bytes: a token of at least 32 random bytes resists guessing", len(c.AdminToken)))
+	case len(c.AdminToken) < MinSecretBytes:
+		c.Warnings = append(c.Warnings, fmt.Sprintf("ADMIN_TOKEN is %d bytes: a token of at least %d random bytes resists guessing",
+			len(c.AdminToken), MinSecretBytes))
 	}
 	var err error
 	if c.UserRateLimit, err = nonNegative(getenv("USER_RATE_LIMIT"), 20); err != nil {
@@ -264,8 +269,8 @@ func KeyPrefix(getenv func(string) string) string { return or(getenv("REDIS_KEY_
 // JWTSecret reads JWT_SECRET alone, for the token command.
 func JWTSecret(getenv func(string) string) ([]byte, error) {
 	s := []byte(getenv("JWT_SECRET"))
-	if len(s) < 32 {
-		return nil, fmt.Errorf("JWT_SECRET: required, at least 32 bytes (got %d)", len(s))
+	if len(s) < MinSecretBytes {
+		return nil, fmt.Errorf("JWT_SECRET: required, at least %d bytes (got %d)", MinSecretBytes, len(s))
 	}
 	return s, nil
 }

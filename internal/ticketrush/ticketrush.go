@@ -108,8 +108,9 @@ const (
 	MaxSeatsPerConcert  = 1_000_000 // over every schedule: the seat rows one create may write
 	MaxSchedules        = 100
 	MaxSections         = 50
-	MaxLineShards       = 1024 // the most slots one concert's line is spread over
-	MaxPowBits          = 32   // 2^32 hashes: minutes of a fan's phone, the most a sale can ask
+	MaxSectionPrice     = 10_000_000 // points a seat of a section may cost
+	MaxLineShards       = 1024       // the most slots one concert's line is spread over
+	MaxPowBits          = 32         // 2^32 hashes: minutes of a fan's phone, the most a sale can ask
 )
 
 // Validate reports the first setting out of range.
@@ -205,8 +206,8 @@ func (c Concert) Validate() error {
 			return Invalidf("section name %q must be 1-16 characters of [A-Za-z0-9_]", s.Name)
 		case seen[s.Name]:
 			return Invalidf("section %q is listed twice", s.Name)
-		case s.Price < 0 || s.Price > 10_000_000:
-			return Invalidf("section %q: price must be between 0 and 10000000", s.Name)
+		case s.Price < 0 || s.Price > MaxSectionPrice:
+			return Invalidf("section %q: price must be between 0 and %d", s.Name, MaxSectionPrice)
 		case s.Seats < 1 || s.Seats > MaxSeatsPerSchedule: // each bounded, so that the sum cannot overflow
 			return Invalidf("section %q: seats must be from 1 to %d", s.Name, MaxSeatsPerSchedule)
 		}
