@@ -5,8 +5,8 @@
 // queue.go, seats.go, payment.go, wallet.go, draw.go, concert.go, gate.go), record encodings
 // (layout.go), the stream events and their fields (events.go), the state marker (state.go), what
 // restore writes (repair.go) and what reconcile and the load-test checker read (inspect.go). Around the
-// scripts: the readiness probe
-// (ping.go), the live concerts (activity.go) and the writes that wait for a replica (replicas.go).
+// scripts: the readiness probe (ping.go), the live concerts (activity.go) and the writes that wait for a
+// replica (replicas.go).
 package redis
 
 import (
