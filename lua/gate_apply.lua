@@ -1,8 +1,8 @@
 -- gate_apply: the fan's side of the holds and of the steps of reservations whose seat slots are not
--- the concert's own (docs/scaleout.md, "Seat slots"), for a batch of them an instance
--- received meanwhile (one call for the steps that arrived while its previous call was in flight:
--- docs/scaleout.md, "Calls that share the concert's slot"), each as if alone, in the batch's
--- order. Two kinds of step:
+-- the concert's own (docs/scaleout.md, "One concert over every master: seat slots"), for a batch of
+-- them an instance received meanwhile (one call for the steps that arrived while its previous call was
+-- in flight: docs/scaleout.md, "Calls that share a slot"), each as if alone, in the batch's order. Two
+-- kinds of step:
 --   H (a hold's first step, before seat_take on the seat's slot): the fan's rate, the token ACTIVE, the
 --     fan shown up (off the no-show watch), and one of the fan's maxHoldsPerUser reserved for the
 --     reservation until the hold's expiry (lib/gate.lua). Idempotent by id: a second step for the same

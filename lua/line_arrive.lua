@@ -1,7 +1,7 @@
 -- line_arrive: the first step of joins to a concert whose line is spread over shards (lineShards > 1),
 -- on the concert's slot, for a batch of joins an instance received meanwhile (one call for the joins
--- that arrived while its previous call was in flight: docs/scaleout.md, "Calls that share the
--- concert's slot"), each as if alone and in the batch's order: a fan holding a live ACTIVE token gets it
+-- that arrived while its previous call was in flight: docs/scaleout.md, "Calls that share a
+-- slot"), each as if alone and in the batch's order: a fan holding a live ACTIVE token gets it
 -- back; otherwise the join takes the next arrival seq (one INCR: the order across every shard) and goes
 -- on to line_enter in the fan's shard.
 -- Claims an access code the join carries while it is unclaimed (the shard decides whether the fan needed

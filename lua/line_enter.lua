@@ -6,7 +6,7 @@
 -- PREQUEUE, before the opening) the fan enters this shard's pre-queue unless it is sealed (SEALED:
 -- the opening has passed for someone; the join seals and arrives). A pre-queue entrant the draw has not
 -- placed yet (pre score >= 0) stays PREQUEUE; once placed (score -seq) they are in the line or gone.
--- Joins of one shard go in batches (docs/scaleout.md, "Calls that share the concert's slot"): each as if
+-- Joins of one shard go in batches (docs/scaleout.md, "Calls that share a slot"): each as if
 -- alone, in the batch's order; one call and one replica wait a batch.
 -- KEYS[1] places  hash: user -> seq of each fan WAITING in this shard's part of the line
 -- KEYS[2] alive   hash: seq -> when its fan was last seen (ms): a join or rejoin is a sign of life

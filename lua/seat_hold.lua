@@ -1,7 +1,7 @@
 -- seat_hold: a hold of a seat whose schedule's seat slot is the concert's own slot (a line of one shard
--- keeps its seats there: docs/scaleout.md, "Seat slots"), in one call: the gate's checks, then
--- seat_take's, then the fan's hold counted in the gate; a seat refused writes nothing of the gate. Every
--- rule is the gate's and seat_take's (lib/gate.lua, lib/take.lua).
+-- keeps its seats there: docs/scaleout.md, "One concert over every master: seat slots"), in one call:
+-- the gate's checks, then seat_take's, then the fan's hold counted in the gate; a seat refused writes
+-- nothing of the gate. Every rule is the gate's and seat_take's (lib/gate.lua, lib/take.lua).
 -- KEYS[1] cfg      hash: hold (ms), maxholds
 -- KEYS[2] places   hash: user -> seq of each fan WAITING in the line
 -- KEYS[3] active   zset: member user, score activeUntil (ms)

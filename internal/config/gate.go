@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Gate is the configuration of ticketrush gate (docs/gate.md, "Settings").
+// Gate is the configuration of ticketrush gate (docs/gate.md, "Running the gate").
 type Gate struct {
 	Listen      string   // where the gated site is served
 	AdminListen string   // /metrics and /healthz; empty serves none

@@ -13,7 +13,7 @@ import (
 // one to fill: a call that finds no call of its kind and concert in flight is sent at once, alone; the
 // calls that arrive while one is in flight go together in the next, sent when it returns. An idle
 // concert costs no added wait; a storm pays the concert's slot one script call a batch, not one a fan
-// (docs/scaleout.md, "Calls that share the concert's slot"). The script decides each in the batch as
+// (docs/scaleout.md, "Calls that share a slot"). The script decides each in the batch as
 // if alone, in the batch's order: a call answered before another was sent was decided first.
 
 // batchItem is one call waiting for its batch: its arguments and its answer.

@@ -16,10 +16,10 @@ import (
 // Each schedule's seats live in a seat slot (seatslot_keys.go). Where that slot is the concert's own (a
 // line of one shard), a hold and each step of a reservation are one call: seat_hold, and the step with its
 // follow (lib/follow.lua). Elsewhere a step that touched the concert's slot alone crosses two, and is a
-// short chain of idempotent steps keyed by the reservation id, as a payment is (docs/scaleout.md, "Seat
-// slots"):
+// short chain of idempotent steps keyed by the reservation id, as a payment is (docs/scaleout.md, "One
+// concert over every master: seat slots"):
 //
-//   - a hold: gate_apply's hold step on the concert's slot (rate, token ACTIVE, shown up, one of the fan's
+//   - a hold: gate_apply's hold step on the fan's line shard (rate, token ACTIVE, shown up, one of the fan's
 //     maxHoldsPerUser reserved until the hold's expiry), then seat_take on the schedule's; a refusal there
 //     gives the gate entry back (gate_apply's follow). A crash between the two leaves a gate entry that stops
 //     counting at the expiry the hold would have had.
