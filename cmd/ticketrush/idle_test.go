@@ -55,8 +55,8 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	sale := app.New(store, rec, []byte(strings.Repeat("k", 32)), clk.Now, log, reg)
 	cat, waitingRoom, purchases := sale.Catalog, sale.Queue, sale.Booking
 	require.NoError(t, cat.Refresh(ctx))
-	r := newRounds(store, cat, waitingRoom, purchases, clk.Now, reg)
-	r.activity.Settle(cat.IDs())
+	r := sale.Rounds(store, clk.Now, reg)
+	r.Activity.Settle(cat.IDs())
 	// wb is what a write-behind in a process of its own knows (ROLES=writebehind): only what the live
 	// zset tells it.
 	wb := queue.NewActivity(store, clk.Now, cat.Closed)
@@ -65,7 +65,7 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	round := func() int64 {
 		t.Helper()
 		before := commandsProcessed(t, rdb)
-		for _, step := range []func(context.Context) error{r.activity.Poll, r.tick, r.sweep, r.draw,
+		for _, step := range []func(context.Context) error{r.Activity.Poll, r.Tick, r.Sweep, r.Draw,
 			waitingRoom.Refresh, waitingRoom.FlushLiveness, cat.Refresh} {
 			require.NoError(t, step(ctx))
 		}
@@ -86,16 +86,16 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	idle := round()
 	t.Logf("one idle round over %d concerts: %d commands", concerts, idle)
 	assert.LessOrEqual(t, idle, int64(2), "an idle round costs O(1) commands, not O(concerts)")
-	assert.Empty(t, r.activity.IDs(), "no concert is awake")
-	assert.Empty(t, r.streams(), "the write-behind reads no concert's stream")
+	assert.Empty(t, r.Activity.IDs(), "no concert is awake")
+	assert.Empty(t, r.Streams(), "the write-behind reads no concert's stream")
 
 	// A fan joins one concert: its tick, sweep and stream appear, no other concert's.
 	ticket, _, err := waitingRoom.Join(ctx, "fan1", fanned.ID)
 	require.NoError(t, err)
 	busy := round()
 	t.Logf("one round with one concert awake: %d commands", busy)
-	assert.Equal(t, []string{fanned.ID}, r.activity.IDs())
-	assert.Equal(t, []string{fanned.ID}, r.streams())
+	assert.Equal(t, []string{fanned.ID}, r.Activity.IDs())
+	assert.Equal(t, []string{fanned.ID}, r.Streams())
 	assert.Greater(t, busy, idle+3, "the awake concert is ticked and swept")
 	assert.Less(t, busy, idle+100, "only one concert's work appears")
 	for range 5 {
@@ -114,7 +114,7 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	_, _, err = waitingRoom.Join(ctx, "fan2", fanned.ID)
 	assert.ErrorIs(t, err, ticketrush.ErrSaleClosed)
 	runFor(time.Minute)
-	assert.Equal(t, []string{fanned.ID}, r.activity.IDs(), "a closed sale is swept while a hold is open")
+	assert.Equal(t, []string{fanned.ID}, r.Activity.IDs(), "a closed sale is swept while a hold is open")
 
 	// The hold lapses; then the concert sleeps, and a poll of the fan still ACTIVE does not wake it.
 	runFor(res.ExpiresAt.Sub(clk.Now()) + time.Minute)
@@ -126,8 +126,8 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	runFor(2 * queue.StreamDrain)
 	closed := round()
 	t.Logf("one round after the sale closed: %d commands", closed)
-	assert.Empty(t, r.activity.IDs(), "a closed sale with nothing in flight is not awake")
-	assert.Empty(t, r.streams(), "nor is its stream read")
+	assert.Empty(t, r.Activity.IDs(), "a closed sale with nothing in flight is not awake")
+	assert.Empty(t, r.Streams(), "nor is its stream read")
 	assert.LessOrEqual(t, closed, int64(2), "a closed sale costs O(1) commands")
 	assert.Empty(t, wb.Recent(queue.StreamDrain), "nor does a write-behind of its own read it")
 
@@ -136,10 +136,10 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	res, err = purchases.Hold(ctx, "fan1", ticket.Token, fanned.Schedules[0].ID, seats[1].ID)
 	require.NoError(t, err)
 	round()
-	assert.Equal(t, []string{fanned.ID}, r.activity.IDs(), "a hold after the close wakes the closed sale")
+	assert.Equal(t, []string{fanned.ID}, r.Activity.IDs(), "a hold after the close wakes the closed sale")
 	assert.Equal(t, []string{fanned.ID}, wb.Recent(queue.StreamDrain), "a write-behind of its own reads its stream")
 	runFor(res.ExpiresAt.Sub(clk.Now()) - 10*time.Second)
-	assert.Equal(t, []string{fanned.ID}, r.activity.IDs(), "the scheduler keeps sweeping while the hold is open")
+	assert.Equal(t, []string{fanned.ID}, r.Activity.IDs(), "the scheduler keeps sweeping while the hold is open")
 	runFor(15 * time.Second)
 	counts, err = store.ScheduleCounts(ctx, fanned.ID, fanned.ScheduleIDs(), clk.Now())
 	require.NoError(t, err)
@@ -154,7 +154,7 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 		Sections:  []ticketrush.Section{{Name: "A", Price: 100, Seats: 5}}}, "")
 	require.NoError(t, err)
 	round()
-	assert.Equal(t, []string{created.ID}, r.streams(), "the new concert's stream is read")
+	assert.Equal(t, []string{created.ID}, r.Streams(), "the new concert's stream is read")
 }
 
 // awakeForTest is queue's awakeFor: how long a wake-up keeps a concert awake.

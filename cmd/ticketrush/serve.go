@@ -17,17 +17,14 @@ import (
 
 	"github.com/ticketrush/ticketrush/internal/app"
 	"github.com/ticketrush/ticketrush/internal/auth"
-	"github.com/ticketrush/ticketrush/internal/booking"
 	"github.com/ticketrush/ticketrush/internal/catalog"
 	"github.com/ticketrush/ticketrush/internal/config"
 	httpapi "github.com/ticketrush/ticketrush/internal/http"
 	"github.com/ticketrush/ticketrush/internal/pass"
 	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/postgres"
-	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/repair"
-	"github.com/ticketrush/ticketrush/internal/ticketrush"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
 
@@ -53,21 +50,21 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	saleFigures := prometheus.NewRegistry() // the waiting room's and purchase path's metrics, for the sale log
 	sale := app.New(store, db, cfg.QueueTokenSecret, time.Now, log, alsoRegister{reg, saleFigures})
-	cat, waitingRoom, purchases := sale.Catalog, sale.Queue, sale.Booking
+	cat := sale.Catalog
 	store.NeedConcerts(cat.IDs) // readiness checks the concerts' slots too
 	if err := cat.Refresh(ctx); err != nil {
 		return fmt.Errorf("load catalog: %w", err)
 	}
-	r := newRounds(store, cat, waitingRoom, purchases, time.Now, reg)
-	r.activity.Settle(cat.IDs()) // the write-behind drains what an earlier process left unread
+	r := sale.Rounds(store, time.Now, reg)
+	r.Activity.Settle(cat.IDs()) // the write-behind drains what an earlier process left unread
 
 	loops, stopLoops := context.WithCancel(context.Background())
 	defer stopLoops()
-	bg := &background{loops: loops, log: log, woken: r.activity.Woken}
+	bg := &background{loops: loops, log: log, woken: r.Activity.Woken}
 	bg.every(cfg.CatalogRefresh, cat.Refresh, "catalog refresh")
 	saleLog := newSaleLog(saleFigures, log)
 	bg.wg.Go(func() {
-		periodic.RunPaced(loops, saleLogEvery, saleLogQuiet, saleLog.hadNews, r.activity.Woken, saleLog.report, log, "sale log")
+		periodic.RunPaced(loops, saleLogEvery, saleLogQuiet, saleLog.hadNews, r.Activity.Woken, saleLog.report, log, "sale log")
 	})
 	passes, err := startPasses(ctx, cfg, db, sale, bg, log)
 	if err != nil {
@@ -184,22 +181,22 @@ func startPasses(ctx context.Context, cfg config.Config, db *postgres.DB, sale a
 
 // startRounds starts the loops over awake concerts of the process's roles: the activity poll, and with
 // the scheduler role the admission tick, the sweep and the draw.
-func startRounds(cfg config.Config, r rounds, bg *background) {
+func startRounds(cfg config.Config, r app.Rounds, bg *background) {
 	if cfg.Has(config.RoleScheduler) || cfg.Has(config.RoleWriteBehind) {
-		bg.paced(cfg.AdmitTick, r.activity.AnyAwake, r.activity.Poll, "activity poll")
+		bg.paced(cfg.AdmitTick, r.Activity.AnyAwake, r.Activity.Poll, "activity poll")
 	}
 	if cfg.Has(config.RoleScheduler) {
-		bg.paced(cfg.AdmitTick, r.activity.AnyAwake, r.tick, "admission tick")
-		bg.paced(cfg.SweepInterval, r.activity.AnyAwake, r.sweep, "sweep")
-		bg.paced(cfg.AdmitTick, func() bool { return r.activity.AnyAwake() || r.drawSoon(idlePace+cfg.AdmitTick) }, r.draw, "draw")
+		bg.paced(cfg.AdmitTick, r.Activity.AnyAwake, r.Tick, "admission tick")
+		bg.paced(cfg.SweepInterval, r.Activity.AnyAwake, r.Sweep, "sweep")
+		bg.paced(cfg.AdmitTick, func() bool { return r.Activity.AnyAwake() || r.DrawSoon(idlePace+cfg.AdmitTick) }, r.Draw, "draw")
 	}
 }
 
 // startWriteBehind starts the write-behind worker over the streams of the rounds' recent concerts and
 // returns its readiness check.
-func startWriteBehind(cfg config.Config, rc rueidis.Client, db *postgres.DB, r rounds, cat *catalog.Service,
+func startWriteBehind(cfg config.Config, rc rueidis.Client, db *postgres.DB, r app.Rounds, cat *catalog.Service,
 	bg *background, reg prometheus.Registerer, log *slog.Logger) httpapi.Check {
-	worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.streams, writeBehindConfig(cfg, redis.IsCluster(rc)), time.Now, log, reg)
+	worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.Streams, writeBehindConfig(cfg, redis.IsCluster(rc)), time.Now, log, reg)
 	worker.FollowPlacements(cat.Placement)
 	bg.wg.Go(func() { worker.Run(bg.loops) })
 	return worker.Check
@@ -280,35 +277,9 @@ var serverTimeouts = struct{ readHeader, read, write, idle time.Duration }{
 	readHeader: 5 * time.Second, read: 10 * time.Second, write: 15 * time.Second, idle: 60 * time.Second,
 }
 
-// rounds are one round of each background loop over the concerts (serve runs them every interval):
-// the admission tick, the sweep and the draw run only for awake concerts (queue.Activity: fans waiting,
-// active, holding or paying), and the write-behind reads the streams of the concerts awake within
-// queue.StreamDrain; a create, a queue change or an access-code issue wakes its concert too, and so do a
-// hold, a cancel or a payment (even after its sale closed) and a round that found work, for every
-// process: a write-behind of its own reads the events they wrote.
-type rounds struct {
-	activity          *queue.Activity
-	tick, sweep, draw func(context.Context) error
-	drawSoon          func(within time.Duration) bool // a sale not drawn yet opens within (or has opened)
-	streams           func() []string
-}
-
-// idlePace is how often the loops over awake concerts run while none is awake (see rounds): a concert
+// idlePace is how often the loops over awake concerts run while none is awake (see app.Rounds): a concert
 // another instance wakes is found within it; one this instance wakes, at once.
 const idlePace = time.Second
-
-func newRounds(store *redis.Store, cat *catalog.Service, waitingRoom *queue.Service, purchases *booking.Service,
-	now func() time.Time, reg prometheus.Registerer) rounds {
-	activity := queue.NewActivity(store, now, cat.Closed)
-	waitingRoom.TrackActivity(activity)
-	purchases.TrackActivity(activity.SeatsChanged)
-	cat.OnChange(activity.Touch)
-	sched := waitingRoom.NewScheduler(store, activity.IDs).ReportBusy(activity.LineBusy)
-	sweeper := purchases.NewSweeper(activity.IDs, activity.Busy)
-	drawer := waitingRoom.NewDrawer(store, cat.SaleIDs, cat.Sale, ticketrush.NewID(), reg).Track(activity.IsAwake, activity.Busy)
-	return rounds{activity: activity, tick: sched.Tick, sweep: sweeper.Sweep, draw: drawer.Tick, drawSoon: drawer.Soon,
-		streams: func() []string { return activity.Recent(queue.StreamDrain) }}
-}
 
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
