@@ -22,11 +22,12 @@ var (
 	anchorID  = regexp.MustCompile(`<a id="([^"]+)">`)
 )
 
-// doc is a Markdown file's headings, as written and as GitHub's anchors, and its text.
+// doc is a Markdown file's headings, as written and as GitHub's anchors, and its text, as written and
+// with its line breaks as spaces.
 type doc struct {
-	headings []string
-	anchors  map[string]bool
-	text     string
+	headings   []string
+	anchors    map[string]bool
+	text, flat string
 }
 
 func readDoc(path string) (doc, bool) {
@@ -34,7 +35,7 @@ func readDoc(path string) (doc, bool) {
 	if err != nil {
 		return doc{}, false
 	}
-	d := doc{anchors: map[string]bool{}, text: string(b)}
+	d := doc{anchors: map[string]bool{}, text: string(b), flat: lineBreak.ReplaceAllString(string(b), " ")}
 	fenced := false
 	for _, line := range strings.Split(d.text, "\n") {
 		if strings.HasPrefix(line, "```") {
@@ -75,7 +76,7 @@ func (d doc) names(section string) bool {
 			return true
 		}
 	}
-	return strings.Contains(lineBreak.ReplaceAllString(d.text, " "), "**"+section)
+	return strings.Contains(d.flat, "**"+section)
 }
 
 // repoFiles is every file of the repository below root whose references are checked.
