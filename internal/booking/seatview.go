@@ -76,7 +76,7 @@ type seatView struct {
 	enabled   atomic.Bool // while RunSeatView runs
 	idleAfter time.Duration
 	proofFor  time.Duration
-	interval  time.Duration // RunSeatView's; 0: every Refresh reads every schedule
+	interval  atomic.Int64 // RunSeatView's, in ns, set while reads may run; 0: every Refresh reads every schedule
 
 	mu        sync.RWMutex
 	schedules map[string]*scheduleView // by schedule id
@@ -391,10 +391,10 @@ func (sv *seatView) Refresh(ctx context.Context) error {
 // earliest (zero: at the next refresh) and until when (Unix ms) a refusal may trust the read: for
 // trustReads refreshes at its pace (no limit without RunSeatView's interval).
 func (sv *seatView) pace(start time.Time, entries int) (due time.Time, trusted int64) {
-	if sv.interval <= 0 {
+	every := time.Duration(sv.interval.Load())
+	if every <= 0 {
 		return time.Time{}, 0
 	}
-	every := sv.interval
 	if cost := readShare * seatReadCost * time.Duration(entries); cost > every {
 		every = cost
 		due = start.Add(cost)
@@ -405,7 +405,7 @@ func (sv *seatView) pace(start time.Time, entries int) (due time.Time, trusted i
 // RunSeatView keeps this instance's seat view (holds refused in memory, shared seat maps) until ctx
 // ends, refreshing it every interval; without it every hold and seat map goes to Redis.
 func (s *Service) RunSeatView(ctx context.Context, interval time.Duration) {
-	s.seats.interval = interval
+	s.seats.interval.Store(int64(interval))
 	s.EnableSeatView()
 	defer s.seats.enabled.Store(false)
 	periodic.Run(ctx, interval, s.RefreshSeatView, s.log, "seat view refresh")

@@ -332,7 +332,7 @@ func TestSeatViewReadsBigSchedulesLessOften(t *testing.T) {
 			store := &slowSeats{clock: c, took: tt.took, entries: tt.entries, reads: map[string]int{}}
 			sv := newSeatView(store, c.Now, newMetrics(prometheus.NewRegistry()))
 			sv.enabled.Store(true)
-			sv.interval = 200 * time.Millisecond
+			sv.interval.Store(int64(200 * time.Millisecond))
 			concert := ticketrush.Concert{ID: "c1", Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: big}},
 				Schedules: []ticketrush.Schedule{{ID: "s1"}, {ID: "s2"}}}
 			for range 10 { // 10 refreshes 250 ms apart (the reads' own time on top): 2.25 s and more
@@ -355,7 +355,7 @@ func TestSeatViewDistrustsAnOldRead(t *testing.T) {
 	store := &slowSeats{clock: c, entries: map[string]int{"s1": 1}, reads: map[string]int{}}
 	sv := newSeatView(store, c.Now, newMetrics(prometheus.NewRegistry()))
 	sv.enabled.Store(true)
-	sv.interval = 200 * time.Millisecond
+	sv.interval.Store(int64(200 * time.Millisecond))
 	concert := ticketrush.Concert{ID: "c1", Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 2}},
 		Schedules: []ticketrush.Schedule{{ID: "s1"}}}
 	v := sv.schedule(concert, "s1")
@@ -364,11 +364,11 @@ func TestSeatViewDistrustsAnOldRead(t *testing.T) {
 	assert.True(t, v.refuses("R-1", c.Now().UnixMilli()), "a seat held far ahead is refused from memory")
 	store.fail = errors.New("redis away")
 	for range 3 {
-		c.Advance(sv.interval)
+		c.Advance(time.Duration(sv.interval.Load()))
 		require.Error(t, sv.Refresh(context.Background()))
 	}
 	assert.True(t, v.refuses("R-1", c.Now().UnixMilli()), "a few failed refreshes: still trusted")
-	c.Set(read.Add(trustReads * sv.interval))
+	c.Set(read.Add(trustReads * time.Duration(sv.interval.Load())))
 	assert.False(t, v.refuses("R-1", c.Now().UnixMilli()), "the last read is too old: the script decides")
 }
 
