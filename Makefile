@@ -60,7 +60,8 @@ REDIS_PACKAGES := ./internal/redis/... ./internal/queue/... ./internal/booking/.
 ## process SIGKILLed, each in the middle of a purchase storm with a client-side ledger; then the
 ## write-behind's worker-kill and Postgres-outage tests. Each fault logs a FAULT SUMMARY line.
 faults: services
-	set -o pipefail; $(GO) test -tags faults -count=1 -timeout 8m -v -run 'TestFault' ./cmd/ticketrush/ | grep -E '^(=== RUN|--- |FAIL|ok|PASS)|FAULT SUMMARY|faults_test.go'
+	@scripts/suite.sh '^(=== RUN|--- |FAIL|ok|PASS)|FAULT SUMMARY|faults_test.go' \
+		$(GO) test -tags faults -count=1 -timeout 8m -v -run 'TestFault' ./cmd/ticketrush/
 	$(GO) test -count=1 -timeout 5m -run 'TestWorkerKilledFiveTimes|TestPostgresUnreachable|TestBacklogAcrossRedisRestart' ./internal/writebehind/
 	$(GO) test -count=1 -timeout 5m -run 'TestRedisOutageAnswers503|TestAdminCreateWhilePostgresIsDown' ./cmd/ticketrush/
 
@@ -81,7 +82,8 @@ scaleout: services
 ## scenario prints a PARTITION SUMMARY line
 partition: services
 	@command -v iptables >/dev/null || scripts/install.sh iptables
-	set -o pipefail; $(GO) test -tags partition -count=1 -timeout 6m -v -run 'TestPartition' ./cmd/ticketrush/ | grep -E '^ *(=== RUN|--- |FAIL|ok|PASS)|^PARTITION SUMMARY|(partition|sale)_test.go|(netfault|dbtest|proxy)\.go|^\s+(Error|Messages):'
+	@scripts/suite.sh '^ *(=== RUN|--- |FAIL|ok|PASS)|^PARTITION SUMMARY|(partition|sale)_test.go|(netfault|dbtest|proxy)\.go|^\s+(Error|Messages):' \
+		$(GO) test -tags partition -count=1 -timeout 6m -v -run 'TestPartition' ./cmd/ticketrush/
 
 # Go native fuzz targets, package:target[:executions], each run for that many executions (FUZZCOUNT when
 # not given; their seeds and testdata/fuzz corpus run in every go test too). A count, not a duration: a
