@@ -118,7 +118,7 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 
 	// The hold lapses; then the concert sleeps, and a poll of the fan still ACTIVE does not wake it.
 	runFor(res.ExpiresAt.Sub(clk.Now()) + time.Minute)
-	counts, err := store.ScheduleCounts(ctx, fanned.ID, fanned.ScheduleIDs(), clk.Now())
+	counts, err := store.Seats.ScheduleCounts(ctx, fanned.ID, fanned.ScheduleIDs(), clk.Now())
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), counts[0].Taken, "the closed sale's last hold lapsed")
 	_, err = waitingRoom.Status(ctx, "fan1", ticket.Token)
@@ -141,7 +141,7 @@ func TestIdleConcertsCostNothing(t *testing.T) {
 	runFor(res.ExpiresAt.Sub(clk.Now()) - 10*time.Second)
 	assert.Equal(t, []string{fanned.ID}, r.Activity.IDs(), "the scheduler keeps sweeping while the hold is open")
 	runFor(15 * time.Second)
-	counts, err = store.ScheduleCounts(ctx, fanned.ID, fanned.ScheduleIDs(), clk.Now())
+	counts, err = store.Seats.ScheduleCounts(ctx, fanned.ID, fanned.ScheduleIDs(), clk.Now())
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), counts[0].Taken, "the hold made after the close lapsed")
 	assert.Equal(t, []string{fanned.ID}, wb.Recent(queue.StreamDrain), "the lapse's event is read behind")

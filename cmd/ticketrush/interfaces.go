@@ -16,15 +16,13 @@ import (
 // assertions live here, where the service is wired, because beside the implementing types they would
 // make import cycles (the consumers' tests import the adapters).
 var (
-	_ booking.Store        = (*redis.Store)(nil)
-	_ booking.ConcertStore = (*redis.Store)(nil)
-	_ booking.WalletStore  = (*redis.Store)(nil)
-	_ queue.Store          = (*redis.Store)(nil)
-	_ queue.TickStore      = (*redis.Store)(nil)
-	_ catalog.Live         = (*redis.Store)(nil)
-	_ queue.OnSaleStore    = (*redis.Store)(nil)
-	_ queue.DrawStore      = (*redis.Store)(nil)
-	_ httpapi.Draws        = (*redis.Store)(nil)
+	_ booking.SeatStore   = (*redis.Seats)(nil)
+	_ booking.WalletStore = (*redis.Wallet)(nil)
+	_ queue.Store         = (*redis.Line)(nil)
+	_ queue.TickStore     = (*redis.Line)(nil)
+	_ queue.OnSaleStore   = (*redis.Draws)(nil)
+	_ queue.DrawStore     = (*redis.Draws)(nil)
+	_ httpapi.Draws       = (*redis.Draws)(nil)
 
 	_ catalog.Record       = (*postgres.DB)(nil)
 	_ writebehind.Recorder = (*postgres.DB)(nil)

@@ -71,7 +71,7 @@ func TestLayoutMigration(t *testing.T) {
 		user string
 		seq  uint64
 	}{{"older-1", 1}, {"older-2", 2}} {
-		st, err := store.TokenStatus(context.Background(), auth.NewClaims(concert, fan.user, fan.seq), time.Now())
+		st, err := store.Line.TokenStatus(context.Background(), auth.NewClaims(concert, fan.user, fan.seq), time.Now())
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: int64(fan.seq)}, st, fan.user)
 	}

@@ -221,7 +221,7 @@ func newAPI(cfg config.Config, sale app.Sale, db *postgres.DB, store *redis.Stor
 		Limiter:        httpapi.NewLimiter(cfg.UserRateLimit, cfg.UserRateBurst, time.Now),
 		Challenges:     auth.NewChallenges(cfg.QueueTokenSecret),
 		TrustedProxies: cfg.TrustedProxyCIDRs,
-		Draws:          store,
+		Draws:          store.Draws,
 		Passes:         passes,
 		PassSite:       cfg.PassSiteURL,
 	})

@@ -30,11 +30,24 @@ type Sale struct {
 // New wires the graph over store and the durable catalog record, signing queue tokens with queueSecret;
 // every service takes now, logs to log and registers its metrics with reg.
 func New(store *redis.Store, record catalog.Record, queueSecret []byte, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) Sale {
-	cat := catalog.NewService(record, store, now, log)
+	cat := catalog.NewService(record, CatalogLive(store), now, log)
 	store.FollowPlacements(cat.Placement)
-	waitingRoom := queue.NewService(store, auth.NewQueueTokens(queueSecret), now, log, reg)
-	waitingRoom.EnableOnSale(store, cat.Sale)
-	return Sale{Catalog: cat, Queue: waitingRoom, Booking: booking.NewService(store, cat, waitingRoom, now, log, reg)}
+	waitingRoom := queue.NewService(store.Line, auth.NewQueueTokens(queueSecret), now, log, reg)
+	waitingRoom.EnableOnSale(store.Draws, cat.Sale)
+	return Sale{Catalog: cat, Queue: waitingRoom, Booking: booking.NewService(store.Seats, store.Wallet, cat, waitingRoom, now, log, reg)}
+}
+
+// CatalogLive is what the catalog keeps and reads of the sale in store: each concert's settings (the
+// store's own), and for the console its line (Snapshot), its seat counts (ScheduleCounts) and its draw.
+func CatalogLive(store *redis.Store) catalog.Live {
+	return live{store, store.Line, store.Seats, store.Draws}
+}
+
+type live struct {
+	*redis.Store
+	*redis.Line
+	*redis.Seats
+	*redis.Draws
 }
 
 // Rounds are one round of each background loop over the concerts (serve runs them every interval):
@@ -57,9 +70,9 @@ func (s Sale) Rounds(store *redis.Store, now func() time.Time, reg prometheus.Re
 	s.Queue.TrackActivity(activity)
 	s.Booking.TrackActivity(activity.SeatsChanged)
 	s.Catalog.OnChange(activity.Touch)
-	sched := s.Queue.NewScheduler(store, activity.IDs).ReportBusy(activity.LineBusy)
+	sched := s.Queue.NewScheduler(store.Line, activity.IDs).ReportBusy(activity.LineBusy)
 	sweeper := s.Booking.NewSweeper(activity.IDs, activity.Busy)
-	drawer := s.Queue.NewDrawer(store, s.Catalog.SaleIDs, s.Catalog.Sale, ticketrush.NewID(), reg).Track(activity.IsAwake, activity.Busy)
+	drawer := s.Queue.NewDrawer(store.Draws, s.Catalog.SaleIDs, s.Catalog.Sale, ticketrush.NewID(), reg).Track(activity.IsAwake, activity.Busy)
 	return Rounds{Activity: activity, Tick: sched.Tick, Sweep: sweeper.Sweep, Draw: drawer.Tick, DrawSoon: drawer.Soon,
 		Streams: func() []string { return activity.Recent(queue.StreamDrain) }}
 }

@@ -17,15 +17,8 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// Store is the purchase state in Redis: a concert's side and a wallet's side, each in a hash slot of its
-// own (a payment crosses from one to the other in idempotent steps).
-type Store interface {
-	ConcertStore
-	WalletStore
-}
-
-// ConcertStore is the state of one concert (its hash slot): seats, holds and reservations.
-type ConcertStore interface {
+// SeatStore is the seat side of the sale: the seat maps, holds, reservations and their payments.
+type SeatStore interface {
 	SeatViewStore
 	GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error)
 	GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error)
@@ -79,7 +72,8 @@ const (
 
 // Service is the purchase path.
 type Service struct {
-	store   Store
+	store   SeatStore
+	wallet  WalletStore
 	catalog Catalog
 	gate    Gate
 	now     func() time.Time
@@ -99,9 +93,9 @@ type Service struct {
 }
 
 // NewService returns the purchase path.
-func NewService(store Store, catalog Catalog, gate Gate, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Service {
+func NewService(store SeatStore, wallet WalletStore, catalog Catalog, gate Gate, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Service {
 	m := newMetrics(reg)
-	s := &Service{store: store, catalog: catalog, gate: gate, now: now, log: log, metrics: m,
+	s := &Service{store: store, wallet: wallet, catalog: catalog, gate: gate, now: now, log: log, metrics: m,
 		seats: newSeatView(store, now, m)}
 	if g, ok := gate.(interface {
 		OnLeave(func(concertID, userID string))

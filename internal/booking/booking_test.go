@@ -81,19 +81,19 @@ func newEnvHolds(t *testing.T, seats int, holdTTL time.Duration, maxHolds int) *
 		Schedules: []ticketrush.Schedule{{ID: ticketrush.NewID(), StartsAt: e.clock.Now()}}}
 	_, err := e.store.LoadConcert(context.Background(), e.concert, e.clock.Now())
 	require.NoError(t, err)
-	e.svc = NewService(e.store, e, e, e.clock.Now, dbtest.Log(t), prometheus.NewRegistry())
+	e.svc = NewService(e.store.Seats, e.store.Wallet, e, e, e.clock.Now, dbtest.Log(t), prometheus.NewRegistry())
 	return e
 }
 
 // watch gives the env a store and a service whose Redis client shows see every command (dbtest.Watched).
 func (e *env) watch(see func(words []string)) {
 	e.store = redis.NewStore(dbtest.Watched(e.client, see), e.keys, prometheus.NewRegistry())
-	e.svc = NewService(e.store, e, e, e.clock.Now, e.svc.log, prometheus.NewRegistry())
+	e.svc = NewService(e.store.Seats, e.store.Wallet, e, e, e.clock.Now, e.svc.log, prometheus.NewRegistry())
 }
 
 // fan admits a fan and returns their user id, which is also their token here.
 func (e *env) fan(t testing.TB, name string) string {
-	r, err := e.store.Join(context.Background(), e.concert.ID, name, e.clock.Now())
+	r, err := e.store.Line.Join(context.Background(), e.concert.ID, name, e.clock.Now())
 	require.NoError(t, err)
 	require.Equal(t, ticketrush.StatusActive, r.Status)
 	e.mu.Lock()
@@ -252,7 +252,7 @@ func TestMoneyIsConserved(t *testing.T) {
 		var debited, refunded int64
 		for res, amount := range debits {
 			debited += amount
-			r, err := e.store.Reservation(ctx, res)
+			r, err := e.store.Seats.Reservation(ctx, res)
 			require.NoError(t, err)
 			if back, ok := refunds[res]; ok {
 				refunded += back
@@ -267,7 +267,7 @@ func TestMoneyIsConserved(t *testing.T) {
 		for res := range refunds {
 			assert.Contains(t, debits, res, "a refund without a debit")
 		}
-		balance, err := e.store.Balance(ctx, f)
+		balance, err := e.store.Wallet.Balance(ctx, f)
 		require.NoError(t, err)
 		assert.Equal(t, charged[i].Load()-debited+refunded, balance, "%s: balance = charges - payments + refunds", f)
 		assert.GreaterOrEqual(t, balance, int64(0))

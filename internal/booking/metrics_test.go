@@ -40,7 +40,7 @@ func series(t *testing.T, reg *prometheus.Registry, name, concertID string) (flo
 func TestConcertCountersStartAtZero(t *testing.T) {
 	e := newEnv(t, 10, time.Minute)
 	reg := prometheus.NewRegistry()
-	svc := NewService(e.store, e, e, e.clock.Now, dbtest.Log(t), reg)
+	svc := NewService(e.store.Seats, e.store.Wallet, e, e, e.clock.Now, dbtest.Log(t), reg)
 	names := []string{"ticketrush_holds_total", "ticketrush_holds_lapsed_total", "ticketrush_holds_cancelled_total", "ticketrush_payments_total"}
 	for _, name := range names {
 		_, ok := series(t, reg, name, e.concert.ID)

@@ -46,7 +46,7 @@ func seatViewRound(t *testing.T, seed uint64) {
 	names := make([]string, fans)
 	for i := range names {
 		names[i] = e.fan(t, fmt.Sprint("fan-", i))
-		_, _, err := e.store.Charge(ctx, names[i], 1_000_000, "", "", e.clock.Now())
+		_, _, err := e.store.Wallet.Charge(ctx, names[i], 1_000_000, "", "", e.clock.Now())
 		require.NoError(t, err)
 	}
 	type hold struct{ user, id, seat string }
@@ -78,7 +78,7 @@ func seatViewRound(t *testing.T, seed uint64) {
 			if v == nil {
 				break
 			}
-			_, truth, err := e.store.GatedSeats(ctx, claims(names[0]), sched, now)
+			_, truth, err := e.store.Seats.GatedSeats(ctx, claims(names[0]), sched, now)
 			require.NoError(t, err)
 			m, err := v.seatMap(ctx, e.clock.Now)
 			require.NoError(t, err)
@@ -114,7 +114,7 @@ func seatViewRound(t *testing.T, seed uint64) {
 			require.NoError(t, err)
 			st, taken := states[seat]
 			free := !taken || (st.Kind == redis.SeatHeld && st.Expires <= now.UnixMilli())
-			r, _, err = e.store.Hold(ctx, c, sched, seat, 1000, now)
+			r, _, err = e.store.Seats.Hold(ctx, c, sched, seat, 1000, now)
 			switch {
 			case err == nil, errors.Is(err, ticketrush.ErrHoldLimitReached) && free: // the seat was free to the script
 				require.True(t, window[seat], "step %d (seed %d): the view refused %s, which the script gave (not freed elsewhere since the refresh)", step, seed, seat)
@@ -132,7 +132,7 @@ func seatViewRound(t *testing.T, seed uint64) {
 			}
 		case op < 65: // a hold on another instance
 			user, seat := names[rng.IntN(fans)], seatOf(1+rng.IntN(seats))
-			r, _, err := e.store.Hold(ctx, claims(user), sched, seat, 1000, now)
+			r, _, err := e.store.Seats.Hold(ctx, claims(user), sched, seat, 1000, now)
 			if err == nil {
 				open = append(open, hold{user, r.ID, seat})
 			}
@@ -144,7 +144,7 @@ func seatViewRound(t *testing.T, seed uint64) {
 			drop(i)
 			if rng.IntN(2) == 0 {
 				_ = e.svc.Cancel(ctx, h.user, h.id) // this instance's view frees it at once
-			} else if _, err := e.store.Cancel(ctx, h.user, h.id, now); err == nil {
+			} else if _, err := e.store.Seats.Cancel(ctx, h.user, h.id, now); err == nil {
 				window[h.seat] = true
 			}
 		case op < 85 && len(open) > 0 && sold < seats/2: // a payment, here or elsewhere (half the seats at most: a sold-out line takes no fan back)
@@ -154,25 +154,25 @@ func seatViewRound(t *testing.T, seed uint64) {
 				if _, _, err := e.svc.Pay(ctx, h.user, h.id); err == nil {
 					sold++
 				}
-			} else if r, err := e.store.Claim(ctx, h.user, h.id, now); err == nil && r.Status == ticketrush.ReservationPaying {
-				d, err := e.store.Debit(ctx, h.user, h.id, r.Price, now)
+			} else if r, err := e.store.Seats.Claim(ctx, h.user, h.id, now); err == nil && r.Status == ticketrush.ReservationPaying {
+				d, err := e.store.Wallet.Debit(ctx, h.user, h.id, r.Price, now)
 				require.NoError(t, err)
-				_, err = e.store.Complete(ctx, h.id, d, now)
+				_, err = e.store.Seats.Complete(ctx, h.id, d, now)
 				require.NoError(t, err)
 				sold++
 				ended[h.user] = now // DONE when it was their last hold, and this instance does not know
 			}
 		case op < 90 && len(open) > 0: // a payment claimed elsewhere, then released (a short balance)
 			h, _ := pick()
-			if r, err := e.store.Claim(ctx, h.user, h.id, now); err == nil && r.Status == ticketrush.ReservationPaying {
-				r, err := e.store.Release(ctx, h.id, now)
+			if r, err := e.store.Seats.Claim(ctx, h.user, h.id, now); err == nil && r.Status == ticketrush.ReservationPaying {
+				r, err := e.store.Seats.Release(ctx, h.id, now)
 				require.NoError(t, err)
 				if r.Status != ticketrush.ReservationHeld {
 					window[h.seat] = true
 				}
 			}
 		case op < 95:
-			_, err := e.store.Sweep(ctx, e.concert.ID, []string{sched}, now, 100)
+			_, err := e.store.Seats.Sweep(ctx, e.concert.ID, []string{sched}, now, 100)
 			require.NoError(t, err)
 		}
 	}
@@ -202,7 +202,7 @@ func TestSeatViewKeepsTheTokenAnswers(t *testing.T) {
 	require.Equal(t, before+1, inMemory(t, e.svc.metrics.refusedInMemory), "from memory")
 
 	// The fan leaves the line on another instance: the proof lasts activeProofFor at most.
-	_, err = e.store.Leave(ctx, e.concert.ID, fan, e.tokens[fan].Seq, e.clock.Now())
+	_, err = e.store.Line.Leave(ctx, e.concert.ID, fan, e.tokens[fan].Seq, e.clock.Now())
 	require.NoError(t, err)
 	e.clock.Advance(activeProofFor)
 	_, err = e.svc.Hold(ctx, fan, fan, sched, "R-1")
@@ -231,7 +231,7 @@ func TestSeatMapTokenCheckFromTheProof(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	_, err := e.store.Leave(ctx, e.concert.ID, elsewhere, e.tokens[elsewhere].Seq, e.clock.Now())
+	_, err := e.store.Line.Leave(ctx, e.concert.ID, elsewhere, e.tokens[elsewhere].Seq, e.clock.Now())
 	require.NoError(t, err)
 	_, err = e.svc.SeatMap(ctx, elsewhere, e.concert.ID, sched, elsewhere)
 	require.NoError(t, err, "within the proof the map is served from this instance's proof")
@@ -241,7 +241,7 @@ func TestSeatMapTokenCheckFromTheProof(t *testing.T) {
 
 	_, err = e.svc.SeatMap(ctx, here, e.concert.ID, sched, here) // a fresh proof
 	require.NoError(t, err)
-	_, err = e.store.Leave(ctx, e.concert.ID, here, e.tokens[here].Seq, e.clock.Now())
+	_, err = e.store.Line.Leave(ctx, e.concert.ID, here, e.tokens[here].Seq, e.clock.Now())
 	require.NoError(t, err)
 	e.svc.left(e.concert.ID, here)
 	_, err = e.svc.SeatMap(ctx, here, e.concert.ID, sched, here)
@@ -265,7 +265,7 @@ func TestSeatViewForgetsIdleSchedules(t *testing.T) {
 	require.NoError(t, sv.Refresh(ctx))
 	assert.Nil(t, sv.existing(e.schedule()), "idle: forgotten, refreshed no more")
 
-	_, _, err = e.store.Hold(ctx, e.tokens[fan], e.schedule(), "R-2", 1000, e.clock.Now())
+	_, _, err = e.store.Seats.Hold(ctx, e.tokens[fan], e.schedule(), "R-2", 1000, e.clock.Now())
 	require.NoError(t, err)
 	m, err = e.svc.SeatMap(ctx, fan, e.concert.ID, e.schedule(), fan)
 	require.NoError(t, err)

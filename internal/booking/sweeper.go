@@ -107,7 +107,7 @@ func (s *Service) Recover(ctx context.Context, concertID string, before time.Tim
 			errs = append(errs, err)
 			continue
 		}
-		debit, ok, err := s.store.Debited(ctx, r.UserID, id)
+		debit, ok, err := s.wallet.Debited(ctx, r.UserID, id)
 		switch {
 		case err != nil:
 			errs = append(errs, err)

@@ -48,7 +48,7 @@ func TestSweepLapsesAWaveInShortCalls(t *testing.T) {
 	e.clock.Advance(time.Minute + time.Second)
 	require.NoError(t, e.svc.Sweep(ctx))
 	for _, id := range ids {
-		r, err := e.store.Reservation(ctx, id)
+		r, err := e.store.Seats.Reservation(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.ReservationExpired, r.Status, "every hold of the wave lapsed in one round")
 	}

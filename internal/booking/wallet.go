@@ -13,7 +13,7 @@ import (
 
 // Balance returns the user's points.
 func (s *Service) Balance(ctx context.Context, userID string) (int64, error) {
-	return s.store.Balance(ctx, userID)
+	return s.wallet.Balance(ctx, userID)
 }
 
 // Charge adds points. With an idempotency key, a retry with the same amount replies with the first
@@ -22,7 +22,7 @@ func (s *Service) Charge(ctx context.Context, userID string, amount int64, idemK
 	if amount < 1 || amount > ticketrush.MaxChargeAmount {
 		return ticketrush.Charge{}, false, ticketrush.ErrInvalidAmount
 	}
-	c, replayed, err := s.store.Charge(ctx, userID, amount, idemKey, fmt.Sprintf("POST /v1/points/charges %d", amount), s.now())
+	c, replayed, err := s.wallet.Charge(ctx, userID, amount, idemKey, fmt.Sprintf("POST /v1/points/charges %d", amount), s.now())
 	if err != nil {
 		return c, false, err
 	}
@@ -49,7 +49,7 @@ func (s *Service) PayOnce(ctx context.Context, userID, resID, idemKey string) (t
 		return s.Pay(ctx, userID, resID)
 	}
 	fingerprint := "POST /v1/payments " + resID
-	reserved, done, ref, created, err := s.store.ReserveKey(ctx, userID, idemKey, fingerprint, ticketrush.PaymentID(resID), s.now())
+	reserved, done, ref, created, err := s.wallet.ReserveKey(ctx, userID, idemKey, fingerprint, ticketrush.PaymentID(resID), s.now())
 	if err != nil {
 		return ticketrush.Payment{}, false, err // a refusal the key recorded comes back here
 	}
@@ -65,7 +65,7 @@ func (s *Service) PayOnce(ctx context.Context, userID, resID, idemKey string) (t
 	p, created, err := s.Pay(ctx, userID, resID)
 	if err != nil {
 		if code, ok := replayedRefusal(err); ok {
-			a, rerr := s.store.RememberRefusal(ctx, userID, idemKey, fingerprint, code, s.now())
+			a, rerr := s.wallet.RememberRefusal(ctx, userID, idemKey, fingerprint, code, s.now())
 			if rerr != nil {
 				s.log.Warn("idempotency key's refusal not recorded", "err", rerr)
 				return p, false, err // the key stays reserved: a retry waits for it, then acts
@@ -73,13 +73,13 @@ func (s *Service) PayOnce(ctx context.Context, userID, resID, idemKey string) (t
 			return s.keyAnswer(ctx, userID, a)
 		}
 		if reserved {
-			if rerr := s.store.ReleaseKey(ctx, userID, idemKey, fingerprint, s.now()); rerr != nil {
+			if rerr := s.wallet.ReleaseKey(ctx, userID, idemKey, fingerprint, s.now()); rerr != nil {
 				s.log.Warn("idempotency key not released", "err", rerr)
 			}
 		}
 		return p, false, err
 	}
-	a, err := s.store.Remember(ctx, userID, idemKey, fingerprint, p.ID, created, s.now())
+	a, err := s.wallet.Remember(ctx, userID, idemKey, fingerprint, p.ID, created, s.now())
 	if err != nil {
 		return ticketrush.Payment{}, false, err // paid; the retry with the key finds it and records the answer
 	}
@@ -139,7 +139,7 @@ func (s *Service) awaitKey(ctx context.Context, userID, key, fingerprint, resID 
 			return false, false, "", false, nil
 		case <-tick.C:
 		}
-		reserved, done, ref, created, err := s.store.ReserveKey(ctx, userID, key, fingerprint, ticketrush.PaymentID(resID), s.now())
+		reserved, done, ref, created, err := s.wallet.ReserveKey(ctx, userID, key, fingerprint, ticketrush.PaymentID(resID), s.now())
 		if err != nil || done || reserved { // reserved: the first request was refused and released the key
 			return reserved, done, ref, created, err
 		}
@@ -163,7 +163,7 @@ func (s *Service) Pay(ctx context.Context, userID, resID string) (ticketrush.Pay
 	if err := s.step(AfterClaim); err != nil {
 		return ticketrush.Payment{}, false, err
 	}
-	debit, err := s.store.Debit(ctx, userID, resID, r.Price, s.now())
+	debit, err := s.wallet.Debit(ctx, userID, resID, r.Price, s.now())
 	if errors.Is(err, ticketrush.ErrInsufficientBalance) || errors.Is(err, ticketrush.ErrReservationNotHeld) {
 		s.refused(err)
 		released, rerr := s.store.Release(ctx, resID, s.now())
@@ -195,7 +195,7 @@ func (s *Service) Pay(ctx context.Context, userID, resID string) (ticketrush.Pay
 func (s *Service) complete(ctx context.Context, userID, resID string, debit ticketrush.Payment) (ticketrush.Reservation, error) {
 	r, err := s.store.Complete(ctx, resID, debit, s.now())
 	if errors.Is(err, ticketrush.ErrReservationNotHeld) {
-		if _, rerr := s.store.Refund(ctx, userID, resID, s.now()); rerr != nil {
+		if _, rerr := s.wallet.Refund(ctx, userID, resID, s.now()); rerr != nil {
 			return r, fmt.Errorf("refund after a failed sale: %w", rerr)
 		}
 		s.metrics.refunded.Add(float64(debit.Amount))

@@ -40,10 +40,10 @@ func drawn(w *world) {
 		require.NoError(w.t, err)
 	}
 	w.at(2*time.Minute, func() {
-		d := w.queue.NewDrawer(w.store, func() []string { return []string{id} }, w.cat.Sale, "contract", prometheus.NewRegistry())
+		d := w.queue.NewDrawer(w.store.Draws, func() []string { return []string{id} }, w.cat.Sale, "contract", prometheus.NewRegistry())
 		require.NoError(w.t, d.Run(ctx, id, *w.cat.Sale(id)))
 	})
-	st, err := w.store.DrawState(ctx, id)
+	st, err := w.store.Draws.DrawState(ctx, id)
 	require.NoError(w.t, err)
 	require.True(w.t, st.Drawn(), "the draw is done")
 	w.ids["{digest}"] = st.Digest

@@ -34,5 +34,5 @@ func newPausedLine(tb testing.TB, concertID string) (ticketrush.Concert, []byte,
 	}
 	secret := []byte(strings.Repeat("s", 32))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return c, secret, log, queue.NewService(store, auth.NewQueueTokens(secret), time.Now, log, prometheus.NewRegistry())
+	return c, secret, log, queue.NewService(store.Line, auth.NewQueueTokens(secret), time.Now, log, prometheus.NewRegistry())
 }

@@ -86,9 +86,9 @@ func newBenchConcert(b testing.TB, q ticketrush.QueueSettings, sections []ticket
 		b.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	waiting := queue.NewService(store, auth.NewQueueTokens(benchSecret), time.Now, log, prometheus.NewRegistry())
+	waiting := queue.NewService(store.Line, auth.NewQueueTokens(benchSecret), time.Now, log, prometheus.NewRegistry())
 	reg := prometheus.NewRegistry()
-	purchases := booking.NewService(store, benchCatalog{c}, waiting, time.Now, log, reg)
+	purchases := booking.NewService(store.Seats, store.Wallet, benchCatalog{c}, waiting, time.Now, log, reg)
 	users := auth.NewUsers(benchSecret)
 	return &seatBench{c: c, purchases: purchases, reg: reg, client: client, store: store, waiting: waiting, users: users,
 		server: NewServer(Deps{API: true, Queue: waiting, Booking: purchases, Users: users, Registry: prometheus.NewRegistry(), Log: log})}
@@ -117,7 +117,7 @@ func (sb *seatBench) join(b testing.TB, user string) seatFan {
 // admitAll ticks the line until nobody waits.
 func (sb *seatBench) admitAll(b testing.TB) {
 	for deadline := time.Now().Add(time.Minute); ; {
-		r, err := sb.store.Tick(context.Background(), sb.c.ID, time.Now(), 10_000)
+		r, err := sb.store.Line.Tick(context.Background(), sb.c.ID, time.Now(), 10_000)
 		if err != nil {
 			b.Fatal(err)
 		}

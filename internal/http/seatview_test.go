@@ -25,7 +25,7 @@ import (
 func TestSeatMapFromTheView(t *testing.T) {
 	sb := newSeatBench(t, 2, func(seat int) bool { return seat%3 == 0 })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	viewed := booking.NewService(sb.store, benchCatalog{sb.c}, sb.waiting, time.Now, log, prometheus.NewRegistry())
+	viewed := booking.NewService(sb.store.Seats, sb.store.Wallet, benchCatalog{sb.c}, sb.waiting, time.Now, log, prometheus.NewRegistry())
 	viewed.EnableSeatView()
 	withView := NewServer(Deps{API: true, Queue: sb.waiting, Booking: viewed, Users: sb.users,
 		Registry: prometheus.NewRegistry(), Log: log})

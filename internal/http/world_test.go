@@ -159,7 +159,7 @@ func (c *contract) newWorld(t testing.TB, rc rueidis.Client, prefix string) *wor
 		Users:      auth.NewUsers([]byte(testJWTSecret)),
 		AdminToken: testAdminToken,
 		Challenges: auth.NewChallenges([]byte(testQueueKey)),
-		Draws:      w.store,
+		Draws:      w.store.Draws,
 		Ready:      map[string]Check{"redis": w.store.Ping, "postgres": c.db.Ping},
 		Registry:   prometheus.NewRegistry(),
 		Log:        log,
@@ -288,7 +288,7 @@ func soldOutC2(w *world) {
 	}
 	// A scheduler's tick, as one runs within a second: a concert whose seats are spread over slots (on a
 	// cluster) learns it is sold out from the tick, which carries the schedules' counts to the line.
-	_, err = w.store.Tick(ctx, c2, w.now(), 1000)
+	_, err = w.store.Line.Tick(ctx, c2, w.now(), 1000)
 	require.NoError(t, err)
 }
 
@@ -324,7 +324,7 @@ func (w *world) server() *Server { return NewServer(w.deps) }
 
 // noConcerts gives the server a catalog with no concert in it.
 func noConcerts(w *world) {
-	w.deps.Catalog = catalog.NewService(w.db, w.store, w.now, w.deps.Log)
+	w.deps.Catalog = catalog.NewService(w.db, app.CatalogLive(w.store), w.now, w.deps.Log)
 }
 
 // carolNearLimit charges carol to 1,000 points short of the balance limit.

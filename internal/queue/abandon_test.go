@@ -49,7 +49,7 @@ func TestAbandonment(t *testing.T) {
 		wg.Go(func() { in.svc.RunRefresher(loops, 200*time.Millisecond) })
 		wg.Go(func() { in.svc.RunLiveness(loops, time.Second) })
 		wg.Go(func() {
-			in.svc.NewScheduler(in.store, func() []string { return []string{concert} }).Run(loops, 50*time.Millisecond)
+			in.svc.NewScheduler(in.store.Line, func() []string { return []string{concert} }).Run(loops, 50*time.Millisecond)
 		})
 	}
 	var mu sync.Mutex
@@ -146,7 +146,7 @@ func TestAbandonment(t *testing.T) {
 	assert.Equal(t, wantAdmitted, admitted, "the pollers, in arrival order")
 	assert.Equal(t, wantDropped, dropped)
 	assert.True(t, slices.IsSorted(admitted))
-	snap, err := a.store.Snapshot(ctx, concert, 0, 0, time.Now())
+	snap, err := a.store.Line.Snapshot(ctx, concert, 0, 0, time.Now())
 	require.NoError(t, err)
 	assert.EqualValues(t, 10, snap.Abandoned)
 	assert.EqualValues(t, 10, counter(t, a.reg, "ticketrush_queue_abandoned_total", map[string]string{"concert": concert})+

@@ -43,7 +43,7 @@ func newSaleOfShards(tb testing.TB, rc rueidis.Client, prefix string, shards int
 	store := redis.NewStore(rc, prefix, prometheus.NewRegistry())
 	t0 := time.Now().Truncate(time.Millisecond)
 	clk := dbtest.NewClock(t0.Add(time.Second))
-	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
+	svc := queue.NewService(store.Line, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
 	seed, err := draw.NewSeed()
 	require.NoError(tb, err)
 	sale := &ticketrush.Sale{PrequeueOpensAt: t0, OpensAt: t0.Add(time.Minute), Seed: seed}
@@ -59,7 +59,7 @@ func newSaleOfShards(tb testing.TB, rc rueidis.Client, prefix string, shards int
 		}
 		return nil
 	}
-	svc.EnableOnSale(store, sales)
+	svc.EnableOnSale(store.Draws, sales)
 	return saleSetup{rc: rc, store: store, svc: svc, clk: clk, c: c, sales: sales}
 }
 
@@ -116,7 +116,7 @@ func BenchmarkDrawMillion(b *testing.B) {
 		late, _, err := s.svc.Join(ctx, "late-fan", s.c.ID)
 		require.NoError(b, err)
 		require.Equal(b, ticketrush.StatusWaiting, late.Status)
-		timed := &timedDrawStore{DrawStore: s.store}
+		timed := &timedDrawStore{DrawStore: s.store.Draws}
 		drawer := s.svc.NewDrawer(timed, concerts, s.sales, "bench", prometheus.NewRegistry())
 
 		stop := make(chan struct{})
@@ -160,7 +160,7 @@ func BenchmarkDrawMillion(b *testing.B) {
 		b.StopTimer()
 		close(stop)
 		wg.Wait()
-		st, err := s.store.DrawState(ctx, s.c.ID)
+		st, err := s.store.Draws.DrawState(ctx, s.c.ID)
 		require.NoError(b, err)
 		require.True(b, st.Drawn())
 		require.EqualValues(b, n, st.Entrants)
@@ -192,7 +192,7 @@ func BenchmarkPrequeueBytes(b *testing.B) {
 		}
 		b.ReportMetric(usage(k.Prequeue()), "prequeue-B/entrant")
 		s.clk.Set(s.sales(s.c.ID).OpensAt.Add(time.Second))
-		drawer := s.svc.NewDrawer(s.store, func() []string { return []string{s.c.ID} }, s.sales, "bench", prometheus.NewRegistry())
+		drawer := s.svc.NewDrawer(s.store.Draws, func() []string { return []string{s.c.ID} }, s.sales, "bench", prometheus.NewRegistry())
 		require.NoError(b, drawer.Run(ctx, s.c.ID, *s.sales(s.c.ID)))
 		b.ReportMetric(usage(k.Places())+usage(k.Drawn()), "line-B/entrant")
 		b.ReportMetric(usage(k.DrawKeys()), "keys-B/entrant")

@@ -74,7 +74,7 @@ func drawExactlyOnce(t *testing.T, shards int) {
 	t0 := time.Now().Truncate(time.Millisecond)
 	clk := dbtest.NewClock(t0.Add(time.Second))
 	reg := prometheus.NewRegistry()
-	svc := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), reg)
+	svc := queue.NewService(store.Line, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), reg)
 	seed, err := draw.NewSeed()
 	require.NoError(t, err)
 	sale := &ticketrush.Sale{PrequeueOpensAt: t0, OpensAt: t0.Add(time.Minute), Seed: seed}
@@ -93,7 +93,7 @@ func drawExactlyOnce(t *testing.T, shards int) {
 		}
 		return nil
 	}
-	svc.EnableOnSale(store, sales)
+	svc.EnableOnSale(store.Draws, sales)
 	concerts := func() []string { return []string{c.ID} }
 
 	users := make([]string, n)
@@ -104,21 +104,21 @@ func drawExactlyOnce(t *testing.T, shards int) {
 		require.Equal(t, ticketrush.StatusPrequeue, tk.Status)
 	}
 	clk.Set(sale.OpensAt.Add(time.Second))
-	sched := svc.NewScheduler(store, concerts)
+	sched := svc.NewScheduler(store.Line, concerts)
 
 	// The first drawer dies after one batch.
 	placed := &atomic.Int64{}
 	dying, kill := context.WithCancel(ctx)
-	first := &placeCounter{DrawStore: store, placed: placed, killAfter: 1, kill: kill}
+	first := &placeCounter{DrawStore: store.Draws, placed: placed, killAfter: 1, kill: kill}
 	d1 := svc.NewDrawer(first, concerts, sales, "drawer-1", prometheus.NewRegistry()).WithLease(300 * time.Millisecond)
 	require.ErrorIs(t, d1.Run(dying, c.ID, *sale), context.Canceled)
-	st, err := store.DrawState(ctx, c.ID)
+	st, err := store.Draws.DrawState(ctx, c.ID)
 	require.NoError(t, err)
 	require.True(t, st.Sealed)
 	require.False(t, st.Drawn(), "the draw is not complete after one batch")
 	require.EqualValues(t, 1000, st.Placed)
 	require.NoError(t, sched.Tick(ctx))
-	r, err := store.Tick(ctx, c.ID, clk.Now(), 1000)
+	r, err := store.Line.Tick(ctx, c.ID, clk.Now(), 1000)
 	require.NoError(t, err)
 	require.Zero(t, r.Admitted, "nobody is admitted before the draw is complete")
 	require.Zero(t, r.Active)
@@ -129,7 +129,7 @@ func drawExactlyOnce(t *testing.T, shards int) {
 	loops, stop := context.WithCancel(ctx)
 	defer stop()
 	for i := range 3 {
-		ds := &placeCounter{DrawStore: store, placed: placed, noLease: true}
+		ds := &placeCounter{DrawStore: store.Draws, placed: placed, noLease: true}
 		d := svc.NewDrawer(ds, concerts, sales, fmt.Sprintf("drawer-%d", i+2), prometheus.NewRegistry()).WithLease(300 * time.Millisecond)
 		wg.Go(func() { d.RunLoop(loops, 20*time.Millisecond) })
 	}
@@ -137,13 +137,13 @@ func drawExactlyOnce(t *testing.T, shards int) {
 	var early atomic.Int64
 	wg.Go(func() {
 		for loops.Err() == nil {
-			r, err := store.Tick(ctx, c.ID, clk.Now(), 1000)
+			r, err := store.Line.Tick(ctx, c.ID, clk.Now(), 1000)
 			if err != nil || r.Admitted == 0 {
 				continue
 			}
 			// Drawn only ever goes from false to true: not drawn after a tick that admitted means
 			// the tick admitted before the draw was complete.
-			if after, err := store.DrawState(ctx, c.ID); err == nil && !after.Drawn() {
+			if after, err := store.Draws.DrawState(ctx, c.ID); err == nil && !after.Drawn() {
 				early.Add(1)
 			}
 			return
@@ -152,7 +152,7 @@ func drawExactlyOnce(t *testing.T, shards int) {
 	// Drawn, and the last batch's reply counted: stopping the loops while that reply is on its way
 	// would cancel the call after its script ran, and the count would miss a batch that was applied.
 	require.Eventually(t, func() bool {
-		st, err := store.DrawState(ctx, c.ID)
+		st, err := store.Draws.DrawState(ctx, c.ID)
 		return err == nil && st.Drawn() && placed.Load() >= n
 	}, 60*time.Second, 20*time.Millisecond)
 	stop()
@@ -209,7 +209,7 @@ func drawExactlyOnce(t *testing.T, shards int) {
 		}
 	}
 	assert.Zero(t, misplaced, "entrants not at their place in draw order")
-	st, err = store.DrawState(ctx, c.ID)
+	st, err = store.Draws.DrawState(ctx, c.ID)
 	require.NoError(t, err)
 	assert.Equal(t, draw.DigestOf(order), st.Digest)
 
@@ -235,7 +235,7 @@ func drawExactlyOnce(t *testing.T, shards int) {
 	admitted, err := rc.Do(ctx, rc.B().Zcard().Key(store.Keys().Concert(c.ID).Active()).Build()).AsInt64()
 	require.NoError(t, err)
 	for admitted < n {
-		r, err := store.Tick(ctx, c.ID, clk.Now(), 1000)
+		r, err := store.Line.Tick(ctx, c.ID, clk.Now(), 1000)
 		require.NoError(t, err)
 		require.Positive(t, r.Admitted)
 		admitted += int64(r.Admitted)
@@ -257,7 +257,7 @@ func TestLeavePrequeue(t *testing.T) {
 	store, svc, clk, c, sales, sale, ctx := s.store, s.svc, s.clk, s.c, s.sales, s.c.Sale, context.Background()
 
 	size := func() int64 {
-		n, err := store.PrequeueSize(ctx, c.ID)
+		n, err := store.Draws.PrequeueSize(ctx, c.ID)
 		require.NoError(t, err)
 		return n
 	}
@@ -278,7 +278,7 @@ func TestLeavePrequeue(t *testing.T) {
 	assert.EqualValues(t, 2, size())
 
 	clk.Set(sale.OpensAt.Add(time.Second))
-	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	d := svc.NewDrawer(store.Draws, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
 	require.NoError(t, d.Run(ctx, c.ID, *sale))
 	require.NoError(t, svc.Leave(ctx, "bob", bob.Token))
 	assert.EqualValues(t, 2, size(), "the sealed pre-queue keeps its entrants")
@@ -313,7 +313,7 @@ func leaveBetweenSealAndPlace(t *testing.T, s saleSetup) {
 	_, _, err = svc.Join(ctx, "bob", c.ID)
 	require.NoError(t, err)
 	clk.Set(sale.OpensAt.Add(time.Second))
-	_, err = store.SealDraw(ctx, c.ID, clk.Now())
+	_, err = store.Draws.SealDraw(ctx, c.ID, clk.Now())
 	require.NoError(t, err)
 
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -327,7 +327,7 @@ func leaveBetweenSealAndPlace(t *testing.T, s saleSetup) {
 		defer cancel()
 		left <- svc.Leave(lctx, "ann", ann.Token)
 	}()
-	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	d := svc.NewDrawer(store.Draws, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
 	require.NoError(t, d.Run(ctx, c.ID, *sale))
 	require.NoError(t, <-left, "the leave, once ann has a place")
 
@@ -367,9 +367,9 @@ func drawnOneWaiting(t *testing.T, s saleSetup) map[string]string {
 		old[u] = tk.Token
 	}
 	s.clk.Set(s.c.Sale.OpensAt.Add(time.Second))
-	d := s.svc.NewDrawer(s.store, func() []string { return []string{s.c.ID} }, s.sales, "d", prometheus.NewRegistry())
+	d := s.svc.NewDrawer(s.store.Draws, func() []string { return []string{s.c.ID} }, s.sales, "d", prometheus.NewRegistry())
 	require.NoError(t, d.Run(ctx, s.c.ID, *s.c.Sale))
-	r, err := s.store.Tick(ctx, s.c.ID, s.clk.Now(), 1) // the first of the draw is admitted, the other waits
+	r, err := s.store.Line.Tick(ctx, s.c.ID, s.clk.Now(), 1) // the first of the draw is admitted, the other waits
 	require.NoError(t, err)
 	require.EqualValues(t, 1, r.Admitted)
 	return old
@@ -396,8 +396,8 @@ func TestPrequeueTokenOnceSoldOut(t *testing.T) {
 	// Sold out, as the last sale marks it (the inventory's flag), seen by a refresh of the view.
 	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(store.Keys().Concert(c.ID).Inventory()).FieldValue().
 		FieldValue("soldout", "1").Build()).Error())
-	other := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
-	other.EnableOnSale(store, sales)
+	other := queue.NewService(store.Line, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
+	other.EnableOnSale(store.Draws, sales)
 	for name, instance := range map[string]*queue.Service{"the instance that knows the places": svc, "another instance": other} {
 		require.NoError(t, instance.Refresh(ctx))
 		for _, tok := range []string{old[activeFan], fresh[activeFan].Token} {
@@ -430,10 +430,10 @@ func prequeueTokenOfAFinishedFan(t *testing.T, s saleSetup) {
 	}
 	require.NoError(t, svc.Leave(ctx, "cat", old["cat"])) // before the seal: never drawn
 	clk.Set(sale.OpensAt.Add(time.Second))
-	d := svc.NewDrawer(store, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	d := svc.NewDrawer(store.Draws, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
 	require.NoError(t, d.Run(ctx, c.ID, *sale))
 	for admitted := 0; admitted < 2; {
-		r, err := store.Tick(ctx, c.ID, clk.Now(), 2)
+		r, err := store.Line.Tick(ctx, c.ID, clk.Now(), 2)
 		require.NoError(t, err)
 		require.Positive(t, r.Admitted)
 		admitted += r.Admitted
@@ -458,8 +458,8 @@ func prequeueTokenOfAFinishedFan(t *testing.T, s saleSetup) {
 	}
 	require.NoError(t, svc.Leave(ctx, "bob", old["bob"]))
 
-	other := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
-	other.EnableOnSale(store, sales)
+	other := queue.NewService(store.Line, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
+	other.EnableOnSale(store.Draws, sales)
 	want := map[string]ticketrush.QueueStatus{"ann": ticketrush.StatusDone, "bob": ticketrush.StatusExpired, "cat": ticketrush.StatusExpired}
 	for range 2 { // the second round is answered from what the first learnt
 		for u, st := range want {
@@ -488,8 +488,8 @@ func TestPrequeueTokenPollIsASignOfLife(t *testing.T) {
 	old := drawnOneWaiting(t, s)
 
 	clk.Advance(10 * time.Second)
-	other := queue.NewService(store, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
-	other.EnableOnSale(store, sales)
+	other := queue.NewService(store.Line, auth.NewQueueTokens([]byte(queueSecret)), clk.Now, quietLog(), prometheus.NewRegistry())
+	other.EnableOnSale(store.Draws, sales)
 	require.NoError(t, other.Refresh(ctx))
 	waiting := 0
 	for u, tok := range old {
@@ -576,7 +576,7 @@ func drawReadWhileAnotherPlaces(t *testing.T, s saleSetup) {
 	clk.Set(sale.OpensAt.Add(time.Second))
 	concerts := func() []string { return []string{c.ID} }
 
-	first := &pausingDrawer{DrawStore: store, paused: make(chan struct{}), resume: make(chan struct{}), placed2: make(chan struct{})}
+	first := &pausingDrawer{DrawStore: store.Draws, paused: make(chan struct{}), resume: make(chan struct{}), placed2: make(chan struct{})}
 	d1 := svc.NewDrawer(first, concerts, sales, "drawer-1", prometheus.NewRegistry()).WithReadBatch(page)
 	running, stop := context.WithCancel(ctx)
 	defer stop()
@@ -590,7 +590,7 @@ func drawReadWhileAnotherPlaces(t *testing.T, s saleSetup) {
 	// The first drawer's lease lapses while it is paused.
 	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(store.Keys().Concert(c.ID).DrawLock()).Build()).Error())
 
-	second := &interruptedReader{DrawStore: store, resume: first.resume, placed2: first.placed2}
+	second := &interruptedReader{DrawStore: store.Draws, resume: first.resume, placed2: first.placed2}
 	d2 := svc.NewDrawer(second, concerts, sales, "drawer-2", prometheus.NewRegistry()).WithReadBatch(page)
 	require.NoError(t, d2.Run(ctx, c.ID, *sale))
 	require.Greater(t, second.pages, 2, "the second drawer read the entrants in several pages")
@@ -598,12 +598,12 @@ func drawReadWhileAnotherPlaces(t *testing.T, s saleSetup) {
 	require.ErrorIs(t, <-done1, context.Canceled)
 
 	order := draw.Seed(sale.Seed).Draw(c.ID, users)
-	st, err := store.DrawState(ctx, c.ID)
+	st, err := store.Draws.DrawState(ctx, c.ID)
 	require.NoError(t, err)
 	require.True(t, st.Drawn())
 	require.EqualValues(t, n, st.Entrants)
 	var keys strings.Builder
-	require.NoError(t, store.WriteDrawKeys(ctx, c.ID, st.Entrants, time.Second, &keys))
+	require.NoError(t, store.Draws.WriteDrawKeys(ctx, c.ID, st.Entrants, time.Second, &keys))
 	lines := strings.Split(strings.TrimSuffix(keys.String(), "\n"), "\n")
 	require.Equal(t, n, len(lines), "the keys file's lines")
 	wrong, firstWrong := 0, 0
@@ -653,11 +653,11 @@ func TestDrawPlacesNoWrongRead(t *testing.T) {
 		require.NoError(t, err)
 	}
 	clk.Set(sale.OpensAt.Add(time.Second))
-	d := svc.NewDrawer(repeatingReader{store}, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
+	d := svc.NewDrawer(repeatingReader{store.Draws}, func() []string { return []string{c.ID} }, sales, "d", prometheus.NewRegistry())
 	err := d.Run(ctx, c.ID, *sale)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "read 4 entrants, sealed with 5")
-	st, err := store.DrawState(ctx, c.ID)
+	st, err := store.Draws.DrawState(ctx, c.ID)
 	require.NoError(t, err)
 	assert.Zero(t, st.Placed, "nobody placed")
 	assert.False(t, st.Drawn())

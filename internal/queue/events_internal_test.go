@@ -125,7 +125,7 @@ func activeFan(t *testing.T, recheck time.Duration) (*Service, *miniredis.Minire
 		Sections: []ticketrush.Section{{Name: "R", Price: 1, Seats: 1}}, Schedules: []ticketrush.Schedule{{ID: "s1"}}}
 	_, err := store.LoadConcert(context.Background(), c, time.Now())
 	require.NoError(t, err)
-	svc := NewService(store, auth.NewQueueTokens([]byte("stream-test-secret-0123456789abcdef0123")), time.Now,
+	svc := NewService(store.Line, auth.NewQueueTokens([]byte("stream-test-secret-0123456789abcdef0123")), time.Now,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	svc.activeRecheck = recheck
 	tk, _, err := svc.Join(context.Background(), "fan", c.ID)

@@ -67,7 +67,7 @@ func TestConcertCountersStartAtZero(t *testing.T) {
 		require.False(t, ok, "%s %v before the scheduler saw the concert", w.name, w.labels)
 	}
 
-	sched := in.svc.NewScheduler(in.store, func() []string { return []string{concert} })
+	sched := in.svc.NewScheduler(in.store.Line, func() []string { return []string{concert} })
 	require.NoError(t, sched.Tick(context.Background()))
 	for _, w := range want {
 		v, ok := series(t, in.reg, w.name, w.labels)

@@ -39,7 +39,7 @@ func TestSchedulersNeverOverAdmitPerSeat(t *testing.T) {
 	var loopsWG sync.WaitGroup
 	var recs []*tickRecorder
 	for _, in := range ins {
-		rec := &tickRecorder{store: in.store, capacity: seats}
+		rec := &tickRecorder{store: in.store.Line, capacity: seats}
 		recs = append(recs, rec)
 		loopsWG.Go(func() { in.svc.NewScheduler(rec, concerts).Run(loops, tick) })
 	}

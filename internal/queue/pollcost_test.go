@@ -25,18 +25,18 @@ import (
 
 // countingStore counts the store calls of the waiting room: snapshot refreshes and exact status reads.
 type countingStore struct {
-	*redis.Store
+	*redis.Line
 	snapshots, statuses atomic.Int64
 }
 
 func (s *countingStore) Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error) {
 	s.snapshots.Add(1)
-	return s.Store.Snapshot(ctx, concertID, afterLeave, limit, now)
+	return s.Line.Snapshot(ctx, concertID, afterLeave, limit, now)
 }
 
 func (s *countingStore) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
 	s.statuses.Add(1)
-	return s.Store.TokenStatus(ctx, c, now)
+	return s.Line.TokenStatus(ctx, c, now)
 }
 
 // commandStats sums the calls of INFO commandstats, leaving out INFO itself. Commands run inside Lua
@@ -76,8 +76,9 @@ func TestPollCostInRedisCommands(t *testing.T) {
 		perWindow = 500 // polls between two refreshes at most
 	)
 	c := dbtest.Client(t, dbtest.PrivateRedis(t))
-	store := &countingStore{Store: redis.NewStore(c, "tr", prometheus.NewRegistry())}
-	in := newInstanceOver(t, store.Store, store)
+	full := redis.NewStore(c, "tr", prometheus.NewRegistry())
+	store := &countingStore{Line: full.Line}
+	in := newInstanceOver(t, full, store)
 	ctx := context.Background()
 	concert := loadConcert(t, in.store, settings(func(q *ticketrush.QueueSettings) { q.Paused = true }))
 
@@ -159,7 +160,7 @@ type heldSnapshots struct {
 
 func (s *heldSnapshots) JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
 	defer s.joined.Add(1)
-	return s.Store.JoinWith(ctx, concertID, userID, pass, now)
+	return s.Line.JoinWith(ctx, concertID, userID, pass, now)
 }
 
 func (s *heldSnapshots) Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error) {
@@ -178,8 +179,9 @@ func (s *heldSnapshots) Snapshot(ctx context.Context, concertID string, afterLea
 func TestABurstOnAColdViewReadsOneSnapshot(t *testing.T) {
 	const fans = 50
 	c, _ := dbtest.Redis(t)
-	store := &heldSnapshots{countingStore: countingStore{Store: redis.NewStore(c, "tr", prometheus.NewRegistry())}, release: make(chan struct{})}
-	in := newInstanceOver(t, store.Store, store)
+	full := redis.NewStore(c, "tr", prometheus.NewRegistry())
+	store := &heldSnapshots{countingStore: countingStore{Line: full.Line}, release: make(chan struct{})}
+	in := newInstanceOver(t, full, store)
 	concert := loadConcert(t, in.store, settings(func(q *ticketrush.QueueSettings) { q.Paused = true }))
 
 	var wg sync.WaitGroup

@@ -71,8 +71,8 @@ func TestTwoSchedulersNeverOverAdmit(t *testing.T) {
 	}))
 	activeKey := a.store.Keys().Concert(concert).Active()
 	concerts := func() []string { return []string{concert} }
-	recA := &tickRecorder{store: a.store, capacity: capacity}
-	recB := &tickRecorder{store: b.store, capacity: capacity}
+	recA := &tickRecorder{store: a.store.Line, capacity: capacity}
+	recB := &tickRecorder{store: b.store.Line, capacity: capacity}
 
 	loops, stopLoops := context.WithCancel(context.Background())
 	var loopsWG sync.WaitGroup

@@ -28,7 +28,7 @@ type instance struct {
 
 func newInstance(t testing.TB, c rueidis.Client, prefix string) instance {
 	store := redis.NewStore(c, prefix, prometheus.NewRegistry())
-	return newInstanceOver(t, store, store)
+	return newInstanceOver(t, store, store.Line)
 }
 
 // newInstanceOver builds the waiting room over qs, which may wrap store.

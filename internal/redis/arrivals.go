@@ -29,7 +29,7 @@ type arrivalJoin struct {
 // newArrivals is the store's batches of line_arrive calls. A join whose request ended before its batch
 // was sent is dropped (it takes no seq); an arrival the batch took for a join whose request ended while
 // the call was in flight is logged as a gap in the line (logGap), so that positions stay exact.
-func (s *Store) newArrivals() *batches[arrivalJoin, arrival] {
+func (s *Line) newArrivals() *batches[arrivalJoin, arrival] {
 	return &batches[arrivalJoin, arrival]{max: maxArrivals, wait: arrivalsWait, send: s.sendArrivals,
 		gone: func(ctx context.Context, concertID string, j arrivalJoin, a arrival) {
 			if a.status == "ARRIVE" {
@@ -40,12 +40,12 @@ func (s *Store) newArrivals() *batches[arrivalJoin, arrival] {
 
 // arrive is line_arrive for one join of concertID, sent in a batch with the joins of the same concert
 // that arrive meanwhile. A join whose ctx ends first returns its error.
-func (s *Store) arrive(ctx context.Context, concertID, userID, code string, now time.Time) (arrival, error) {
+func (s *Line) arrive(ctx context.Context, concertID, userID, code string, now time.Time) (arrival, error) {
 	return s.arrivals.do(ctx, concertID, arrivalJoin{joinArgs: joinArgs{user: userID, code: code}, now: now})
 }
 
 // sendArrivals is one line_arrive call for a batch of joins of concertID, at the latest of their times.
-func (s *Store) sendArrivals(ctx context.Context, concertID string, batch []arrivalJoin) ([]batchResult[arrival], error) {
+func (s *Line) sendArrivals(ctx context.Context, concertID string, batch []arrivalJoin) ([]batchResult[arrival], error) {
 	joins := make([]joinArgs, len(batch))
 	var now time.Time
 	for i, j := range batch {

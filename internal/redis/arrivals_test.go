@@ -29,7 +29,7 @@ func TestArrivalsOfABatch(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		mustLoad(t, s, shardedConcert("ab", 4, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }))
-		first, err := s.Join(ctx, "ab", "fan-0", t0) // nobody waits and there is room: admitted at once
+		first, err := s.Line.Join(ctx, "ab", "fan-0", t0) // nobody waits and there is room: admitted at once
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusActive, first.Status)
 
@@ -43,7 +43,7 @@ func TestArrivalsOfABatch(t *testing.T) {
 				return s.arrivals.waiting(q) == i
 			}, 5*time.Second, time.Millisecond)
 			wg.Go(func() {
-				a, err := s.arrive(ctx, "ab", u, "", t0.Add(time.Second))
+				a, err := s.Line.arrive(ctx, "ab", u, "", t0.Add(time.Second))
 				assert.NoError(t, err, u)
 				got[i] = a
 			})
@@ -80,7 +80,7 @@ func TestConcurrentJoinsShareArrivalCalls(t *testing.T) {
 		for i := range fans {
 			wg.Go(func() {
 				<-start
-				r, err := s.Join(ctx, "cj", fmt.Sprintf("fan-%03d", i), t0)
+				r, err := s.Line.Join(ctx, "cj", fmt.Sprintf("fan-%03d", i), t0)
 				if assert.NoError(t, err) {
 					assert.Equal(t, ticketrush.StatusWaiting, r.Status)
 					seqs[i] = r.Seq
@@ -97,7 +97,7 @@ func TestConcurrentJoinsShareArrivalCalls(t *testing.T) {
 		for seq := uint64(1); seq <= fans; seq++ {
 			assert.True(t, seen[seq], "no fan holds seq %d", seq)
 		}
-		snap, err := s.Snapshot(ctx, "cj", 0, 0, t0)
+		snap, err := s.Line.Snapshot(ctx, "cj", 0, 0, t0)
 		require.NoError(t, err)
 		assert.EqualValues(t, fans, snap.Tail, "the newest arrival")
 		sent := count(t, s.lineArrive.calls) - calls
@@ -148,7 +148,7 @@ func BenchmarkShardedJoins(b *testing.B) {
 	for range 32 {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-				if _, err := s.Join(ctx, "sj", "fan-"+strconv.FormatInt(i, 10), t0); err != nil {
+				if _, err := s.Line.Join(ctx, "sj", "fan-"+strconv.FormatInt(i, 10), t0); err != nil {
 					b.Error(err)
 					return
 				}
@@ -172,7 +172,7 @@ func TestAGoneJoinIsDropped(t *testing.T) {
 		gone, cancel := context.WithCancel(ctx)
 		done := make(chan error)
 		go func() {
-			_, err := s.Join(gone, "gj", "gone-fan", t0)
+			_, err := s.Line.Join(gone, "gj", "gone-fan", t0)
 			done <- err
 		}()
 		require.Eventually(t, func() bool {
@@ -184,10 +184,10 @@ func TestAGoneJoinIsDropped(t *testing.T) {
 		s.arrivals.flush(ctx, "gj", q)
 		assert.Equal(t, calls, count(t, s.lineArrive.calls), "nothing sent for a join that is gone")
 
-		next, err := s.Join(ctx, "gj", "next-fan", t0)
+		next, err := s.Line.Join(ctx, "gj", "next-fan", t0)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, next.Seq, "the gone join took no seq")
-		st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "gj", UserID: "next-fan", Seq: next.Seq}, t0)
+		st, err := s.Line.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "gj", UserID: "next-fan", Seq: next.Seq}, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: 1}, st)
 	})
@@ -238,7 +238,7 @@ func TestArrivalsLapseATokenOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		mustLoad(t, s, shardedConcert("lo", 4, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }))
-		first, err := s.Join(ctx, "lo", "fan-0", t0)
+		first, err := s.Line.Join(ctx, "lo", "fan-0", t0)
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusActive, first.Status)
 		later := first.ActiveUntil.Add(time.Second)
@@ -275,19 +275,19 @@ func TestALostEnterIsSettled(t *testing.T) {
 			}
 			return nil
 		}
-		_, err := s.Join(ctx, "le", "alice", t0)
+		_, err := s.Line.Join(ctx, "le", "alice", t0)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		s.crash = nil
 		s.settling.Wait() // the settle runs past the join's answer
-		bob, err := s.Join(ctx, "le", "bob", t0)
+		bob, err := s.Line.Join(ctx, "le", "bob", t0)
 		require.NoError(t, err)
-		alice, err := s.Join(ctx, "le", "alice", t0) // the client's retry
+		alice, err := s.Line.Join(ctx, "le", "alice", t0) // the client's retry
 		require.NoError(t, err)
 		for want, f := range []struct {
 			user string
 			seq  uint64
 		}{{"alice", alice.Seq}, {"bob", bob.Seq}} {
-			st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "le", UserID: f.user, Seq: f.seq}, t0)
+			st, err := s.Line.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "le", UserID: f.user, Seq: f.seq}, t0)
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: int64(want + 1)}, st, f.user)
 		}
@@ -320,7 +320,7 @@ func TestJoinsOfAShardInOneCall(t *testing.T) {
 		for i, j := range joins {
 			require.Eventually(t, func() bool { return s.enters.waiting(q) == i }, 5*time.Second, time.Millisecond)
 			wg.Go(func() {
-				got[i], errs[i] = s.JoinWith(ctx, "eb", j.user, j.pass, t0.Add(time.Duration(i)*time.Millisecond))
+				got[i], errs[i] = s.Line.JoinWith(ctx, "eb", j.user, j.pass, t0.Add(time.Duration(i)*time.Millisecond))
 			})
 		}
 		require.Eventually(t, func() bool { return s.enters.waiting(q) == len(joins) }, 5*time.Second, time.Millisecond)
@@ -339,7 +339,7 @@ func TestJoinsOfAShardInOneCall(t *testing.T) {
 		order, err := c.Do(ctx, c.B().Lrange().Key(sh.Order()).Start(0).Stop(-1).Build()).AsStrSlice()
 		require.NoError(t, err)
 		assert.Equal(t, []string{utoa(got[0].Seq) + "|" + alice, utoa(got[3].Seq) + "|" + carol}, order)
-		st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "eb", UserID: carol, Seq: got[3].Seq}, t0.Add(time.Second))
+		st, err := s.Line.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "eb", UserID: carol, Seq: got[3].Seq}, t0.Add(time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(2), st.Position, "carol behind alice: bob's and alice's second seqs are gaps")
 	})

@@ -40,7 +40,7 @@ func blockSale(t *testing.T, s *Store, mod func(*ticketrush.QueueSettings), fans
 	}
 	out := map[string]ticketrush.QueueClaims{}
 	for _, f := range fans {
-		r, err := s.Join(context.Background(), cid, f, t0)
+		r, err := s.Line.Join(context.Background(), cid, f, t0)
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusActive, r.Status, "%s admitted at once", f)
 		out[f] = ticketrush.QueueClaims{UserID: f, ConcertID: cid, Seq: r.Seq}
@@ -63,49 +63,49 @@ func TestOneDateInBlocks(t *testing.T) {
 			return n == 1
 		}
 
-		r0, _, err := s.Hold(ctx, fans["alice"], sA, seats[0], 100, t0)
+		r0, _, err := s.Seats.Hold(ctx, fans["alice"], sA, seats[0], 100, t0)
 		require.NoError(t, err)
-		r1, _, err := s.Hold(ctx, fans["alice"], sA, seats[1], 100, t0)
+		r1, _, err := s.Seats.Hold(ctx, fans["alice"], sA, seats[1], 100, t0)
 		require.NoError(t, err)
 		assert.True(t, inBlock(0, r0.ID) && inBlock(1, r1.ID), "each hold in its seat's block")
 		assert.False(t, inBlock(1, r0.ID) || inBlock(0, r1.ID))
-		_, _, err = s.Hold(ctx, fans["alice"], sA, seats[2], 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sA, seats[2], 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "the limit counts the holds of every block")
-		_, _, err = s.Hold(ctx, fans["bob"], sA, seats[0], 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["bob"], sA, seats[0], 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrSeatUnavailable)
 
-		st, states, err := s.GatedSeats(ctx, fans["bob"], sA, t0)
+		st, states, err := s.Seats.GatedSeats(ctx, fans["bob"], sA, t0)
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusActive, st.Status)
 		assert.Equal(t, map[string]ticketrush.SeatStatus{seats[0]: ticketrush.SeatHeld, seats[1]: ticketrush.SeatHeld}, states,
 			"one seat map of every block")
-		taken, err := s.TakenSeats(ctx, cid, []string{sA})
+		taken, err := s.Seats.TakenSeats(ctx, cid, []string{sA})
 		require.NoError(t, err)
 		assert.Len(t, taken[0], 2)
-		counts, err := s.ScheduleCounts(ctx, cid, []string{sA}, t0)
+		counts, err := s.Seats.ScheduleCounts(ctx, cid, []string{sA}, t0)
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 2}}, counts)
 
-		got, err := s.Reservation(ctx, r1.ID)
+		got, err := s.Seats.Reservation(ctx, r1.ID)
 		require.NoError(t, err)
 		assert.Equal(t, seats[1], got.SeatID, "read from the block its id names")
-		_, err = s.Cancel(ctx, "alice", r1.ID, t0)
+		_, err = s.Seats.Cancel(ctx, "alice", r1.ID, t0)
 		require.NoError(t, err)
-		_, _, err = s.Charge(ctx, "alice", 1000, "", "", t0)
+		_, _, err = s.Wallet.Charge(ctx, "alice", 1000, "", "", t0)
 		require.NoError(t, err)
 		pay(t, s, "alice", r0.ID, 100)
-		_, _, err = s.Hold(ctx, fans["bob"], sA, seats[2], 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["bob"], sA, seats[2], 100, t0)
 		require.NoError(t, err)
-		n, err := s.Sweep(ctx, cid, []string{sA}, t0.Add(11*time.Second), 10)
+		n, err := s.Seats.Sweep(ctx, cid, []string{sA}, t0.Add(11*time.Second), 10)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n, "bob's hold in block 2 lapsed")
 
-		_, err = s.Tick(ctx, cid, t0.Add(11*time.Second), 10)
+		_, err = s.Line.Tick(ctx, cid, t0.Add(11*time.Second), 10)
 		require.NoError(t, err)
-		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(11*time.Second))
+		snap, err := s.Line.Snapshot(ctx, cid, 0, 10, t0.Add(11*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(11), snap.SeatsAvailable, "the concert's count from every block: one sold")
-		counts, err = s.ScheduleCounts(ctx, cid, []string{sA}, t0.Add(11*time.Second))
+		counts, err = s.Seats.ScheduleCounts(ctx, cid, []string{sA}, t0.Add(11*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 1, Sold: 1}}, counts)
 

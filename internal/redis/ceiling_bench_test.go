@@ -79,14 +79,14 @@ func BenchmarkOneRedisThread(b *testing.B) {
 		q.HoldTTL, q.AdmitPerSecond, q.ActiveCapacity, q.Paused = time.Hour, 1_000_000_000, 1_000_000_000, true
 		require.NoError(b, s.Configure(ctx, cid, q, t0))
 		measure(b, func(i int) error {
-			_, err := s.Join(ctx, cid, "fan-"+strconv.Itoa(i), t0)
+			_, err := s.Line.Join(ctx, cid, "fan-"+strconv.Itoa(i), t0)
 			return err
 		})
 	})
 	b.Run("join", func(b *testing.B) { // admitted at once: an empty line with room
 		s := newConcert(b, 1)
 		measure(b, func(i int) error {
-			_, err := s.Join(ctx, cid, "fan-"+strconv.Itoa(i), t0)
+			_, err := s.Line.Join(ctx, cid, "fan-"+strconv.Itoa(i), t0)
 			return err
 		})
 	})
@@ -101,16 +101,16 @@ func BenchmarkOneRedisThread(b *testing.B) {
 			claims := make([]ticketrush.QueueClaims, b.N)
 			for i := range claims {
 				user := "fan-" + strconv.Itoa(i)
-				j, err := s.Join(ctx, cid, user, t0)
+				j, err := s.Line.Join(ctx, cid, user, t0)
 				require.NoError(b, err)
 				claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}
 				for k := range tt.open {
-					_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", per*i+k+1), 10, t0)
+					_, _, err := s.Seats.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", per*i+k+1), 10, t0)
 					require.NoError(b, err)
 				}
 			}
 			measure(b, func(i int) error {
-				_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", per*i+per), 10, t0)
+				_, _, err := s.Seats.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", per*i+per), 10, t0)
 				return err
 			})
 		})
@@ -122,14 +122,14 @@ func BenchmarkOneRedisThread(b *testing.B) {
 		claims := make([]ticketrush.QueueClaims, b.N)
 		for i := range claims {
 			user := "fan-" + strconv.Itoa(i)
-			j, err := s.Join(ctx, cid, user, t0)
+			j, err := s.Line.Join(ctx, cid, user, t0)
 			require.NoError(b, err)
 			claims[i] = ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}
-			_, _, err = s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", i+1), 10, t0)
+			_, _, err = s.Seats.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", i+1), 10, t0)
 			require.NoError(b, err)
 		}
 		measure(b, func(i int) error {
-			_, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", (i+1)%b.N+1), 10, t0)
+			_, _, err := s.Seats.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", (i+1)%b.N+1), 10, t0)
 			if errors.Is(err, ticketrush.ErrSeatUnavailable) {
 				return nil
 			}
@@ -146,18 +146,18 @@ func BenchmarkOneRedisThread(b *testing.B) {
 			debits := make([]ticketrush.Payment, b.N)
 			for i := range ids {
 				user := "fan-" + strconv.Itoa(i)
-				j, err := s.Join(ctx, cid, user, t0)
+				j, err := s.Line.Join(ctx, cid, user, t0)
 				require.NoError(b, err)
-				r, _, err := s.Hold(ctx, ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}, sA,
+				r, _, err := s.Seats.Hold(ctx, ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}, sA,
 					fmt.Sprintf("R-%d", i+1), 10, t0)
 				require.NoError(b, err)
 				ids[i] = r.ID
 				if step == "complete" {
-					_, _, err = s.Charge(ctx, user, 10, "", "", t0)
+					_, _, err = s.Wallet.Charge(ctx, user, 10, "", "", t0)
 					require.NoError(b, err)
-					_, err = s.Claim(ctx, user, r.ID, t0)
+					_, err = s.Seats.Claim(ctx, user, r.ID, t0)
 					require.NoError(b, err)
-					debits[i], err = s.Debit(ctx, user, r.ID, 10, t0)
+					debits[i], err = s.Wallet.Debit(ctx, user, r.ID, 10, t0)
 					require.NoError(b, err)
 				}
 			}
@@ -165,11 +165,11 @@ func BenchmarkOneRedisThread(b *testing.B) {
 				var err error
 				switch step {
 				case "cancel":
-					_, err = s.Cancel(ctx, "fan-"+strconv.Itoa(i), ids[i], t0)
+					_, err = s.Seats.Cancel(ctx, "fan-"+strconv.Itoa(i), ids[i], t0)
 				case "claim":
-					_, err = s.Claim(ctx, "fan-"+strconv.Itoa(i), ids[i], t0)
+					_, err = s.Seats.Claim(ctx, "fan-"+strconv.Itoa(i), ids[i], t0)
 				default:
-					_, err = s.Complete(ctx, ids[i], debits[i], t0)
+					_, err = s.Seats.Complete(ctx, ids[i], debits[i], t0)
 				}
 				return err
 			})
@@ -272,13 +272,13 @@ func BenchmarkTickRound(b *testing.B) {
 					_, err := s.LoadConcert(ctx, con, t0)
 					require.NoError(b, err)
 					for i := range rounds*per + per*11 { // the budget starts full: the first tick takes per*10
-						_, err := s.Join(ctx, id, "fan-"+strconv.Itoa(i), t0)
+						_, err := s.Line.Join(ctx, id, "fan-"+strconv.Itoa(i), t0)
 						require.NoError(b, err)
 					}
-					_, err = s.Tick(ctx, id, t0, per*10) // spends the first budget
+					_, err = s.Line.Tick(ctx, id, t0, per*10) // spends the first budget
 					require.NoError(b, err)
 					if tt.ends != "" { // ends the first budget's sessions: from here on a round ends the last one's
-						_, err = s.Tick(ctx, id, t0.Add(100*time.Millisecond), per*10)
+						_, err = s.Line.Tick(ctx, id, t0.Add(100*time.Millisecond), per*10)
 						require.NoError(b, err)
 					}
 				})
@@ -294,7 +294,7 @@ func BenchmarkTickRound(b *testing.B) {
 						first = 2
 					}
 					for j := first; j < first+rounds; j++ {
-						r, err := s.Tick(ctx, id, t0.Add(time.Duration(j)*100*time.Millisecond), 1000)
+						r, err := s.Line.Tick(ctx, id, t0.Add(time.Duration(j)*100*time.Millisecond), 1000)
 						require.NoError(b, err)
 						require.Equal(b, per, r.Admitted, "round %d of %s", j, id)
 						switch tt.ends {
@@ -332,16 +332,16 @@ func BenchmarkSweepWave(b *testing.B) {
 	s := benchConcert(b, c, b.N, time.Minute)
 	for i := range b.N {
 		user := "fan-" + strconv.Itoa(i)
-		j, err := s.Join(ctx, cid, user, t0)
+		j, err := s.Line.Join(ctx, cid, user, t0)
 		require.NoError(b, err)
-		_, _, err = s.Hold(ctx, ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}, sA, fmt.Sprintf("R-%d", i+1), 10, t0)
+		_, _, err = s.Seats.Hold(ctx, ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}, sA, fmt.Sprintf("R-%d", i+1), 10, t0)
 		require.NoError(b, err)
 	}
 	require.NoError(b, c.Do(ctx, c.B().ConfigResetstat().Build()).Error())
 	b.ResetTimer()
 	lapsed, calls := 0, 0
 	for {
-		n, err := s.Sweep(ctx, cid, []string{sA}, t0.Add(2*time.Minute), batch)
+		n, err := s.Seats.Sweep(ctx, cid, []string{sA}, t0.Add(2*time.Minute), batch)
 		require.NoError(b, err)
 		lapsed, calls = lapsed+n, calls+1
 		if n < batch {
@@ -380,7 +380,7 @@ func BenchmarkLinePlace(b *testing.B) {
 	require.NoError(b, c.Do(ctx, c.B().ConfigResetstat().Build()).Error())
 	b.ResetTimer()
 	for from := 0; from < b.N; from += batch {
-		require.NoError(b, s.placeLine(ctx, lineOf(b, s, cid), 0, int64(from), entrants[from:min(from+batch, b.N)]))
+		require.NoError(b, s.Line.placeLine(ctx, lineOf(b, s, cid), 0, int64(from), entrants[from:min(from+batch, b.N)]))
 	}
 	b.StopTimer()
 	us := commandStats(b, c)["evalsha"].usec / float64(b.N)

@@ -154,9 +154,9 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	replicas := pc.Replicas(t)
 	require.Len(t, replicas, 3)
 
-	held, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+	held, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 	require.NoError(t, err, "a hold with its replicas up")
-	_, _, err = s.Charge(ctx, "alice", 500, "", "", t0)
+	_, _, err = s.Wallet.Charge(ctx, "alice", 500, "", "", t0)
 	require.NoError(t, err, "a charge with its replicas up")
 
 	for _, port := range replicas {
@@ -170,18 +170,18 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 			}
 		}
 	})
-	_, _, err = s.Hold(ctx, fans["bob"], sA, "VIP-2", 100, t0)
+	_, _, err = s.Seats.Hold(ctx, fans["bob"], sA, "VIP-2", 100, t0)
 	assert.ErrorIs(t, err, ErrNotReplicated, "a hold acknowledged while no replica has it")
 	assert.ErrorIs(t, err, ticketrush.ErrUnavailable)
-	_, _, err = s.Charge(ctx, "bob", 500, "", "", t0)
+	_, _, err = s.Wallet.Charge(ctx, "bob", 500, "", "", t0)
 	assert.ErrorIs(t, err, ErrNotReplicated, "a charge acknowledged while no replica has it")
-	_, _, err = spread.Hold(ctx, spreadFans["erin"], sA, "VIP-1", 100, t0)
+	_, _, err = spread.Seats.Hold(ctx, spreadFans["erin"], sA, "VIP-1", 100, t0)
 	assert.ErrorIs(t, err, ErrNotReplicated, "a hold of a seat in its own slot acknowledged while no replica has it")
-	_, err = s.Join(ctx, cid, "carol", t0)
+	_, err = s.Line.Join(ctx, cid, "carol", t0)
 	assert.ErrorIs(t, err, ErrNotReplicated, "a join acknowledged while no replica has the fan's place")
-	_, err = s.Cancel(ctx, "alice", held.ID, t0)
+	_, err = s.Seats.Cancel(ctx, "alice", held.ID, t0)
 	assert.ErrorIs(t, err, ErrNotReplicated, "a cancel acknowledged while no replica has it")
-	_, err = s.Tick(ctx, cid, t0, 10)
+	_, err = s.Line.Tick(ctx, cid, t0, 10)
 	assert.NoError(t, err, "an admission round does not wait")
 
 	for _, port := range replicas {
@@ -191,10 +191,10 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	stopped = false
 	// The masters notice their replicas' closed connections; then nothing is left to wait for.
 	require.Eventually(t, func() bool {
-		_, _, err := s.Charge(ctx, "dave", 100, "", "", t0)
+		_, _, err := s.Wallet.Charge(ctx, "dave", 100, "", "", t0)
 		return err == nil
 	}, 10*time.Second, 20*time.Millisecond, "a master without a replica still takes charges")
-	_, _, err = s.Hold(ctx, fans["bob"], sA, "VIP-3", 100, t0)
+	_, _, err = s.Seats.Hold(ctx, fans["bob"], sA, "VIP-3", 100, t0)
 	require.NoError(t, err)
 	assert.Positive(t, counter(t, reg, "ticketrush_redis_unreplicated_writes_total"))
 
@@ -218,7 +218,7 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	}
 	before := waits()
 	for range 20 {
-		_, _, err := s.Charge(ctx, "dave", 1, "", "", t0)
+		_, _, err := s.Wallet.Charge(ctx, "dave", 1, "", "", t0)
 		require.NoError(t, err)
 	}
 	assert.Less(t, waits()-before, 5, "WAITs sent to a master without a replica for 20 charges")
@@ -269,7 +269,7 @@ func TestJustFormedClusterTakesChargesOnCluster(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range fans {
 		wg.Go(func() {
-			_, _, err := s.Charge(ctx, fmt.Sprintf("fresh-%d", i), 500, "", "", t0)
+			_, _, err := s.Wallet.Charge(ctx, fmt.Sprintf("fresh-%d", i), 500, "", "", t0)
 			errs <- err
 		})
 	}

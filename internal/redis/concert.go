@@ -32,7 +32,7 @@ func (s *Store) LoadConcert(ctx context.Context, c ticketrush.Concert, now time.
 	if err != nil {
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 	}
-	if err := s.loadSchedules(ctx, c, now); err != nil { // each time: a crash may have left one out
+	if err := s.Seats.loadSchedules(ctx, c, now); err != nil { // each time: a crash may have left one out
 		return false, fmt.Errorf("load concert %s: %w", c.ID, err)
 	}
 	return loaded, nil

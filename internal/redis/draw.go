@@ -21,7 +21,7 @@ import (
 
 // SealDraw closes a sale's pre-queue if its opening has passed (once; see lua/draw_seal.lua) and
 // returns the draw's state; Sealed is false before the opening.
-func (s *Store) SealDraw(ctx context.Context, concertID string, now time.Time) (ticketrush.DrawState, error) {
+func (s *Draws) SealDraw(ctx context.Context, concertID string, now time.Time) (ticketrush.DrawState, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return ticketrush.DrawState{}, err
@@ -48,7 +48,7 @@ func sealReply(msg rueidis.RedisMessage) (ticketrush.DrawState, error) {
 
 // PlaceDraw places one batch of entrants that starts after draw place from; it returns the cursor
 // after the call and whether this call applied the batch (false: another scheduler was there first).
-func (s *Store) PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error) {
+func (s *Draws) PlaceDraw(ctx context.Context, concertID string, from int64, batch []draw.Entrant, digest string, now time.Time) (int64, bool, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return 0, false, err
@@ -85,7 +85,7 @@ func placeReply(msg rueidis.RedisMessage) (int64, bool, error) {
 
 // PrequeueStatus returns the state of a user's pre-queue token (seq 0) and, once the draw placed them,
 // their arrival seq.
-func (s *Store) PrequeueStatus(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
+func (s *Draws) PrequeueStatus(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return ticketrush.TokenState{}, 0, err
@@ -116,7 +116,7 @@ func prequeueStatusReply(msg rueidis.RedisMessage) (ticketrush.TokenState, uint6
 
 // LeavePrequeue takes a user out of a sale's pre-queue before it is sealed; it reports PREQUEUE when
 // they left, "" when they were not in it or it was sealed already.
-func (s *Store) LeavePrequeue(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.QueueStatus, error) {
+func (s *Draws) LeavePrequeue(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.QueueStatus, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return "", err
@@ -135,7 +135,7 @@ func prequeueLeaveReply(msg rueidis.RedisMessage) (ticketrush.QueueStatus, error
 }
 
 // DrawState reads a concert's draw (a plain read of one hash; the seed is not part of it).
-func (s *Store) DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error) {
+func (s *Draws) DrawState(ctx context.Context, concertID string) (ticketrush.DrawState, error) {
 	k := s.keys.Concert(concertID)
 	msg, err := s.client.Do(ctx, s.client.B().Hmget().Key(k.Draw()).Field(drawFields[:]...).Build()).ToMessage()
 	if err != nil {
@@ -186,7 +186,7 @@ func drawStateReply(msg rueidis.RedisMessage) (ticketrush.DrawState, error) {
 }
 
 // PrequeueSize is the number of the pre-queue's entrants so far.
-func (s *Store) PrequeueSize(ctx context.Context, concertID string) (int64, error) {
+func (s *Draws) PrequeueSize(ctx context.Context, concertID string) (int64, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return 0, err
@@ -214,7 +214,7 @@ func (s *Store) PrequeueSize(ctx context.Context, concertID string) (int64, erro
 // of the others (a page by rank would skip some and repeat others), not the order within each part. An
 // entrant placed after the page that had them in the first part comes again in the second: the draw
 // counts each user once (draw.Seed.Draw).
-func (s *Store) Entrants(ctx context.Context, concertID, cursor string, count int64) ([]string, string, error) {
+func (s *Draws) Entrants(ctx context.Context, concertID, cursor string, count int64) ([]string, string, error) {
 	if count < 1 {
 		return nil, "", fmt.Errorf("entrants %s: a page of %d", concertID, count)
 	}
@@ -319,7 +319,7 @@ func validScore(v string) bool {
 // LeaseDraw takes or renews the lease on computing a concert's draw for owner; it reports whether
 // owner holds it. The lease only spares schedulers duplicate work: draw_place's cursor keeps the
 // placing exactly-once whoever holds it.
-func (s *Store) LeaseDraw(ctx context.Context, concertID, owner string, ttl time.Duration) (bool, error) {
+func (s *Draws) LeaseDraw(ctx context.Context, concertID, owner string, ttl time.Duration) (bool, error) {
 	key := s.keys.Concert(concertID).DrawLock()
 	err := s.client.Do(ctx, s.client.B().Set().Key(key).Value(owner).Nx().Px(ttl).Build()).Error()
 	if err == nil {
@@ -347,7 +347,7 @@ func (s *Store) LeaseDraw(ctx context.Context, concertID, owner string, ttl time
 // DrawPlaceOf finds a key among the first n keys of a concert's draw, which are in ascending order (the
 // draw order): its 1-based draw place, or 0 when no entrant has it. A binary search of the keys string,
 // one 32-byte read a step: about 20 round trips for a million entrants.
-func (s *Store) DrawPlaceOf(ctx context.Context, concertID string, key draw.Key, n int64) (int64, error) {
+func (s *Draws) DrawPlaceOf(ctx context.Context, concertID string, key draw.Key, n int64) (int64, error) {
 	dkeys := s.keys.Concert(concertID).DrawKeys()
 	lo, hi := int64(0), n // the place, if any, is in [lo, hi) (0-based)
 	for lo < hi {
@@ -378,7 +378,7 @@ const drawKeysChunk = 2048
 // WriteDrawKeys writes the first n keys of a concert's draw to w as hex lines, in draw order, reading
 // them from Redis a chunk at a time (a million keys are 32 MB in Redis, 65 MB as text), each read
 // bounded by call: the whole may take as long as w takes the text.
-func (s *Store) WriteDrawKeys(ctx context.Context, concertID string, n int64, call time.Duration, w io.Writer) error {
+func (s *Draws) WriteDrawKeys(ctx context.Context, concertID string, n int64, call time.Duration, w io.Writer) error {
 	key := s.keys.Concert(concertID).DrawKeys()
 	line := make([]byte, 0, drawKeysChunk*(2*draw.KeySize+1))
 	for from := int64(0); from < n; from += drawKeysChunk {

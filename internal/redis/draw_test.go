@@ -73,7 +73,7 @@ func TestEntrantsWhileAnotherPlaces(t *testing.T) {
 					}
 				}
 				for cursor, next := "", 0; ; {
-					page, after, err := s.Entrants(ctx, "en", cursor, 7)
+					page, after, err := s.Draws.Entrants(ctx, "en", cursor, 7)
 					require.NoError(t, err)
 					for _, u := range page {
 						seen[u] = true

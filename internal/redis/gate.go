@@ -13,7 +13,7 @@ import (
 // gated checks a gated call's token and runs the reads in one round trip, returning their replies. A
 // gated call is the fan showing up (noShowSeconds): the check takes them off the no-show watch. Where
 // the check runs is the line's (lineWay.gated): the concert's slot, or the fan's shard.
-func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
+func (s *core) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
 	w, err := s.ways(ctx, c.ConcertID)
 	if err != nil {
 		return ticketrush.TokenState{}, nil, err
@@ -23,7 +23,7 @@ func (s *Store) gated(ctx context.Context, c ticketrush.QueueClaims, now time.Ti
 
 // gatedOnConcert is gated on the concert's slot: the token status script, the show-up and the reads in
 // one round trip.
-func (s *Store) gatedOnConcert(ctx context.Context, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
+func (s *core) gatedOnConcert(ctx context.Context, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
 	keys, args := s.keys.Concert(c.ConcertID).queueStatus(c, now)
 	msg, res, err := s.execWith(ctx, s.status, keys, args, append([]func() rueidis.Completed{s.shown(c)}, reads...)...)
 	data := res[1:] // after the show-up's reply: execWith answers each command, on its fallback too
@@ -39,7 +39,7 @@ func (s *Store) gatedOnConcert(ctx context.Context, c ticketrush.QueueClaims, no
 
 // gatedOnShard is gated on the fan's line shard (gateShow), the reads sent meanwhile: one round trip
 // each, side by side, and none on the concert's slot for an ACTIVE fan.
-func (s *Store) gatedOnShard(ctx context.Context, g gateAt, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
+func (s *core) gatedOnShard(ctx context.Context, g gateAt, c ticketrush.QueueClaims, now time.Time, reads ...func() rueidis.Completed) (ticketrush.TokenState, []rueidis.RedisResult, error) {
 	var data []rueidis.RedisResult
 	done := make(chan struct{})
 	if len(reads) == 0 {
@@ -65,7 +65,7 @@ func (s *Store) gatedOnShard(ctx context.Context, g gateAt, c ticketrush.QueueCl
 // inShard is the state of a token the concert's slot found gone (EXPIRED): for a line spread over
 // shards, the fan may still be WAITING in their shard (a refusal's path only: no round trip more for
 // an ACTIVE token).
-func (s *Store) inShard(ctx context.Context, c ticketrush.QueueClaims, st ticketrush.TokenState, now time.Time) (ticketrush.TokenState, error) {
+func (s *core) inShard(ctx context.Context, c ticketrush.QueueClaims, st ticketrush.TokenState, now time.Time) (ticketrush.TokenState, error) {
 	if st.Status != ticketrush.StatusExpired {
 		return st, nil
 	}
@@ -79,13 +79,13 @@ func (s *Store) inShard(ctx context.Context, c ticketrush.QueueClaims, st ticket
 // Gate checks a gated call's token: its state, and the fan shown up (off the no-show watch), in one
 // round trip, as the gated reads do but without a read of their own (the seat view serves the seat map
 // from memory).
-func (s *Store) Gate(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+func (s *core) Gate(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
 	st, _, err := s.gated(ctx, c, now)
 	return st, err
 }
 
 // shown takes the fan off the concert's no-show watch: sent with every gated call's token check.
-func (s *Store) shown(c ticketrush.QueueClaims) func() rueidis.Completed {
+func (s *core) shown(c ticketrush.QueueClaims) func() rueidis.Completed {
 	return func() rueidis.Completed {
 		return s.client.B().Zrem().Key(s.keys.Concert(c.ConcertID).NoShow()).Member(c.UserID).Build()
 	}

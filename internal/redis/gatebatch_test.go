@@ -38,7 +38,7 @@ func TestGateStepsOfABatch(t *testing.T) {
 			require.Eventually(t, func() bool { return s.gates.waiting(q) == i }, 5*time.Second, time.Millisecond,
 				"each queued before the next: the batch's order is theirs")
 			wg.Go(func() {
-				r, _, err := s.Hold(ctx, fans[h.fan], h.schedule, h.seat, 100, t0)
+				r, _, err := s.Seats.Hold(ctx, fans[h.fan], h.schedule, h.seat, 100, t0)
 				if h.want == nil {
 					assert.NoError(t, err, "%s's hold of %s", h.fan, h.schedule)
 				} else {
@@ -60,12 +60,12 @@ func TestGateStepsOfABatch(t *testing.T) {
 		var cancelled ticketrush.Reservation
 		wg.Go(func() {
 			var err error
-			cancelled, err = s.Cancel(ctx, "alice", got[0].ID, t0.Add(time.Second))
+			cancelled, err = s.Seats.Cancel(ctx, "alice", got[0].ID, t0.Add(time.Second))
 			assert.NoError(t, err)
 		})
 		require.Eventually(t, func() bool { return s.gates.waiting(q) == 1 }, 5*time.Second, time.Millisecond)
 		wg.Go(func() {
-			_, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0.Add(time.Second))
+			_, _, err := s.Seats.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0.Add(time.Second))
 			assert.NoError(t, err, "the cancel's follow went first: alice's limit is free")
 		})
 		require.Eventually(t, func() bool { return s.gates.waiting(q) == 2 }, 5*time.Second, time.Millisecond)
@@ -99,7 +99,7 @@ func TestConcurrentHoldsShareGateCalls(t *testing.T) {
 		for i, u := range users {
 			wg.Go(func() {
 				<-start
-				r, _, err := s.Hold(ctx, claims[u], spreadSchedules[i%3], "GEN-"+itoa(1+i/3), 100, t0)
+				r, _, err := s.Seats.Hold(ctx, claims[u], spreadSchedules[i%3], "GEN-"+itoa(1+i/3), 100, t0)
 				if assert.NoError(t, err, u) {
 					ids[i] = r.ID
 				}
@@ -201,25 +201,25 @@ func TestSpreadHoldRateInTheGateRecord(t *testing.T) {
 			require.NoError(t, err)
 			return v
 		}
-		first, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		first, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
 		assert.Regexp(t, `^~[0-9.]+,`+first.ID+`:`, gateEntries(t, c, s, "alice"), "the bucket first in the record")
-		_, err = s.Cancel(ctx, "alice", first.ID, t0)
+		_, err = s.Seats.Cancel(ctx, "alice", first.ID, t0)
 		require.NoError(t, err)
 		assert.Empty(t, gateEntries(t, c, s, "alice"), "no open hold: no record")
 		assert.NotEmpty(t, bucket("alice"), "the bucket in its key, while its time is to come")
-		_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0)
 		require.NoError(t, err, "the burst's second call")
-		_, _, err = s.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0)
 		require.ErrorIs(t, err, ticketrush.ErrRateLimited, "a third within the burst")
-		_, _, err = s.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
 		require.ErrorIs(t, err, ticketrush.ErrSeatUnavailable, "alice has it")
 		assert.Empty(t, gateEntries(t, c, s, "bob"), "a refused hold leaves no record")
-		_, _, err = s.Hold(ctx, fans["bob"], sC, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["bob"], sC, "VIP-1", 100, t0)
 		require.NoError(t, err, "bob's bucket is his own")
-		_, _, err = s.Hold(ctx, fans["alice"], sC, "VIP-2", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sC, "VIP-2", 100, t0.Add(time.Second))
 		require.NoError(t, err, "a second later: one more")
-		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0.Add(time.Second))
 		require.ErrorIs(t, err, ticketrush.ErrRateLimited)
 	})
 }
@@ -236,7 +236,7 @@ func TestAGoneHoldStepIsDropped(t *testing.T) {
 		gone, cancel := context.WithCancel(ctx)
 		done := make(chan error)
 		go func() {
-			_, _, err := s.Hold(gone, fans["alice"], sA, "VIP-1", 100, t0)
+			_, _, err := s.Seats.Hold(gone, fans["alice"], sA, "VIP-1", 100, t0)
 			done <- err
 		}()
 		require.Eventually(t, func() bool { return s.gates.waiting(q) == 1 }, 5*time.Second, time.Millisecond)
@@ -244,7 +244,7 @@ func TestAGoneHoldStepIsDropped(t *testing.T) {
 		require.ErrorIs(t, <-done, context.Canceled)
 		s.gates.flush(ctx, gate, q)
 		assert.Empty(t, gateEntries(t, c, s, "alice"), "no entry for a step never sent")
-		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		_, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		assert.NoError(t, err, "the retry holds")
 	})
 }
@@ -271,14 +271,14 @@ func TestAHoldGoneInFlightGivesItsEntryBack(t *testing.T) {
 		gate := fanGate(t, s, "alice").key()
 		q := s.gates.inFlight(gate) // the hold waits for a batch, which this goroutine then sends
 		go func() {
-			_, _, err := s.Hold(gone, fans["alice"], sA, "VIP-1", 100, t0)
+			_, _, err := s.Seats.Hold(gone, fans["alice"], sA, "VIP-1", 100, t0)
 			done <- err
 		}()
 		require.Eventually(t, func() bool { return s.gates.waiting(q) == 1 }, 5*time.Second, time.Millisecond)
 		s.gates.flush(ctx, gate, q)
 		require.Eventually(t, func() bool { return gateEntries(t, c, s, "alice") == "" && s.gates.queues() == 0 },
 			5*time.Second, time.Millisecond, "the entry the step reserved is given back")
-		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		_, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		assert.NoError(t, err, "the retry holds")
 	})
 }

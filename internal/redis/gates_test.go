@@ -24,7 +24,7 @@ func TestJoinGates(t *testing.T) {
 			return ticketrush.JoinPass{PowID: id, PowBits: bits, PowExpires: t0.Add(time.Minute), CodeHash: "hash-a"}
 		}
 		join := func(user string, p ticketrush.JoinPass) error {
-			_, err := s.JoinWith(ctx, "c1", user, p, t0)
+			_, err := s.Line.JoinWith(ctx, "c1", user, p, t0)
 			return err
 		}
 		tests := []struct {
@@ -82,7 +82,7 @@ func TestJoinCodesOnShards(t *testing.T) {
 		mustLoad(t, s, shardedConcert("c2", 4, func(q *ticketrush.QueueSettings) { q.AccessCodeRequired = true; q.ActiveCapacity = 1 }))
 		require.NoError(t, s.AddAccessCodes(ctx, "c2", []string{"hash-a", "hash-b", "hash-c"}))
 		join := func(user, code string) (ticketrush.JoinResult, error) {
-			return s.JoinWith(ctx, "c2", user, ticketrush.JoinPass{CodeHash: code}, t0)
+			return s.Line.JoinWith(ctx, "c2", user, ticketrush.JoinPass{CodeHash: code}, t0)
 		}
 		_, err := join("fan-1", "")
 		assert.ErrorIs(t, err, ticketrush.ErrAccessCodeRequired, "no code")

@@ -72,11 +72,11 @@ func TestHoldsTouchOnlyTheFansShard(t *testing.T) {
 	fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 2 }, users...)
 	log.on.Store(true)
 	for i, u := range users {
-		r, _, err := s.Hold(ctx, fans[u], spreadSchedules[i%3], "VIP-"+itoa(1+i/3), 100, t0.Add(time.Second))
+		r, _, err := s.Seats.Hold(ctx, fans[u], spreadSchedules[i%3], "VIP-"+itoa(1+i/3), 100, t0.Add(time.Second))
 		require.NoError(t, err, u)
-		_, err = s.Cancel(ctx, u, r.ID, t0.Add(2*time.Second))
+		_, err = s.Seats.Cancel(ctx, u, r.ID, t0.Add(2*time.Second))
 		require.NoError(t, err, u)
-		_, _, err = s.Hold(ctx, fans[u], spreadSchedules[i%3], "VIP-"+itoa(1+i/3), 100, t0.Add(3*time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans[u], spreadSchedules[i%3], "VIP-"+itoa(1+i/3), 100, t0.Add(3*time.Second))
 		require.NoError(t, err, u)
 	}
 	log.on.Store(false)
@@ -96,7 +96,7 @@ func TestGatedReadsTouchOnlyTheFansShard(t *testing.T) {
 	ctx := context.Background()
 	users := []string{"alice", "bob", "carol", "dave"}
 	fans := spreadSale(t, s, nil, users...)
-	_, _, err := s.Hold(ctx, fans["dave"], sB, "VIP-1", 100, t0.Add(time.Second))
+	_, _, err := s.Seats.Hold(ctx, fans["dave"], sB, "VIP-1", 100, t0.Add(time.Second))
 	require.NoError(t, err)
 	now := t0.Add(2 * time.Second)
 	log.on.Store(true)
@@ -104,14 +104,14 @@ func TestGatedReadsTouchOnlyTheFansShard(t *testing.T) {
 		st, err := s.Gate(ctx, fans[u], now)
 		require.NoError(t, err, u)
 		require.Equal(t, ticketrush.StatusActive, st.Status, u)
-		want, err := s.TokenStatus(ctx, fans[u], now)
+		want, err := s.Line.TokenStatus(ctx, fans[u], now)
 		require.NoError(t, err)
 		assert.Equal(t, want.ActiveUntil.UnixMilli(), st.ActiveUntil.UnixMilli(), "%s: the shard's activeUntil is the concert's", u)
-		st, seats, err := s.GatedSeats(ctx, fans[u], sB, now)
+		st, seats, err := s.Seats.GatedSeats(ctx, fans[u], sB, now)
 		require.NoError(t, err, u)
 		require.Equal(t, ticketrush.StatusActive, st.Status, u)
 		assert.Equal(t, map[string]ticketrush.SeatStatus{"VIP-1": ticketrush.SeatHeld}, seats, u)
-		st, counts, err := s.GatedScheduleCounts(ctx, fans[u], []string{sA, sB, sC}, now)
+		st, counts, err := s.Seats.GatedScheduleCounts(ctx, fans[u], []string{sA, sB, sC}, now)
 		require.NoError(t, err, u)
 		require.Equal(t, ticketrush.StatusActive, st.Status, u)
 		require.Len(t, counts, 3)
@@ -122,14 +122,14 @@ func TestGatedReadsTouchOnlyTheFansShard(t *testing.T) {
 	assert.Empty(t, log.slots[concert], "no gated read of an ACTIVE fan reaches the concert's slot")
 	assert.NotEmpty(t, log.slots[slot(fanGate(t, s, "alice").key())], "alice's reads are checked on her shard")
 
-	_, err = s.Leave(ctx, cid, "alice", fans["alice"].Seq, now)
+	_, err = s.Line.Leave(ctx, cid, "alice", fans["alice"].Seq, now)
 	require.NoError(t, err)
 	for who, c := range map[string]ticketrush.QueueClaims{"alice, who left": fans["alice"],
 		"erin, who never joined": {UserID: "erin", ConcertID: cid, Seq: fans["carol"].Seq + 10}} {
 		st, err := s.Gate(ctx, c, now)
 		require.NoError(t, err, who)
 		assert.Equal(t, ticketrush.StatusExpired, st.Status, who)
-		st, _, err = s.GatedSeats(ctx, c, sB, now)
+		st, _, err = s.Seats.GatedSeats(ctx, c, sB, now)
 		require.NoError(t, err, who)
 		assert.Equal(t, ticketrush.StatusExpired, st.Status, who)
 	}
@@ -146,30 +146,30 @@ func TestShownInTheShardIsNotANoShow(t *testing.T) {
 		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) {
 			q.NoShow, q.MaxHoldsPerUser = 10*time.Second, 4
 		}, "alice", "bob", "carol", "dave")
-		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0.Add(5*time.Second))
+		_, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0.Add(5*time.Second))
 		require.NoError(t, err, "alice shows up in her shard")
 		for _, u := range []string{"carol", "dave"} {
 			st, err := s.Gate(ctx, fans[u], t0.Add(5*time.Second))
 			require.NoError(t, err)
 			require.Equal(t, ticketrush.StatusActive, st.Status, "%s shows up by a gated read", u)
 		}
-		_, err = s.Tick(ctx, cid, t0.Add(6*time.Second), 100)
+		_, err = s.Line.Tick(ctx, cid, t0.Add(6*time.Second), 100)
 		require.NoError(t, err, "a round reads alice's mark")
-		_, _, err = s.Hold(ctx, fans["carol"], sB, "VIP-1", 100, t0.Add(11*time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["carol"], sB, "VIP-1", 100, t0.Add(11*time.Second))
 		require.NoError(t, err, "carol holds past the deadline: her shard asks the concert's slot")
 
-		r, err := s.Tick(ctx, cid, t0.Add(20*time.Second), 100)
+		r, err := s.Line.Tick(ctx, cid, t0.Add(20*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, 1, r.NoShows, "bob alone")
 		for user, want := range map[string]ticketrush.QueueStatus{"alice": ticketrush.StatusActive, "bob": ticketrush.StatusExpired,
 			"carol": ticketrush.StatusActive, "dave": ticketrush.StatusActive} { // dave read, and did nothing else
-			st, err := s.TokenStatus(ctx, fans[user], t0.Add(20*time.Second))
+			st, err := s.Line.TokenStatus(ctx, fans[user], t0.Add(20*time.Second))
 			require.NoError(t, err)
 			assert.Equal(t, want, st.Status, user)
 		}
-		_, _, err = s.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0.Add(20*time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0.Add(20*time.Second))
 		assert.NoError(t, err, "alice holds on")
-		_, _, err = s.Hold(ctx, fans["bob"], sC, "VIP-2", 100, t0.Add(20*time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["bob"], sC, "VIP-2", 100, t0.Add(20*time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "bob was a no-show")
 	})
 }
@@ -181,12 +181,12 @@ func TestALeaveEndsTheShardsToken(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := spreadSale(t, s, nil, "alice")
-		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		_, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
-		from, err := s.Leave(ctx, cid, "alice", fans["alice"].Seq, t0.Add(time.Second))
+		from, err := s.Line.Leave(ctx, cid, "alice", fans["alice"].Seq, t0.Add(time.Second))
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusActive, from)
-		_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "the leave is final on the shard too")
 
 		g := fanGate(t, s, "alice")
@@ -207,17 +207,17 @@ func TestAHoldBeforeItsPop(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }, "alice")
-		r, err := s.Join(ctx, cid, "bob", t0)
+		r, err := s.Line.Join(ctx, cid, "bob", t0)
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusWaiting, r.Status)
 		bob := ticketrush.QueueClaims{UserID: "bob", ConcertID: cid, Seq: r.Seq}
-		_, err = s.Leave(ctx, cid, "alice", 1, t0)
+		_, err = s.Line.Leave(ctx, cid, "alice", 1, t0)
 		require.NoError(t, err)
 		admitOnly(t, s, cid, t0.Add(time.Second), readHeads(t, s, cid, 3))
-		st, err := s.TokenStatus(ctx, bob, t0.Add(time.Second))
+		st, err := s.Line.TokenStatus(ctx, bob, t0.Add(time.Second))
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusActive, st.Status, "admitted, not popped")
-		_, _, err = s.Hold(ctx, bob, sA, "VIP-1", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, bob, sA, "VIP-1", 100, t0.Add(time.Second))
 		require.NoError(t, err, "his shard asks the concert's slot")
 		tok, err := c.Do(ctx, c.B().Hget().Key(fanGate(t, s, "bob").shard.Token()).Field("bob").Build()).ToString()
 		require.NoError(t, err)

@@ -17,11 +17,11 @@ func paidAndHeld(t *testing.T, s *Store) (paid, held ticketrush.Reservation) {
 	t.Helper()
 	ctx := context.Background()
 	fans := sale(t, s, nil, "alice", "bob")
-	paid, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
+	paid, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
 	require.NoError(t, err)
-	held, _, err = s.Hold(ctx, fans["bob"], sB, "VIP-2", 100, t0)
+	held, _, err = s.Seats.Hold(ctx, fans["bob"], sB, "VIP-2", 100, t0)
 	require.NoError(t, err)
-	_, _, err = s.Charge(ctx, "alice", 1000, "", "", t0)
+	_, _, err = s.Wallet.Charge(ctx, "alice", 1000, "", "", t0)
 	require.NoError(t, err)
 	pay(t, s, "alice", paid.ID, 300)
 	return paid, held
@@ -31,11 +31,11 @@ func paidAndHeld(t *testing.T, s *Store) (paid, held ticketrush.Reservation) {
 func pay(t *testing.T, s *Store, userID, resID string, amount int64) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := s.Claim(ctx, userID, resID, t0)
+	_, err := s.Seats.Claim(ctx, userID, resID, t0)
 	require.NoError(t, err)
-	d, err := s.Debit(ctx, userID, resID, amount, t0)
+	d, err := s.Wallet.Debit(ctx, userID, resID, amount, t0)
 	require.NoError(t, err)
-	_, err = s.Complete(ctx, resID, d, t0)
+	_, err = s.Seats.Complete(ctx, resID, d, t0)
 	require.NoError(t, err)
 }
 

@@ -49,58 +49,58 @@ func TestInventoryCount(t *testing.T) {
 		inv := func() Inventory { return inventory(t, s, c, cid, sA, sB) }
 		assert.Equal(t, Inventory{Seats: 4, Available: 4}, inv(), "two schedules of two seats")
 
-		r, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		r, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), inv().Available, "held")
-		_, err = s.Cancel(ctx, "alice", r.ID, t0)
+		_, err = s.Seats.Cancel(ctx, "alice", r.ID, t0)
 		require.NoError(t, err)
 		assert.Equal(t, int64(4), inv().Available, "cancelled")
 
-		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
 		// the concert's count, which the snapshot reads, is carried from the seat slots' by the tick
-		_, err = s.Tick(ctx, cid, t0.Add(9*time.Second), 10)
+		_, err = s.Line.Tick(ctx, cid, t0.Add(9*time.Second), 10)
 		require.NoError(t, err)
-		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(9*time.Second))
+		snap, err := s.Line.Snapshot(ctx, cid, 0, 10, t0.Add(9*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), snap.SeatsAvailable, "held until its expiry")
-		_, err = s.Tick(ctx, cid, t0.Add(10*time.Second), 10)
+		_, err = s.Line.Tick(ctx, cid, t0.Add(10*time.Second), 10)
 		require.NoError(t, err)
-		snap, err = s.Snapshot(ctx, cid, 0, 10, t0.Add(10*time.Second))
+		snap, err = s.Line.Snapshot(ctx, cid, 0, 10, t0.Add(10*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(4), snap.SeatsAvailable, "a lapsed hold not swept yet reads as available")
 		assert.Equal(t, int64(3), inv().Available, "the stored count still has it taken")
 
-		_, lapsed, err := s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0.Add(10*time.Second))
+		_, lapsed, err := s.Seats.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0.Add(10*time.Second))
 		require.NoError(t, err)
 		require.True(t, lapsed)
 		assert.Equal(t, int64(3), inv().Available, "bob took alice's lapsed hold: one seat taken still")
 
-		n, err := s.Sweep(ctx, cid, []string{sA, sB}, t0.Add(20*time.Second), 10)
+		n, err := s.Seats.Sweep(ctx, cid, []string{sA, sB}, t0.Add(20*time.Second), 10)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		assert.Equal(t, int64(4), inv().Available, "swept")
 
-		r1, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-1", 300, t0.Add(20*time.Second))
+		r1, _, err := s.Seats.Hold(ctx, fans["alice"], sB, "VIP-1", 300, t0.Add(20*time.Second))
 		require.NoError(t, err)
-		r2, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-2", 300, t0.Add(20*time.Second))
+		r2, _, err := s.Seats.Hold(ctx, fans["alice"], sB, "VIP-2", 300, t0.Add(20*time.Second))
 		require.NoError(t, err)
 		for _, id := range []string{r1.ID, r2.ID} {
-			_, err = s.Claim(ctx, "alice", id, t0.Add(20*time.Second))
+			_, err = s.Seats.Claim(ctx, "alice", id, t0.Add(20*time.Second))
 			require.NoError(t, err)
 		}
 		assert.Equal(t, int64(2), inv().Available, "being paid")
-		_, err = s.Release(ctx, r1.ID, t0.Add(30*time.Second))
+		_, err = s.Seats.Release(ctx, r1.ID, t0.Add(30*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), inv().Available, "released after its expiry: the seat is back")
 
-		_, _, err = s.Charge(ctx, "alice", 1000, "", "", t0)
+		_, _, err = s.Wallet.Charge(ctx, "alice", 1000, "", "", t0)
 		require.NoError(t, err)
-		d, err := s.Debit(ctx, "alice", r2.ID, 300, t0)
+		d, err := s.Wallet.Debit(ctx, "alice", r2.ID, 300, t0)
 		require.NoError(t, err)
-		_, err = s.Complete(ctx, r2.ID, d, t0.Add(21*time.Second))
+		_, err = s.Seats.Complete(ctx, r2.ID, d, t0.Add(21*time.Second))
 		require.NoError(t, err)
-		_, err = s.Complete(ctx, r2.ID, d, t0.Add(21*time.Second))
+		_, err = s.Seats.Complete(ctx, r2.ID, d, t0.Add(21*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, Inventory{Seats: 4, Available: 3, Sold: 1}, inv(), "sold once, however often completed")
 	})
@@ -117,19 +117,19 @@ func TestSoldOut(t *testing.T) {
 		carol := join(t, s, cid, "carol", ticketrush.StatusActive)
 		bob := join(t, s, cid, "bob", ticketrush.StatusWaiting)
 
-		_, _, err := s.Charge(ctx, "alice", 1000, "", "", t0)
+		_, _, err := s.Wallet.Charge(ctx, "alice", 1000, "", "", t0)
 		require.NoError(t, err)
 		var held []ticketrush.Reservation
 		for _, seat := range []string{"VIP-1", "VIP-2"} {
-			r, _, err := s.Hold(ctx, alice, sA, seat, 100, t0)
+			r, _, err := s.Seats.Hold(ctx, alice, sA, seat, 100, t0)
 			require.NoError(t, err)
 			held = append(held, r)
 		}
 		for i, r := range held {
 			pay(t, s, "alice", r.ID, 100)
-			_, err := s.Tick(ctx, cid, t0, 10)
+			_, err := s.Line.Tick(ctx, cid, t0, 10)
 			require.NoError(t, err)
-			snap, err := s.Snapshot(ctx, cid, 0, 10, t0)
+			snap, err := s.Line.Snapshot(ctx, cid, 0, 10, t0)
 			require.NoError(t, err)
 			assert.Equal(t, i == 1, snap.SoldOut, "sold out after the last seat only (seat %d)", i+1)
 			assert.Zero(t, snap.SeatsAvailable, "one held, one sold; then both sold")
@@ -137,20 +137,20 @@ func TestSoldOut(t *testing.T) {
 		assert.Equal(t, Inventory{Seats: 2, Sold: 2, SoldOut: true}, inventory(t, s, c, cid, sA))
 		assert.Equal(t, []string{"concert.soldout"}, filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "concert.soldout"))
 
-		st, err := s.TokenStatus(ctx, bob, t0)
+		st, err := s.Line.TokenStatus(ctx, bob, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusSoldOut, st.Status, "bob's line is closed")
-		_, err = s.Join(ctx, cid, "dave", t0)
+		_, err = s.Line.Join(ctx, cid, "dave", t0)
 		assert.ErrorIs(t, err, ticketrush.ErrSoldOut)
-		_, err = s.Join(ctx, cid, "bob", t0)
+		_, err = s.Line.Join(ctx, cid, "bob", t0)
 		assert.ErrorIs(t, err, ticketrush.ErrSoldOut, "a waiting fan's rejoin too")
-		again, err := s.Join(ctx, cid, "carol", t0)
+		again, err := s.Line.Join(ctx, cid, "carol", t0)
 		require.NoError(t, err, "an ACTIVE fan keeps their session")
 		assert.Equal(t, carol.Seq, again.Seq)
 
-		_, err = s.Leave(ctx, cid, "carol", carol.Seq, t0)
+		_, err = s.Line.Leave(ctx, cid, "carol", carol.Seq, t0)
 		require.NoError(t, err)
-		r, err := s.Tick(ctx, cid, t0.Add(time.Minute), 100)
+		r, err := s.Line.Tick(ctx, cid, t0.Add(time.Minute), 100)
 		require.NoError(t, err)
 		assert.Zero(t, r.Admitted, "a free slot, but nothing to sell")
 	})
@@ -164,30 +164,30 @@ func TestOneShardTickCarriesTheCount(t *testing.T) {
 		ctx := context.Background()
 		mustLoad(t, s, oneSchedule(concert(cid, func(q *ticketrush.QueueSettings) { q.LineShards = 1; q.MaxHoldsPerUser = 2 })))
 		alice := join(t, s, cid, "alice", ticketrush.StatusActive)
-		_, _, err := s.Charge(ctx, "alice", 1000, "", "", t0)
+		_, _, err := s.Wallet.Charge(ctx, "alice", 1000, "", "", t0)
 		require.NoError(t, err)
 		carries := func() float64 { return testutil.ToFloat64(s.inventoryCarry.calls) }
 		before := carries()
 		var held []ticketrush.Reservation
 		for i, seat := range []string{"VIP-1", "VIP-2"} {
-			r, _, err := s.Hold(ctx, alice, sA, seat, 100, t0)
+			r, _, err := s.Seats.Hold(ctx, alice, sA, seat, 100, t0)
 			require.NoError(t, err)
 			held = append(held, r)
-			_, err = s.Tick(ctx, cid, t0, 10)
+			_, err = s.Line.Tick(ctx, cid, t0, 10)
 			require.NoError(t, err)
-			snap, err := s.Snapshot(ctx, cid, 0, 10, t0)
+			snap, err := s.Line.Snapshot(ctx, cid, 0, 10, t0)
 			require.NoError(t, err)
 			assert.Equal(t, int64(1-i), snap.SeatsAvailable, "the tick carried the hold of %s", seat)
 		}
 		for _, r := range held {
 			pay(t, s, "alice", r.ID, 100)
 		}
-		_, err = s.Tick(ctx, cid, t0, 10)
+		_, err = s.Line.Tick(ctx, cid, t0, 10)
 		require.NoError(t, err)
-		snap, err := s.Snapshot(ctx, cid, 0, 10, t0)
+		snap, err := s.Line.Snapshot(ctx, cid, 0, 10, t0)
 		require.NoError(t, err)
 		assert.True(t, snap.SoldOut, "the tick after the last sale")
-		_, err = s.Tick(ctx, cid, t0, 10)
+		_, err = s.Line.Tick(ctx, cid, t0, 10)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"concert.soldout"}, filter(eventTypes(t, c, s.keys.Concert(cid).Events()), "concert.soldout"))
 		assert.Equal(t, before, carries(), "no call of its own for the counts")
@@ -210,27 +210,27 @@ func TestActivePerSeat(t *testing.T) {
 		for _, u := range []string{"u3", "u4", "u5", "u6"} {
 			join(t, s, cid, u, ticketrush.StatusWaiting)
 		}
-		r, err := s.Tick(ctx, cid, t0, 100)
+		r, err := s.Line.Tick(ctx, cid, t0, 100)
 		require.NoError(t, err)
 		assert.Equal(t, 0, r.Admitted, "two seats, two ACTIVE")
 
-		ra, _, err := s.Hold(ctx, a, sA, "VIP-1", 100, t0)
+		ra, _, err := s.Seats.Hold(ctx, a, sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
-		_, _, err = s.Hold(ctx, b, sA, "VIP-2", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, b, sA, "VIP-2", 100, t0)
 		require.NoError(t, err)
-		r, err = s.Tick(ctx, cid, t0.Add(5*time.Second), 100)
+		r, err = s.Line.Tick(ctx, cid, t0.Add(5*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TickResult{Lapsed: 2, Waiting: 4}, r,
 			"both sessions lapse, but every seat is held: the line waits")
 
-		_, err = s.Cancel(ctx, "u1", ra.ID, t0.Add(6*time.Second))
+		_, err = s.Seats.Cancel(ctx, "u1", ra.ID, t0.Add(6*time.Second))
 		require.NoError(t, err)
-		r, err = s.Tick(ctx, cid, t0.Add(6*time.Second), 100)
+		r, err = s.Line.Tick(ctx, cid, t0.Add(6*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TickResult{Admitted: 1, Waiting: 3, Active: 1}, r, "a cancelled hold re-offers one seat")
 		assertActive(t, s, cid, "u3", 3)
 
-		r, err = s.Tick(ctx, cid, t0.Add(20*time.Second), 100)
+		r, err = s.Line.Tick(ctx, cid, t0.Add(20*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TickResult{Admitted: 2, Lapsed: 1, Waiting: 1, Active: 2}, r,
 			"u3's session lapses and u2's hold lapses (not swept yet): two seats, one fan each")
@@ -238,7 +238,7 @@ func TestActivePerSeat(t *testing.T) {
 		q := ticketrush.DefaultQueueSettings()
 		q.ActivePerSeat = 2
 		require.NoError(t, s.Configure(ctx, cid, q, t0))
-		r, err = s.Tick(ctx, cid, t0.Add(21*time.Second), 100)
+		r, err = s.Line.Tick(ctx, cid, t0.Add(21*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TickResult{Admitted: 1, Waiting: 0, Active: 3}, r, "activePerSeat 2, live: room for two more, one waits")
 	})
@@ -246,7 +246,7 @@ func TestActivePerSeat(t *testing.T) {
 
 func join(t *testing.T, s *Store, concertID, user string, want ticketrush.QueueStatus) ticketrush.QueueClaims {
 	t.Helper()
-	r, err := s.Join(context.Background(), concertID, user, t0)
+	r, err := s.Line.Join(context.Background(), concertID, user, t0)
 	require.NoError(t, err)
 	require.Equal(t, want, r.Status, user)
 	return ticketrush.QueueClaims{UserID: user, ConcertID: concertID, Seq: r.Seq}
@@ -254,7 +254,7 @@ func join(t *testing.T, s *Store, concertID, user string, want ticketrush.QueueS
 
 func assertActive(t *testing.T, s *Store, concertID, user string, seq uint64) {
 	t.Helper()
-	st, err := s.TokenStatus(context.Background(), ticketrush.QueueClaims{UserID: user, ConcertID: concertID, Seq: seq}, t0)
+	st, err := s.Line.TokenStatus(context.Background(), ticketrush.QueueClaims{UserID: user, ConcertID: concertID, Seq: seq}, t0)
 	require.NoError(t, err)
 	assert.Equal(t, ticketrush.StatusActive, st.Status, user)
 }
@@ -278,17 +278,17 @@ func TestAbandonment(t *testing.T) {
 		for i := 1; i <= 6; i++ {
 			fans = append(fans, join(t, s, cid, "u"+strconv.Itoa(i), ticketrush.StatusWaiting))
 		}
-		require.NoError(t, s.MarkAlive(ctx, cid, []ticketrush.Arrival{{UserID: fans[1].UserID, Seq: fans[1].Seq}, {UserID: fans[3].UserID, Seq: fans[3].Seq}}, t0.Add(1500*time.Millisecond)))
-		_, err := s.Join(ctx, cid, "u6", t0.Add(1500*time.Millisecond))
+		require.NoError(t, s.Line.MarkAlive(ctx, cid, []ticketrush.Arrival{{UserID: fans[1].UserID, Seq: fans[1].Seq}, {UserID: fans[3].UserID, Seq: fans[3].Seq}}, t0.Add(1500*time.Millisecond)))
+		_, err := s.Line.Join(ctx, cid, "u6", t0.Add(1500*time.Millisecond))
 		require.NoError(t, err, "a rejoin is a sign of life too")
 
 		q.Paused = false
 		require.NoError(t, s.Configure(ctx, cid, q, t0))
-		r, err := s.Tick(ctx, cid, t0.Add(3*time.Second), 100)
+		r, err := s.Line.Tick(ctx, cid, t0.Add(3*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TickResult{Admitted: 3, Waiting: 0, Active: 3, Abandoned: 3}, r)
 		for i, f := range fans {
-			st, err := s.TokenStatus(ctx, f, t0.Add(3*time.Second))
+			st, err := s.Line.TokenStatus(ctx, f, t0.Add(3*time.Second))
 			require.NoError(t, err)
 			want := ticketrush.StatusExpired
 			if i%2 == 1 {
@@ -313,7 +313,7 @@ func TestAbandonment(t *testing.T) {
 		}
 		assert.Equal(t, []string{"u1", "u3", "u5"}, dropped, "in arrival order")
 		assert.Equal(t, []string{"u2", "u4", "u6"}, admitted, "in arrival order")
-		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(3*time.Second))
+		snap, err := s.Line.Snapshot(ctx, cid, 0, 10, t0.Add(3*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), snap.Abandoned)
 		assert.Equal(t, fans[5].Seq, snap.Head, "the head is past everyone who left the line")
@@ -326,7 +326,7 @@ func TestAbandonment(t *testing.T) {
 		quiet := join(t, s, cid, "u7", ticketrush.StatusWaiting)
 		q.Paused, q.AbandonAfter = false, 0
 		require.NoError(t, s.Configure(ctx, cid, q, t0))
-		r, err = s.Tick(ctx, cid, t0.Add(time.Hour), 100)
+		r, err = s.Line.Tick(ctx, cid, t0.Add(time.Hour), 100)
 		require.NoError(t, err)
 		assert.Equal(t, 1, r.Admitted, "abandonAfter 0: silence is no reason to drop a fan")
 		assertActive(t, s, cid, "u7", quiet.Seq)
@@ -346,15 +346,15 @@ func TestNoShowsOfOneRound(t *testing.T) {
 		for _, u := range []string{"a", "b", "c", "d", "e"} {
 			fans = append(fans, join(t, s, cid, u, ticketrush.StatusActive))
 		}
-		_, _, err := s.GatedSeats(ctx, fans[1], sA, t0.Add(time.Second)) // b shows up
+		_, _, err := s.Seats.GatedSeats(ctx, fans[1], sA, t0.Add(time.Second)) // b shows up
 		require.NoError(t, err)
-		_, err = s.Leave(ctx, cid, "c", fans[2].Seq, t0.Add(time.Second)) // c gives the slot back
+		_, err = s.Line.Leave(ctx, cid, "c", fans[2].Seq, t0.Add(time.Second)) // c gives the slot back
 		require.NoError(t, err)
-		r, err := s.Tick(ctx, cid, t0.Add(2*time.Second), 100)
+		r, err := s.Line.Tick(ctx, cid, t0.Add(2*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TickResult{Active: 1, NoShows: 3}, r, "a, d and e expired; b stays")
 		for i, f := range fans {
-			st, err := s.TokenStatus(ctx, f, t0.Add(2*time.Second))
+			st, err := s.Line.TokenStatus(ctx, f, t0.Add(2*time.Second))
 			require.NoError(t, err)
 			want := ticketrush.StatusExpired
 			if i == 1 {
@@ -371,7 +371,7 @@ func TestNoShowsOfOneRound(t *testing.T) {
 		seqs, err := c.Do(ctx, c.B().Hgetall().Key(s.keys.Concert(cid).ActiveSeq()).Build()).AsStrMap()
 		require.NoError(t, err)
 		assert.Equal(t, map[string]string{"b": strconv.FormatUint(fans[1].Seq, 10)}, seqs, "the expired fans' seqs are gone")
-		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(2*time.Second))
+		snap, err := s.Line.Snapshot(ctx, cid, 0, 10, t0.Add(2*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), snap.Abandoned)
 	})
@@ -390,18 +390,18 @@ func TestNoShow(t *testing.T) {
 		quiet := join(t, s, cid, "quiet", ticketrush.StatusActive)
 		next := join(t, s, cid, "next", ticketrush.StatusWaiting)
 
-		_, _, err := s.GatedSeats(ctx, reader, sA, t0.Add(time.Second))
+		_, _, err := s.Seats.GatedSeats(ctx, reader, sA, t0.Add(time.Second))
 		require.NoError(t, err)
-		_, _, err = s.Hold(ctx, holder, sA, "VIP-1", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, holder, sA, "VIP-1", 100, t0.Add(time.Second))
 		require.NoError(t, err)
-		r, err := s.Tick(ctx, cid, t0.Add(1999*time.Millisecond), 100)
+		r, err := s.Line.Tick(ctx, cid, t0.Add(1999*time.Millisecond), 100)
 		require.NoError(t, err)
 		assert.Zero(t, r.NoShows, "before the deadline")
-		r, err = s.Tick(ctx, cid, t0.Add(2*time.Second), 100)
+		r, err = s.Line.Tick(ctx, cid, t0.Add(2*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TickResult{Admitted: 1, Waiting: 0, Active: 3, NoShows: 1}, r)
 		for _, f := range []ticketrush.QueueClaims{reader, holder, quiet, next} {
-			st, err := s.TokenStatus(ctx, f, t0.Add(2*time.Second))
+			st, err := s.Line.TokenStatus(ctx, f, t0.Add(2*time.Second))
 			require.NoError(t, err)
 			want := ticketrush.StatusActive
 			if f.UserID == "quiet" {
@@ -419,11 +419,11 @@ func TestNoShow(t *testing.T) {
 		}
 		assert.Equal(t, []map[string]string{{"type": "queue.noshows", "users": "quiet", "seqs": strconv.FormatUint(quiet.Seq, 10),
 			"at": strconv.FormatInt(t0.Add(2*time.Second).UnixMilli(), 10)}}, noshows, "one event for the round's no-shows")
-		snap, err := s.Snapshot(ctx, cid, 0, 10, t0.Add(2*time.Second))
+		snap, err := s.Line.Snapshot(ctx, cid, 0, 10, t0.Add(2*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), snap.Abandoned)
 
-		r, err = s.Tick(ctx, cid, t0.Add(4*time.Second), 100)
+		r, err = s.Line.Tick(ctx, cid, t0.Add(4*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, 1, r.NoShows, "next, admitted by the tick at 2 s, never showed either")
 	})
@@ -449,19 +449,19 @@ func TestActivePerSeatCountsTheSeatsAsTheyAre(t *testing.T) {
 			holders = append(holders, join(t, s, cid, f, ticketrush.StatusActive))
 		}
 		waiter := join(t, s, cid, "w", ticketrush.StatusWaiting)
-		_, err := s.Tick(ctx, cid, t0, 10) // the carry: two seats AVAILABLE
+		_, err := s.Line.Tick(ctx, cid, t0, 10) // the carry: two seats AVAILABLE
 		require.NoError(t, err)
 		for i, h := range holders { // both seats held, and both fans give back their slot, after that carry
-			_, _, err := s.Hold(ctx, h, sA, fmt.Sprintf("VIP-%d", i+1), 100, t0)
+			_, _, err := s.Seats.Hold(ctx, h, sA, fmt.Sprintf("VIP-%d", i+1), 100, t0)
 			require.NoError(t, err)
-			_, err = s.Leave(ctx, cid, h.UserID, h.Seq, t0)
+			_, err = s.Line.Leave(ctx, cid, h.UserID, h.Seq, t0)
 			require.NoError(t, err)
 		}
 		w, err := s.ways(ctx, cid)
 		require.NoError(t, err)
 		_, err = w.line.tick(ctx, t0, 10) // the line's round alone, the carry two seats behind
 		require.NoError(t, err)
-		st, err := s.TokenStatus(ctx, waiter, t0)
+		st, err := s.Line.TokenStatus(ctx, waiter, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusWaiting, st.Status, "no seat is AVAILABLE: nobody is admitted")
 	})

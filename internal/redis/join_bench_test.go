@@ -39,7 +39,7 @@ func BenchmarkJoinPow(b *testing.B) {
 					if bits > 0 {
 						pass = ticketrush.JoinPass{PowID: prefix + strconv.Itoa(i), PowBits: bits, PowExpires: time.Now().Add(time.Minute)}
 					}
-					if _, err := s.JoinWith(ctx, cc.ID, "fan-"+prefix+strconv.Itoa(i), pass, time.Now()); err != nil {
+					if _, err := s.Line.JoinWith(ctx, cc.ID, "fan-"+prefix+strconv.Itoa(i), pass, time.Now()); err != nil {
 						b.Error(err)
 						return
 					}

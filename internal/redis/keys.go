@@ -1,8 +1,10 @@
-// Package redis is the adapter for the hot path: every state change is one Lua script (see lua/) on
-// keys of one hash slot, and this package turns domain calls into script calls and replies back into
-// domain types and errors. With lua/ it is the one home of the data layout: key names (keys.go,
-// deadletter.go), each script call's KEYS and ARGV (args.go), its reply (reply.go and each noun's file:
-// queue.go, seats.go, payment.go, wallet.go, draw.go, concert.go, gate.go), record encodings
+// Package redis is the adapter for the hot path: every state change is a Lua script (see lua/) on the
+// keys of one hash slot, or a short chain of them over a concert's slots, and this package turns domain
+// calls into script calls and replies back into domain types and errors. Store serves the sale through
+// its parts: Line (joins, leaves, the tick, tokens), Seats (holds, cancels, payments, seat maps), Wallet
+// (points) and Draws (the on-sale), and keeps each concert's layout and settings itself. With lua/ it is
+// the one home of the data layout: key names (keys.go, seatslot_keys.go, deadletter.go), each script
+// call's KEYS and ARGV (args.go), its reply (reply.go and each noun's file), record encodings
 // (layout.go), the stream events and their fields (events.go), the state marker (state.go), what
 // restore writes (repair.go) and what reconcile and the load-test checker read (inspect.go). Around the
 // scripts: the readiness probe (ping.go), the live concerts (activity.go) and the writes that wait for a

@@ -110,7 +110,7 @@ func (s *Store) FollowPlacements(recorded func(concertID string) ticketrush.Plac
 // ways returns concertID's layout and the line and the seats built from it (ways.go): read from Redis the
 // first time and whenever the cached one does not follow the recorded placement (a concert not in Redis
 // yet is not cached).
-func (s *Store) ways(ctx context.Context, concertID string) (concertWays, error) {
+func (s *core) ways(ctx context.Context, concertID string) (concertWays, error) {
 	s.layouts.mu.Lock()
 	w, ok := s.layouts.of[concertID]
 	s.layouts.mu.Unlock()
@@ -137,7 +137,7 @@ func (s *Store) ways(ctx context.Context, concertID string) (concertWays, error)
 }
 
 // forget drops concertID's cached layout: the next call reads it again (a migration changed it).
-func (s *Store) forget(concertID string) {
+func (s *core) forget(concertID string) {
 	s.layouts.mu.Lock()
 	delete(s.layouts.of, concertID)
 	s.layouts.mu.Unlock()

@@ -50,7 +50,7 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		assert.Equal(t, gotCfg, cfg, "cfg as concert_load writes it")
 
 		// A hold: the record and the seat state.
-		r, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
+		r, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 300, t0)
 		require.NoError(t, err)
 		raw := hget(slotOfConcert(t, s, cid, sA).Reservations(), r.ID)
 		dec, err := decodeReservation(cid, raw)
@@ -68,18 +68,18 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		assert.Equal(t, seat, st.String())
 
 		// Being paid, then paid.
-		_, err = s.Claim(ctx, "alice", r.ID, t0)
+		_, err = s.Seats.Claim(ctx, "alice", r.ID, t0)
 		require.NoError(t, err)
 		seat = hget(slotOfConcert(t, s, cid, sA).Seats(), "VIP-1")
 		st, ok = parseSeatState(seat)
 		require.True(t, ok, seat)
 		assert.Equal(t, SeatState{Kind: SeatPaying, Reservation: r.ID}, st)
 		assert.Equal(t, seat, st.String())
-		_, _, err = s.Charge(ctx, "alice", 1000, "charge-key", "fp-charge", t0)
+		_, _, err = s.Wallet.Charge(ctx, "alice", 1000, "charge-key", "fp-charge", t0)
 		require.NoError(t, err)
-		d, err := s.Debit(ctx, "alice", r.ID, 300, t0)
+		d, err := s.Wallet.Debit(ctx, "alice", r.ID, 300, t0)
 		require.NoError(t, err)
-		paid, err := s.Complete(ctx, r.ID, d, t0)
+		paid, err := s.Seats.Complete(ctx, r.ID, d, t0)
 		require.NoError(t, err)
 		raw = hget(slotOfConcert(t, s, cid, sA).Reservations(), r.ID)
 		enc, err = encodeReservation(paid)
@@ -121,7 +121,7 @@ func TestLayoutMatchesScripts(t *testing.T) {
 			Fingerprint: "fp-charge", Ref: charge["id"].(string), At: t0, Amount: 1000, Balance: 1000})
 		require.NoError(t, err)
 		assert.Equal(t, charge, asMap(t, enc), "a charge's idempotency record")
-		_, err = s.Remember(ctx, "alice", "pay-key", "fp-pay", d.ID, true, t0)
+		_, err = s.Wallet.Remember(ctx, "alice", "pay-key", "fp-pay", d.ID, true, t0)
 		require.NoError(t, err)
 		enc, err = encodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "pay-key", Kind: "payment",
 			Fingerprint: "fp-pay", Ref: d.ID, Created: true})
@@ -130,7 +130,7 @@ func TestLayoutMatchesScripts(t *testing.T) {
 		assert.Equal(t, asMap(t, raw), asMap(t, enc), "a payment's idempotency record")
 		_, flat = scanIdempotency(raw)
 		assert.True(t, flat, "read without encoding/json: %s", raw)
-		_, err = s.RememberRefusal(ctx, "alice", "refused-key", "fp-refused", "RESERVATION_EXPIRED", t0)
+		_, err = s.Wallet.RememberRefusal(ctx, "alice", "refused-key", "fp-refused", "RESERVATION_EXPIRED", t0)
 		require.NoError(t, err)
 		enc, err = encodeIdempotency(ticketrush.IdempotencyRecord{UserID: "alice", Key: "refused-key", Kind: "payment",
 			Fingerprint: "fp-refused", Refused: "RESERVATION_EXPIRED"})

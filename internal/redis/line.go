@@ -84,7 +84,7 @@ func (s *Store) DefaultLineShards(ctx context.Context) (int, error) {
 
 // execMulti runs sc once per call in one round trip (the calls may be on different slots), and again
 // one by one where Redis did not know the script yet.
-func (s *Store) execMulti(ctx context.Context, sc *script, calls []call) ([]rueidis.RedisMessage, error) {
+func (s *core) execMulti(ctx context.Context, sc *script, calls []call) ([]rueidis.RedisMessage, error) {
 	if len(calls) == 0 {
 		return nil, nil
 	}
@@ -114,7 +114,7 @@ func (s *Store) execMulti(ctx context.Context, sc *script, calls []call) ([]ruei
 // fan's shard. A seq the join did not take (a rejoin, or a refusal in the shard) is logged as a gap
 // (line_left). When nobody waited and the active set had room, the fan is admitted at once if nobody is
 // ahead of them in any shard (line_admit, first mode), as a join to a line of one shard is.
-func (s *Store) joinLine(ctx context.Context, l shardedLine, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
+func (s *Line) joinLine(ctx context.Context, l shardedLine, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
 	concertID, n, c := l.id, l.n, l.k
 	shard := LineShard(userID, n)
 	sh := c.Shard(shard)
@@ -183,7 +183,7 @@ func (s *Store) joinLine(ctx context.Context, l shardedLine, userID string, pass
 // another seq, or refused, a.seq is a gap to log. Where it cannot be asked, the seq is left alone: the
 // fan behind it reads one place too many until the head passes it, where logging it could make a fan
 // in line read EXPIRED.
-func (s *Store) settleEnter(ctx context.Context, c ConcertKeys, sh ShardKeys, userID string, a arrival, pass ticketrush.JoinPass, now time.Time) {
+func (s *Line) settleEnter(ctx context.Context, c ConcertKeys, sh ShardKeys, userID string, a arrival, pass ticketrush.JoinPass, now time.Time) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gapWait)
 	defer cancel()
 	keys, args := sh.lineEnter(userID, a, pass, UserLimit{}, now)
@@ -246,12 +246,12 @@ const (
 	enterWait = 3 * time.Second // bounds a line_enter call: no one request's deadline is the batch's
 )
 
-func (s *Store) newEnters() *batches[enterJoin, entered] {
+func (s *Line) newEnters() *batches[enterJoin, entered] {
 	return &batches[enterJoin, entered]{max: maxEnters, wait: enterWait, send: s.sendEnters}
 }
 
 // sendEnters is one line_enter call for a batch of joins of one shard.
-func (s *Store) sendEnters(ctx context.Context, _ string, joins []enterJoin) ([]batchResult[entered], error) {
+func (s *Line) sendEnters(ctx context.Context, _ string, joins []enterJoin) ([]batchResult[entered], error) {
 	keys, args := lineEnters(joins)
 	msg, err := s.exec(ctx, s.lineEnter, keys, args)
 	if err != nil {
@@ -271,7 +271,7 @@ const gapWait = 2 * time.Second
 
 // logGap logs seq, which userID's join took and did not use, as a gap in the line (line_left, from
 // SKIP), so that positions stay exact.
-func (s *Store) logGap(ctx context.Context, c ConcertKeys, userID string, seq uint64, now time.Time) error {
+func (s *Line) logGap(ctx context.Context, c ConcertKeys, userID string, seq uint64, now time.Time) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gapWait)
 	defer cancel()
 	_, err := s.lineLeft(ctx, c, userID, seq, "SKIP", now)
@@ -280,7 +280,7 @@ func (s *Store) logGap(ctx context.Context, c ConcertKeys, userID string, seq ui
 
 // lineLeft logs seq of userID as not, or no longer, in the line (from 'LEAVE' or 'SKIP') on the
 // concert's slot, and returns line_left's 'ACTIVE', 'LOGGED' or 'NONE'.
-func (s *Store) lineLeft(ctx context.Context, c ConcertKeys, userID string, seq uint64, from string, now time.Time) (string, error) {
+func (s *Line) lineLeft(ctx context.Context, c ConcertKeys, userID string, seq uint64, from string, now time.Time) (string, error) {
 	keys, args := c.lineLeft(userID, seq, from, now)
 	msg, err := s.exec(ctx, s.lineLeftSc, keys, args)
 	if err != nil {
@@ -301,7 +301,7 @@ type admitted struct {
 // those that left the line.
 // shown is each shard's marks of fans shown up there (line_heads): the round takes them off the no-show
 // watch, and the pops clear them. The pops keep the admitted fans' tokens in their shards (line_pop).
-func (s *Store) admitLine(ctx context.Context, l shardedLine, now time.Time, batch int, waiting int64, mode string, shown map[int][]string, candidates []lineFan) (admitted, error) {
+func (s *Line) admitLine(ctx context.Context, l shardedLine, now time.Time, batch int, waiting int64, mode string, shown map[int][]string, candidates []lineFan) (admitted, error) {
 	c := l.k
 	var marks []string
 	for _, m := range shown {
@@ -377,7 +377,7 @@ func admitReply(msg rueidis.RedisMessage, candidates []lineFan) (admitted, error
 // headsPerShard is how many fans a tick reads from each shard's head: twice what the last tick took
 // per shard, at least 8 and at most batch (and 256). Any count keeps the order: the tick admits only
 // up to the lowest last seq of a shard that returned a full read.
-func (s *Store) headsPerShard(concertID string, n, batch int) int {
+func (s *Line) headsPerShard(concertID string, n, batch int) int {
 	s.lines.mu.Lock()
 	last := s.lines.last[concertID]
 	s.lines.mu.Unlock()
@@ -385,7 +385,7 @@ func (s *Store) headsPerShard(concertID string, n, batch int) int {
 }
 
 // tickLine is one admission round of a line of n shards.
-func (s *Store) tickLine(ctx context.Context, l shardedLine, now time.Time, batch int) (ticketrush.TickResult, error) {
+func (s *Line) tickLine(ctx context.Context, l shardedLine, now time.Time, batch int) (ticketrush.TickResult, error) {
 	concertID, n, c := l.id, l.n, l.k
 	k := s.headsPerShard(concertID, n, batch)
 	// The newest arrival before the heads are read: the shards are read one after another, so a fan who
@@ -466,7 +466,7 @@ func headsReply(msg rueidis.RedisMessage, shard int) (shardHeads, error) {
 // (line_left: the ACTIVE slot given back, or the seq quit so that no round admits it, whatever heads
 // it read before), then taken out of the fan's shard (line_leave). A leave answered is final; one that
 // fails after its first step was not answered, and a retry completes it.
-func (s *Store) leaveLine(ctx context.Context, l shardedLine, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
+func (s *Line) leaveLine(ctx context.Context, l shardedLine, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
 	n, c := l.n, l.k
 	decided, err := s.lineLeft(ctx, c, userID, seq, "LEAVE", now)
 	if err != nil {
@@ -487,7 +487,7 @@ func (s *Store) leaveLine(ctx context.Context, l shardedLine, userID string, seq
 // statusLine is the exact state of a token of a line of n shards: ACTIVE, DONE or gone on the
 // concert's slot, else WAITING if the fan's shard has them, placed by the head and the leaves logged
 // on the concert's slot, else what the concert's slot says when read again after the shard.
-func (s *Store) statusLine(ctx context.Context, l shardedLine, claims ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+func (s *Line) statusLine(ctx context.Context, l shardedLine, claims ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
 	st, err := s.concertStatus(ctx, claims, now)
 	if err != nil || st.Status != ticketrush.StatusExpired {
 		return st, err
@@ -496,7 +496,7 @@ func (s *Store) statusLine(ctx context.Context, l shardedLine, claims ticketrush
 }
 
 // concertStatus is queue_status on the concert's slot.
-func (s *Store) concertStatus(ctx context.Context, claims ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+func (s *Line) concertStatus(ctx context.Context, claims ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
 	keys, args := s.keys.Concert(claims.ConcertID).queueStatus(claims, now)
 	msg, err := s.exec(ctx, s.status, keys, args)
 	if err != nil {
@@ -507,7 +507,7 @@ func (s *Store) concertStatus(ctx context.Context, claims ticketrush.QueueClaims
 
 // shardStatus is the state of a token that the concert's slot did not know as ACTIVE or DONE: WAITING
 // in the fan's shard, else what the concert's slot says when read again.
-func (s *Store) shardStatus(ctx context.Context, l shardedLine, claims ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+func (s *Line) shardStatus(ctx context.Context, l shardedLine, claims ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
 	n, c := l.n, l.k
 	seq := utoa(claims.Seq)
 	res := s.client.DoMulti(ctx,
@@ -543,7 +543,7 @@ func (s *Store) shardStatus(ctx context.Context, l shardedLine, claims ticketrus
 
 // leavesBetween counts the leaves logged on concert c's slot between the head and seq: a round trims at
 // most its batch of the leaves its head passed, so those at or behind it may still be there.
-func (s *Store) leavesBetween(ctx context.Context, c ConcertKeys, head, seq int64) (int64, error) {
+func (s *Line) leavesBetween(ctx context.Context, c ConcertKeys, head, seq int64) (int64, error) {
 	n, err := s.client.Do(ctx, s.client.B().Zcount().Key(c.Left()).Min("("+i64toa(head)).Max(i64toa(seq)).Build()).AsInt64()
 	if err != nil {
 		return 0, unavailable(err)
@@ -553,7 +553,7 @@ func (s *Store) leavesBetween(ctx context.Context, c ConcertKeys, head, seq int6
 
 // markAliveLine writes the liveness of a line of n shards: an HSET per shard the fans are in and
 // seenChunk of them, in one round trip (a command of at most seenChunk fields is short).
-func (s *Store) markAliveLine(ctx context.Context, l shardedLine, seen []ticketrush.Arrival, now time.Time) error {
+func (s *Line) markAliveLine(ctx context.Context, l shardedLine, seen []ticketrush.Arrival, now time.Time) error {
 	n, c := l.n, l.k
 	at := millis(now)
 	byShard := map[int][]uint64{}

@@ -20,7 +20,7 @@ import (
 
 // sealLine seals the draw of a line of n shards: every shard's pre-queue, then the concert's draw with
 // the sum of their entrants. The caller has seen the opening pass; a seal done already changes nothing.
-func (s *Store) sealLine(ctx context.Context, l shardedLine, now time.Time) (ticketrush.DrawState, error) {
+func (s *Line) sealLine(ctx context.Context, l shardedLine, now time.Time) (ticketrush.DrawState, error) {
 	n, c := l.n, l.k
 	calls := make([]call, n)
 	for i := range n {
@@ -48,7 +48,7 @@ func (s *Store) sealLine(ctx context.Context, l shardedLine, now time.Time) (tic
 
 // opened reports whether a concert's sale has opened at now (its cfg opens), for the seal of a line of
 // shards, which draw_seal cannot time alone.
-func (s *Store) opened(ctx context.Context, concertID string, now time.Time) (bool, error) {
+func (s *Line) opened(ctx context.Context, concertID string, now time.Time) (bool, error) {
 	v, err := s.client.Do(ctx, s.client.B().Hget().Key(s.keys.Concert(concertID).Cfg()).Field("opens").Build()).AsInt64()
 	if isNil(err) {
 		return false, ticketrush.ErrNotFound
@@ -61,7 +61,7 @@ func (s *Store) opened(ctx context.Context, concertID string, now time.Time) (bo
 
 // placeLine places a batch of the draw of a line of n shards in the entrants' shards; base is the
 // draw's base seq, from its place before the batch.
-func (s *Store) placeLine(ctx context.Context, l shardedLine, base, from int64, batch []draw.Entrant) error {
+func (s *Line) placeLine(ctx context.Context, l shardedLine, base, from int64, batch []draw.Entrant) error {
 	n, c := l.n, l.k
 	byShard := map[int][]lineFan{}
 	for i, e := range batch {
@@ -78,7 +78,7 @@ func (s *Store) placeLine(ctx context.Context, l shardedLine, base, from int64, 
 
 // prequeueStatusLine is the state of a pre-queue token of a line of n shards: from the entrant's shard
 // (entered, placed at -seq, waiting) and the concert's slot (ACTIVE, drawn, the head and the leaves).
-func (s *Store) prequeueStatusLine(ctx context.Context, l shardedLine, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
+func (s *Line) prequeueStatusLine(ctx context.Context, l shardedLine, userID string, now time.Time) (ticketrush.TokenState, uint64, error) {
 	concertID, n, c := l.id, l.n, l.k
 	sh := c.Shard(LineShard(userID, n))
 	res := s.client.DoMulti(ctx,

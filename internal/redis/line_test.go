@@ -65,7 +65,7 @@ func TestShardedLine(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 4, n)
 
-		first, err := s.Join(ctx, "sh", "fan-0", t0)
+		first, err := s.Line.Join(ctx, "sh", "fan-0", t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusActive, first.Status, "nobody waits and there is room: admitted at once")
 		assert.Equal(t, uint64(1), first.Seq)
@@ -73,7 +73,7 @@ func TestShardedLine(t *testing.T) {
 		var fans []ticketrush.QueueClaims
 		for i := 1; i <= 12; i++ {
 			now := t0.Add(time.Duration(i) * time.Millisecond)
-			r, err := s.Join(ctx, "sh", "fan-"+strconv.Itoa(i), now)
+			r, err := s.Line.Join(ctx, "sh", "fan-"+strconv.Itoa(i), now)
 			require.NoError(t, err)
 			fans = append(fans, ticketrush.QueueClaims{ConcertID: "sh", UserID: "fan-" + strconv.Itoa(i), Seq: r.Seq})
 			if i <= 2 {
@@ -91,27 +91,27 @@ func TestShardedLine(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, wait, "nobody waits in the concert's slot")
 
-		again, err := s.Join(ctx, "sh", fans[5].UserID, t0.Add(time.Second))
+		again, err := s.Line.Join(ctx, "sh", fans[5].UserID, t0.Add(time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: fans[5].Seq, Skipped: 14}, again, "a rejoin keeps its arrival; the seq it took is a gap")
 
-		st, err := s.TokenStatus(ctx, fans[5], t0.Add(time.Second))
+		st, err := s.Line.TokenStatus(ctx, fans[5], t0.Add(time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: 4}, st, "seqs 4, 5 and 6 ahead")
 
-		from, err := s.Leave(ctx, "sh", fans[3].UserID, fans[3].Seq, t0.Add(time.Second))
+		from, err := s.Line.Leave(ctx, "sh", fans[3].UserID, fans[3].Seq, t0.Add(time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusWaiting, from)
-		st, err = s.TokenStatus(ctx, fans[5], t0.Add(time.Second))
+		st, err = s.Line.TokenStatus(ctx, fans[5], t0.Add(time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), st.Position, "a leave ahead closes the gap")
 
 		// Room for two more: the two earliest arrivals still waiting, whatever their shards.
-		_, err = s.Leave(ctx, "sh", "fan-0", 1, t0.Add(time.Second))
+		_, err = s.Line.Leave(ctx, "sh", "fan-0", 1, t0.Add(time.Second))
 		require.NoError(t, err)
-		_, err = s.Leave(ctx, "sh", fans[0].UserID, fans[0].Seq, t0.Add(time.Second))
+		_, err = s.Line.Leave(ctx, "sh", fans[0].UserID, fans[0].Seq, t0.Add(time.Second))
 		require.NoError(t, err)
-		res, err := s.Tick(ctx, "sh", t0.Add(2*time.Second), 100)
+		res, err := s.Line.Tick(ctx, "sh", t0.Add(2*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, 2, res.Admitted)
 		assert.Equal(t, int64(3), res.Active)
@@ -120,7 +120,7 @@ func TestShardedLine(t *testing.T) {
 		assertActive(t, s, "sh", fans[4].UserID, fans[4].Seq)
 		assert.Equal(t, []uint64{1, fans[0].Seq, fans[1].Seq, fans[2].Seq, fans[4].Seq},
 			admittedSeqs(t, c, s.keys.Concert("sh").Events()), "admitted in arrival order; the leaver skipped")
-		st, err = s.TokenStatus(ctx, fans[5], t0.Add(2*time.Second))
+		st, err = s.Line.TokenStatus(ctx, fans[5], t0.Add(2*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: 1}, st)
 	})
@@ -138,7 +138,7 @@ func TestShardedLineConcurrentTicks(t *testing.T) {
 			q.Paused = true // everyone waits: the ticks admit
 		}))
 		for i := range fans {
-			_, err := s.Join(ctx, "ct", fmt.Sprintf("u%03d", i), t0)
+			_, err := s.Line.Join(ctx, "ct", fmt.Sprintf("u%03d", i), t0)
 			require.NoError(t, err)
 		}
 		require.NoError(t, s.Configure(ctx, "ct", func() ticketrush.QueueSettings {
@@ -152,7 +152,7 @@ func TestShardedLineConcurrentTicks(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range 5 {
-					_, err := s.Tick(ctx, "ct", t0.Add(time.Second), 7)
+					_, err := s.Line.Tick(ctx, "ct", t0.Add(time.Second), 7)
 					assert.NoError(t, err)
 				}
 			}()
@@ -210,7 +210,7 @@ func TestShardedLineFairness(t *testing.T) {
 				defer wg.Done()
 				for i := range perClient {
 					a := answer{user: fmt.Sprintf("w%02d-%03d", w, i), start: time.Now()}
-					_, err := s.Join(ctx, "fair", a.user, a.start)
+					_, err := s.Line.Join(ctx, "fair", a.user, a.start)
 					a.end = time.Now()
 					if !assert.NoError(t, err) {
 						return
@@ -231,7 +231,7 @@ func TestShardedLineFairness(t *testing.T) {
 						return
 					default:
 					}
-					if _, err := s.Tick(ctx, "fair", time.Now(), 50); err != nil {
+					if _, err := s.Line.Tick(ctx, "fair", time.Now(), 50); err != nil {
 						ticked <- err
 						return
 					}
@@ -245,7 +245,7 @@ func TestShardedLineFairness(t *testing.T) {
 			if active == fans {
 				break
 			}
-			_, err = s.Tick(ctx, "fair", time.Now().Add(time.Second), 50)
+			_, err = s.Line.Tick(ctx, "fair", time.Now().Add(time.Second), 50)
 			require.NoError(t, err)
 		}
 		close(done)
@@ -296,7 +296,7 @@ func TestRestoreShardedLine(t *testing.T) {
 		con := shardedConcert("rs", 4, func(q *ticketrush.QueueSettings) { q.Paused = true })
 		mustLoad(t, s, con)
 		for i := range 12 {
-			_, err := s.Join(ctx, "rs", fmt.Sprintf("r%02d", i), t0)
+			_, err := s.Line.Join(ctx, "rs", fmt.Sprintf("r%02d", i), t0)
 			require.NoError(t, err)
 		}
 		_, err := RestoreConcert(ctx, c, s.keys.Concert("rs"), con, nil, ticketrush.QueueMark{ConcertID: "rs", MaxSeq: 12})
@@ -306,11 +306,11 @@ func TestRestoreShardedLine(t *testing.T) {
 			require.NoError(t, err)
 			assert.Zero(t, waiting, "shard %d's line restarts empty", n)
 		}
-		r, err := s.Join(ctx, "rs", "r00", t0)
+		r, err := s.Line.Join(ctx, "rs", "r00", t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: 13, Created: true}, r,
 			"an arrival above every seq issued before")
-		st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "rs", UserID: "r00", Seq: 13}, t0)
+		st, err := s.Line.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "rs", UserID: "r00", Seq: 13}, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: 1}, st)
 	})
@@ -344,7 +344,7 @@ func TestLinePlaceOncePerEntrant(t *testing.T) {
 			}
 			return out
 		}
-		require.NoError(t, s.placeLine(ctx, shardedLine{s: s, k: k, id: "pl", n: n}, 100, 0, batch))
+		require.NoError(t, s.Line.placeLine(ctx, shardedLine{s: s.Line, k: k, id: "pl", n: n}, 100, 0, batch))
 		assert.Equal(t, map[string]float64{"ann": 101, "bob": 102, "cy": 103, "dee": 104, "eve": 105}, where())
 		for _, u := range users[:5] {
 			pre, err := c.Do(ctx, c.B().Zscore().Key(k.Shard(LineShard(u, n)).Prequeue()).Member(u).Build()).AsFloat64()
@@ -353,7 +353,7 @@ func TestLinePlaceOncePerEntrant(t *testing.T) {
 		}
 		// ann is admitted (out of the line); the batch comes again, shifted as a wrong retry would be
 		require.NoError(t, c.Do(ctx, c.B().Hdel().Key(k.Shard(LineShard("ann", n)).Places()).Field("ann").Build()).Error())
-		require.NoError(t, s.placeLine(ctx, shardedLine{s: s, k: k, id: "pl", n: n}, 200, 0, batch))
+		require.NoError(t, s.Line.placeLine(ctx, shardedLine{s: s.Line, k: k, id: "pl", n: n}, 200, 0, batch))
 		assert.Equal(t, map[string]float64{"bob": 102, "cy": 103, "dee": 104, "eve": 105}, where(), "nobody placed twice")
 	})
 }

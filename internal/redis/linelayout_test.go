@@ -25,26 +25,26 @@ func TestRejoinWaitsAtTheNewPlace(t *testing.T) {
 				mustLoad(t, s, shardedConcert("rj", shards, func(q *ticketrush.QueueSettings) { q.Paused = true }))
 				seqs := map[string]uint64{}
 				for _, u := range []string{"u1", "u2", "u3"} {
-					r, err := s.Join(ctx, "rj", u, t0)
+					r, err := s.Line.Join(ctx, "rj", u, t0)
 					require.NoError(t, err)
 					seqs[u] = r.Seq
 				}
-				from, err := s.Leave(ctx, "rj", "u1", seqs["u1"], t0)
+				from, err := s.Line.Leave(ctx, "rj", "u1", seqs["u1"], t0)
 				require.NoError(t, err)
 				require.Equal(t, ticketrush.StatusWaiting, from)
-				r, err := s.Join(ctx, "rj", "u1", t0)
+				r, err := s.Line.Join(ctx, "rj", "u1", t0)
 				require.NoError(t, err)
 				require.Equal(t, ticketrush.StatusWaiting, r.Status)
 				require.Greater(t, r.Seq, seqs["u3"], "a new arrival")
 				seqs["u1"] = r.Seq
 				for want, u := range []string{"u2", "u3", "u1"} {
-					st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "rj", UserID: u, Seq: seqs[u]}, t0)
+					st, err := s.Line.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "rj", UserID: u, Seq: seqs[u]}, t0)
 					require.NoError(t, err)
 					assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: int64(want + 1)}, st, u)
 				}
 				require.NoError(t, s.Configure(ctx, "rj", ticketrush.DefaultQueueSettings(), t0))
 				for i := range 3 { // one a round
-					res, err := s.Tick(ctx, "rj", t0.Add(time.Duration(i+1)*time.Second), 1)
+					res, err := s.Line.Tick(ctx, "rj", t0.Add(time.Duration(i+1)*time.Second), 1)
 					require.NoError(t, err)
 					require.Equal(t, 1, res.Admitted, "round %d", i)
 				}
@@ -67,18 +67,18 @@ func TestLinePassesLeaversAtItsFront(t *testing.T) {
 				const leavers = 2000
 				for i := range leavers {
 					u := fmt.Sprintf("gone-%04d", i)
-					r, err := s.Join(ctx, "lv", u, t0)
+					r, err := s.Line.Join(ctx, "lv", u, t0)
 					require.NoError(t, err)
-					_, err = s.Leave(ctx, "lv", u, r.Seq, t0)
+					_, err = s.Line.Leave(ctx, "lv", u, r.Seq, t0)
 					require.NoError(t, err)
 				}
-				last, err := s.Join(ctx, "lv", "stays", t0)
+				last, err := s.Line.Join(ctx, "lv", "stays", t0)
 				require.NoError(t, err)
 				require.Equal(t, ticketrush.StatusWaiting, last.Status)
 				require.NoError(t, s.Configure(ctx, "lv", ticketrush.DefaultQueueSettings(), t0))
 				rounds := 0
 				for ; rounds < 100; rounds++ {
-					res, err := s.Tick(ctx, "lv", t0.Add(time.Second), 5)
+					res, err := s.Line.Tick(ctx, "lv", t0.Add(time.Second), 5)
 					require.NoError(t, err)
 					if res.Admitted == 1 {
 						break
@@ -86,7 +86,7 @@ func TestLinePassesLeaversAtItsFront(t *testing.T) {
 				}
 				require.Less(t, rounds, 100, "the fan behind %d leavers was never admitted", leavers)
 				assertActive(t, s, "lv", "stays", last.Seq)
-				_, err = s.Tick(ctx, "lv", t0.Add(2*time.Second), 5) // a round of an empty line
+				_, err = s.Line.Tick(ctx, "lv", t0.Add(2*time.Second), 5) // a round of an empty line
 				require.NoError(t, err)
 				k := s.keys.Concert("lv")
 				lists := []string{k.Order(), k.Drawn()}
@@ -158,11 +158,11 @@ func TestShardedTickTakesItsFansOffTheLists(t *testing.T) {
 		const n = 2
 		mustLoad(t, s, shardedConcert("tf", n, func(q *ticketrush.QueueSettings) { q.Paused = true }))
 		for i := range 10 {
-			_, err := s.Join(ctx, "tf", fmt.Sprintf("fan-%d", i), t0)
+			_, err := s.Line.Join(ctx, "tf", fmt.Sprintf("fan-%d", i), t0)
 			require.NoError(t, err)
 		}
 		require.NoError(t, s.Configure(ctx, "tf", ticketrush.DefaultQueueSettings(), t0))
-		res, err := s.Tick(ctx, "tf", t0.Add(time.Second), 4)
+		res, err := s.Line.Tick(ctx, "tf", t0.Add(time.Second), 4)
 		require.NoError(t, err)
 		require.Equal(t, 4, res.Admitted)
 		admitted := map[string]bool{}
@@ -200,21 +200,21 @@ func TestShardedTickWaitsForAShardReadAmongLeavers(t *testing.T) {
 			return users
 		}
 		for _, u := range of(0, 100, "gone") {
-			r, err := s.Join(ctx, "sr", u, t0)
+			r, err := s.Line.Join(ctx, "sr", u, t0)
 			require.NoError(t, err)
-			_, err = s.Leave(ctx, "sr", u, r.Seq, t0)
+			_, err = s.Line.Leave(ctx, "sr", u, r.Seq, t0)
 			require.NoError(t, err)
 		}
 		ann := of(0, 1, "ann")[0]
-		first, err := s.Join(ctx, "sr", ann, t0)
+		first, err := s.Line.Join(ctx, "sr", ann, t0)
 		require.NoError(t, err)
 		for _, u := range of(1, 8, "later") {
-			_, err := s.Join(ctx, "sr", u, t0)
+			_, err := s.Line.Join(ctx, "sr", u, t0)
 			require.NoError(t, err)
 		}
 		require.NoError(t, s.Configure(ctx, "sr", ticketrush.DefaultQueueSettings(), t0))
 		for round := 0; round < 10; round++ {
-			res, err := s.Tick(ctx, "sr", t0.Add(time.Second), 100)
+			res, err := s.Line.Tick(ctx, "sr", t0.Add(time.Second), 100)
 			require.NoError(t, err)
 			if res.Admitted > 0 {
 				break
@@ -235,20 +235,20 @@ func TestShardedPositionSkipsLeavesBehindTheHead(t *testing.T) {
 		var claims []ticketrush.QueueClaims
 		for i := range 10 {
 			u := fmt.Sprintf("u%d", i)
-			r, err := s.Join(ctx, "ph", u, t0)
+			r, err := s.Line.Join(ctx, "ph", u, t0)
 			require.NoError(t, err)
 			claims = append(claims, ticketrush.QueueClaims{ConcertID: "ph", UserID: u, Seq: r.Seq})
 		}
 		for _, f := range claims[:6] {
-			_, err := s.Leave(ctx, "ph", f.UserID, f.Seq, t0)
+			_, err := s.Line.Leave(ctx, "ph", f.UserID, f.Seq, t0)
 			require.NoError(t, err)
 		}
 		require.NoError(t, s.Configure(ctx, "ph", ticketrush.DefaultQueueSettings(), t0))
-		res, err := s.Tick(ctx, "ph", t0.Add(time.Second), 2) // u6 and u7; two of the six leaves trimmed
+		res, err := s.Line.Tick(ctx, "ph", t0.Add(time.Second), 2) // u6 and u7; two of the six leaves trimmed
 		require.NoError(t, err)
 		require.Equal(t, 2, res.Admitted)
 		for want, f := range claims[8:] {
-			st, err := s.TokenStatus(ctx, f, t0.Add(time.Second))
+			st, err := s.Line.TokenStatus(ctx, f, t0.Add(time.Second))
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: int64(want + 1)}, st, f.UserID)
 		}
@@ -275,7 +275,7 @@ func TestMigrateLayoutMovesALineOfTheOldLayout(t *testing.T) {
 					require.NoError(t, c.Do(ctx, c.B().Zadd().Key(key).ScoreMember().ScoreMember(float64(i+1), u).Build()).Error())
 				}
 				require.NoError(t, c.Do(ctx, c.B().Set().Key(k.Seq()).Value("3").Build()).Error())
-				d, err := s.Join(ctx, "mg", "d", t0) // joined in the current layout, before the migration ran
+				d, err := s.Line.Join(ctx, "mg", "d", t0) // joined in the current layout, before the migration ran
 				require.NoError(t, err)
 				require.Equal(t, ticketrush.JoinResult{Status: ticketrush.StatusWaiting, Seq: 4, Created: true}, d)
 
@@ -286,7 +286,7 @@ func TestMigrateLayoutMovesALineOfTheOldLayout(t *testing.T) {
 				require.NoError(t, err)
 				assert.Zero(t, again, "a second migration moves nothing")
 				for i, u := range append(old, "d") {
-					st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "mg", UserID: u, Seq: uint64(i + 1)}, t0)
+					st, err := s.Line.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "mg", UserID: u, Seq: uint64(i + 1)}, t0)
 					require.NoError(t, err)
 					assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: int64(i + 1)}, st, u)
 				}
@@ -294,7 +294,7 @@ func TestMigrateLayoutMovesALineOfTheOldLayout(t *testing.T) {
 				q.AbandonAfter = 0 // the version-1 line's fans were never seen by this test
 				require.NoError(t, s.Configure(ctx, "mg", q, t0))
 				for round := 1; round <= 10 && len(admittedSeqs(t, c, k.Events())) < 4; round++ {
-					_, err := s.Tick(ctx, "mg", t0.Add(time.Duration(round)*time.Second), 10)
+					_, err := s.Line.Tick(ctx, "mg", t0.Add(time.Duration(round)*time.Second), 10)
 					require.NoError(t, err)
 				}
 				assert.Equal(t, []uint64{1, 2, 3, 4}, admittedSeqs(t, c, k.Events()), "the version-1 line first, in its order")

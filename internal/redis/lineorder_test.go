@@ -68,19 +68,19 @@ func TestShardedLeaveIsFinalWhateverTheRoundIsDoing(t *testing.T) {
 		ctx := context.Background()
 		mustLoad(t, s, shardedConcert(id, n, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1; q.AdmitPerSecond = 1000 }))
 		users := usersOfShards("fan", n, 0, 5)
-		first, err := s.Join(ctx, id, users[0], t0)
+		first, err := s.Line.Join(ctx, id, users[0], t0)
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusActive, first.Status)
-		f, err := s.Join(ctx, id, users[1], t0.Add(time.Millisecond))
+		f, err := s.Line.Join(ctx, id, users[1], t0.Add(time.Millisecond))
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusWaiting, f.Status, "the one slot is taken")
-		_, err = s.Leave(ctx, id, users[0], first.Seq, t0.Add(2*time.Millisecond)) // the slot frees
+		_, err = s.Line.Leave(ctx, id, users[0], first.Seq, t0.Add(2*time.Millisecond)) // the slot frees
 		require.NoError(t, err)
 		return ticketrush.QueueClaims{ConcertID: id, UserID: users[1], Seq: f.Seq}
 	}
 	notActive := func(t *testing.T, s *Store, c rueidis.Client, f ticketrush.QueueClaims, now time.Time) {
 		t.Helper()
-		st, err := s.TokenStatus(context.Background(), f, now)
+		st, err := s.Line.TokenStatus(context.Background(), f, now)
 		require.NoError(t, err)
 		assert.NotEqual(t, ticketrush.StatusActive, st.Status, "%s left (answered) and is ACTIVE", f.UserID)
 		active, err := c.Do(context.Background(), c.B().Zcard().Key(s.keys.Concert(f.ConcertID).Active()).Build()).AsInt64()
@@ -94,25 +94,25 @@ func TestShardedLeaveIsFinalWhateverTheRoundIsDoing(t *testing.T) {
 			now := t0.Add(time.Second)
 			heads := readHeads(t, s, "lh", n)
 			require.Len(t, heads, 1)
-			from, err := s.Leave(ctx, "lh", f.UserID, f.Seq, now)
+			from, err := s.Line.Leave(ctx, "lh", f.UserID, f.Seq, now)
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.StatusWaiting, from)
-			r, err := s.admitLine(ctx, lineOf(t, s, "lh"), now, 100, 1, "tick", nil, heads)
+			r, err := s.Line.admitLine(ctx, lineOf(t, s, "lh"), now, 100, 1, "tick", nil, heads)
 			require.NoError(t, err)
 			assert.Zero(t, r.res.Admitted)
 			notActive(t, s, c, f, now)
-			_, err = s.Tick(ctx, "lh", now.Add(time.Second), 100)
+			_, err = s.Line.Tick(ctx, "lh", now.Add(time.Second), 100)
 			require.NoError(t, err)
 			notActive(t, s, c, f, now.Add(time.Second))
 		})
 		t.Run("its shard's step lost, the quit mark lapsed", func(t *testing.T) {
 			f := setup(t, s, "lq")
 			k := s.keys.Concert("lq")
-			decided, err := s.lineLeft(ctx, k, f.UserID, f.Seq, "LEAVE", t0.Add(time.Second)) // line_leave never ran
+			decided, err := s.Line.lineLeft(ctx, k, f.UserID, f.Seq, "LEAVE", t0.Add(time.Second)) // line_leave never ran
 			require.NoError(t, err)
 			require.Equal(t, "LOGGED", decided)
 			later := t0.Add(time.Minute) // long past the quit mark's 10 s
-			res, err := s.Tick(ctx, "lq", later, 100)
+			res, err := s.Line.Tick(ctx, "lq", later, 100)
 			require.NoError(t, err)
 			assert.Zero(t, res.Admitted)
 			notActive(t, s, c, f, later)
@@ -124,11 +124,11 @@ func TestShardedLeaveIsFinalWhateverTheRoundIsDoing(t *testing.T) {
 			admitOnly(t, s, "lp", now, heads)
 			stale := readHeads(t, s, "lp", n) // a second round's read: the fan is still at their shard's head
 			require.Len(t, stale, 1)
-			from, err := s.Leave(ctx, "lp", f.UserID, f.Seq, now)
+			from, err := s.Line.Leave(ctx, "lp", f.UserID, f.Seq, now)
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.StatusActive, from, "admitted: the leave gives the slot back")
 			notActive(t, s, c, f, now)
-			_, err = s.admitLine(ctx, lineOf(t, s, "lp"), now.Add(time.Second), 100, 1, "tick", nil, stale)
+			_, err = s.Line.admitLine(ctx, lineOf(t, s, "lp"), now.Add(time.Second), 100, 1, "tick", nil, stale)
 			require.NoError(t, err)
 			notActive(t, s, c, f, now.Add(time.Second))
 		})
@@ -147,14 +147,14 @@ func TestShardedEmptyLineJoinWaitsBehindAPassedFan(t *testing.T) {
 		k := s.keys.Concert("ov")
 
 		// slow takes its seq, and its shard step comes only after a round
-		a, err := s.arrive(ctx, "ov", slow, "", t0)
+		a, err := s.Line.arrive(ctx, "ov", slow, "", t0)
 		require.NoError(t, err)
 		require.Equal(t, "ARRIVE", string(a.status))
 
-		f, err := s.Join(ctx, "ov", fast, t0.Add(time.Millisecond))
+		f, err := s.Line.Join(ctx, "ov", fast, t0.Add(time.Millisecond))
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusWaiting, f.Status, "slow's seq is ahead")
-		res, err := s.Tick(ctx, "ov", t0.Add(100*time.Millisecond), 100)
+		res, err := s.Line.Tick(ctx, "ov", t0.Add(100*time.Millisecond), 100)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Admitted, "the round passes slow's seq, in flight, and admits fast")
 
@@ -165,10 +165,10 @@ func TestShardedEmptyLineJoinWaitsBehindAPassedFan(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusWaiting, sr.Status, "slow is answered WAITING")
 
-		l, err := s.Join(ctx, "ov", later, t0.Add(200*time.Millisecond))
+		l, err := s.Line.Join(ctx, "ov", later, t0.Add(200*time.Millisecond))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusWaiting, l.Status, "later, sent after slow was answered, is not admitted ahead of slow")
-		_, err = s.Tick(ctx, "ov", t0.Add(300*time.Millisecond), 100)
+		_, err = s.Line.Tick(ctx, "ov", t0.Add(300*time.Millisecond), 100)
 		require.NoError(t, err)
 		assert.Equal(t, []uint64{f.Seq, a.seq, l.Seq}, admittedSeqs(t, c, k.Events()), "slow before later")
 	})
@@ -184,24 +184,24 @@ func TestShardedStatusSeesAnAdmissionBetweenItsReads(t *testing.T) {
 		ctx := context.Background()
 		mustLoad(t, s, shardedConcert("sa", n, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1; q.AdmitPerSecond = 1000 }))
 		users := usersOfShards("fan", n, 0, 5)
-		first, err := s.Join(ctx, "sa", users[0], t0)
+		first, err := s.Line.Join(ctx, "sa", users[0], t0)
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusActive, first.Status)
-		w, err := s.Join(ctx, "sa", users[1], t0.Add(time.Millisecond))
+		w, err := s.Line.Join(ctx, "sa", users[1], t0.Add(time.Millisecond))
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusWaiting, w.Status)
-		_, err = s.Leave(ctx, "sa", users[0], first.Seq, t0.Add(2*time.Millisecond)) // the slot frees
+		_, err = s.Line.Leave(ctx, "sa", users[0], first.Seq, t0.Add(2*time.Millisecond)) // the slot frees
 		require.NoError(t, err)
 		f := ticketrush.QueueClaims{ConcertID: "sa", UserID: users[1], Seq: w.Seq}
 
 		now := t0.Add(time.Second)
-		st, err := s.concertStatus(ctx, f, now) // the poll's first read: not ACTIVE on the concert's slot
+		st, err := s.Line.concertStatus(ctx, f, now) // the poll's first read: not ACTIVE on the concert's slot
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusExpired, st.Status)
-		res, err := s.Tick(ctx, "sa", now, 100) // the round admits the fan and takes them out of the shard
+		res, err := s.Line.Tick(ctx, "sa", now, 100) // the round admits the fan and takes them out of the shard
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Admitted)
-		st, err = s.shardStatus(ctx, lineOf(t, s, f.ConcertID), f, now) // the poll's second read
+		st, err = s.Line.shardStatus(ctx, lineOf(t, s, f.ConcertID), f, now) // the poll's second read
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusActive, st.Status, "a fan admitted between the poll's reads")
 	})

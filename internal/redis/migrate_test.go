@@ -80,15 +80,15 @@ func TestMigrateLayoutMovesSeatsOutOfTheConcertKeys(t *testing.T) {
 		assert.Zero(t, n, "the old keys are gone")
 
 		for _, want := range []ticketrush.Reservation{held, paying, sold} {
-			r, err := s.Reservation(ctx, want.ID)
+			r, err := s.Seats.Reservation(ctx, want.ID)
 			require.NoError(t, err, want.ID)
 			assert.Equal(t, want.Status, r.Status, want.ID)
 		}
-		counts, err := s.ScheduleCounts(ctx, cid, []string{sA, sB}, t0)
+		counts, err := s.Seats.ScheduleCounts(ctx, cid, []string{sA, sB}, t0)
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 2, Sold: 1}, {ScheduleID: sB, Taken: 1}}, counts)
 		assert.Equal(t, Inventory{Seats: 4, Available: 1, Sold: 1}, inventory(t, s, c, cid, sA, sB))
-		_, _, err = s.Hold(ctx, alice, sB, "VIP-2", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, alice, sB, "VIP-2", 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "alice's moved hold counts at the gate")
 		for sc, seats := range map[string]map[string]string{
 			sA: {"VIP-1": "H|" + held.ID + "|" + millis(held.ExpiresAt), "VIP-2": "S|" + sold.ID}, sB: {"VIP-1": "P|" + paying.ID}} {
@@ -96,9 +96,9 @@ func TestMigrateLayoutMovesSeatsOutOfTheConcertKeys(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, seats, got, "the seats of %s, taken as they were", sc)
 		}
-		_, err = s.Cancel(ctx, "alice", held.ID, t0)
+		_, err = s.Seats.Cancel(ctx, "alice", held.ID, t0)
 		require.NoError(t, err)
-		_, _, err = s.Hold(ctx, alice, sB, "VIP-2", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, alice, sB, "VIP-2", 100, t0)
 		assert.NoError(t, err, "the cancel gave her hold back")
 
 		// a seat slot's list of open holds, kept beside the gate in layouts before version 3
@@ -135,7 +135,7 @@ func TestMigrateLayoutMovesTheGateIntoShards(t *testing.T) {
 		n, err := c.Do(ctx, c.B().Exists().Key(k.Gate()).Build()).AsInt64()
 		require.NoError(t, err)
 		assert.Zero(t, n, "the concert's records are gone")
-		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "alice's open hold still counts")
 		m, err = s.MigrateLayout(ctx, concert(cid, nil))
 		require.NoError(t, err)

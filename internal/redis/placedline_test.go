@@ -32,17 +32,17 @@ func TestPlacedLineShards(t *testing.T) {
 		seqs := map[string]uint64{}
 		for i := range users {
 			users[i] = fmt.Sprintf("fan-%02d", i)
-			r, err := s.Join(ctx, "pl", users[i], t0)
+			r, err := s.Line.Join(ctx, "pl", users[i], t0)
 			require.NoError(t, err)
 			require.Equal(t, ticketrush.StatusWaiting, r.Status)
 			seqs[users[i]] = r.Seq
 		}
-		_, err := s.Leave(ctx, "pl", users[0], seqs[users[0]], t0)
+		_, err := s.Line.Leave(ctx, "pl", users[0], seqs[users[0]], t0)
 		require.NoError(t, err)
-		st, err := s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "pl", UserID: users[3], Seq: seqs[users[3]]}, t0)
+		st, err := s.Line.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "pl", UserID: users[3], Seq: seqs[users[3]]}, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: 3}, st, "behind one who left and one waiting")
-		require.NoError(t, s.MarkAlive(ctx, "pl", []ticketrush.Arrival{{UserID: users[5], Seq: seqs[users[5]]}}, t0))
+		require.NoError(t, s.Line.MarkAlive(ctx, "pl", []ticketrush.Arrival{{UserID: users[5], Seq: seqs[users[5]]}}, t0))
 
 		waiting := 0
 		for n := range shards {
@@ -66,10 +66,10 @@ func TestPlacedLineShards(t *testing.T) {
 		q := con.Queue
 		q.Paused = false
 		require.NoError(t, s.Configure(ctx, "pl", q, t0))
-		r, err := s.Tick(ctx, "pl", t0, 100)
+		r, err := s.Line.Tick(ctx, "pl", t0, 100)
 		require.NoError(t, err)
 		assert.Equal(t, len(users)-1, r.Admitted, "the tick reads every placed shard's head")
-		st, err = s.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "pl", UserID: users[3], Seq: seqs[users[3]]}, t0)
+		st, err = s.Line.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: "pl", UserID: users[3], Seq: seqs[users[3]]}, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusActive, st.Status)
 

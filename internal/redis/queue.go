@@ -12,13 +12,13 @@ import (
 )
 
 // Join puts a fan in a concert's line, or returns their live token's arrival.
-func (s *Store) Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error) {
+func (s *Line) Join(ctx context.Context, concertID, userID string, now time.Time) (ticketrush.JoinResult, error) {
 	return s.JoinWith(ctx, concertID, userID, ticketrush.JoinPass{}, now)
 }
 
 // JoinWith is Join with what the join carries past the concert's proof-of-work and access-code gates;
 // the script checks them (and the user's rate) before anything else.
-func (s *Store) JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
+func (s *Line) JoinWith(ctx context.Context, concertID, userID string, pass ticketrush.JoinPass, now time.Time) (ticketrush.JoinResult, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return ticketrush.JoinResult{}, err
@@ -47,7 +47,7 @@ func joinReply(msg rueidis.RedisMessage) (ticketrush.JoinResult, error) {
 
 // Leave takes the token of arrival seq out of the line or the active set. It returns where the token
 // was: WAITING, ACTIVE, or "" when it was no longer live.
-func (s *Store) Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
+func (s *Line) Leave(ctx context.Context, concertID, userID string, seq uint64, now time.Time) (ticketrush.QueueStatus, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return "", err
@@ -83,7 +83,7 @@ func leftFrom(msg rueidis.RedisMessage, what string, statuses ...ticketrush.Queu
 }
 
 // TokenStatus returns the exact state of a token.
-func (s *Store) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+func (s *Line) TokenStatus(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
 	w, err := s.ways(ctx, c.ConcertID)
 	if err != nil {
 		return ticketrush.TokenState{}, err
@@ -109,7 +109,7 @@ func tokenState(msg rueidis.RedisMessage) (ticketrush.TokenState, error) {
 }
 
 // Tick runs one admission round for a concert.
-func (s *Store) Tick(ctx context.Context, concertID string, now time.Time, batch int) (ticketrush.TickResult, error) {
+func (s *Line) Tick(ctx context.Context, concertID string, now time.Time, batch int) (ticketrush.TickResult, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return ticketrush.TickResult{}, err
@@ -138,7 +138,7 @@ func tickReply(msg rueidis.RedisMessage) (ticketrush.TickResult, error) {
 }
 
 // Snapshot reads the shared queue state and up to limit leaves after ordinal afterLeave.
-func (s *Store) Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error) {
+func (s *Line) Snapshot(ctx context.Context, concertID string, afterLeave uint64, limit int, now time.Time) (ticketrush.QueueSnapshot, error) {
 	keys, args := s.keys.Concert(concertID).queueSnapshot(afterLeave, limit, now)
 	msg, err := s.exec(ctx, s.snapshot, keys, args)
 	if err != nil {
@@ -221,7 +221,7 @@ const seenChunk = 1000
 // of at most seenChunk arrivals each, in order of seq (so that a call's arrivals are neighbours), one
 // after the other; or, for a sharded line, one command per shard the fans are in and seenChunk of them.
 // A call that fails leaves the chunks after it unwritten: those fans are seen again at their next poll.
-func (s *Store) MarkAlive(ctx context.Context, concertID string, seen []ticketrush.Arrival, now time.Time) error {
+func (s *Line) MarkAlive(ctx context.Context, concertID string, seen []ticketrush.Arrival, now time.Time) error {
 	if len(seen) == 0 {
 		return nil
 	}

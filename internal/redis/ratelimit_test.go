@@ -32,7 +32,7 @@ func TestUserRateLimitAcrossInstances(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 100 { // 100 charges within the same second, spread over both instances at once
 			wg.Go(func() {
-				_, _, err := stores[i%2].Charge(ctx, "fan-1", 1, "", "", t0)
+				_, _, err := stores[i%2].Wallet.Charge(ctx, "fan-1", 1, "", "", t0)
 				switch {
 				case err == nil:
 					served.Add(1)
@@ -44,14 +44,14 @@ func TestUserRateLimitAcrossInstances(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, int64(lim.Burst), served.Load(), "at once, burst calls and no more")
 		assert.Equal(t, int64(100), served.Load()+limited.Load())
-		bal, err := a.Balance(ctx, "fan-1")
+		bal, err := a.Wallet.Balance(ctx, "fan-1")
 		require.NoError(t, err)
 		assert.Equal(t, served.Load(), bal, "a limited charge charged nothing")
 
 		// A fresh user gets burst, then rate a second.
 		n := 0
 		for i := range 100 {
-			if _, _, err := stores[i%2].Charge(ctx, "fan-2", 1, "", "", t0); err == nil {
+			if _, _, err := stores[i%2].Wallet.Charge(ctx, "fan-2", 1, "", "", t0); err == nil {
 				n++
 			}
 		}
@@ -59,7 +59,7 @@ func TestUserRateLimitAcrossInstances(t *testing.T) {
 		later := t0.Add(time.Second)
 		n = 0
 		for i := range 100 {
-			if _, _, err := stores[i%2].Charge(ctx, "fan-2", 1, "", "", later); err == nil {
+			if _, _, err := stores[i%2].Wallet.Charge(ctx, "fan-2", 1, "", "", later); err == nil {
 				n++
 			}
 		}
@@ -71,24 +71,24 @@ func TestUserRateLimitAcrossInstances(t *testing.T) {
 		mustLoad(t, a, cc)
 		res := ticketrush.NewReservationID(cc.ID, cc.Schedules[0].ID)
 		a.LimitUsers(UserLimit{Rate: 1, Burst: 2})
-		_, err = a.Join(ctx, cc.ID, "fan-3", t0)
+		_, err = a.Line.Join(ctx, cc.ID, "fan-3", t0)
 		require.NoError(t, err)
-		_, err = a.Join(ctx, cc.ID, "fan-3", t0)
+		_, err = a.Line.Join(ctx, cc.ID, "fan-3", t0)
 		require.NoError(t, err)
-		_, err = a.Join(ctx, cc.ID, "fan-3", t0)
+		_, err = a.Line.Join(ctx, cc.ID, "fan-3", t0)
 		assert.ErrorIs(t, err, ticketrush.ErrRateLimited)
-		_, _, err = a.Hold(ctx, ticketrush.QueueClaims{ConcertID: cc.ID, UserID: "fan-3", Seq: 1}, cc.Schedules[0].ID, "VIP-1", 100, t0)
+		_, _, err = a.Seats.Hold(ctx, ticketrush.QueueClaims{ConcertID: cc.ID, UserID: "fan-3", Seq: 1}, cc.Schedules[0].ID, "VIP-1", 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrRateLimited)
-		_, err = a.Cancel(ctx, "fan-3", res, t0)
+		_, err = a.Seats.Cancel(ctx, "fan-3", res, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrRateLimited)
-		_, err = a.Claim(ctx, "fan-3", res, t0)
+		_, err = a.Seats.Claim(ctx, "fan-3", res, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrRateLimited)
-		_, err = a.Join(ctx, cc.ID, "fan-4", t0)
+		_, err = a.Line.Join(ctx, cc.ID, "fan-4", t0)
 		assert.NoError(t, err, "another user has a bucket of their own")
 
 		a.LimitUsers(UserLimit{})
 		for i := range 50 {
-			_, _, err := a.Charge(ctx, "fan-5", 1, "", "", t0)
+			_, _, err := a.Wallet.Charge(ctx, "fan-5", 1, "", "", t0)
 			require.NoError(t, err, "limit off: call %s", strconv.Itoa(i))
 		}
 	})

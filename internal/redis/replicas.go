@@ -55,7 +55,7 @@ func (s *Store) WaitForReplica(timeout time.Duration) { s.replicaWait = timeout 
 // its full sync: a cluster just formed, a replica restarted) has nobody to wait for: the write is taken,
 // counted as unreplicated, as docs/durability.md states the exposure. One whose replica is in sync but
 // did not confirm in time fails with ErrNotReplicated.
-func (s *Store) execReplicated(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
+func (s *core) execReplicated(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
 	wait := func() rueidis.Completed {
 		return s.client.B().Wait().Numreplicas(1).Timeout(max(1, s.replicaWait.Milliseconds())).Build()
 	}
@@ -145,7 +145,7 @@ func (a *aloneSlots) note(slot uint16, now time.Time) {
 
 // noReplicaInSync reports whether the master of key's slot has no replica in sync (INFO replication,
 // run in a script so that it goes to that master).
-func (s *Store) noReplicaInSync(ctx context.Context, key string) (bool, error) {
+func (s *core) noReplicaInSync(ctx context.Context, key string) (bool, error) {
 	info, err := s.client.Do(ctx, s.client.B().Eval().Script("return redis.call('INFO','replication')").Numkeys(1).Key(key).Build()).ToString()
 	if err != nil {
 		return false, err

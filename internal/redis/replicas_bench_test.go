@@ -46,7 +46,7 @@ func BenchmarkReplicaWait(b *testing.B) {
 			out := make([]ticketrush.QueueClaims, n)
 			for i := range out {
 				user := fmt.Sprintf("fan-%d", i)
-				j, err := s.Join(ctx, cid, user, t0)
+				j, err := s.Line.Join(ctx, cid, user, t0)
 				require.NoError(b, err)
 				out[i] = ticketrush.QueueClaims{UserID: user, ConcertID: cid, Seq: j.Seq}
 			}
@@ -57,7 +57,7 @@ func BenchmarkReplicaWait(b *testing.B) {
 			claims := fans(b, s, b.N)
 			b.ResetTimer()
 			for i := range b.N {
-				if _, _, err := s.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", i+1), 10, t0); err != nil {
+				if _, _, err := s.Seats.Hold(ctx, claims[i], sA, fmt.Sprintf("R-%d", i+1), 10, t0); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -72,13 +72,13 @@ func BenchmarkReplicaWait(b *testing.B) {
 			claims := fans(b, s, b.N)
 			ids := make([]string, b.N)
 			for i, c := range claims {
-				r, _, err := s.Hold(ctx, c, sA, fmt.Sprintf("R-%d", i+1), 10, t0)
+				r, _, err := s.Seats.Hold(ctx, c, sA, fmt.Sprintf("R-%d", i+1), 10, t0)
 				require.NoError(b, err)
 				ids[i] = r.ID
 			}
 			b.ResetTimer()
 			for i, id := range ids {
-				if _, err := s.Cancel(ctx, claims[i].UserID, id, t0); err != nil {
+				if _, err := s.Seats.Cancel(ctx, claims[i].UserID, id, t0); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -87,7 +87,7 @@ func BenchmarkReplicaWait(b *testing.B) {
 			s := newStore(b)
 			b.ResetTimer()
 			for i := range b.N {
-				if _, _, err := s.Charge(ctx, fmt.Sprintf("fan-%d", i%1000), 10, "", "", t0); err != nil {
+				if _, _, err := s.Wallet.Charge(ctx, fmt.Sprintf("fan-%d", i%1000), 10, "", "", t0); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -98,23 +98,23 @@ func BenchmarkReplicaWait(b *testing.B) {
 			claims := fans(b, s, b.N)
 			ids := make([]string, b.N)
 			for i, c := range claims {
-				_, _, err := s.Charge(ctx, c.UserID, 10, "", "", t0)
+				_, _, err := s.Wallet.Charge(ctx, c.UserID, 10, "", "", t0)
 				require.NoError(b, err)
-				r, _, err := s.Hold(ctx, c, sA, fmt.Sprintf("R-%d", i+1), 10, t0)
+				r, _, err := s.Seats.Hold(ctx, c, sA, fmt.Sprintf("R-%d", i+1), 10, t0)
 				require.NoError(b, err)
 				ids[i] = r.ID
 			}
 			b.ResetTimer()
 			for i, id := range ids {
 				user := claims[i].UserID
-				if _, err := s.Claim(ctx, user, id, t0); err != nil {
+				if _, err := s.Seats.Claim(ctx, user, id, t0); err != nil {
 					b.Fatal(err)
 				}
-				d, err := s.Debit(ctx, user, id, 10, t0)
+				d, err := s.Wallet.Debit(ctx, user, id, 10, t0)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.Complete(ctx, id, d, t0); err != nil {
+				if _, err := s.Seats.Complete(ctx, id, d, t0); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -67,7 +67,7 @@ func newScriptMetrics(reg prometheus.Registerer) *scriptMetrics {
 	return m
 }
 
-func (s *Store) newScript(name string, readOnly bool) *script {
+func (s *core) newScript(name string, readOnly bool) *script {
 	src, planted := s.sources[name]
 	if !planted {
 		src = lua.Source(name)
@@ -87,14 +87,14 @@ func (s *Store) newScript(name string, readOnly bool) *script {
 }
 
 // exec runs sc by EVALSHA (falling back to EVAL) and maps error replies to domain errors.
-func (s *Store) exec(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
+func (s *core) exec(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
 	if s.replicaWait > 0 && replicatedScripts[sc.name] {
 		return s.execReplicated(ctx, sc, keys, args)
 	}
 	return s.execPlain(ctx, sc, keys, args)
 }
 
-func (s *Store) execPlain(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
+func (s *core) execPlain(ctx context.Context, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
 	start := time.Now()
 	res := sc.lua.Exec(ctx, s.client, keys, args)
 	sc.observe(start)
@@ -106,14 +106,14 @@ func (s *Store) execPlain(ctx context.Context, sc *script, keys, args []string) 
 }
 
 // scriptError maps the error of one of sc's calls (mapError) and counts it by code.
-func (s *Store) scriptError(sc *script, err error) error {
+func (s *core) scriptError(sc *script, err error) error {
 	code, mapped := mapError(err)
 	s.metrics.errors.WithLabelValues(sc.name, code).Inc()
 	return mapped
 }
 
 // evalsha builds sc's EVALSHA command, for a pipeline.
-func (s *Store) evalsha(sc *script, keys, args []string) rueidis.Completed {
+func (s *core) evalsha(sc *script, keys, args []string) rueidis.Completed {
 	if sc.readOnly {
 		return s.client.B().EvalshaRo().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 	}
@@ -124,7 +124,7 @@ func (s *Store) evalsha(sc *script, keys, args []string) rueidis.Completed {
 // and returns sc's reply and the replies of cmds. When Redis does not know the script yet (after a
 // restart), it falls back to separate round trips, which also load it. cmds build the commands: rueidis
 // commands are single-use, and the fallback sends them again.
-func (s *Store) execWith(ctx context.Context, sc *script, keys, args []string, cmds ...func() rueidis.Completed) (rueidis.RedisMessage, []rueidis.RedisResult, error) {
+func (s *core) execWith(ctx context.Context, sc *script, keys, args []string, cmds ...func() rueidis.Completed) (rueidis.RedisMessage, []rueidis.RedisResult, error) {
 	start := time.Now()
 	all := rueidis.Commands{s.evalsha(sc, keys, args)}
 	for _, c := range cmds {

@@ -11,7 +11,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-func (s *Store) reservationScript(ctx context.Context, sc *script, concertID string, keys, args []string) (ticketrush.Reservation, error) {
+func (s *Seats) reservationScript(ctx context.Context, sc *script, concertID string, keys, args []string) (ticketrush.Reservation, error) {
 	msg, err := s.exec(ctx, sc, keys, args)
 	if err != nil {
 		return ticketrush.Reservation{}, err
@@ -27,7 +27,7 @@ func (s *Store) reservationScript(ctx context.Context, sc *script, concertID str
 // free, then the reservation and its event written (one call where the seat slot is the concert's own,
 // else gate_apply's hold step and seat_take). It reports whether it lapsed another fan's expired hold of the seat on
 // the way.
-func (s *Store) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
+func (s *Seats) Hold(ctx context.Context, c ticketrush.QueueClaims, scheduleID, seatID string, price int64, now time.Time) (ticketrush.Reservation, bool, error) {
 	var msg rueidis.RedisMessage
 	w, err := s.ways(ctx, c.ConcertID)
 	if err == nil {
@@ -65,7 +65,7 @@ func holdReply(msg rueidis.RedisMessage, res *ticketrush.Reservation) (lapsed bo
 
 // reservationSeats is where reservation id is kept: the seats of its concert's layout, and the concert
 // and schedule the id names; an id that names none is ErrNotFound.
-func (s *Store) reservationSeats(ctx context.Context, id string) (seats seatWay, concertID, scheduleID string, err error) {
+func (s *Seats) reservationSeats(ctx context.Context, id string) (seats seatWay, concertID, scheduleID string, err error) {
 	concertID, scheduleID, ok := ticketrush.ParseReservationID(id)
 	if !ok {
 		return nil, "", "", ticketrush.ErrNotFound
@@ -75,7 +75,7 @@ func (s *Store) reservationSeats(ctx context.Context, id string) (seats seatWay,
 }
 
 // Reservation reads one reservation.
-func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservation, error) {
+func (s *Seats) Reservation(ctx context.Context, id string) (ticketrush.Reservation, error) {
 	seats, concertID, scheduleID, err := s.reservationSeats(ctx, id)
 	if err != nil {
 		return ticketrush.Reservation{}, err
@@ -95,7 +95,7 @@ func (s *Store) Reservation(ctx context.Context, id string) (ticketrush.Reservat
 // Cancel gives back the user's HELD reservation. The cancel stands whatever the gate's step answers
 // (where it is a call of its own): a gate entry left behind runs out at the hold's expiry (and
 // a follow's failure is counted in the script error metric).
-func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error) {
+func (s *Seats) Cancel(ctx context.Context, userID, id string, now time.Time) (ticketrush.Reservation, error) {
 	return s.reservationStep(ctx, id, now, false, "cancel",
 		func(sk ScheduleKeys, gate *ConcertKeys) (*script, []string, []string) {
 			keys, args := sk.holdCancel(userID, id, s.limit, gate, now)
@@ -104,7 +104,7 @@ func (s *Store) Cancel(ctx context.Context, userID, id string, now time.Time) (t
 }
 
 // Sweep lapses up to batch expired holds of a concert and returns how many it lapsed.
-func (s *Store) Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error) {
+func (s *Seats) Sweep(ctx context.Context, concertID string, scheduleIDs []string, now time.Time, batch int) (int, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return 0, fmt.Errorf("sweep %s: %w", concertID, err)
@@ -129,15 +129,15 @@ func sweepReply(msg rueidis.RedisMessage) (int, error) {
 }
 
 // ScheduleCounts returns the taken and sold seats of each schedule of a concert.
-func (s *Store) ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
-	return onSeats(ctx, s, concertID, "schedule counts", func(seats seatWay) ([]ticketrush.ScheduleCount, error) {
+func (s *Seats) ScheduleCounts(ctx context.Context, concertID string, scheduleIDs []string, now time.Time) ([]ticketrush.ScheduleCount, error) {
+	return onSeats(ctx, s.core, concertID, "schedule counts", func(seats seatWay) ([]ticketrush.ScheduleCount, error) {
 		return seats.counts(ctx, scheduleIDs, now)
 	})
 }
 
 // onSeats is read's answer through the seats of concertID's layout; on an error, the layout's or
 // read's, it is T's zero value and the error names what and the concert.
-func onSeats[T any](ctx context.Context, s *Store, concertID, what string, read func(seatWay) (T, error)) (T, error) {
+func onSeats[T any](ctx context.Context, s *core, concertID, what string, read func(seatWay) (T, error)) (T, error) {
 	w, err := s.ways(ctx, concertID)
 	if err == nil {
 		var out T
@@ -166,7 +166,7 @@ func countsReply(msg rueidis.RedisMessage, scheduleIDs []string) ([]ticketrush.S
 }
 
 // GatedScheduleCounts returns the token's state and the schedule counts, in one round trip.
-func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
+func (s *Seats) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
 	w, err := s.ways(ctx, c.ConcertID)
 	if err != nil {
 		return ticketrush.TokenState{}, nil, err
@@ -176,7 +176,7 @@ func (s *Store) GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaim
 
 // GatedSeats returns the token's state and the schedule's seat states (seat -> raw state, for the seats
 // that are not plainly available), in one round trip.
-func (s *Store) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error) {
+func (s *Seats) GatedSeats(ctx context.Context, c ticketrush.QueueClaims, scheduleID string, now time.Time) (ticketrush.TokenState, map[string]ticketrush.SeatStatus, error) {
 	w, err := s.ways(ctx, c.ConcertID)
 	if err != nil {
 		return ticketrush.TokenState{}, nil, err
@@ -231,7 +231,7 @@ func seatsReply(msg rueidis.RedisMessage, now time.Time, out map[string]ticketru
 
 // TakenSeats reads the seats of each schedule of a concert that are not plainly free (HGETALL of each
 // seats hash of the schedules, a block's each, pipelined in one round trip): what an instance's seat view keeps.
-func (s *Store) TakenSeats(ctx context.Context, concertID string, scheduleIDs []string) ([]map[string]ticketrush.TakenSeat, error) {
+func (s *Seats) TakenSeats(ctx context.Context, concertID string, scheduleIDs []string) ([]map[string]ticketrush.TakenSeat, error) {
 	w, err := s.ways(ctx, concertID)
 	if err != nil {
 		return nil, err

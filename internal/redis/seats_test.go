@@ -18,7 +18,7 @@ func TestHold(t *testing.T) {
 		ctx := context.Background()
 		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 2; q.HoldTTL = 10 * time.Second }, "alice", "bob")
 
-		r, lapsed, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		r, lapsed, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
 		assert.False(t, lapsed)
 		assert.Equal(t, ticketrush.ReservationHeld, r.Status)
@@ -29,35 +29,35 @@ func TestHold(t *testing.T) {
 		assert.Equal(t, cid, concertID)
 		assert.Equal(t, sA, scheduleID)
 
-		got, err := s.Reservation(ctx, r.ID)
+		got, err := s.Seats.Reservation(ctx, r.ID)
 		require.NoError(t, err)
 		assert.Equal(t, r.ID, got.ID)
 		assert.Equal(t, "alice", got.UserID)
 		assert.Equal(t, int64(100), got.Price)
 
-		_, _, err = s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrSeatUnavailable, "held by alice")
-		_, _, err = s.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
 		assert.NoError(t, err, "the same seat of another schedule is another seat")
 
-		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0)
 		require.NoError(t, err)
-		_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "two holds per fan per concert")
 
-		_, lapsed, err = s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0.Add(10*time.Second))
+		_, lapsed, err = s.Seats.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0.Add(10*time.Second))
 		require.NoError(t, err, "alice's hold lapsed: the seat is free before any sweep")
 		assert.True(t, lapsed)
-		old, err := s.Reservation(ctx, r.ID)
+		old, err := s.Seats.Reservation(ctx, r.ID)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationExpired, old.Status)
 
-		_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0.Add(10*time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0.Add(10*time.Second))
 		assert.NoError(t, err, "alice's lapsed holds no longer count against her limit")
 
-		_, err = s.Reservation(ctx, ticketrush.NewReservationID(cid, sA))
+		_, err = s.Seats.Reservation(ctx, ticketrush.NewReservationID(cid, sA))
 		assert.ErrorIs(t, err, ticketrush.ErrNotFound)
-		_, err = s.Reservation(ctx, "garbage")
+		_, err = s.Seats.Reservation(ctx, "garbage")
 		assert.ErrorIs(t, err, ticketrush.ErrNotFound)
 
 		assert.Equal(t, []string{"hold.create", "hold.create", "hold.lapse", "hold.create"},
@@ -70,15 +70,15 @@ func TestHoldNeedsActiveToken(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, _ rueidis.Client) {
 		ctx := context.Background()
 		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1; q.ActiveTTL = time.Minute }, "alice", "bob")
-		_, _, err := s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
+		_, _, err := s.Seats.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrQueueNotActive, "bob waits")
-		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0.Add(time.Minute))
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0.Add(time.Minute))
 		assert.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "alice's session lapsed")
 		stale := fans["alice"]
 		stale.Seq = 99
-		_, _, err = s.Hold(ctx, stale, sA, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, stale, sA, "VIP-1", 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "not alice's live token")
-		_, _, err = s.Hold(ctx, ticketrush.QueueClaims{UserID: "x", ConcertID: "nope", Seq: 1}, sA, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, ticketrush.QueueClaims{UserID: "x", ConcertID: "nope", Seq: 1}, sA, "VIP-1", 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrNotFound)
 	})
 }
@@ -87,35 +87,35 @@ func TestCancelAndSweep(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.HoldTTL = 10 * time.Second }, "alice", "bob")
-		a, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		a, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
-		b, _, err := s.Hold(ctx, fans["bob"], sB, "VIP-2", 100, t0.Add(time.Second))
+		b, _, err := s.Seats.Hold(ctx, fans["bob"], sB, "VIP-2", 100, t0.Add(time.Second))
 		require.NoError(t, err)
 
-		_, err = s.Cancel(ctx, "bob", a.ID, t0)
+		_, err = s.Seats.Cancel(ctx, "bob", a.ID, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrNotFound, "not bob's")
-		got, err := s.Cancel(ctx, "alice", a.ID, t0)
+		got, err := s.Seats.Cancel(ctx, "alice", a.ID, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationCancelled, got.Status)
-		_, err = s.Cancel(ctx, "alice", a.ID, t0)
+		_, err = s.Seats.Cancel(ctx, "alice", a.ID, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrReservationNotHeld)
-		_, err = s.Cancel(ctx, "bob", b.ID, t0.Add(11*time.Second))
+		_, err = s.Seats.Cancel(ctx, "bob", b.ID, t0.Add(11*time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrReservationNotHeld, "lapsed")
 
-		counts, err := s.ScheduleCounts(ctx, cid, []string{sA, sB}, t0)
+		counts, err := s.Seats.ScheduleCounts(ctx, cid, []string{sA, sB}, t0)
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA}, {ScheduleID: sB, Taken: 1}}, counts)
-		counts, err = s.ScheduleCounts(ctx, cid, []string{sA, sB}, t0.Add(11*time.Second))
+		counts, err = s.Seats.ScheduleCounts(ctx, cid, []string{sA, sB}, t0.Add(11*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA}, {ScheduleID: sB}}, counts, "a lapsed hold counts as available before the sweep")
 
-		n, err := s.Sweep(ctx, cid, []string{sA, sB}, t0.Add(10*time.Second), 100)
+		n, err := s.Seats.Sweep(ctx, cid, []string{sA, sB}, t0.Add(10*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, 0, n, "bob's hold is not due until 11 s")
-		n, err = s.Sweep(ctx, cid, []string{sA, sB}, t0.Add(11*time.Second), 100)
+		n, err = s.Seats.Sweep(ctx, cid, []string{sA, sB}, t0.Add(11*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
-		got, err = s.Reservation(ctx, b.ID)
+		got, err = s.Seats.Reservation(ctx, b.ID)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationExpired, got.Status)
 		seats, err := c.Do(ctx, c.B().Hlen().Key(slotOfConcert(t, s, cid, sB).Seats()).Build()).AsInt64()
@@ -136,7 +136,7 @@ func threeDueHolds(t *testing.T, s *Store) (map[string]ticketrush.QueueClaims, [
 	for _, h := range []struct{ fan, schedule, seat string }{
 		{"alice", sA, "VIP-1"}, {"alice", sB, "VIP-1"}, {"bob", sA, "VIP-2"},
 	} {
-		r, _, err := s.Hold(context.Background(), fans[h.fan], h.schedule, h.seat, 100, t0)
+		r, _, err := s.Seats.Hold(context.Background(), fans[h.fan], h.schedule, h.seat, 100, t0)
 		require.NoError(t, err)
 		ids = append(ids, r.ID)
 	}
@@ -153,14 +153,14 @@ func TestSweepLapsesEachDueHoldOnce(t *testing.T) {
 		assert.Equal(t, int64(1), inventory(t, s, c, cid, sA, sB).Available)
 
 		later := t0.Add(11 * time.Second)
-		n, err := s.Sweep(ctx, cid, []string{sA, sB}, later, 100)
+		n, err := s.Seats.Sweep(ctx, cid, []string{sA, sB}, later, 100)
 		require.NoError(t, err)
 		assert.Equal(t, 3, n, "all three are due")
-		n, err = s.Sweep(ctx, cid, []string{sA, sB}, later, 100)
+		n, err = s.Seats.Sweep(ctx, cid, []string{sA, sB}, later, 100)
 		require.NoError(t, err)
 		assert.Zero(t, n, "a lapsed hold is not due again")
 		assert.Equal(t, int64(4), inventory(t, s, c, cid, sA, sB).Available, "every seat is back")
-		counts, err := s.ScheduleCounts(ctx, cid, []string{sA, sB}, later)
+		counts, err := s.Seats.ScheduleCounts(ctx, cid, []string{sA, sB}, later)
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA}, {ScheduleID: sB}}, counts)
 		assert.Equal(t, []string{"hold.lapse", "hold.lapse", "hold.lapse"},
@@ -174,18 +174,18 @@ func TestSweepEndsEachDueHoldOfAFan(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans, due := threeDueHolds(t, s)
-		kept, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0.Add(5*time.Second))
+		kept, _, err := s.Seats.Hold(ctx, fans["alice"], sB, "VIP-2", 100, t0.Add(5*time.Second))
 		require.NoError(t, err)
 
-		n, err := s.Sweep(ctx, cid, []string{sA, sB}, t0.Add(11*time.Second), 100)
+		n, err := s.Seats.Sweep(ctx, cid, []string{sA, sB}, t0.Add(11*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, 3, n)
 		for _, id := range due {
-			r, err := s.Reservation(ctx, id)
+			r, err := s.Seats.Reservation(ctx, id)
 			require.NoError(t, err)
 			assert.Equal(t, ticketrush.ReservationExpired, r.Status, id)
 		}
-		kept, err = s.Reservation(ctx, kept.ID)
+		kept, err = s.Seats.Reservation(ctx, kept.ID)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationHeld, kept.Status, "the hold not due is kept")
 		for _, sc := range []string{sA, sB} {
@@ -204,22 +204,22 @@ func TestGatedReads(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, _ rueidis.Client) {
 		ctx := context.Background()
 		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1; q.HoldTTL = 10 * time.Second }, "alice", "bob")
-		_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		_, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
 
-		st, seats, err := s.GatedSeats(ctx, fans["alice"], sA, t0)
+		st, seats, err := s.Seats.GatedSeats(ctx, fans["alice"], sA, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusActive, st.Status)
 		assert.Equal(t, map[string]ticketrush.SeatStatus{"VIP-1": ticketrush.SeatHeld}, seats)
-		_, seats, err = s.GatedSeats(ctx, fans["alice"], sA, t0.Add(10*time.Second))
+		_, seats, err = s.Seats.GatedSeats(ctx, fans["alice"], sA, t0.Add(10*time.Second))
 		require.NoError(t, err)
 		assert.Empty(t, seats, "a hold past its expiry reads as AVAILABLE")
 
-		st, counts, err := s.GatedScheduleCounts(ctx, fans["alice"], []string{sA, sB}, t0)
+		st, counts, err := s.Seats.GatedScheduleCounts(ctx, fans["alice"], []string{sA, sB}, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusActive, st.Status)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 1}, {ScheduleID: sB}}, counts)
-		st, counts, err = s.GatedScheduleCounts(ctx, fans["bob"], []string{sA, sB}, t0)
+		st, counts, err = s.Seats.GatedScheduleCounts(ctx, fans["bob"], []string{sA, sB}, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusWaiting, st.Status)
 		assert.Nil(t, counts, "a WAITING token's answer is its refusal")
@@ -233,11 +233,11 @@ func TestGatedSeatsRefusalFirst(t *testing.T) {
 		ctx := context.Background()
 		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.ActiveCapacity = 1 }, "alice", "bob")
 		require.NoError(t, c.Do(ctx, c.B().Hset().Key(slotOfConcert(t, s, cid, sA).Seats()).FieldValue().FieldValue("VIP-2", "garbage").Build()).Error())
-		st, seats, err := s.GatedSeats(ctx, fans["bob"], sA, t0)
+		st, seats, err := s.Seats.GatedSeats(ctx, fans["bob"], sA, t0)
 		require.NoError(t, err, "a WAITING token's answer is its refusal")
 		assert.Equal(t, ticketrush.StatusWaiting, st.Status)
 		assert.Nil(t, seats)
-		_, _, err = s.GatedSeats(ctx, fans["alice"], sA, t0)
+		_, _, err = s.Seats.GatedSeats(ctx, fans["alice"], sA, t0)
 		assert.Error(t, err, "an ACTIVE token's seat map with an entry that is no seat state")
 	})
 }
@@ -261,7 +261,7 @@ func TestLapsedHoldsCountedWithoutTheirRecords(t *testing.T) {
 			return join(t, s, id, "alice", ticketrush.StatusActive)
 		}
 		hold := func(f ticketrush.QueueClaims, schedule, seat string, at time.Time) ticketrush.Reservation {
-			r, _, err := s.Hold(ctx, f, schedule, seat, 100, at)
+			r, _, err := s.Seats.Hold(ctx, f, schedule, seat, 100, at)
 			require.NoError(t, err)
 			return r
 		}
@@ -273,7 +273,7 @@ func TestLapsedHoldsCountedWithoutTheirRecords(t *testing.T) {
 		hold(one, sA, "VIP-3", t0.Add(5*time.Second))
 		require.NoError(t, c.Do(ctx, c.B().Hset().Key(slotOfConcert(t, s, "one", sA).Reservations()).FieldValue().
 			FieldValue(lapsed.ID, "not a record").Build()).Error())
-		counts, err := s.ScheduleCounts(ctx, "one", []string{sA}, later)
+		counts, err := s.Seats.ScheduleCounts(ctx, "one", []string{sA}, later)
 		require.NoError(t, err, "one schedule: the lapsed hold's record is not read")
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 2}}, counts)
 
@@ -288,7 +288,7 @@ func TestLapsedHoldsCountedWithoutTheirRecords(t *testing.T) {
 			`"schedule":"sched\u002fb"`).Replace(raw) // the same record, its schedule written with an escape
 		require.Contains(t, raw, `"schedule":"sched\u002fb"`)
 		require.NoError(t, c.Do(ctx, c.B().Hset().Key(key).FieldValue().FieldValue(escaped.ID, raw).Build()).Error())
-		counts, err = s.ScheduleCounts(ctx, "two", []string{sA, "sched/b"}, later)
+		counts, err = s.Seats.ScheduleCounts(ctx, "two", []string{sA, "sched/b"}, later)
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA}, {ScheduleID: "sched/b", Taken: 1}}, counts)
 	})
@@ -303,7 +303,7 @@ func TestRestoredHoldCountsAtTheGate(t *testing.T) {
 			q.MaxHoldsPerUser, q.HoldTTL, q.ActiveTTL = 1, 10*time.Second, time.Hour
 		}
 		fans := sale(t, s, mod, "alice")
-		held, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		held, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
 		recs, err := NewInspector(c, s.keys.prefix).Reservations(ctx, cid)
 		require.NoError(t, err)
@@ -315,12 +315,12 @@ func TestRestoredHoldCountsAtTheGate(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, held.ID+":"+millis(held.ExpiresAt), gate)
 
-		j, err := s.Join(ctx, cid, "alice", t0.Add(time.Second))
+		j, err := s.Line.Join(ctx, cid, "alice", t0.Add(time.Second))
 		require.NoError(t, err)
 		alice := ticketrush.QueueClaims{UserID: "alice", ConcertID: cid, Seq: j.Seq}
-		_, _, err = s.Hold(ctx, alice, sA, "VIP-2", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, alice, sA, "VIP-2", 100, t0.Add(time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "the restored hold counts")
-		_, _, err = s.Hold(ctx, alice, sA, "VIP-2", 100, t0.Add(11*time.Second))
+		_, _, err = s.Seats.Hold(ctx, alice, sA, "VIP-2", 100, t0.Add(11*time.Second))
 		assert.NoError(t, err, "until it runs out")
 	})
 }

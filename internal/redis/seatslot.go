@@ -36,7 +36,7 @@ import (
 const PayingGate = time.Minute
 
 // loadSchedules writes the seat count of each schedule of a concert, where it is not there yet (schedule_load, one pipelined round trip).
-func (s *Store) loadSchedules(ctx context.Context, c ticketrush.Concert, now time.Time) error {
+func (s *Seats) loadSchedules(ctx context.Context, c ticketrush.Concert, now time.Time) error {
 	w, err := s.ways(ctx, c.ID)
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func (g gateAt) key() string { return g.shard.Gate() }
 // holdSpread is a hold of a seat whose seat slot is not the concert's: gate_apply's hold step, then seat_take, then
 // the gate entry given back when seat_take refused. An answer lost on the way (ErrUnavailable) gives nothing back:
 // the seat may be held; the entry runs out with the hold either way.
-func (s *Store) holdSpread(ctx context.Context, g gateAt, c ticketrush.QueueClaims, slot SeatSlot, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
+func (s *Seats) holdSpread(ctx context.Context, g gateAt, c ticketrush.QueueClaims, slot SeatSlot, seatID string, price int64, id string, now time.Time) (rueidis.RedisMessage, error) {
 	expires, err := s.gateHold(ctx, g, c, id, now)
 	if err != nil {
 		return rueidis.RedisMessage{}, err
@@ -88,7 +88,7 @@ var errAsk = errors.New("gate_apply: ASK")
 // gateHold is step 1 of a hold whose seat slot is not the concert's: the hold's expiry, or the gate's
 // refusal (gate_apply's H step, in a batch: gates, asking the concert's slot where the shard cannot tell:
 // gateAsk).
-func (s *Store) gateHold(ctx context.Context, g gateAt, c ticketrush.QueueClaims, id string, now time.Time) (time.Time, error) {
+func (s *core) gateHold(ctx context.Context, g gateAt, c ticketrush.QueueClaims, id string, now time.Time) (time.Time, error) {
 	ms, _, err := s.gateAsk(ctx, g, c, gateStep{at: g, kind: gateHoldStep, user: c.UserID, id: id, seq: c.Seq, now: now})
 	if err != nil {
 		return time.Time{}, err
@@ -103,7 +103,7 @@ func (s *Store) gateHold(ctx context.Context, g gateAt, c ticketrush.QueueClaims
 // ACTIVE, the fan shown up. A token the shard refuses is asked of the concert's slot, whose state tells
 // why (WAITING at a position, EXPIRED): refusals cost that round trip, an ACTIVE fan's read none on the
 // concert's slot.
-func (s *Store) gateShow(ctx context.Context, g gateAt, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+func (s *core) gateShow(ctx context.Context, g gateAt, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
 	ms, asked, err := s.gateAsk(ctx, g, c, gateStep{at: g, kind: gateShowStep, user: c.UserID, seq: c.Seq, now: now})
 	switch {
 	case err == nil:
@@ -120,7 +120,7 @@ func (s *Store) gateShow(ctx context.Context, g gateAt, c ticketrush.QueueClaims
 // gateAsk runs a hold's or a gated read's step at the fan's gate. A shard that answers ASK learns the
 // token from the concert's slot (gatedOnConcert, which takes the fan off its no-show watch too) and
 // takes the step again with it; a token not ACTIVE there is the step's refusal, and asked its state.
-func (s *Store) gateAsk(ctx context.Context, g gateAt, c ticketrush.QueueClaims, step gateStep) (ms int64, asked ticketrush.TokenState, err error) {
+func (s *core) gateAsk(ctx context.Context, g gateAt, c ticketrush.QueueClaims, step gateStep) (ms int64, asked ticketrush.TokenState, err error) {
 	ms, err = s.gates.do(ctx, g.key(), step)
 	if !errors.Is(err, errAsk) {
 		return ms, asked, err
@@ -145,7 +145,7 @@ func (s *Store) gateAsk(ctx context.Context, g gateAt, c ticketrush.QueueClaims,
 // gateFollow sets the fan's gate entry of r, as a step on its seat slot left it, at its gate (gate_apply's
 // F step, in a batch: gates; lib/follow.lua). A sale that ends the token on the fan's shard ends it on
 // the concert's slot too (token_done), before the step is answered: the fan reads DONE at once.
-func (s *Store) gateFollow(ctx context.Context, g gateAt, r ticketrush.Reservation, now time.Time) error {
+func (s *core) gateFollow(ctx context.Context, g gateAt, r ticketrush.Reservation, now time.Time) error {
 	ended, err := s.gates.do(ctx, g.key(), gateStep{at: g, kind: gateFollowStep, user: r.UserID, id: r.ID, seq: r.Seq,
 		status: string(r.Status), expires: r.ExpiresAt, now: now})
 	if err != nil || ended != 1 {
@@ -184,7 +184,7 @@ const (
 // before its batch was sent is dropped; one that ended while the call was in flight has its entry given
 // back (a follow without a status, sent on its own: the hold never reaches its seat). A follow is always
 // sent: it sets what its step on the seat slot left.
-func (s *Store) newGates() *batches[gateStep, int64] {
+func (s *core) newGates() *batches[gateStep, int64] {
 	return &batches[gateStep, int64]{max: maxGateSteps, wait: gateWait, send: s.sendGates,
 		keep: func(st gateStep) bool { return st.kind == gateFollowStep },
 		gone: func(ctx context.Context, _ string, st gateStep, expires int64) {
@@ -198,7 +198,7 @@ func (s *Store) newGates() *batches[gateStep, int64] {
 // sendGates is one gate_apply call for a batch of steps of one gate: each hold's expiry (ms) and each
 // gated read's activeUntil (ms), or its refusal (errAsk: the token asked of the concert's slot), each follow's 1 when the fan's token became DONE,
 // else 0.
-func (s *Store) sendGates(ctx context.Context, _ string, steps []gateStep) ([]batchResult[int64], error) {
+func (s *core) sendGates(ctx context.Context, _ string, steps []gateStep) ([]batchResult[int64], error) {
 	keys, args := steps[0].at.gateApply(steps, s.limit)
 	msg, err := s.exec(ctx, s.gateApply, keys, args)
 	if err != nil {
@@ -233,7 +233,7 @@ func (s *Store) sendGates(ctx context.Context, _ string, steps []gateStep) ([]ba
 // follow sets the gate entry of r, as its step on the schedule's slot left it, at its gate: counting
 // until its expiry while HELD, until PayingGate after now at least while being paid, the token DONE
 // after a sale that was the fan's last open hold, and gone otherwise.
-func (s *Store) follow(ctx context.Context, g gateAt, r ticketrush.Reservation, now time.Time) error {
+func (s *core) follow(ctx context.Context, g gateAt, r ticketrush.Reservation, now time.Time) error {
 	if err := s.crashAt("follow"); err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func unsent(err error) bool {
 }
 
 // crashAt is the crash hook of the chains' step boundaries (tests only: a test sets Store.crash).
-func (s *Store) crashAt(step string) error {
+func (s *core) crashAt(step string) error {
 	if s.crash == nil {
 		return nil
 	}
@@ -267,7 +267,7 @@ func (s *Store) crashAt(step string) error {
 
 // sweepSpread lapses expired holds of each schedule of a concert whose seats are spread, one pipelined
 // round trip over the schedules' slots.
-func (s *Store) sweepSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot, now time.Time, batch int) (int, error) {
+func (s *Seats) sweepSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot, now time.Time, batch int) (int, error) {
 	calls := make([]call, len(slots))
 	for i, slot := range slots {
 		calls[i] = built(k.Schedule(slot).holdSweep(now, batch))
@@ -283,7 +283,7 @@ func (s *Store) sweepSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot
 }
 
 // scheduleCountsSpread reads each schedule's counts on its slot, one pipelined round trip.
-func (s *Store) scheduleCountsSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot, now time.Time) ([]ticketrush.ScheduleCount, error) {
+func (s *Seats) scheduleCountsSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot, now time.Time) ([]ticketrush.ScheduleCount, error) {
 	calls := make([]call, len(slots))
 	for i, slot := range slots {
 		calls[i] = built(k.Schedule(slot).scheduleCounts(now))
@@ -307,7 +307,7 @@ func (s *Store) scheduleCountsSpread(ctx context.Context, k ConcertKeys, slots [
 // gatedCountsSpread is GatedScheduleCounts of a concert whose seats are spread: the token check (gated)
 // and each schedule's counts on its own slot, in one pipelined round trip (two when Redis did not know
 // a script yet).
-func (s *Store) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims, slots []SeatSlot, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
+func (s *Seats) gatedCountsSpread(ctx context.Context, c ticketrush.QueueClaims, slots []SeatSlot, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error) {
 	k := s.keys.Concert(c.ConcertID)
 	reads := make([]func() rueidis.Completed, len(slots))
 	for i, slot := range slots {
@@ -351,7 +351,7 @@ func slotSchedules(slots []SeatSlot) []string {
 
 // stuckSpread lists the reservations claimed before before over every schedule's slot (one pipelined
 // round trip), oldest claims first, at most limit.
-func (s *Store) stuckSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot, before time.Time, limit int) ([]string, error) {
+func (s *Seats) stuckSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot, before time.Time, limit int) ([]string, error) {
 	cmds := make(rueidis.Commands, len(slots))
 	for i, slot := range slots {
 		cmds[i] = s.client.B().Zrangebyscore().Key(k.Schedule(slot).Paying()).Min("-inf").Max(millis(before)).
@@ -385,7 +385,7 @@ func (s *Store) stuckSpread(ctx context.Context, k ConcertKeys, slots []SeatSlot
 // tick of a sharded line runs it before line_admit, so sold-out closes the line within a tick. A line of
 // one shard, whose seat slots are all in the concert's own slot, carries them in its queue_tick instead
 // (concertWays.carried).
-func (s *Store) carryInventory(ctx context.Context, k ConcertKeys, sched []SeatSlot, now time.Time) error {
+func (s *Seats) carryInventory(ctx context.Context, k ConcertKeys, sched []SeatSlot, now time.Time) error {
 	cmds := make(rueidis.Commands, 0, 2*len(sched))
 	for _, slot := range sched {
 		sk := k.Schedule(slot)
@@ -423,7 +423,7 @@ func (k Keys) SeatEvents(concertID string, slot SeatSlot) EventSource {
 	return EventSource{Stream: s.Events(), DeadLetters: s.DeadLetters(), ConcertID: concertID, Schedule: slot.ScheduleID()}
 }
 
-func (s *Store) newSeatSlotScripts() {
+func (s *Seats) newSeatSlotScripts() {
 	s.gateApply = s.newScript("gate_apply", false)
 	s.tokenDone = s.newScript("token_done", false)
 	s.seatTake = s.newScript("seat_take", false)

@@ -74,7 +74,7 @@ func admittedAtOnce(t *testing.T, s *Store, fans ...string) map[string]ticketrus
 	t.Helper()
 	out := map[string]ticketrush.QueueClaims{}
 	for _, f := range fans {
-		r, err := s.Join(context.Background(), cid, f, t0)
+		r, err := s.Line.Join(context.Background(), cid, f, t0)
 		require.NoError(t, err)
 		require.Equal(t, ticketrush.StatusActive, r.Status, "%s admitted at once", f)
 		out[f] = ticketrush.QueueClaims{UserID: f, ConcertID: cid, Seq: r.Seq}
@@ -137,7 +137,7 @@ func TestSpreadSeatsEndToEnd(t *testing.T) {
 		fans := spreadSale(t, s, nil, "alice", "bob")
 		k := s.keys.Concert(cid)
 
-		r, lapsed, err := s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0)
+		r, lapsed, err := s.Seats.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0)
 		require.NoError(t, err)
 		assert.False(t, lapsed)
 		assert.Equal(t, t0.Add(10*time.Second), r.ExpiresAt)
@@ -147,64 +147,64 @@ func TestSpreadSeatsEndToEnd(t *testing.T) {
 		n, err := c.Do(ctx, c.B().Hlen().Key(k.Reservations()).Build()).AsInt64()
 		require.NoError(t, err)
 		assert.Zero(t, n, "and not in the concert's")
-		_, _, err = s.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrSeatUnavailable)
 		assert.Empty(t, gateEntries(t, c, s, "bob"), "a refused hold gives its gate entry back")
 
-		got, err := s.Reservation(ctx, r.ID)
+		got, err := s.Seats.Reservation(ctx, r.ID)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationHeld, got.Status)
-		st, seats, err := s.GatedSeats(ctx, fans["bob"], sB, t0)
+		st, seats, err := s.Seats.GatedSeats(ctx, fans["bob"], sB, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusActive, st.Status)
 		assert.Equal(t, map[string]ticketrush.SeatStatus{"VIP-1": ticketrush.SeatHeld}, seats)
-		st, counts, err := s.GatedScheduleCounts(ctx, fans["bob"], spreadSchedules, t0)
+		st, counts, err := s.Seats.GatedScheduleCounts(ctx, fans["bob"], spreadSchedules, t0)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusActive, st.Status)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA}, {ScheduleID: sB, Taken: 1}, {ScheduleID: sC}}, counts)
-		taken, err := s.TakenSeats(ctx, cid, spreadSchedules)
+		taken, err := s.Seats.TakenSeats(ctx, cid, spreadSchedules)
 		require.NoError(t, err)
 		assert.Len(t, taken[1], 1)
 		assert.Empty(t, taken[0])
 
 		// Cancel: the seat back on its slot, the gate entry gone.
-		_, err = s.Cancel(ctx, "alice", r.ID, t0.Add(time.Second))
+		_, err = s.Seats.Cancel(ctx, "alice", r.ID, t0.Add(time.Second))
 		require.NoError(t, err)
 		assert.Empty(t, gateEntries(t, c, s, "alice"))
 
 		// Bob's hold lapses: the sweep on the schedule's slot.
-		rb, _, err := s.Hold(ctx, fans["bob"], sC, "VIP-2", 100, t0)
+		rb, _, err := s.Seats.Hold(ctx, fans["bob"], sC, "VIP-2", 100, t0)
 		require.NoError(t, err)
-		n2, err := s.Sweep(ctx, cid, spreadSchedules, t0.Add(10*time.Second), 50)
+		n2, err := s.Seats.Sweep(ctx, cid, spreadSchedules, t0.Add(10*time.Second), 50)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n2)
-		lapsedRes, err := s.Reservation(ctx, rb.ID)
+		lapsedRes, err := s.Seats.Reservation(ctx, rb.ID)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationExpired, lapsedRes.Status)
 
 		// Alice pays a hold: claim, debit, sale; her last open hold paid makes her token DONE.
-		r, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0.Add(2*time.Second))
+		r, _, err = s.Seats.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0.Add(2*time.Second))
 		require.NoError(t, err)
-		claimed, err := s.Claim(ctx, "alice", r.ID, t0.Add(3*time.Second))
+		claimed, err := s.Seats.Claim(ctx, "alice", r.ID, t0.Add(3*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationPaying, claimed.Status)
 		assert.Equal(t, r.ID+":"+millis(t0.Add(3*time.Second+PayingGate)), gateEntries(t, c, s, "alice"), "pinned while paid")
-		stuck, err := s.StuckPayments(ctx, cid, t0.Add(time.Hour), 10)
+		stuck, err := s.Seats.StuckPayments(ctx, cid, t0.Add(time.Hour), 10)
 		require.NoError(t, err)
 		assert.Equal(t, []string{r.ID}, stuck)
-		_, _, err = s.Charge(ctx, "alice", 1000, "", "", t0)
+		_, _, err = s.Wallet.Charge(ctx, "alice", 1000, "", "", t0)
 		require.NoError(t, err)
-		d, err := s.Debit(ctx, "alice", r.ID, 100, t0.Add(3*time.Second))
+		d, err := s.Wallet.Debit(ctx, "alice", r.ID, 100, t0.Add(3*time.Second))
 		require.NoError(t, err)
-		paid, err := s.Complete(ctx, r.ID, d, t0.Add(4*time.Second))
+		paid, err := s.Seats.Complete(ctx, r.ID, d, t0.Add(4*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationPaid, paid.Status)
 		assert.Empty(t, gateEntries(t, c, s, "alice"))
-		tok, err := s.TokenStatus(ctx, fans["alice"], t0.Add(5*time.Second))
+		tok, err := s.Line.TokenStatus(ctx, fans["alice"], t0.Add(5*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusDone, tok.Status, "her last open hold is paid")
 
-		counts, err = s.ScheduleCounts(ctx, cid, spreadSchedules, t0.Add(5*time.Second))
+		counts, err = s.Seats.ScheduleCounts(ctx, cid, spreadSchedules, t0.Add(5*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, []ticketrush.ScheduleCount{{ScheduleID: sA, Taken: 1, Sold: 1}, {ScheduleID: sB}, {ScheduleID: sC}}, counts)
 		assert.Equal(t, []string{"hold.create", "payment.claim", "sale"},
@@ -229,12 +229,12 @@ func TestOneShardConcertHoldsInOneCall(t *testing.T) {
 			assert.Equal(t, slot(k.Cfg()), slot(slotOfConcert(t, s, cid, sc).Seats()), "%s's seats in the concert's slot", sc)
 		}
 		s.crash = func(step string) error { return fmt.Errorf("the chain ran its step %s", step) }
-		r, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		r, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
 		gate, err := c.Do(ctx, c.B().Hget().Key(k.Gate()).Field("alice").Build()).ToString()
 		require.NoError(t, err)
 		assert.Equal(t, r.ID+":"+millis(r.ExpiresAt), gate, "the hold's gate entry")
-		_, err = s.Cancel(ctx, "alice", r.ID, t0)
+		_, err = s.Seats.Cancel(ctx, "alice", r.ID, t0)
 		require.NoError(t, err)
 		n, err := c.Do(ctx, c.B().Hexists().Key(k.Gate()).Field("alice").Build()).AsInt64()
 		require.NoError(t, err)
@@ -251,14 +251,14 @@ func TestOneCallHoldRefusedLeavesTheLimit(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := sale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1; q.LineShards = 1 }, "alice", "bob")
-		_, _, err := s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
+		_, _, err := s.Seats.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
-		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.ErrorIs(t, err, ticketrush.ErrSeatUnavailable)
 		n, err := c.Do(ctx, c.B().Hexists().Key(s.keys.Concert(cid).Gate()).Field("alice").Build()).AsInt64()
 		require.NoError(t, err)
 		assert.Zero(t, n, "no gate entry for the refused hold")
-		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0)
 		require.NoError(t, err, "the limit of one is still free")
 	})
 }
@@ -269,30 +269,30 @@ func TestSpreadHoldLimitAcrossSchedules(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 2 }, "alice", "bob")
-		a, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		a, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
-		b, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0)
+		b, _, err := s.Seats.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0)
 		require.NoError(t, err)
-		_, _, err = s.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0)
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "a third hold in a third schedule")
-		_, err = s.Claim(ctx, "alice", b.ID, t0.Add(time.Second))
+		_, err = s.Seats.Claim(ctx, "alice", b.ID, t0.Add(time.Second))
 		require.NoError(t, err)
-		_, _, err = s.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0.Add(time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "a hold being paid counts")
-		_, err = s.Cancel(ctx, "alice", a.ID, t0.Add(time.Second))
+		_, err = s.Seats.Cancel(ctx, "alice", a.ID, t0.Add(time.Second))
 		require.NoError(t, err)
-		_, _, err = s.Hold(ctx, fans["bob"], sC, "VIP-1", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["bob"], sC, "VIP-1", 100, t0.Add(time.Second))
 		require.NoError(t, err)
-		_, _, err = s.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sC, "VIP-1", 100, t0.Add(time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrSeatUnavailable)
-		c2, _, err := s.Hold(ctx, fans["alice"], sC, "VIP-2", 100, t0.Add(time.Second))
+		c2, _, err := s.Seats.Hold(ctx, fans["alice"], sC, "VIP-2", 100, t0.Add(time.Second))
 		require.NoError(t, err, "a cancelled and a refused hold count no more")
-		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0.Add(2*time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sA, "VIP-2", 100, t0.Add(2*time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached)
 		// At c2's expiry (unswept) it counts no more; the claimed one still does (PayingGate).
-		_, _, err = s.Hold(ctx, fans["alice"], sA, "VIP-2", 100, c2.ExpiresAt)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sA, "VIP-2", 100, c2.ExpiresAt)
 		require.NoError(t, err, "a lapsed hold counts no more")
-		_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-2", 100, c2.ExpiresAt)
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sB, "VIP-2", 100, c2.ExpiresAt)
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached)
 	})
 }
@@ -307,11 +307,11 @@ func TestSpreadHoldCrashBetweenSteps(t *testing.T) {
 				ctx := context.Background()
 				fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1 }, "alice", "bob")
 				if step == "take" {
-					_, _, err := s.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
+					_, _, err := s.Seats.Hold(ctx, fans["bob"], sA, "VIP-1", 100, t0)
 					require.NoError(t, err)
 				}
 				crashAt(s, step)
-				_, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+				_, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 				require.ErrorIs(t, err, errCrash)
 				s.crash = nil
 				assert.NotEmpty(t, gateEntries(t, c, s, "alice"), "step 1 ran")
@@ -319,9 +319,9 @@ func TestSpreadHoldCrashBetweenSteps(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, map[string]int64{"gate": 0, "take": 1}[step], n, "no reservation of alice's")
 
-				_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(9999*time.Millisecond))
+				_, _, err = s.Seats.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(9999*time.Millisecond))
 				assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached, "the transient: until the hold's expiry")
-				r, _, err := s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(10*time.Second))
+				r, _, err := s.Seats.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(10*time.Second))
 				require.NoError(t, err, "at the expiry the stale entry counts no more")
 				assert.Equal(t, r.ID+":"+millis(r.ExpiresAt), gateEntries(t, c, s, "alice"), "and is dropped")
 			})
@@ -337,44 +337,44 @@ func TestSpreadPaymentCrashBetweenSteps(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1 }, "alice", "bob")
-		r, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		r, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
 		crashAt(s, "follow")
-		_, err = s.Claim(ctx, "alice", r.ID, t0.Add(time.Second))
+		_, err = s.Seats.Claim(ctx, "alice", r.ID, t0.Add(time.Second))
 		require.ErrorIs(t, err, errCrash)
 		s.crash = nil
 		assert.Equal(t, r.ID+":"+millis(r.ExpiresAt), gateEntries(t, c, s, "alice"), "the entry as the hold left it")
-		_, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(2*time.Second))
+		_, _, err = s.Seats.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(2*time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached)
 		// The sweeper finds the claim stuck, without a debit: it releases it (booking.Recover).
-		stuck, err := s.StuckPayments(ctx, cid, t0.Add(31*time.Second), 10)
+		stuck, err := s.Seats.StuckPayments(ctx, cid, t0.Add(31*time.Second), 10)
 		require.NoError(t, err)
 		require.Equal(t, []string{r.ID}, stuck)
-		rel, err := s.Release(ctx, r.ID, t0.Add(31*time.Second))
+		rel, err := s.Seats.Release(ctx, r.ID, t0.Add(31*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationExpired, rel.Status)
 		assert.Empty(t, gateEntries(t, c, s, "alice"))
 
 		// A sale whose concert side (its follow) never ran.
-		r, _, err = s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(32*time.Second))
+		r, _, err = s.Seats.Hold(ctx, fans["alice"], sB, "VIP-1", 100, t0.Add(32*time.Second))
 		require.NoError(t, err)
-		_, err = s.Claim(ctx, "alice", r.ID, t0.Add(32*time.Second))
+		_, err = s.Seats.Claim(ctx, "alice", r.ID, t0.Add(32*time.Second))
 		require.NoError(t, err)
-		_, _, err = s.Charge(ctx, "alice", 1000, "", "", t0)
+		_, _, err = s.Wallet.Charge(ctx, "alice", 1000, "", "", t0)
 		require.NoError(t, err)
-		d, err := s.Debit(ctx, "alice", r.ID, 100, t0.Add(33*time.Second))
+		d, err := s.Wallet.Debit(ctx, "alice", r.ID, 100, t0.Add(33*time.Second))
 		require.NoError(t, err)
 		crashAt(s, "follow")
-		_, err = s.Complete(ctx, r.ID, d, t0.Add(33*time.Second))
+		_, err = s.Seats.Complete(ctx, r.ID, d, t0.Add(33*time.Second))
 		require.ErrorIs(t, err, errCrash)
 		s.crash = nil
-		tok, err := s.TokenStatus(ctx, fans["alice"], t0.Add(34*time.Second))
+		tok, err := s.Line.TokenStatus(ctx, fans["alice"], t0.Add(34*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusActive, tok.Status, "not DONE yet")
-		again, err := s.Claim(ctx, "alice", r.ID, t0.Add(34*time.Second))
+		again, err := s.Seats.Claim(ctx, "alice", r.ID, t0.Add(34*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationPaid, again.Status)
-		tok, err = s.TokenStatus(ctx, fans["alice"], t0.Add(34*time.Second))
+		tok, err = s.Line.TokenStatus(ctx, fans["alice"], t0.Add(34*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusDone, tok.Status, "the retry finished the sale's concert side")
 		assert.Empty(t, gateEntries(t, c, s, "alice"))
@@ -395,7 +395,7 @@ func TestSpreadSoldOut(t *testing.T) {
 			for _, seat := range []string{"VIP-1", "VIP-2"} {
 				u := users[i]
 				i++
-				r, _, err := s.Hold(ctx, fans[u], sched, seat, 100, t0)
+				r, _, err := s.Seats.Hold(ctx, fans[u], sched, seat, 100, t0)
 				require.NoError(t, err)
 				if u == "f6" {
 					last = r
@@ -404,21 +404,21 @@ func TestSpreadSoldOut(t *testing.T) {
 				payCharged(t, s, u, r.ID)
 			}
 		}
-		_, err := s.Tick(ctx, cid, t0.Add(time.Second), 50)
+		_, err := s.Line.Tick(ctx, cid, t0.Add(time.Second), 50)
 		require.NoError(t, err)
 		inv, err := c.Do(ctx, c.B().Hgetall().Key(s.keys.Concert(cid).Inventory()).Build()).AsStrMap()
 		require.NoError(t, err)
 		assert.Equal(t, map[string]string{"seats": "6", "avail": "0", "sold": "5", "soldout": "0"}, inv)
 		payCharged(t, s, "f6", last.ID)
-		_, err = s.Join(ctx, cid, "late", t0.Add(2*time.Second))
+		_, err = s.Line.Join(ctx, cid, "late", t0.Add(2*time.Second))
 		require.NoError(t, err, "the concert's count trails the sale until the next tick")
-		_, err = s.Tick(ctx, cid, t0.Add(2*time.Second), 50)
+		_, err = s.Line.Tick(ctx, cid, t0.Add(2*time.Second), 50)
 		require.NoError(t, err)
 		inv, err = c.Do(ctx, c.B().Hgetall().Key(s.keys.Concert(cid).Inventory()).Build()).AsStrMap()
 		require.NoError(t, err)
 		assert.Equal(t, "1", inv["soldout"])
 		assert.Equal(t, "6", inv["sold"])
-		_, err = s.Join(ctx, cid, "later", t0.Add(3*time.Second))
+		_, err = s.Line.Join(ctx, cid, "later", t0.Add(3*time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrSoldOut)
 		assert.Contains(t, eventTypes(t, c, s.keys.Concert(cid).Events()), "concert.soldout")
 	})
@@ -427,7 +427,7 @@ func TestSpreadSoldOut(t *testing.T) {
 // payCharged charges user the price of reservation id, then pays it (pay).
 func payCharged(t *testing.T, s *Store, user, id string) {
 	t.Helper()
-	_, _, err := s.Charge(context.Background(), user, 100, "", "", t0)
+	_, _, err := s.Wallet.Charge(context.Background(), user, 100, "", "", t0)
 	require.NoError(t, err)
 	pay(t, s, user, id, 100)
 }
@@ -453,31 +453,31 @@ func TestSpreadConcurrentHoldsNeverSellASeatTwice(t *testing.T) {
 				var mine []string
 				for j := range 6 {
 					sched, seat := spreadSchedules[(i+j)%3], []string{"VIP-1", "VIP-2"}[(i/3+j)%2]
-					r, _, err := s.Hold(ctx, fans[u], sched, seat, 100, t0)
+					r, _, err := s.Seats.Hold(ctx, fans[u], sched, seat, 100, t0)
 					if err != nil {
 						continue
 					}
 					mine = append(mine, r.ID)
 					if j%2 == 0 {
-						_, err = s.Cancel(ctx, u, r.ID, t0)
+						_, err = s.Seats.Cancel(ctx, u, r.ID, t0)
 						assert.NoError(t, err)
 						mine = mine[:len(mine)-1]
 					}
 				}
 				assert.LessOrEqual(t, len(mine), 2, "%s holds more than the limit", u)
 				for _, id := range mine {
-					r, err := s.Claim(ctx, u, id, t0)
+					r, err := s.Seats.Claim(ctx, u, id, t0)
 					if !assert.NoError(t, err) {
 						continue
 					}
-					if _, _, err = s.Charge(ctx, u, 100, "", "", t0); !assert.NoError(t, err) {
+					if _, _, err = s.Wallet.Charge(ctx, u, 100, "", "", t0); !assert.NoError(t, err) {
 						continue
 					}
-					d, err := s.Debit(ctx, u, id, 100, t0)
+					d, err := s.Wallet.Debit(ctx, u, id, 100, t0)
 					if !assert.NoError(t, err) {
 						continue
 					}
-					p, err := s.Complete(ctx, id, d, t0)
+					p, err := s.Seats.Complete(ctx, id, d, t0)
 					if assert.NoError(t, err) && p.Status == ticketrush.ReservationPaid {
 						mu.Lock()
 						sold[r.ScheduleID+"/"+r.SeatID]++
@@ -516,9 +516,9 @@ func TestRestoreSpreadConcert(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store, c rueidis.Client) {
 		ctx := context.Background()
 		fans := spreadSale(t, s, func(q *ticketrush.QueueSettings) { q.MaxHoldsPerUser = 1 }, "alice", "bob")
-		held, _, err := s.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
+		held, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0)
 		require.NoError(t, err)
-		sold, _, err := s.Hold(ctx, fans["bob"], sB, "VIP-2", 100, t0)
+		sold, _, err := s.Seats.Hold(ctx, fans["bob"], sB, "VIP-2", 100, t0)
 		require.NoError(t, err)
 		payCharged(t, s, "bob", sold.ID)
 
@@ -558,16 +558,16 @@ func TestRestoreSpreadConcert(t *testing.T) {
 		assert.Equal(t, held.ID+":"+millis(held.ExpiresAt), gateEntries(t, c, s, "alice"))
 
 		// The line restarts empty: alice joins again, and her restored hold still counts.
-		j, err := s.Join(ctx, cid, "alice", t0.Add(time.Second))
+		j, err := s.Line.Join(ctx, cid, "alice", t0.Add(time.Second))
 		require.NoError(t, err)
 		alice := ticketrush.QueueClaims{UserID: "alice", ConcertID: cid, Seq: j.Seq}
-		_, _, err = s.Hold(ctx, alice, sC, "VIP-1", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, alice, sC, "VIP-1", 100, t0.Add(time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrHoldLimitReached)
-		_, err = s.Cancel(ctx, "alice", held.ID, t0.Add(time.Second))
+		_, err = s.Seats.Cancel(ctx, "alice", held.ID, t0.Add(time.Second))
 		require.NoError(t, err)
-		_, _, err = s.Hold(ctx, alice, sB, "VIP-2", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, alice, sB, "VIP-2", 100, t0.Add(time.Second))
 		assert.ErrorIs(t, err, ticketrush.ErrSeatUnavailable, "the restored sale")
-		_, _, err = s.Hold(ctx, alice, sA, "VIP-1", 100, t0.Add(time.Second))
+		_, _, err = s.Seats.Hold(ctx, alice, sA, "VIP-1", 100, t0.Add(time.Second))
 		assert.NoError(t, err)
 	})
 }
@@ -581,14 +581,14 @@ func TestSpreadHoldTakesALapsedSeat(t *testing.T) {
 		ctx := context.Background()
 		fans := spreadSale(t, s, nil, "alice", "bob")
 		slot := seatSlot(t, s, sB, "VIP-1")
-		old, _, err := s.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
+		old, _, err := s.Seats.Hold(ctx, fans["bob"], sB, "VIP-1", 100, t0)
 		require.NoError(t, err)
 
 		later := t0.Add(11 * time.Second) // bob's hold ran out at 10 s
-		r, lapsed, err := s.Hold(ctx, fans["alice"], sB, "VIP-1", 100, later)
+		r, lapsed, err := s.Seats.Hold(ctx, fans["alice"], sB, "VIP-1", 100, later)
 		require.NoError(t, err)
 		assert.True(t, lapsed, "another fan's expired hold of the seat was lapsed")
-		got, err := s.Reservation(ctx, old.ID)
+		got, err := s.Seats.Reservation(ctx, old.ID)
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.ReservationExpired, got.Status)
 		held, err := c.Do(ctx, c.B().Zrange().Key(slot.Holds()).Min("0").Max("-1").Build()).AsStrSlice()

@@ -77,7 +77,7 @@ func TestSeenIsSixBytesAnArrival(t *testing.T) {
 		later := t0.Add(1500 * time.Millisecond)
 		seen := []ticketrush.Arrival{{UserID: "u1", Seq: fans[0].Seq}, {UserID: "u3", Seq: fans[2].Seq},
 			{UserID: "u30", Seq: fans[29].Seq}, {UserID: "u50", Seq: fans[49].Seq}}
-		require.NoError(t, s.MarkAlive(ctx, cid, seen, later))
+		require.NoError(t, s.Line.MarkAlive(ctx, cid, seen, later))
 		for i, f := range fans {
 			want := t0
 			if i == 0 || i == 2 || i == 29 || i == 49 {
@@ -86,17 +86,17 @@ func TestSeenIsSixBytesAnArrival(t *testing.T) {
 			assert.Equal(t, want, seenOf(t, c, s, cid, f.Seq), "after the flush: %s", f.UserID)
 		}
 		// A seq past the newest arrival (a forged or stale token) writes nothing and grows nothing.
-		require.NoError(t, s.MarkAlive(ctx, cid, []ticketrush.Arrival{{UserID: "x", Seq: 1_000_000}}, later))
+		require.NoError(t, s.Line.MarkAlive(ctx, cid, []ticketrush.Arrival{{UserID: "x", Seq: 1_000_000}}, later))
 		assert.EqualValues(t, 50*6, seenLen(t, c, s, cid), "no field for an arrival that was never issued")
 
 		// Everyone admitted: the line is empty and seen starts afresh above the newest seq.
 		q.Paused = false
 		require.NoError(t, s.Configure(ctx, cid, q, t0))
-		r, err := s.Tick(ctx, cid, later, 100)
+		r, err := s.Line.Tick(ctx, cid, later, 100)
 		require.NoError(t, err)
 		require.Equal(t, 50, r.Admitted)
 		assert.Zero(t, seenLen(t, c, s, cid), "an empty line keeps no liveness")
-		require.NoError(t, s.MarkAlive(ctx, cid, seen, later))
+		require.NoError(t, s.Line.MarkAlive(ctx, cid, seen, later))
 		assert.Zero(t, seenLen(t, c, s, cid), "a late flush of arrivals that left writes nothing")
 
 		q.Paused = true
@@ -142,12 +142,12 @@ func TestMigrateLayoutMovesTheLivenessHash(t *testing.T) {
 
 		q.Paused = false
 		require.NoError(t, s.Configure(ctx, cid, q, t0))
-		r, err := s.Tick(ctx, cid, t0.Add(3*time.Second), 100)
+		r, err := s.Line.Tick(ctx, cid, t0.Add(3*time.Second), 100)
 		require.NoError(t, err)
 		assert.Equal(t, 1, r.Admitted, "u1, seen in the old hash half a second ago")
 		assert.Equal(t, 1, r.Abandoned, "u2, seen only at its join 3 s ago")
 		assertActive(t, s, cid, "u1", a.Seq)
-		st, err := s.TokenStatus(ctx, b, t0.Add(3*time.Second))
+		st, err := s.Line.TokenStatus(ctx, b, t0.Add(3*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, ticketrush.StatusExpired, st.Status)
 	})
@@ -186,25 +186,25 @@ func TestTickReadsSeenInChunks(t *testing.T) {
 		for i, f := range fans {
 			switch {
 			case i >= 10 && i < 109:
-				_, err := s.Leave(ctx, cid, f.UserID, f.Seq, t0)
+				_, err := s.Line.Leave(ctx, cid, f.UserID, f.Seq, t0)
 				require.NoError(t, err)
 			case i != 0 && i != 4:
 				seen = append(seen, ticketrush.Arrival{UserID: f.UserID, Seq: f.Seq})
 			}
 		}
-		require.NoError(t, s.MarkAlive(ctx, cid, seen, t0.Add(1500*time.Millisecond)))
+		require.NoError(t, s.Line.MarkAlive(ctx, cid, seen, t0.Add(1500*time.Millisecond)))
 		q.Paused = false
 		require.NoError(t, s.Configure(ctx, cid, q, t0))
 		now := t0.Add(3 * time.Second)
-		r, err := s.Tick(ctx, cid, now, 3) // u1 dropped, u2 and u3 admitted
+		r, err := s.Line.Tick(ctx, cid, now, 3) // u1 dropped, u2 and u3 admitted
 		require.NoError(t, err)
 		assert.Equal(t, 2, r.Admitted)
 		assert.Equal(t, 1, r.Abandoned)
-		r, err = s.Tick(ctx, cid, now, 4) // u4..u7 in one read from u4: u5 dropped
+		r, err = s.Line.Tick(ctx, cid, now, 4) // u4..u7 in one read from u4: u5 dropped
 		require.NoError(t, err)
 		assert.Equal(t, 3, r.Admitted)
 		assert.Equal(t, 1, r.Abandoned)
-		r, err = s.Tick(ctx, cid, now, 100) // u8..u10 and u110, past the leavers: one read each
+		r, err = s.Line.Tick(ctx, cid, now, 100) // u8..u10 and u110, past the leavers: one read each
 		require.NoError(t, err)
 		assert.Equal(t, 4, r.Admitted)
 		assert.Zero(t, r.Abandoned)
@@ -212,7 +212,7 @@ func TestTickReadsSeenInChunks(t *testing.T) {
 			if i >= 10 && i < 109 {
 				continue
 			}
-			st, err := s.TokenStatus(ctx, f, now)
+			st, err := s.Line.TokenStatus(ctx, f, now)
 			require.NoError(t, err)
 			want := ticketrush.StatusActive
 			if i == 0 || i == 4 {
@@ -275,7 +275,7 @@ func TestMarkAliveWritesInChunks(t *testing.T) {
 				rand.New(rand.NewPCG(1, 2)).Shuffle(len(seen), func(i, j int) { seen[i], seen[j] = seen[j], seen[i] })
 
 				later := t0.Add(1500 * time.Millisecond)
-				require.NoError(t, counted.MarkAlive(ctx, cid, seen, later))
+				require.NoError(t, counted.Line.MarkAlive(ctx, cid, seen, later))
 				total := 0
 				for _, n := range lw.sizes {
 					assert.LessOrEqual(t, n, chunk, "one write of %d arrivals", n)
@@ -290,7 +290,7 @@ func TestMarkAliveWritesInChunks(t *testing.T) {
 				require.NoError(t, s.Configure(ctx, cid, q, t0))
 				admitted := 0
 				for admitted < fans {
-					r, err := s.Tick(ctx, cid, t0.Add(time.Minute+time.Second), 1000)
+					r, err := s.Line.Tick(ctx, cid, t0.Add(time.Minute+time.Second), 1000)
 					require.NoError(t, err)
 					require.Zero(t, r.Abandoned, "a fan the flush wrote was dropped")
 					require.Positive(t, r.Admitted)

@@ -68,7 +68,7 @@ func BenchmarkOneConcertSpreadOnCluster(b *testing.B) {
 
 		claims := make([]ticketrush.QueueClaims, fans)
 		storm(b, workers, fans, func(i int) error {
-			r, err := s.Join(ctx, con.ID, fmt.Sprintf("fan-%04d", i), t0)
+			r, err := s.Line.Join(ctx, con.ID, fmt.Sprintf("fan-%04d", i), t0)
 			claims[i] = ticketrush.QueueClaims{UserID: fmt.Sprintf("fan-%04d", i), ConcertID: con.ID, Seq: r.Seq}
 			return err
 		})
@@ -77,7 +77,7 @@ func BenchmarkOneConcertSpreadOnCluster(b *testing.B) {
 		q.Paused = false
 		require.NoError(b, s.Configure(ctx, con.ID, q, t0))
 		for admitted := 0; admitted < fans; {
-			r, err := s.Tick(ctx, con.ID, t0, 1000)
+			r, err := s.Line.Tick(ctx, con.ID, t0, 1000)
 			require.NoError(b, err)
 			if r.Admitted == 0 {
 				break // every join found a free slot at once
@@ -86,11 +86,11 @@ func BenchmarkOneConcertSpreadOnCluster(b *testing.B) {
 		}
 		storm(b, workers, fans, func(i int) error {
 			seat := fmt.Sprintf("R-%d", 1+i/schedules)
-			r, _, err := s.Hold(ctx, claims[i], con.Schedules[i%schedules].ID, seat, 10, t0)
+			r, _, err := s.Seats.Hold(ctx, claims[i], con.Schedules[i%schedules].ID, seat, 10, t0)
 			if err != nil {
 				return err
 			}
-			_, err = s.Cancel(ctx, claims[i].UserID, r.ID, t0)
+			_, err = s.Seats.Cancel(ctx, claims[i].UserID, r.ID, t0)
 			return err
 		})
 

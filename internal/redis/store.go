@@ -73,8 +73,33 @@ func anyNodeAnswers(ctx context.Context, c rueidis.Client) bool {
 	return false
 }
 
-// Store runs the hot-path scripts.
+// Store is the sale's Redis: the concerts' layouts and settings, readiness and the replicas' waits
+// (its own methods), and one part for each side of the sale it serves, each running that side's
+// scripts: Line (joins, leaves, ticks, tokens), Seats (holds, cancels, payments, seat maps), Wallet
+// (points and idempotency keys) and Draws (the on-sale's prequeue and draw). The parts share core: the
+// client, the keys, the scripts and the concerts' layouts.
 type Store struct {
+	*core
+	Line   *Line
+	Seats  *Seats
+	Wallet *Wallet
+	Draws  *Draws
+}
+
+// Line runs the waiting line's scripts: joins, leaves, the admission tick and the queue tokens' state.
+type Line struct{ *core }
+
+// Seats runs the seat side's scripts: holds, cancels, the sweep, payments and the seat maps.
+type Seats struct{ *core }
+
+// Wallet runs the points' scripts: charges, debits, refunds and the idempotency keys.
+type Wallet struct{ *core }
+
+// Draws runs the on-sale's scripts: the prequeue, the seal and the placement of the draw.
+type Draws struct{ *core }
+
+// core is what the parts of a Store share.
+type core struct {
 	client      rueidis.Client
 	keys        Keys
 	metrics     *scriptMetrics
@@ -118,7 +143,8 @@ func (s *Store) LimitUsers(l UserLimit) { s.limit = l }
 
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
 func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, opts ...Option) *Store {
-	s := &Store{client: client, keys: NewKeys(prefix), metrics: newScriptMetrics(reg), liveChunk: seenChunk}
+	c := &core{client: client, keys: NewKeys(prefix), metrics: newScriptMetrics(reg), liveChunk: seenChunk}
+	s := &Store{core: c, Line: &Line{c}, Seats: &Seats{c}, Wallet: &Wallet{c}, Draws: &Draws{c}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -130,8 +156,8 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 		}, func() float64 { return float64(s.UnreplicatedSlots()) }))
 	}
 	s.lineArrive = s.newScript("line_arrive", false)
-	s.arrivals = s.newArrivals()
-	s.enters = s.newEnters()
+	s.arrivals = s.Line.newArrivals()
+	s.enters = s.Line.newEnters()
 	s.gates = s.newGates()
 	s.lineEnter = s.newScript("line_enter", false)
 	s.lineHeads = s.newScript("line_heads", false)
@@ -166,7 +192,7 @@ func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, o
 	s.drawStatus = s.newScript("draw_status", true)
 	s.drawRead = s.newScript("draw_read", true)
 	s.prequeueLeave = s.newScript("prequeue_leave", false)
-	s.newSeatSlotScripts()
+	s.Seats.newSeatSlotScripts()
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "ticketrush_redis_up",
 		Help: "1 when Redis served every hash slot the service needs at the last scrape (Store.Ping), else 0.",

@@ -94,7 +94,7 @@ func sale(t *testing.T, s *Store, mod func(*ticketrush.QueueSettings), fans ...s
 	mustLoad(t, s, c)
 	out := map[string]ticketrush.QueueClaims{}
 	for _, f := range fans {
-		r, err := s.Join(ctx, cid, f, t0)
+		r, err := s.Line.Join(ctx, cid, f, t0)
 		require.NoError(t, err)
 		out[f] = ticketrush.QueueClaims{UserID: f, ConcertID: cid, Seq: r.Seq}
 	}

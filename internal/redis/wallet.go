@@ -12,7 +12,7 @@ import (
 )
 
 // Debit is step 2 of a payment: the reservation's price leaves the user's wallet, once per reservation.
-func (s *Store) Debit(ctx context.Context, userID, resID string, amount int64, now time.Time) (ticketrush.Payment, error) {
+func (s *Wallet) Debit(ctx context.Context, userID, resID string, amount int64, now time.Time) (ticketrush.Payment, error) {
 	keys, args := s.keys.Wallet(userID).walletDebit(userID, resID, amount, now)
 	msg, err := s.exec(ctx, s.walletDebit, keys, args)
 	if err != nil {
@@ -26,7 +26,7 @@ func (s *Store) Debit(ctx context.Context, userID, resID string, amount int64, n
 }
 
 // Debited returns the debit of a reservation, if there is one.
-func (s *Store) Debited(ctx context.Context, userID, resID string) (ticketrush.Payment, bool, error) {
+func (s *Wallet) Debited(ctx context.Context, userID, resID string) (ticketrush.Payment, bool, error) {
 	raw, err := s.client.Do(ctx, s.client.B().Hget().Key(s.keys.Wallet(userID).Debits()).Field(resID).Build()).ToString()
 	if isNil(err) {
 		return ticketrush.Payment{}, false, nil
@@ -40,7 +40,7 @@ func (s *Store) Debited(ctx context.Context, userID, resID string) (ticketrush.P
 }
 
 // Refund gives a reservation's debit back, once; it reports whether there was a debit to refund.
-func (s *Store) Refund(ctx context.Context, userID, resID string, now time.Time) (bool, error) {
+func (s *Wallet) Refund(ctx context.Context, userID, resID string, now time.Time) (bool, error) {
 	keys, args := s.keys.Wallet(userID).walletRefund(userID, resID, now)
 	msg, err := s.exec(ctx, s.walletRefund, keys, args)
 	if err != nil {
@@ -70,7 +70,7 @@ func refundReply(resID string, msg rueidis.RedisMessage) (bool, error) {
 }
 
 // Balance returns a user's balance (0 for a user never seen).
-func (s *Store) Balance(ctx context.Context, userID string) (int64, error) {
+func (s *Wallet) Balance(ctx context.Context, userID string) (int64, error) {
 	n, err := s.client.Do(ctx, s.client.B().Hget().Key(s.keys.Wallet(userID).Balances()).Field(userID).Build()).AsInt64()
 	if isNil(err) {
 		return 0, nil
@@ -84,7 +84,7 @@ func (s *Store) Balance(ctx context.Context, userID string) (int64, error) {
 
 // Charge adds amount to a user's balance; with an idempotency key, a retry with the same fingerprint
 // replies with the first charge (replayed true).
-func (s *Store) Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error) {
+func (s *Wallet) Charge(ctx context.Context, userID string, amount int64, idemKey, fingerprint string, now time.Time) (ticketrush.Charge, bool, error) {
 	w := s.keys.Wallet(userID)
 	id := "c" + ticketrush.NewID() + ticketrush.NewID()
 	keys, args := w.pointsCharge(userID, amount, id, idemKey, fingerprint, s.limit, now)
@@ -111,7 +111,7 @@ func chargeReply(msg rueidis.RedisMessage) (ticketrush.Charge, bool, error) {
 }
 
 // rememberStep runs one step of payment_remember and returns its state and the record it replied.
-func (s *Store) rememberStep(ctx context.Context, step, userID, key, fingerprint, ref string, created bool, refused ticketrush.Code, now time.Time) (string, idempotencyRecord, error) {
+func (s *Wallet) rememberStep(ctx context.Context, step, userID, key, fingerprint, ref string, created bool, refused ticketrush.Code, now time.Time) (string, idempotencyRecord, error) {
 	keys, args := s.keys.Wallet(userID).paymentRemember(step, userID, key, fingerprint, ref, created, refused, now)
 	msg, err := s.exec(ctx, s.paymentRemember, keys, args)
 	if err != nil {
@@ -169,7 +169,7 @@ func rememberReply(step string, msg rueidis.RedisMessage) (string, idempotencyRe
 // true when the key has its answer already (ref and created are that answer, or err is the refusal that
 // answered it); neither when a request with the same fingerprint holds it. The key used with another
 // fingerprint is IDEMPOTENCY_CONFLICT.
-func (s *Store) ReserveKey(ctx context.Context, userID, key, fingerprint, ref string, now time.Time) (reserved, done bool, doneRef string, created bool, err error) {
+func (s *Wallet) ReserveKey(ctx context.Context, userID, key, fingerprint, ref string, now time.Time) (reserved, done bool, doneRef string, created bool, err error) {
 	state, rec, err := s.rememberStep(ctx, "reserve", userID, key, fingerprint, ref, false, "", now)
 	if err != nil {
 		return false, false, "", false, err
@@ -189,19 +189,19 @@ func (s *Store) ReserveKey(ctx context.Context, userID, key, fingerprint, ref st
 // Remember records the answer of a payment under its Idempotency-Key for 24 h, with an event that makes
 // the record durable (restore brings it back). The first answer recorded stands: Remember returns it,
 // and a later caller answers with it instead of its own.
-func (s *Store) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool, now time.Time) (ticketrush.KeyAnswer, error) {
+func (s *Wallet) Remember(ctx context.Context, userID, key, fingerprint, ref string, created bool, now time.Time) (ticketrush.KeyAnswer, error) {
 	return s.finishKey(ctx, userID, key, fingerprint, ref, created, "", now)
 }
 
 // RememberRefusal records that the payment under a user's Idempotency-Key was refused with code, as
 // Remember records a payment, so that a retry with the key answers with the same refusal and does not
 // act. The first answer recorded stands: RememberRefusal returns it.
-func (s *Store) RememberRefusal(ctx context.Context, userID, key, fingerprint string, code ticketrush.Code, now time.Time) (ticketrush.KeyAnswer, error) {
+func (s *Wallet) RememberRefusal(ctx context.Context, userID, key, fingerprint string, code ticketrush.Code, now time.Time) (ticketrush.KeyAnswer, error) {
 	return s.finishKey(ctx, userID, key, fingerprint, "", false, code, now)
 }
 
 // finishKey is payment_remember's 'finish': the answer it recorded, or that an earlier finish did.
-func (s *Store) finishKey(ctx context.Context, userID, key, fingerprint, ref string, created bool, code ticketrush.Code, now time.Time) (ticketrush.KeyAnswer, error) {
+func (s *Wallet) finishKey(ctx context.Context, userID, key, fingerprint, ref string, created bool, code ticketrush.Code, now time.Time) (ticketrush.KeyAnswer, error) {
 	_, rec, err := s.rememberStep(ctx, "finish", userID, key, fingerprint, ref, created, code, now)
 	if err != nil {
 		return ticketrush.KeyAnswer{}, err
@@ -215,7 +215,7 @@ func (s *Store) finishKey(ctx context.Context, userID, key, fingerprint, ref str
 // ReleaseKey frees a user's Idempotency-Key reserved for a payment that failed without an answer to
 // repeat (Redis did not answer, the request was cancelled), so that a retry acts again; a key with its
 // answer recorded, or reserved with another fingerprint, stays.
-func (s *Store) ReleaseKey(ctx context.Context, userID, key, fingerprint string, now time.Time) error {
+func (s *Wallet) ReleaseKey(ctx context.Context, userID, key, fingerprint string, now time.Time) error {
 	_, _, err := s.rememberStep(ctx, "release", userID, key, fingerprint, "", false, "", now)
 	return err
 }

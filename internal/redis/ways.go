@@ -31,15 +31,16 @@ type concertWays struct {
 }
 
 // waysOf builds the line and the seats of concertID's layout l.
-func (s *Store) waysOf(concertID string, l Layout) concertWays {
+func (s *core) waysOf(concertID string, l Layout) concertWays {
 	k := s.keys.Concert(concertID).Placed(l.ShardAt)
-	seats := newSeatSlots(s, k, concertID, l.Schedules)
+	line := &Line{s}
+	seats := newSeatSlots(&Seats{s}, k, concertID, l.Schedules)
 	if l.Shards > 1 {
 		seats.shards, seats.holdMS, seats.maxHolds = l.Shards, l.hold, l.maxHolds
-		return concertWays{layout: l, line: shardedLine{s: s, k: k, id: concertID, n: l.Shards, gate: seats.fanGate}, seats: seats}
+		return concertWays{layout: l, line: shardedLine{s: line, k: k, id: concertID, n: l.Shards, gate: seats.fanGate}, seats: seats}
 	}
 	stock := seats.stock()
-	return concertWays{layout: l, line: slotLine{s: s, k: k, stock: stock}, seats: seats, carried: len(stock) > 0}
+	return concertWays{layout: l, line: slotLine{s: line, k: k, stock: stock}, seats: seats, carried: len(stock) > 0}
 }
 
 // lineWay is how a concert's line is reached: slotLine (the concert's slot) or shardedLine.
@@ -95,7 +96,7 @@ type seatWay interface {
 // seat slot when all are in the concert's own slot (seatSlots.stock), which the tick carries and the
 // join counts activePerSeat's seats from.
 type slotLine struct {
-	s     *Store
+	s     *Line
 	k     ConcertKeys
 	stock []string
 }
@@ -201,7 +202,7 @@ func (l slotLine) prequeue(int) string { return l.k.Prequeue() }
 
 // shardedLine is a line over n shards (line.go, line_sale.go).
 type shardedLine struct {
-	s    *Store
+	s    *Line
 	k    ConcertKeys
 	id   string
 	n    int
@@ -248,7 +249,7 @@ func (l shardedLine) place(ctx context.Context, from int64, batch []draw.Entrant
 	if len(batch) == 0 {
 		return 0, false, nil
 	}
-	st, err := l.s.DrawState(ctx, l.id)
+	st, err := (&Draws{l.s.core}).DrawState(ctx, l.id)
 	if err != nil {
 		return 0, false, err
 	}
@@ -289,7 +290,7 @@ func (l shardedLine) prequeue(n int) string { return l.k.Shard(n).Prequeue() }
 // placement.go). A step on a seat slot in the concert's own slot (together) is one call; on another, a
 // short chain over that slot and the concert's.
 type seatSlots struct {
-	s        *Store
+	s        *Seats
 	k        ConcertKeys
 	id       string
 	sched    []SeatSlot
@@ -319,7 +320,7 @@ func (w seatSlots) notTogether() error {
 	return errNotTogether
 }
 
-func newSeatSlots(s *Store, k ConcertKeys, concertID string, sched []SeatSlot) seatSlots {
+func newSeatSlots(s *Seats, k ConcertKeys, concertID string, sched []SeatSlot) seatSlots {
 	w := seatSlots{s: s, k: k, id: concertID, sched: sched, blocks: blocksBySchedule(sched), together: map[SeatSlot]bool{}}
 	for _, slot := range sched {
 		w.together[slot] = k.Schedule(slot).together(k)

@@ -62,7 +62,7 @@ func TestMigrateLayoutsMovesEachConcertOnce(t *testing.T) {
 	assert.Equal(t, 2, n)
 	assert.Contains(t, progress.String(), "concert "+old.ID+" (1 of 2): layout 4, 1 waiting fans, 0 liveness fields, 0 reservations and 0 gate records moved")
 	assert.Contains(t, progress.String(), "concert "+gone.ID+" (2 of 2): layout 4, 0 waiting fans")
-	st, err := store.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: old.ID, UserID: "fan-1", Seq: 1}, now)
+	st, err := store.Line.TokenStatus(ctx, ticketrush.QueueClaims{ConcertID: old.ID, UserID: "fan-1", Seq: 1}, now)
 	require.NoError(t, err)
 	assert.Equal(t, ticketrush.TokenState{Status: ticketrush.StatusWaiting, Position: 1}, st)
 

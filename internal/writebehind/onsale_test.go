@@ -37,7 +37,7 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 		Sections:  []ticketrush.Section{{Name: "R", Price: 700, Seats: 10}},
 		Sale:      &ticketrush.Sale{PrequeueOpensAt: time.Now().Add(-time.Second).Truncate(time.Millisecond), OpensAt: opens}}, "")
 	require.NoError(t, err)
-	s.queue.EnableOnSale(s.store, s.cat.Sale)
+	s.queue.EnableOnSale(s.store.Draws, s.cat.Sale)
 	commitment := draw.Seed(c.Sale.Seed).Commitment()
 	const n = 20
 	users := make([]string, n)
@@ -79,25 +79,25 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 			assert.Equal(t, commitment, draw.Seed(rc.Sale.Seed).Commitment(), "the record keeps the seed")
 		}
 	}
-	entrants, err := s.store.PrequeueSize(ctx, c.ID)
+	entrants, err := s.store.Draws.PrequeueSize(ctx, c.ID)
 	require.NoError(t, err)
 	assert.EqualValues(t, n+1, entrants, "the pre-queue's entrants are back, and only they")
 
 	// The draw not yet run still runs at the opening.
 	s.ahead.Store(int64(time.Until(opens) + time.Second))
-	drawer := s.queue.NewDrawer(s.store, s.cat.IDs, s.cat.Sale, "drawer", prometheus.NewRegistry())
+	drawer := s.queue.NewDrawer(s.store.Draws, s.cat.IDs, s.cat.Sale, "drawer", prometheus.NewRegistry())
 	eventually(t, 30*time.Second, "the draw is done", func() bool {
 		_ = drawer.Tick(ctx)
-		st, err := s.store.DrawState(ctx, c.ID)
+		st, err := s.store.Draws.DrawState(ctx, c.ID)
 		return err == nil && st.Drawn()
 	})
 	order := seed.Draw(c.ID, users)
-	st, err := s.store.DrawState(ctx, c.ID)
+	st, err := s.store.Draws.DrawState(ctx, c.ID)
 	require.NoError(t, err)
 	assert.EqualValues(t, n+1, st.Entrants)
 	assert.Equal(t, draw.DigestOf(order), st.Digest, "the draw is that of the committed seed and every entrant")
 	var before bytes.Buffer
-	require.NoError(t, s.store.WriteDrawKeys(ctx, c.ID, st.Entrants, time.Second, &before))
+	require.NoError(t, s.store.Draws.WriteDrawKeys(ctx, c.ID, st.Entrants, time.Second, &before))
 
 	// The record has the draw and every place, and agrees with Redis.
 	drainConcert(t, s, c.ID)
@@ -119,12 +119,12 @@ func TestOnSaleSurvivesFlushAllAndRestore(t *testing.T) {
 	require.NoError(t, s.rdb.Do(ctx, s.rdb.B().Flushall().Build()).Error())
 	_, err = repair.Restore(ctx, s.rdb, s.db, s.prefix, false, time.Now())
 	require.NoError(t, err)
-	restored, err := s.store.DrawState(ctx, c.ID)
+	restored, err := s.store.Draws.DrawState(ctx, c.ID)
 	require.NoError(t, err)
 	assert.True(t, restored.Drawn())
 	assert.Equal(t, st.Digest, restored.Digest)
 	var after bytes.Buffer
-	require.NoError(t, s.store.WriteDrawKeys(ctx, c.ID, restored.Entrants, time.Second, &after))
+	require.NoError(t, s.store.Draws.WriteDrawKeys(ctx, c.ID, restored.Entrants, time.Second, &after))
 	assert.Equal(t, before.String(), after.String())
 }
 

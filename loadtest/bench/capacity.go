@@ -222,7 +222,7 @@ func (r *capacityRun) joins(name string, workers int, claims []ticketrush.QueueC
 	return func() (int, error) {
 		return r.fans, storm(r.ctx, workers, r.fans, func(i int) error {
 			user := fmt.Sprintf("%s-%07d", name, i)
-			j, err := r.store.Join(r.ctx, r.con.ID, user, r.now)
+			j, err := r.store.Line.Join(r.ctx, r.con.ID, user, r.now)
 			if err == nil && j.Status != ticketrush.StatusWaiting {
 				err = fmt.Errorf("%s joined %s, want WAITING in a paused line", user, j.Status)
 			}
@@ -266,7 +266,7 @@ func (r *capacityRun) admitHoldCancel(res *concertCapacity) error {
 	if res.admit, err = r.phase("admission", func() (int, error) {
 		admitted := 0
 		for admitted < fans {
-			t, err := store.Tick(ctx, con.ID, now, capacityTickBatch)
+			t, err := store.Line.Tick(ctx, con.ID, now, capacityTickBatch)
 			if err != nil {
 				return admitted, err
 			}
@@ -283,7 +283,7 @@ func (r *capacityRun) admitHoldCancel(res *concertCapacity) error {
 	if res.hold, err = r.phase("hold", func() (int, error) {
 		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
 			seat := "R-" + strconv.Itoa(1+i/capacitySchedules)
-			h, _, err := store.Hold(ctx, r.claims[i], con.Schedules[i%capacitySchedules].ID, seat, capacityPrice, now)
+			h, _, err := store.Seats.Hold(ctx, r.claims[i], con.Schedules[i%capacitySchedules].ID, seat, capacityPrice, now)
 			ids[i] = h.ID
 			return err
 		})
@@ -292,7 +292,7 @@ func (r *capacityRun) admitHoldCancel(res *concertCapacity) error {
 	}
 	res.cancel, err = r.phase("cancel", func() (int, error) {
 		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
-			_, err := store.Cancel(ctx, r.claims[i].UserID, ids[i], now)
+			_, err := store.Seats.Cancel(ctx, r.claims[i].UserID, ids[i], now)
 			return err
 		})
 	})

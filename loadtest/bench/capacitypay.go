@@ -21,7 +21,7 @@ func measurePayments(ctx context.Context, store *redis.Store, phase func(string,
 	var err error
 	if res.charge, err = phase("charge", func() (int, error) {
 		return fans, storm(ctx, capacityWorkers, fans, func(i int) error {
-			_, replayed, err := store.Charge(ctx, user(i), capacityPrice, "cap-charge-"+user(i),
+			_, replayed, err := store.Wallet.Charge(ctx, user(i), capacityPrice, "cap-charge-"+user(i),
 				fmt.Sprintf("POST /v1/points/charges %d", capacityPrice), now)
 			if err == nil && replayed {
 				err = fmt.Errorf("%s: a first charge answered as replayed", user(i))
@@ -33,7 +33,7 @@ func measurePayments(ctx context.Context, store *redis.Store, phase func(string,
 	}
 	ids := make([]string, fans)
 	if err := storm(ctx, capacityWorkers, fans, func(i int) error {
-		r, _, err := store.Hold(ctx, claims[i], con.Schedules[i%capacitySchedules].ID, "R-"+strconv.Itoa(1+i/capacitySchedules), capacityPrice, now)
+		r, _, err := store.Seats.Hold(ctx, claims[i], con.Schedules[i%capacitySchedules].ID, "R-"+strconv.Itoa(1+i/capacitySchedules), capacityPrice, now)
 		ids[i] = r.ID
 		return err
 	}); err != nil {
@@ -48,14 +48,14 @@ func measurePayments(ctx context.Context, store *redis.Store, phase func(string,
 		do   func(i int) error
 	}{
 		{"payment: reserve the key", &res.reserve, func(i int) error {
-			reserved, _, _, _, err := store.ReserveKey(ctx, user(i), key(i), fp(i), ticketrush.PaymentID(ids[i]), now)
+			reserved, _, _, _, err := store.Wallet.ReserveKey(ctx, user(i), key(i), fp(i), ticketrush.PaymentID(ids[i]), now)
 			if err == nil && !reserved {
 				err = fmt.Errorf("%s: the key of a first payment not reserved", user(i))
 			}
 			return err
 		}},
 		{"payment: claim", &res.claim, func(i int) error {
-			r, err := store.Claim(ctx, user(i), ids[i], now)
+			r, err := store.Seats.Claim(ctx, user(i), ids[i], now)
 			if err == nil && r.Status != ticketrush.ReservationPaying {
 				err = fmt.Errorf("%s: claimed %s, want PAYING", ids[i], r.Status)
 			}
@@ -63,18 +63,18 @@ func measurePayments(ctx context.Context, store *redis.Store, phase func(string,
 		}},
 		{"payment: debit", &res.debit, func(i int) error {
 			var err error
-			debits[i], err = store.Debit(ctx, user(i), ids[i], capacityPrice, now)
+			debits[i], err = store.Wallet.Debit(ctx, user(i), ids[i], capacityPrice, now)
 			return err
 		}},
 		{"payment: complete", &res.complete, func(i int) error {
-			r, err := store.Complete(ctx, ids[i], debits[i], now)
+			r, err := store.Seats.Complete(ctx, ids[i], debits[i], now)
 			if err == nil && r.Status != ticketrush.ReservationPaid {
 				err = fmt.Errorf("%s: completed %s, want PAID", ids[i], r.Status)
 			}
 			return err
 		}},
 		{"payment: record the answer", &res.finish, func(i int) error {
-			a, err := store.Remember(ctx, user(i), key(i), fp(i), ticketrush.PaymentID(ids[i]), true, now)
+			a, err := store.Wallet.Remember(ctx, user(i), key(i), fp(i), ticketrush.PaymentID(ids[i]), true, now)
 			if err == nil && a.Ref != ticketrush.PaymentID(ids[i]) {
 				err = fmt.Errorf("%s: the key recorded %s (%v)", user(i), a.Ref, a.Refused)
 			}

@@ -174,7 +174,7 @@ func measureMemory(ctx context.Context, r *privateRedis, fans int) (memoryResult
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < fans && ctx.Err() == nil; i += workers {
-				if _, err := store.Join(ctx, c.ID, user(i), time.Now()); err != nil {
+				if _, err := store.Line.Join(ctx, c.ID, user(i), time.Now()); err != nil {
 					errs[w] = err
 					return
 				}

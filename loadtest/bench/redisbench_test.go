@@ -46,8 +46,8 @@ func TestAdmitSynthetic(t *testing.T) {
 	seq, err := redis.NewInspector(c, prefix).ActiveSeq(ctx, con.ID, "syn-2")
 	require.NoError(t, err)
 	assert.EqualValues(t, 7, seq)
-	_, _, err = s.Hold(ctx, ticketrush.QueueClaims{UserID: "syn-1", ConcertID: con.ID, Seq: 7}, "s1", "VIP-1", 100, t0)
+	_, _, err = s.Seats.Hold(ctx, ticketrush.QueueClaims{UserID: "syn-1", ConcertID: con.ID, Seq: 7}, "s1", "VIP-1", 100, t0)
 	assert.NoError(t, err)
-	_, _, err = s.Hold(ctx, ticketrush.QueueClaims{UserID: "syn-2", ConcertID: con.ID, Seq: 7}, "s1", "VIP-2", 100, t0.Add(2*time.Hour))
+	_, _, err = s.Seats.Hold(ctx, ticketrush.QueueClaims{UserID: "syn-2", ConcertID: con.ID, Seq: 7}, "s1", "VIP-2", 100, t0.Add(2*time.Hour))
 	assert.ErrorIs(t, err, ticketrush.ErrQueueTokenExpired, "active until until")
 }

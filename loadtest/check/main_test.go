@@ -34,10 +34,10 @@ func TestCheckReadsUnderThePrefix(t *testing.T) {
 	now := time.Now()
 	_, err := store.LoadConcert(ctx, c, now)
 	require.NoError(t, err)
-	j, err := store.Join(ctx, c.ID, "fan-0", now)
+	j, err := store.Line.Join(ctx, c.ID, "fan-0", now)
 	require.NoError(t, err)
 	require.Equal(t, ticketrush.StatusActive, j.Status)
-	_, _, err = store.Hold(ctx, ticketrush.QueueClaims{UserID: "fan-0", ConcertID: c.ID, Seq: j.Seq}, "schedule000a", "VIP-1", 100, now)
+	_, _, err = store.Seats.Hold(ctx, ticketrush.QueueClaims{UserID: "fan-0", ConcertID: c.ID, Seq: j.Seq}, "schedule000a", "VIP-1", 100, now)
 	require.NoError(t, err)
 
 	var out bytes.Buffer
