@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/dbtest"
-	httpapi "github.com/ticketrush/ticketrush/internal/http"
 )
 
 // stream opens GET /v1/queue/events for the fan's token and returns its events as they come; the
@@ -155,9 +155,9 @@ func TestEventStreamOutlivesEveryDeadline(t *testing.T) {
 	_, bt := s.join(t, bob, concertID)
 	require.Equal(t, "WAITING", bt.Status)
 
-	longest := max(httpapi.DefaultTimeout, serverTimeouts.read, serverTimeouts.write)
+	longest := max(config.RequestTimeout, config.Server.Read, config.Server.Write)
 	hold := longest + 2*time.Second
-	require.GreaterOrEqual(t, hold, 3*httpapi.DefaultTimeout)
+	require.GreaterOrEqual(t, hold, 3*config.RequestTimeout)
 
 	events := s.stream(t, bob, bt.Token)
 	first, ok := next(t, events, 10*time.Second)
@@ -169,7 +169,7 @@ func TestEventStreamOutlivesEveryDeadline(t *testing.T) {
 	for time.Since(opened) < hold {
 		tk, ok := next(t, events, beat+5*time.Second) // a heartbeat at pollAfterSeconds, with slack for a slow machine
 		require.True(t, ok, "the stream of a WAITING fan ended %v after it opened (server deadlines: request %v, read %v, write %v)",
-			time.Since(opened).Round(time.Millisecond), httpapi.DefaultTimeout, serverTimeouts.read, serverTimeouts.write)
+			time.Since(opened).Round(time.Millisecond), config.RequestTimeout, config.Server.Read, config.Server.Write)
 		require.Equal(t, "WAITING", tk.Status)
 		beats++
 		last = time.Now()

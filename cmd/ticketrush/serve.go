@@ -156,7 +156,7 @@ func (b *background) every(interval time.Duration, step func(context.Context) er
 // about to open, for the draw) and wakes up once a second otherwise, or at once on a wake-up this
 // process sees.
 func (b *background) paced(interval time.Duration, busy func() bool, step func(context.Context) error, msg string) {
-	b.wg.Go(func() { periodic.RunPaced(b.loops, interval, idlePace, busy, b.woken, step, b.log, msg) })
+	b.wg.Go(func() { periodic.RunPaced(b.loops, interval, config.IdlePace, busy, b.woken, step, b.log, msg) })
 }
 
 // startPasses starts, with the api role, the pass issuer and the loops that serve fans: the pass keys'
@@ -188,7 +188,7 @@ func startRounds(cfg config.Config, r app.Rounds, bg *background) {
 	if cfg.Has(config.RoleScheduler) {
 		bg.paced(cfg.AdmitTick, r.Activity.AnyAwake, r.Tick, "admission tick")
 		bg.paced(cfg.SweepInterval, r.Activity.AnyAwake, r.Sweep, "sweep")
-		bg.paced(cfg.AdmitTick, func() bool { return r.Activity.AnyAwake() || r.DrawSoon(idlePace+cfg.AdmitTick) }, r.Draw, "draw")
+		bg.paced(cfg.AdmitTick, func() bool { return r.Activity.AnyAwake() || r.DrawSoon(config.IdlePace+cfg.AdmitTick) }, r.Draw, "draw")
 	}
 }
 
@@ -227,14 +227,14 @@ func newAPI(cfg config.Config, sale app.Sale, db *postgres.DB, store *redis.Stor
 	})
 }
 
-// newHTTPServer is the HTTP server of api, with serverTimeouts; its shutdown ends api's event streams.
+// newHTTPServer is the HTTP server of api, with config.Server; its shutdown ends api's event streams.
 func newHTTPServer(api *httpapi.Server) *http.Server {
 	srv := &http.Server{
 		Handler:           api,
-		ReadHeaderTimeout: serverTimeouts.readHeader,
-		ReadTimeout:       serverTimeouts.read,
-		WriteTimeout:      serverTimeouts.write,
-		IdleTimeout:       serverTimeouts.idle,
+		ReadHeaderTimeout: config.Server.ReadHeader,
+		ReadTimeout:       config.Server.Read,
+		WriteTimeout:      config.Server.Write,
+		IdleTimeout:       config.Server.Idle,
 		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
 	}
 	srv.RegisterOnShutdown(api.StopStreams)
@@ -268,18 +268,6 @@ func writeBehindConfig(cfg config.Config, cluster bool) writebehind.Config {
 	}
 	return w
 }
-
-// serverTimeouts are the HTTP server's deadlines. An event stream and the draw's keys file outlive all
-// of them: their requests have no deadline, and they extend the connection's write deadline at every
-// write (internal/http events.go; TestEventStreamOutlivesEveryDeadline holds a stream past the longest,
-// TestDrawKeysOutliveTheRequestTimeout a keys file past the request's).
-var serverTimeouts = struct{ readHeader, read, write, idle time.Duration }{
-	readHeader: 5 * time.Second, read: 10 * time.Second, write: 15 * time.Second, idle: 60 * time.Second,
-}
-
-// idlePace is how often the loops over awake concerts run while none is awake (see app.Rounds): a concert
-// another instance wakes is found within it; one this instance wakes, at once.
-const idlePace = time.Second
 
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()

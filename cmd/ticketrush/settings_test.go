@@ -10,7 +10,6 @@ import (
 
 	"github.com/ticketrush/ticketrush/internal/booking"
 	"github.com/ticketrush/ticketrush/internal/config"
-	httpapi "github.com/ticketrush/ticketrush/internal/http"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
@@ -57,15 +56,15 @@ func TestWriteBehindClaimsBeforeStuck(t *testing.T) {
 // the fan's gate entry to what the reservation became; were the entry to run out first, the fan could
 // hold another seat beyond the limit meanwhile. The sweeper takes it up once it has been claimed for
 // booking.StuckAfter, in its next round: within the sweep's interval, as the round keeps a concert with
-// seats being paid awake (queue.Activity.Busy); idlePace, the pace with no concert awake, bounds it too.
+// seats being paid awake (queue.Activity.Busy); config.IdlePace, the pace with no concert awake, bounds it too.
 func TestPayingGateOutlastsStuckPayments(t *testing.T) {
 	cfg := loadSettings(t, nil)
-	assert.Greater(t, redis.PayingGate, booking.StuckAfter+max(cfg.SweepInterval, idlePace))
+	assert.Greater(t, redis.PayingGate, booking.StuckAfter+max(cfg.SweepInterval, config.IdlePace))
 }
 
 // TestNoRequestOutlivesStuckAfter: the sweeper takes up a payment claimed booking.StuckAfter ago, when no
 // request of it can still be running: each ends by its deadline, and the server gives up writing its
 // answer by the write timeout.
 func TestNoRequestOutlivesStuckAfter(t *testing.T) {
-	assert.Greater(t, booking.StuckAfter, max(httpapi.DefaultTimeout, httpapi.DefaultCreateTimeout, serverTimeouts.write))
+	assert.Greater(t, booking.StuckAfter, max(config.RequestTimeout, config.CreateTimeout, config.Server.Write))
 }

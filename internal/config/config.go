@@ -27,6 +27,27 @@ var RedisServerArgs = []string{"--hash-max-listpack-entries", "32", "--zset-max-
 // taken without a warning.
 const MinSecretBytes = 32
 
+// The request bounds (docs/faults.md): a request's calls to Redis and Postgres that do not answer
+// within RequestTimeout are a 503 UNAVAILABLE with Retry-After; an admin create's and an access-code
+// issue's within CreateTimeout. Both well inside Server.Write, so that the answer is still written.
+const (
+	RequestTimeout = 2 * time.Second
+	CreateTimeout  = 10 * time.Second
+)
+
+// ServerTimeouts are the HTTP server's own deadlines.
+type ServerTimeouts struct{ ReadHeader, Read, Write, Idle time.Duration }
+
+// Server are the api process's server deadlines. An event stream and the draw's keys file outlive all
+// of them: their requests have no deadline, and they extend the connection's write deadline at every
+// write (internal/http events.go; TestEventStreamOutlivesEveryDeadline holds a stream past the longest,
+// TestDrawKeysOutliveTheRequestTimeout a keys file past the request's).
+var Server = ServerTimeouts{ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 15 * time.Second, Idle: 60 * time.Second}
+
+// IdlePace is how often the loops over awake concerts run while none is awake (app.Rounds): a concert
+// another instance wakes is found within it; one this instance wakes, at once.
+const IdlePace = time.Second
+
 // Roles a process can run.
 const (
 	RoleAPI         = "api"

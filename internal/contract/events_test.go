@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// requestDeadline is the server's request deadline: internal/http/server.go DefaultTimeout (2 s), which
+// requestDeadline is the server's request deadline: config.RequestTimeout (2 s), which
 // bounds every request's calls to Redis and Postgres. It is restated here, not imported, so that the suite
 // holds streams past whatever the server's deadline is meant to be; a stream is held for at least three of
 // them (docs/api.md "Waiting room": a stream ends after a final status, when the client leaves, the server

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ticketrush/ticketrush/internal/config"
+
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -74,8 +76,8 @@ type Deps struct {
 	Degraded   func() []string // what the service cannot promise while ready (readyz's "degraded")
 	Registry   *prometheus.Registry
 	Log        *slog.Logger
-	// Timeout bounds every request's calls to Redis and Postgres (DefaultTimeout when 0), CreateTimeout
-	// those of an admin create (DefaultCreateTimeout when 0): a dependency that does not answer in time
+	// Timeout bounds every request's calls to Redis and Postgres (config.RequestTimeout when 0),
+	// CreateTimeout those of an admin create (config.CreateTimeout when 0): a dependency that does not answer in time
 	// is a 503 UNAVAILABLE with Retry-After, well before the server's write timeout cuts the response.
 	Timeout, CreateTimeout time.Duration
 
@@ -86,12 +88,6 @@ type Deps struct {
 	Passes         Passes // the admission pass of an ACTIVE queue body; nil: pass is always null, no key set
 	PassSite       string // where the fan page sends an admitted fan with their pass (GET /site.json); "": nowhere
 }
-
-// The default request bounds: both well inside the server's 15 s write timeout.
-const (
-	DefaultTimeout       = 2 * time.Second
-	DefaultCreateTimeout = 10 * time.Second
-)
 
 // MaxHeaderBytes bounds a request's header block (net/http adds 4 KiB of slack): a JWT is a few hundred
 // bytes, so a 1 MiB Authorization header is refused (431) before it is read whole or parsed.
@@ -111,10 +107,10 @@ type Server struct {
 // NewServer builds the router.
 func NewServer(d Deps) *Server {
 	if d.Timeout <= 0 {
-		d.Timeout = DefaultTimeout
+		d.Timeout = config.RequestTimeout
 	}
 	if d.CreateTimeout <= 0 {
-		d.CreateTimeout = DefaultCreateTimeout
+		d.CreateTimeout = config.CreateTimeout
 	}
 	s := &Server{Deps: d, router: httprouter.New(), metrics: newHTTPMetrics(d.Registry),
 		unavailable: newBurstLog(d.Log, unavailableBurst)}
