@@ -186,16 +186,6 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// The write-behind's bounds. MaxWriteBehindClaimIdle: the entries a worker read just before it crashed
-// are claimed by another (once pending this long, found by that worker's next look: within its QuietEvery
-// and a ClaimEvery) before readiness calls that worker stuck (StuckAfter without an acknowledgement while
-// events wait; writebehind.Config, TestWriteBehindClaimsBeforeStuck).
-const (
-	MaxWriteBehindWriters   = 64
-	maxWriteBehindCount     = 1_000_000
-	MaxWriteBehindClaimIdle = 15 * time.Second
-)
-
 // problems gathers the bad settings of one read, to report them all at once.
 type problems []error
 
@@ -210,31 +200,6 @@ func (p problems) err() error {
 		return nil
 	}
 	return fmt.Errorf("configuration:\n%w", errors.Join(p...))
-}
-
-// The pass keys' schedule (docs/pass.md, "Rotation"). A rotated key is published PassPublishLead before
-// it signs: every instance has loaded it (PassKeyReload) and every key set a verifier caches
-// (PassKeySetAge) lists it by then. A key stays published PassTTL+PassClockSkew after it stops signing;
-// `ticketrush pass rotate` deletes keys that stopped signing MaxPassTTL+PassClockSkew ago.
-const (
-	PassKeyReload   = 10 * time.Second
-	PassKeySetAge   = 60 * time.Second
-	PassPublishLead = 5 * time.Minute
-	PassClockSkew   = 30 * time.Second
-	MinPassTTL      = 10 * time.Second
-	MaxPassTTL      = time.Hour
-)
-
-// passTTL parses PASS_TTL_SECONDS: 300 when unset.
-func passTTL(s string) (time.Duration, error) {
-	if s == "" {
-		return 300 * time.Second, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < int(MinPassTTL/time.Second) || n > int(MaxPassTTL/time.Second) {
-		return 0, fmt.Errorf("want whole seconds %d-%d, got %q", int(MinPassTTL/time.Second), int(MaxPassTTL/time.Second), s)
-	}
-	return time.Duration(n) * time.Second, nil
 }
 
 func parseRoles(s string) ([]string, error) {
@@ -355,63 +320,4 @@ func parseCIDRs(s string) ([]netip.Prefix, error) {
 		out = append(out, p.Masked())
 	}
 	return out, nil
-}
-
-// siteURL checks PASS_SITE_URL: empty, or an absolute http or https URL without a fragment or a pass
-// parameter of its own (the page adds the fan's).
-func siteURL(v string) (string, error) {
-	if v == "" {
-		return "", nil
-	}
-	u, err := url.Parse(v)
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("want an absolute http or https URL: %v", err)
-	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
-		return "", fmt.Errorf("want an absolute http or https URL, got %q", v)
-	case u.Fragment != "" || strings.HasSuffix(v, "#"):
-		return "", fmt.Errorf("want a URL without a fragment, got %q", v)
-	case u.Query().Has("pass"):
-		return "", fmt.Errorf("want a URL without a pass parameter (the page adds the fan's), got %q", v)
-	}
-	return v, nil
-}
-
-// loadWriteBehind reads the write-behind's batch and reader settings into c, reporting each bad one to bad.
-func (c *Config) loadWriteBehind(getenv func(string) string, bad func(name, format string, args ...any)) {
-	var err error
-	if c.WriteBehindWriters, err = positive(getenv("WRITEBEHIND_WRITERS"), 2, MaxWriteBehindWriters); err != nil {
-		bad("WRITEBEHIND_WRITERS", "%v", err)
-	}
-	if c.WriteBehindBatchSize, err = positive(getenv("WRITEBEHIND_BATCH_SIZE"), 4000, maxWriteBehindCount); err != nil {
-		bad("WRITEBEHIND_BATCH_SIZE", "%v", err)
-	}
-	if c.WriteBehindReadCount, err = positive(getenv("WRITEBEHIND_READ_COUNT"), 1000, maxWriteBehindCount); err != nil {
-		bad("WRITEBEHIND_READ_COUNT", "%v", err)
-	}
-	if c.WriteBehindMaxReadCount, err = positive(getenv("WRITEBEHIND_MAX_READ_COUNT"), 16000, maxWriteBehindCount); err != nil {
-		bad("WRITEBEHIND_MAX_READ_COUNT", "%v", err)
-	} else if c.WriteBehindReadCount > 0 && c.WriteBehindMaxReadCount < c.WriteBehindReadCount {
-		bad("WRITEBEHIND_MAX_READ_COUNT", "want at least WRITEBEHIND_READ_COUNT (%d), got %d", c.WriteBehindReadCount, c.WriteBehindMaxReadCount)
-	}
-	claimIdle, err := positive(getenv("WRITEBEHIND_CLAIM_IDLE_SECONDS"), 10, int(MaxWriteBehindClaimIdle/time.Second))
-	if err != nil {
-		bad("WRITEBEHIND_CLAIM_IDLE_SECONDS", "%v", err)
-	}
-	c.WriteBehindClaimIdle = time.Duration(claimIdle) * time.Second
-}
-
-// loadPass reads the admission pass's settings into c (docs/pass.md), reporting each bad one to bad.
-func (c *Config) loadPass(getenv func(string) string, bad func(name, format string, args ...any)) {
-	var err error
-	c.PassIssuer = or(getenv("PASS_ISSUER"), "ticketrush")
-	if len(c.PassIssuer) > 256 {
-		bad("PASS_ISSUER", "want at most 256 bytes, got %d", len(c.PassIssuer))
-	}
-	if c.PassTTL, err = passTTL(getenv("PASS_TTL_SECONDS")); err != nil {
-		bad("PASS_TTL_SECONDS", "%v", err)
-	}
-	if c.PassSiteURL, err = siteURL(getenv("PASS_SITE_URL")); err != nil {
-		bad("PASS_SITE_URL", "%v", err)
-	}
 }
