@@ -30,9 +30,9 @@ func scriptTree(t *testing.T) string {
 	return root
 }
 
-// process starts a long-running process named name (a copy of sleep, so /proc/<pid>/comm is name) and
+// startSleeper starts a long-running process named name (a copy of sleep, so /proc/<pid>/comm is name) and
 // returns it with a channel that is closed when it has exited.
-func process(t *testing.T, root, name string) (*exec.Cmd, chan struct{}) {
+func startSleeper(t *testing.T, root, name string) (*exec.Cmd, chan struct{}) {
 	t.Helper()
 	sleep, err := exec.LookPath("sleep")
 	require.NoError(t, err)
@@ -70,10 +70,10 @@ func exited(ch chan struct{}) bool {
 // leaves a pid that now names another program alone, and clears stale pidfiles.
 func TestMakeStop(t *testing.T) {
 	root := scriptTree(t)
-	service, serviceGone := process(t, root, "ticketrush")
-	node, nodeGone := process(t, root, "redis-server")
-	other, otherGone := process(t, root, "sleep")
-	_, unrecordedGone := process(t, root, "postgres")
+	service, serviceGone := startSleeper(t, root, "ticketrush")
+	node, nodeGone := startSleeper(t, root, "redis-server")
+	other, otherGone := startSleeper(t, root, "sleep")
+	_, unrecordedGone := startSleeper(t, root, "postgres")
 	pidfile(t, root, "run/ticketrush.pid", service.Process.Pid)
 	pidfile(t, root, "cluster/7001/redis.pid", node.Process.Pid)
 	reused := pidfile(t, root, "redis/redis.pid", other.Process.Pid) // the pid now names another program
@@ -121,7 +121,7 @@ func TestMakeRunRefusesSecondStart(t *testing.T) {
 	assert.Equal(t, 1, code, "%s", out)
 	assert.Contains(t, out, "something not started by make run already listens on "+ln.Addr().String())
 
-	service, _ := process(t, root, "ticketrush")
+	service, _ := startSleeper(t, root, "ticketrush")
 	pidfile(t, root, "run/ticketrush.pid", service.Process.Pid)
 	require.NoError(t, os.WriteFile(filepath.Join(root, ".data", "run", "ticketrush.addr"), []byte(addr+"\n"), 0o644))
 	out, code = check()

@@ -16,13 +16,11 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketrush/ticketrush/internal/app"
-	"github.com/ticketrush/ticketrush/internal/auth"
-	"github.com/ticketrush/ticketrush/internal/catalog"
 	"github.com/ticketrush/ticketrush/internal/config"
 	httpapi "github.com/ticketrush/ticketrush/internal/http"
-	"github.com/ticketrush/ticketrush/internal/pass"
 	"github.com/ticketrush/ticketrush/internal/periodic"
 	"github.com/ticketrush/ticketrush/internal/postgres"
+	"github.com/ticketrush/ticketrush/internal/process"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/repair"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
@@ -49,39 +47,18 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	saleFigures := prometheus.NewRegistry() // the waiting room's and purchase path's metrics, for the sale log
-	sale := app.New(store, db, cfg.QueueTokenSecret, time.Now, log, alsoRegister{reg, saleFigures})
-	cat := sale.Catalog
-	store.NeedConcerts(cat.IDs) // readiness checks the concerts' slots too
-	if err := cat.Refresh(ctx); err != nil {
-		return fmt.Errorf("load catalog: %w", err)
-	}
-	r := sale.Rounds(store, time.Now, reg)
-	r.Activity.Settle(cat.IDs()) // the write-behind drains what an earlier process left unread
-
-	loops, stopLoops := context.WithCancel(context.Background())
-	defer stopLoops()
-	bg := &background{loops: loops, log: log, woken: r.Activity.Woken}
-	bg.every(cfg.CatalogRefresh, cat.Refresh, "catalog refresh")
-	saleLog := newSaleLog(saleFigures, log)
-	bg.wg.Go(func() {
-		periodic.RunPaced(loops, saleLogEvery, saleLogQuiet, saleLog.hadNews, r.Activity.Woken, saleLog.report, log, "sale log")
-	})
-	passes, err := startPasses(ctx, cfg, db, sale, bg, log)
+	p, err := process.Build(ctx, cfg, process.Conns{Redis: rc, Store: store, State: state, DB: db},
+		process.Metrics{Registry: reg, Sale: alsoRegister{reg, saleFigures}}, log)
 	if err != nil {
 		return err
 	}
-	startRounds(cfg, r, bg)
-	whole := func(ctx context.Context) error { return writebehind.CheckWhole(ctx, state) }
-	ready := map[string]httpapi.Check{"redis": store.Ping, "postgres": db.Ping, "redis_state": whole}
-	if redis.IsCluster(rc) { // a check waits for the client to follow an election (docs/faults.md, "Readiness")
-		ready["redis"], ready["redis_state"] = redis.Settled(store.Ping), redis.Settled(whole)
-	}
-	if cfg.Has(config.RoleWriteBehind) {
-		ready["writebehind"] = startWriteBehind(cfg, rc, db, r, cat, bg, reg, log)
-	}
 
-	api := newAPI(cfg, sale, db, store, ready, passes, reg, log)
-	srv := newHTTPServer(api)
+	loops, stopLoops := context.WithCancel(context.Background())
+	defer stopLoops()
+	bg := &background{loops: loops, log: log, woken: p.Rounds.Activity.Woken}
+	bg.start(cfg, p, newSaleLog(saleFigures, log))
+
+	srv := newHTTPServer(p.API)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -96,7 +73,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	stopLoops()
 	bg.wg.Wait()
-	cat.Stop() // admin creates that outlived their request
+	p.Catalog.Stop() // admin creates that outlived their request
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -159,72 +136,37 @@ func (b *background) paced(interval time.Duration, busy func() bool, step func(c
 	b.wg.Go(func() { periodic.RunPaced(b.loops, interval, config.IdlePace, busy, b.woken, step, b.log, msg) })
 }
 
-// startPasses starts, with the api role, the pass issuer and the loops that serve fans: the pass keys'
-// reload, the queue view's refresh, the liveness flush and the seat view. Without it there are no
-// passes: nothing to sign, no key set to serve.
-func startPasses(ctx context.Context, cfg config.Config, db *postgres.DB, sale app.Sale, bg *background,
-	log *slog.Logger) (httpapi.Passes, error) {
-	if !cfg.Has(config.RoleAPI) {
-		return nil, nil
+// start runs p's loops for cfg's roles: the catalog's refresh and the sale log; with the api role the
+// pass keys' reload, the queue view's refresh, the liveness flush and the seat view; the loops over awake
+// concerts (startRounds); with the writebehind role the worker.
+func (b *background) start(cfg config.Config, p process.Process, saleLog *saleLog) {
+	b.every(cfg.CatalogRefresh, p.Catalog.Refresh, "catalog refresh")
+	b.wg.Go(func() {
+		periodic.RunPaced(b.loops, saleLogEvery, saleLogQuiet, saleLog.hadNews, p.Rounds.Activity.Woken, saleLog.report, b.log, "sale log")
+	})
+	if cfg.Has(config.RoleAPI) {
+		b.every(config.PassKeyReload, p.Passes.Refresh, "pass key reload")
+		b.every(cfg.SnapshotRefresh, p.Queue.Refresh, "queue view refresh")
+		b.every(cfg.LivenessFlush, p.Queue.FlushLiveness, "queue liveness flush")
+		b.wg.Go(func() { p.Booking.RunSeatView(b.loops, cfg.SnapshotRefresh) }) // as often as the queue view
 	}
-	issuer := pass.NewIssuer(db, cfg.PassIssuer, pass.Schedule{TTL: cfg.PassTTL, Skew: config.PassClockSkew,
-		KeySetMaxAge: config.PassKeySetAge}, time.Now, log)
-	if err := issuer.Start(ctx); err != nil {
-		return nil, fmt.Errorf("load pass keys: %w", err)
+	b.startRounds(cfg, p.Rounds)
+	if p.WriteBehind != nil {
+		b.wg.Go(func() { p.WriteBehind.Run(b.loops) })
 	}
-	bg.every(config.PassKeyReload, issuer.Refresh, "pass key reload")
-	bg.every(cfg.SnapshotRefresh, sale.Queue.Refresh, "queue view refresh")
-	bg.every(cfg.LivenessFlush, sale.Queue.FlushLiveness, "queue liveness flush")
-	bg.wg.Go(func() { sale.Booking.RunSeatView(bg.loops, cfg.SnapshotRefresh) }) // as often as the queue view
-	return issuer, nil
 }
 
 // startRounds starts the loops over awake concerts of the process's roles: the activity poll, and with
 // the scheduler role the admission tick, the sweep and the draw.
-func startRounds(cfg config.Config, r app.Rounds, bg *background) {
+func (b *background) startRounds(cfg config.Config, r app.Rounds) {
 	if cfg.Has(config.RoleScheduler) || cfg.Has(config.RoleWriteBehind) {
-		bg.paced(cfg.AdmitTick, r.Activity.AnyAwake, r.Activity.Poll, "activity poll")
+		b.paced(cfg.AdmitTick, r.Activity.AnyAwake, r.Activity.Poll, "activity poll")
 	}
 	if cfg.Has(config.RoleScheduler) {
-		bg.paced(cfg.AdmitTick, r.Activity.AnyAwake, r.Tick, "admission tick")
-		bg.paced(cfg.SweepInterval, r.Activity.AnyAwake, r.Sweep, "sweep")
-		bg.paced(cfg.AdmitTick, func() bool { return r.Activity.AnyAwake() || r.DrawSoon(config.IdlePace+cfg.AdmitTick) }, r.Draw, "draw")
+		b.paced(cfg.AdmitTick, r.Activity.AnyAwake, r.Tick, "admission tick")
+		b.paced(cfg.SweepInterval, r.Activity.AnyAwake, r.Sweep, "sweep")
+		b.paced(cfg.AdmitTick, func() bool { return r.Activity.AnyAwake() || r.DrawSoon(config.IdlePace+cfg.AdmitTick) }, r.Draw, "draw")
 	}
-}
-
-// startWriteBehind starts the write-behind worker over the streams of the rounds' recent concerts and
-// returns its readiness check.
-func startWriteBehind(cfg config.Config, rc rueidis.Client, db *postgres.DB, r app.Rounds, cat *catalog.Service,
-	bg *background, reg prometheus.Registerer, log *slog.Logger) httpapi.Check {
-	worker := writebehind.New(rc, db, cfg.RedisKeyPrefix, r.Streams, writeBehindConfig(cfg, redis.IsCluster(rc)), time.Now, log, reg)
-	worker.FollowPlacements(cat.Placement)
-	bg.wg.Go(func() { worker.Run(bg.loops) })
-	return worker.Check
-}
-
-// newAPI is the service's HTTP API over the sale's services, with the readiness checks ready.
-func newAPI(cfg config.Config, sale app.Sale, db *postgres.DB, store *redis.Store, ready map[string]httpapi.Check,
-	passes httpapi.Passes, reg *prometheus.Registry, log *slog.Logger) *httpapi.Server {
-	return httpapi.NewServer(httpapi.Deps{
-		API:        cfg.Has(config.RoleAPI),
-		Queue:      sale.Queue,
-		Catalog:    sale.Catalog,
-		Booking:    sale.Booking,
-		Users:      auth.NewUsers(cfg.JWTSecret, auth.WithIssuer(cfg.JWTIssuer), auth.WithAudience(cfg.JWTAudience)),
-		AdminToken: cfg.AdminToken,
-		Ledger:     db,
-		Ready:      ready,
-		Degraded:   unreplicated(store),
-		Registry:   reg,
-		Log:        log,
-
-		Limiter:        httpapi.NewLimiter(cfg.UserRateLimit, cfg.UserRateBurst, time.Now),
-		Challenges:     auth.NewChallenges(cfg.QueueTokenSecret),
-		TrustedProxies: cfg.TrustedProxyCIDRs,
-		Draws:          store.Draws,
-		Passes:         passes,
-		PassSite:       cfg.PassSiteURL,
-	})
 }
 
 // newHTTPServer is the HTTP server of api, with config.Server; its shutdown ends api's event streams.
@@ -253,22 +195,6 @@ func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	}
 }
 
-// writeBehindConfig is the worker's configuration: its batches and reads as cfg has them, the rest
-// writebehind.DefaultConfig's. On a Redis Cluster an event reaches Postgres once a replica has it.
-func writeBehindConfig(cfg config.Config, cluster bool) writebehind.Config {
-	w := writebehind.Config{
-		Writers:      cfg.WriteBehindWriters,
-		BatchSize:    cfg.WriteBehindBatchSize,
-		ReadCount:    cfg.WriteBehindReadCount,
-		MaxReadCount: cfg.WriteBehindMaxReadCount,
-		ClaimIdle:    cfg.WriteBehindClaimIdle,
-	}
-	if cluster {
-		w.ReplicaWait = redis.ReplicaWait
-	}
-	return w
-}
-
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -287,15 +213,4 @@ func newRegistry() *prometheus.Registry {
 	build.Set(1)
 	reg.MustRegister(build)
 	return reg
-}
-
-// unreplicated is readyz's "degraded" line while some master takes the replicated steps without a
-// replica in sync (docs/durability.md, "A master without a replica").
-func unreplicated(store *redis.Store) func() []string {
-	return func() []string {
-		if n := store.UnreplicatedSlots(); n > 0 {
-			return []string{fmt.Sprintf("redis: %d slot(s) whose master has no replica in sync: their money and hold writes are taken without a replica's copy", n)}
-		}
-		return nil
-	}
 }

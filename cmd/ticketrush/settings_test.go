@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketrush/ticketrush/internal/booking"
 	"github.com/ticketrush/ticketrush/internal/config"
+	"github.com/ticketrush/ticketrush/internal/process"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
@@ -30,12 +31,12 @@ func loadSettings(t *testing.T, give map[string]string) config.Config {
 // config's defaults for them are writebehind.DefaultConfig's.
 func TestWriteBehindSettingsPassDown(t *testing.T) {
 	d := writebehind.DefaultConfig()
-	w := writeBehindConfig(loadSettings(t, nil), false)
+	w := process.WriteBehindConfig(loadSettings(t, nil), false)
 	assert.Equal(t, []int{d.Writers, d.BatchSize, d.ReadCount, d.MaxReadCount}, []int{w.Writers, w.BatchSize, w.ReadCount, w.MaxReadCount})
 	assert.Equal(t, d.ClaimIdle, w.ClaimIdle)
 	assert.Zero(t, w.ReplicaWait, "a single Redis: no replica to wait for")
 
-	w = writeBehindConfig(loadSettings(t, map[string]string{"WRITEBEHIND_WRITERS": "3", "WRITEBEHIND_BATCH_SIZE": "500",
+	w = process.WriteBehindConfig(loadSettings(t, map[string]string{"WRITEBEHIND_WRITERS": "3", "WRITEBEHIND_BATCH_SIZE": "500",
 		"WRITEBEHIND_READ_COUNT": "200", "WRITEBEHIND_MAX_READ_COUNT": "800", "WRITEBEHIND_CLAIM_IDLE_SECONDS": "5"}), true)
 	assert.Equal(t, []int{3, 500, 200, 800}, []int{w.Writers, w.BatchSize, w.ReadCount, w.MaxReadCount})
 	assert.Equal(t, 5*time.Second, w.ClaimIdle)

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"github.com/ticketrush/ticketrush/internal/auth"
@@ -13,7 +13,7 @@ import (
 )
 
 // Who implements which interface. Each interface is declared by the package that uses it; the
-// assertions live here, where the service is wired, because beside the implementing types they would
+// assertions live here, where the process is wired, because beside the implementing types they would
 // make import cycles (the consumers' tests import the adapters).
 var (
 	_ booking.SeatStore   = (*redis.Seats)(nil)
