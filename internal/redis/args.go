@@ -339,3 +339,22 @@ func flag(b bool) string {
 	}
 	return "0"
 }
+
+// arrival is line_arrive's reply.
+type arrival struct {
+	status       ticketrush.QueueStatus // ACTIVE, ARRIVE, PREQUEUE (seq 0: enter the shard's pre-queue) or SEAL
+	seq          uint64
+	till         int64
+	code         string // '' none, '1' valid for the fan, '0' not
+	pow          int
+	codeRequired bool
+	room         bool
+}
+
+// lineFan is one waiting fan of a sharded line, as line_heads read them.
+type lineFan struct {
+	user  string
+	seq   uint64
+	seen  int64 // ms, 0: never
+	shard int
+}

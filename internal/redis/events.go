@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 

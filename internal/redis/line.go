@@ -24,17 +24,6 @@ import (
 // (line_pop): each step idempotent, so that a crash between two leaves what the next tick completes.
 // A line of one shard keeps every key in the concert's slot and runs the scripts of queue.go.
 
-// arrival is line_arrive's reply.
-type arrival struct {
-	status       ticketrush.QueueStatus // ACTIVE, ARRIVE, PREQUEUE (seq 0: enter the shard's pre-queue) or SEAL
-	seq          uint64
-	till         int64
-	code         string // '' none, '1' valid for the fan, '0' not
-	pow          int
-	codeRequired bool
-	room         bool
-}
-
 // lines keeps each concert's last tick's admissions, which size the next tick's read of the heads.
 type lines struct {
 	mu   sync.Mutex

@@ -16,14 +16,6 @@ import (
 // The admission tick of a sharded line: line_heads reads every shard's head, line_admit admits in seq
 // order on the concert's slot, line_pop takes the admitted out of their shards (line.go).
 
-// lineFan is one waiting fan of a sharded line, as line_heads read them.
-type lineFan struct {
-	user  string
-	seq   uint64
-	seen  int64 // ms, 0: never
-	shard int
-}
-
 // admitted is what line_admit did.
 type admitted struct {
 	res  ticketrush.TickResult

@@ -10,16 +10,6 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// LayoutVersion is the version of the Redis layout this build reads and writes (docs/operations.md,
-// "Layout versions"). Version 2: a line is a hash of places and lists in arrival order (not a sorted
-// set), and a line of one slot keeps its liveness in seen (not a hash). Version 3: every schedule's seats
-// are in a seat slot of their own (a line of one shard: in the concert's own slot), none in the concert's
-// keys. Version 4: a line over shards keeps its fans' gate records (ugate) in their shards, beside the
-// tokens its rounds leave there, not in the concert's slot. Concerts below it are migrated once
-// (MigrateLayout), at a process's start or by `ticketrush migrate-layout`; the scripts read version 4
-// alone.
-const LayoutVersion = 4
-
 // migrateBatch is how many fans or fields one migration call moves.
 const migrateBatch = 1000
 
