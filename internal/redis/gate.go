@@ -79,7 +79,7 @@ func (s *core) inShard(ctx context.Context, c ticketrush.QueueClaims, st ticketr
 // Gate checks a gated call's token: its state, and the fan shown up (off the no-show watch), in one
 // round trip, as the gated reads do but without a read of their own (the seat view serves the seat map
 // from memory).
-func (s *core) Gate(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
+func (s *Seats) Gate(ctx context.Context, c ticketrush.QueueClaims, now time.Time) (ticketrush.TokenState, error) {
 	st, _, err := s.gated(ctx, c, now)
 	return st, err
 }

@@ -101,7 +101,7 @@ func TestGatedReadsTouchOnlyTheFansShard(t *testing.T) {
 	now := t0.Add(2 * time.Second)
 	log.on.Store(true)
 	for _, u := range users {
-		st, err := s.Gate(ctx, fans[u], now)
+		st, err := s.Seats.Gate(ctx, fans[u], now)
 		require.NoError(t, err, u)
 		require.Equal(t, ticketrush.StatusActive, st.Status, u)
 		want, err := s.Line.TokenStatus(ctx, fans[u], now)
@@ -126,7 +126,7 @@ func TestGatedReadsTouchOnlyTheFansShard(t *testing.T) {
 	require.NoError(t, err)
 	for who, c := range map[string]ticketrush.QueueClaims{"alice, who left": fans["alice"],
 		"erin, who never joined": {UserID: "erin", ConcertID: cid, Seq: fans["carol"].Seq + 10}} {
-		st, err := s.Gate(ctx, c, now)
+		st, err := s.Seats.Gate(ctx, c, now)
 		require.NoError(t, err, who)
 		assert.Equal(t, ticketrush.StatusExpired, st.Status, who)
 		st, _, err = s.Seats.GatedSeats(ctx, c, sB, now)
@@ -149,7 +149,7 @@ func TestShownInTheShardIsNotANoShow(t *testing.T) {
 		_, _, err := s.Seats.Hold(ctx, fans["alice"], sA, "VIP-1", 100, t0.Add(5*time.Second))
 		require.NoError(t, err, "alice shows up in her shard")
 		for _, u := range []string{"carol", "dave"} {
-			st, err := s.Gate(ctx, fans[u], t0.Add(5*time.Second))
+			st, err := s.Seats.Gate(ctx, fans[u], t0.Add(5*time.Second))
 			require.NoError(t, err)
 			require.Equal(t, ticketrush.StatusActive, st.Status, "%s shows up by a gated read", u)
 		}
