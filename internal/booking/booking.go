@@ -17,7 +17,9 @@ import (
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
 
-// SeatStore is the seat side of the sale: the seat maps, holds, reservations and their payments.
+// SeatStore is the seat side of the sale: the seat maps, holds, reservations and their payments. A
+// payment crosses from it to the wallet's side (WalletStore), each in hash slots of its own, in
+// idempotent steps.
 type SeatStore interface {
 	SeatViewStore
 	GatedScheduleCounts(ctx context.Context, c ticketrush.QueueClaims, scheduleIDs []string, now time.Time) (ticketrush.TokenState, []ticketrush.ScheduleCount, error)
