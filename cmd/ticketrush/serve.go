@@ -105,7 +105,7 @@ func prepareStores(ctx context.Context, cfg config.Config, rc rueidis.Client, db
 
 	store := redis.NewStore(rc, cfg.RedisKeyPrefix, reg)
 	if redis.IsCluster(rc) {
-		store.WaitForReplica(redis.ReplicaWait) // the money steps wait for a replica (docs/durability.md)
+		store.WaitForReplica(config.ReplicaWait) // the money steps wait for a replica (docs/durability.md)
 	}
 	store.LimitUsers(redis.UserLimit{Rate: cfg.UserRateLimit, Burst: cfg.UserRateBurst})
 	if n, err := repair.MigrateLayouts(ctx, store, db, nil); err != nil { // before any script reads the layout

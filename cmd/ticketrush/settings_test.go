@@ -40,7 +40,7 @@ func TestWriteBehindSettingsPassDown(t *testing.T) {
 		"WRITEBEHIND_READ_COUNT": "200", "WRITEBEHIND_MAX_READ_COUNT": "800", "WRITEBEHIND_CLAIM_IDLE_SECONDS": "5"}), true)
 	assert.Equal(t, []int{3, 500, 200, 800}, []int{w.Writers, w.BatchSize, w.ReadCount, w.MaxReadCount})
 	assert.Equal(t, 5*time.Second, w.ClaimIdle)
-	assert.Equal(t, redis.ReplicaWait, w.ReplicaWait, "a cluster: an event reaches Postgres once a replica has it")
+	assert.Equal(t, config.ReplicaWait, w.ReplicaWait, "a cluster: an event reaches Postgres once a replica has it")
 }
 
 // TestWriteBehindClaimsBeforeStuck: entries a worker read just before it crashed, when no others wait,

@@ -44,6 +44,11 @@ type ServerTimeouts struct{ ReadHeader, Read, Write, Idle time.Duration }
 // TestDrawKeysOutliveTheRequestTimeout a keys file past the request's).
 var Server = ServerTimeouts{ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 15 * time.Second, Idle: 60 * time.Second}
 
+// ReplicaWait is how long a replicated step (a hold, a payment's steps, a wallet's) waits for a replica
+// on a Redis Cluster, and how long the write-behind's reads wait for one: a replica on the same network
+// confirms within a millisecond; one that takes longer is treated as lagging (docs/durability.md).
+const ReplicaWait = 250 * time.Millisecond
+
 // IdlePace is how often the loops over awake concerts run while none is awake (app.Rounds): a concert
 // another instance wakes is found within it; one this instance wakes, at once.
 const IdlePace = time.Second

@@ -126,7 +126,7 @@ func WriteBehindConfig(cfg config.Config, cluster bool) writebehind.Config {
 		ClaimIdle:    cfg.WriteBehindClaimIdle,
 	}
 	if cluster {
-		w.ReplicaWait = redis.ReplicaWait
+		w.ReplicaWait = config.ReplicaWait
 	}
 	return w
 }

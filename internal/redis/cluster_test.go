@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -144,12 +145,12 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	c := dbtest.Client(t, pc.URL)
 	reg := prometheus.NewRegistry()
 	s := NewStore(c, dbtest.Name("t"), reg)
-	s.WaitForReplica(ReplicaWait)
+	s.WaitForReplica(config.ReplicaWait)
 	ctx := context.Background()
 	fans := sale(t, s, nil, "alice", "bob")
 	// a concert whose seats live in slots of their own: the hold's seat step (seat_take) waits too
 	spread := NewStore(c, dbtest.Name("t"), prometheus.NewRegistry())
-	spread.WaitForReplica(ReplicaWait)
+	spread.WaitForReplica(config.ReplicaWait)
 	spreadFans := spreadSale(t, spread, nil, "erin")
 	replicas := pc.Replicas(t)
 	require.Len(t, replicas, 3)
@@ -198,7 +199,7 @@ func TestReplicatedStepsWaitForAReplicaOnCluster(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, counter(t, reg, "ticketrush_redis_unreplicated_writes_total"))
 
-	// A master left alone is not waited for on every step (each wait would last ReplicaWait in vain):
+	// A master left alone is not waited for on every step (each wait would last config.ReplicaWait in vain):
 	// 20 charges in one slot send WAIT once, or again only once aloneFor has passed.
 	master, err := rueidis.NewClient(rueidis.ClientOption{ForceSingleClient: true, DisableCache: true,
 		InitAddress: []string{"127.0.0.1:" + strconv.Itoa(pc.MasterOf(t, c, s.keys.Wallet("dave").Balances()))}})
@@ -263,7 +264,7 @@ func TestJustFormedClusterTakesChargesOnCluster(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	s := NewStore(c, dbtest.Name("t"), reg)
-	s.WaitForReplica(ReplicaWait)
+	s.WaitForReplica(config.ReplicaWait)
 	const fans = 60 // over the 64 wallet shards: every master's
 	errs := make(chan error, fans)
 	var wg sync.WaitGroup

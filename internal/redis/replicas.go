@@ -95,8 +95,8 @@ func (s *core) execReplicated(ctx context.Context, sc *script, keys, args []stri
 }
 
 // aloneFor is how long a slot whose master had no replica is written without waiting: a master left
-// alone by a failover would otherwise make every step of its slots wait ReplicaWait in vain. A replica
-// that attaches meanwhile is waited for once this has passed.
+// alone by a failover would otherwise make every step of its slots wait in vain (WaitForReplica). A
+// replica that attaches meanwhile is waited for once this has passed.
 const aloneFor = time.Second
 
 // aloneSlots remembers the slots whose master had no replica, and when that was seen.
@@ -176,10 +176,6 @@ func replicasInSync(info string) (int, error) {
 	}
 	return online, nil
 }
-
-// ReplicaWait is how long a replicated step waits for a replica on a cluster: a replica on the same
-// network confirms within a millisecond; one that takes longer is treated as lagging.
-const ReplicaWait = 250 * time.Millisecond
 
 // IsCluster reports whether c talks to a Redis Cluster.
 func IsCluster(c rueidis.Client) bool { return c.Mode() == rueidis.ClientModeCluster }

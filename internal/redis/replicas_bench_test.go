@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/dbtest"
 	"github.com/ticketrush/ticketrush/internal/ticketrush"
 )
@@ -26,7 +27,7 @@ func BenchmarkReplicaWait(b *testing.B) {
 			c, prefix := dbtest.Cluster(b)
 			s := NewStore(c, prefix, prometheus.NewRegistry())
 			if wait {
-				s.WaitForReplica(ReplicaWait)
+				s.WaitForReplica(config.ReplicaWait)
 			}
 			c0 := concert(cid, func(q *ticketrush.QueueSettings) {
 				q.HoldTTL = time.Hour

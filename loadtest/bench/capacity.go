@@ -88,7 +88,7 @@ func measureCapacity(ctx context.Context, c rueidis.Client, limit redis.UserLimi
 	r.store = redis.NewStore(counted{c, r.sent}, prefix, prometheus.NewRegistry())
 	r.store.LimitUsers(limit)
 	if redis.IsCluster(c) {
-		r.store.WaitForReplica(redis.ReplicaWait) // as serve does
+		r.store.WaitForReplica(svcconfig.ReplicaWait) // as serve does
 	}
 	res := concertCapacity{masters: len(masters)}
 	if err := r.loadScripts(); err != nil {
