@@ -103,7 +103,7 @@ func (u *Users) verify(token string) (string, time.Time, error) {
 		return "", time.Time{}, ticketrush.WithDetail(ticketrush.ErrUnauthenticated, jwtProblem(err, claims))
 	}
 	if !ticketrush.ValidUserID(claims.Subject) {
-		return "", time.Time{}, ticketrush.WithDetail(ticketrush.ErrUnauthenticated, "the JWT's sub must be a user id of 1-64 chars of [A-Za-z0-9_-]")
+		return "", time.Time{}, ticketrush.WithDetail(ticketrush.ErrUnauthenticated, "the JWT's sub must be a user id of "+ticketrush.UserIDRule)
 	}
 	return claims.Subject, claims.ExpiresAt.Time, nil
 }
@@ -205,7 +205,7 @@ func jwtProblem(err error, claims jwt.RegisteredClaims) string {
 // Mint signs a user JWT: for development and tests; production tokens come from the login service.
 func Mint(secret []byte, userID string, ttl time.Duration, now time.Time) (string, error) {
 	if !ticketrush.ValidUserID(userID) {
-		return "", fmt.Errorf("user id %q: want 1-64 chars of [A-Za-z0-9_-]", userID)
+		return "", fmt.Errorf("user id %q: want %s", userID, ticketrush.UserIDRule)
 	}
 	claims := jwt.RegisteredClaims{
 		Subject:   userID,

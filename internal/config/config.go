@@ -275,14 +275,17 @@ func Redact(raw string) string {
 	return u.Redacted()
 }
 
-// nonNegative parses an integer variable, def when unset.
+// maxSetting is the largest integer a rate or burst setting takes.
+const maxSetting = 1_000_000
+
+// nonNegative parses an integer variable of 0-maxSetting, def when unset.
 func nonNegative(s string, def int) (int, error) {
 	if s == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > 1_000_000 {
-		return 0, fmt.Errorf("want an integer 0-1000000, got %q", s)
+	if err != nil || n < 0 || n > maxSetting {
+		return 0, fmt.Errorf("want an integer 0-%d, got %q", maxSetting, s)
 	}
 	return n, nil
 }

@@ -330,17 +330,20 @@ func (s *Server) moneyRequest(w http.ResponseWriter, r *http.Request, v any) (us
 	return user, key, decode(w, r, v)
 }
 
+// maxIdempotencyKey is the longest Idempotency-Key taken.
+const maxIdempotencyKey = 64
+
 // idempotencyKey reads the optional Idempotency-Key: absent, or 1-64 printable ASCII characters
 // (0x20-0x7e, the space included; net/http has trimmed the value's ends). A header sent empty is
 // refused, not read as no key: its retry would act again, where the client meant it not to.
 func idempotencyKey(r *http.Request) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
-	if (key == "" && len(r.Header.Values("Idempotency-Key")) > 0) || len(key) > 64 {
-		return "", ticketrush.Invalidf("Idempotency-Key must be 1-64 printable characters")
+	if (key == "" && len(r.Header.Values("Idempotency-Key")) > 0) || len(key) > maxIdempotencyKey {
+		return "", ticketrush.Invalidf("Idempotency-Key must be 1-%d printable characters", maxIdempotencyKey)
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < 0x20 || key[i] > 0x7e {
-			return "", ticketrush.Invalidf("Idempotency-Key must be 1-64 printable characters")
+			return "", ticketrush.Invalidf("Idempotency-Key must be 1-%d printable characters", maxIdempotencyKey)
 		}
 	}
 	return key, nil

@@ -4,6 +4,7 @@
 package ticketrush
 
 import (
+	"fmt"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -175,8 +176,14 @@ func (c *chars) spans(s string, most int) bool {
 	return true
 }
 
-// ValidUserID reports whether id is a user id as docs/api.md defines it: 1-64 chars of [A-Za-z0-9_-].
-func ValidUserID(id string) bool { return userIDChars.spans(id, 64) }
+// MaxUserIDLen is the longest user id (docs/api.md); UserIDRule says what a user id is, for error texts.
+const MaxUserIDLen = 64
+
+// UserIDRule is what a user id is, as error texts say it.
+var UserIDRule = fmt.Sprintf("1-%d chars of [A-Za-z0-9_-]", MaxUserIDLen)
+
+// ValidUserID reports whether id is a user id as docs/api.md defines it: UserIDRule.
+func ValidUserID(id string) bool { return userIDChars.spans(id, MaxUserIDLen) }
 
 // ValidID reports whether id can be a concert or schedule id: 1-32 chars of [a-z0-9]. Ids end up inside
 // Redis hash tags and queue tokens, so anything else is refused before it reaches either.
