@@ -11,6 +11,7 @@ import (
 	"github.com/ticketrush/ticketrush/internal/booking"
 	"github.com/ticketrush/ticketrush/internal/config"
 	"github.com/ticketrush/ticketrush/internal/process"
+	"github.com/ticketrush/ticketrush/internal/queue"
 	"github.com/ticketrush/ticketrush/internal/redis"
 	"github.com/ticketrush/ticketrush/internal/writebehind"
 )
@@ -50,6 +51,14 @@ func TestWriteBehindSettingsPassDown(t *testing.T) {
 func TestWriteBehindClaimsBeforeStuck(t *testing.T) {
 	d := writebehind.DefaultConfig()
 	assert.Less(t, d.QuietEvery+config.MaxWriteBehindClaimIdle+d.ClaimEvery, d.StuckAfter)
+}
+
+// TestStreamDrainOutlastsAClaim: once a concert falls asleep the write-behind reads its stream for
+// queue.StreamDrain more, time enough for entries a crashed worker left pending to become claimable (the
+// longest ClaimIdle an operator may set) and for another worker's next look for them (a ClaimEvery).
+func TestStreamDrainOutlastsAClaim(t *testing.T) {
+	d := writebehind.DefaultConfig()
+	assert.Greater(t, queue.StreamDrain, config.MaxWriteBehindClaimIdle+d.ClaimEvery)
 }
 
 // TestPayingGateOutlastsStuckPayments: a payment left claimed (its process crashed between the steps)

@@ -41,7 +41,7 @@ const (
 	forgetAfter = time.Hour
 	// StreamDrain is how long after a concert falls asleep the write-behind still reads its stream (and
 	// beyond, until a read finds nothing new): time for entries a crashed worker left pending to be
-	// claimed (the worker's ClaimIdle, 10 s, and ClaimEvery, 2 s).
+	// claimed (the longest ClaimIdle and a ClaimEvery; TestStreamDrainOutlastsAClaim).
 	StreamDrain = 20 * time.Second
 	// settleFor is how long a start keeps every concert awake (Settle).
 	settleFor = 2 * time.Second
