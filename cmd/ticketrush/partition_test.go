@@ -161,7 +161,14 @@ func (r *partitionRig) justFormed(t *testing.T) {
 	assert.Positive(t, unreplicated, "no charge was taken while a replica synced: the scenario missed its window")
 	assert.Equal(t, int64(charges), answered.Load(), "charges not answered 201 on the cluster just formed")
 
-	// The other scenarios run on a cluster in sync, whose full syncs wait Redis's default 5 s.
+	r.inSync(t)
+}
+
+// inSync makes the cluster's full syncs wait Redis's default 5 s and waits until every replica has
+// synced: the other scenarios run on a cluster in sync, each on its own too (-run picks one), where the
+// replica elected in a failover has the master's data.
+func (r *partitionRig) inSync(t *testing.T) {
+	t.Helper()
 	for port := partitionPorts; port < partitionPorts+6; port++ {
 		node, err := r.pc.Node(port)
 		require.NoError(t, err)
@@ -170,13 +177,14 @@ func (r *partitionRig) justFormed(t *testing.T) {
 	}
 	for _, port := range r.pc.Replicas(t) {
 		require.Eventually(t, func() bool { return r.pc.Synced(t, port) }, time.Minute, 20*time.Millisecond,
-			"replica %d never finished its first sync", port)
+			"replica %d never finished its sync", port)
 	}
 }
 
-// concert creates a concert for one scenario and returns where it lives.
+// concert creates a concert for one scenario, on a cluster in sync, and returns where it lives.
 func (r *partitionRig) concert(t *testing.T, name string) concertRef {
 	t.Helper()
+	r.inSync(t)
 	id, sched := createSaleConcert(t, r.apis[0].api, "Partition "+name, partitionSeats, partitionCapacity)
 	ref := placeConcert(t, r.pc, r.rc, r.keys, id, sched)
 	waitKnown(t, r.apis, id)
