@@ -74,7 +74,8 @@ func anyNodeAnswers(ctx context.Context, c rueidis.Client) bool {
 // NewStore returns a store over client with keys under prefix, registering its metrics with reg.
 func NewStore(client rueidis.Client, prefix string, reg prometheus.Registerer, opts ...Option) *Store {
 	c := &core{client: client, keys: NewKeys(prefix), metrics: newScriptMetrics(reg), liveChunk: seenChunk}
-	s := &Store{core: c, Line: &Line{c}, Seats: &Seats{c}, Wallet: &Wallet{c}, Draws: &Draws{c}}
+	c.line, c.seats, c.draws = &Line{c}, &Seats{c}, &Draws{c}
+	s := &Store{core: c, Line: c.line, Seats: c.seats, Wallet: &Wallet{c}, Draws: c.draws}
 	for _, o := range opts {
 		o(s)
 	}

@@ -70,6 +70,11 @@ type core struct {
 	scheduleLoad, inventoryCarry             *script
 	crash                                    func(step string) error // a chain's step boundary; tests only
 	settling                                 sync.WaitGroup          // the joins' lost steps being settled (settleEnter)
+
+	// The parts over this core that a concert's ways (ways.go) call into.
+	line  *Line
+	seats *Seats
+	draws *Draws
 }
 
 // LimitUsers sets the per-user rate the state-changing scripts enforce (0 turns it off). Call it before

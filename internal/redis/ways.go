@@ -33,14 +33,13 @@ type concertWays struct {
 // waysOf builds the line and the seats of concertID's layout l.
 func (s *core) waysOf(concertID string, l Layout) concertWays {
 	k := s.keys.Concert(concertID).Placed(l.ShardAt)
-	line := &Line{s}
-	seats := newSeatSlots(&Seats{s}, k, concertID, l.Schedules)
+	seats := newSeatSlots(s.seats, k, concertID, l.Schedules)
 	if l.Shards > 1 {
 		seats.shards, seats.holdMS, seats.maxHolds = l.Shards, l.hold, l.maxHolds
-		return concertWays{layout: l, line: shardedLine{s: line, k: k, id: concertID, n: l.Shards, gate: seats.fanGate}, seats: seats}
+		return concertWays{layout: l, line: shardedLine{s: s.line, k: k, id: concertID, n: l.Shards, gate: seats.fanGate}, seats: seats}
 	}
 	stock := seats.stock()
-	return concertWays{layout: l, line: slotLine{s: line, k: k, stock: stock}, seats: seats, carried: len(stock) > 0}
+	return concertWays{layout: l, line: slotLine{s: s.line, k: k, stock: stock}, seats: seats, carried: len(stock) > 0}
 }
 
 // lineWay is how a concert's line is reached: slotLine (the concert's slot) or shardedLine.
@@ -227,7 +226,7 @@ func (l shardedLine) place(ctx context.Context, from int64, batch []draw.Entrant
 	if len(batch) == 0 {
 		return 0, false, nil
 	}
-	st, err := (&Draws{l.s.core}).DrawState(ctx, l.id)
+	st, err := l.s.draws.DrawState(ctx, l.id)
 	if err != nil {
 		return 0, false, err
 	}
