@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/redis/rueidis"
+
 	"github.com/ticketrush/ticketrush/internal/redis"
 )
 
@@ -56,39 +58,16 @@ func (b *bench) capacity(ctx context.Context, baseDSN string) error {
 	for rep := range b.cfg.reps {
 		fmt.Fprintf(os.Stderr, "bench: capacity of one concert %d/%d: %d fans on one Redis", rep+1, b.cfg.reps, b.cfg.capacityFans)
 		r, err := measureCapacity(ctx, single, limit, b.cfg.capacityFans, dsn)
-		if err != nil {
-			runs.singleErr = append(runs.singleErr, err)
-		} else {
-			runs.single = append(runs.single, r)
-		}
+		keep(&runs.single, &runs.singleErr, r, err)
 		if cluster != nil {
 			fmt.Fprint(os.Stderr, ", then on the cluster")
-			r, err := measureCapacity(ctx, cluster, limit, b.cfg.capacityFans, "")
-			for try := 1; errors.Is(err, errShared) && try < capacityAttempts; try++ {
-				fmt.Fprint(os.Stderr, " (again: another client used it)")
-				runs.clusterAgain++
-				r, err = measureCapacity(ctx, cluster, limit, b.cfg.capacityFans, "")
-			}
-			if err == nil && r.masters != 3 {
-				err = fmt.Errorf("the cluster has %d masters, the rows are of 3", r.masters)
-			}
-			if err != nil {
-				runs.clusterErr = append(runs.clusterErr, err)
-			} else {
-				runs.cluster = append(runs.cluster, r)
-			}
+			r, err := onMasters(ctx, cluster, limit, b.cfg.capacityFans, 3, &runs.clusterAgain)
+			keep(&runs.cluster, &runs.clusterErr, r, err)
 		}
 		if six != nil {
 			fmt.Fprint(os.Stderr, ", then on 6 masters")
-			r, err := measureCapacity(ctx, six, limit, b.cfg.capacityFans, "")
-			if err == nil && r.masters != 6 {
-				err = fmt.Errorf("the cluster has %d masters, want 6", r.masters)
-			}
-			if err != nil {
-				runs.sixErr = append(runs.sixErr, err)
-			} else {
-				runs.six = append(runs.six, r)
-			}
+			r, err := onMasters(ctx, six, limit, b.cfg.capacityFans, 6, nil)
+			keep(&runs.six, &runs.sixErr, r, err)
 		}
 		fmt.Fprintln(os.Stderr)
 		if err := ctx.Err(); err != nil {
@@ -99,6 +78,31 @@ func (b *bench) capacity(ctx context.Context, baseDSN string) error {
 	b.pipelined = runs.single
 	b.masters = runs
 	return nil
+}
+
+// onMasters measures the capacity on c, a cluster of masters masters. A run another client disturbed
+// (errShared) is run again, up to capacityAttempts runs, each counted in again; with again nil (a
+// cluster of the bench's own, which nobody else uses) it is not.
+func onMasters(ctx context.Context, c rueidis.Client, limit redis.UserLimit, fans, masters int, again *int) (concertCapacity, error) {
+	r, err := measureCapacity(ctx, c, limit, fans, "")
+	for try := 1; again != nil && errors.Is(err, errShared) && try < capacityAttempts; try++ {
+		fmt.Fprint(os.Stderr, " (again: another client used it)")
+		*again++
+		r, err = measureCapacity(ctx, c, limit, fans, "")
+	}
+	if err == nil && r.masters != masters {
+		err = fmt.Errorf("the cluster has %d masters, the rows are of %d", r.masters, masters)
+	}
+	return r, err
+}
+
+// keep adds a repetition to runs, or its error to errs.
+func keep(runs *[]concertCapacity, errs *[]error, r concertCapacity, err error) {
+	if err != nil {
+		*errs = append(*errs, err)
+	} else {
+		*runs = append(*runs, r)
+	}
 }
 
 // capacityRows sets the capacity rows from the medians of the repetitions that succeeded: per second
